@@ -1,0 +1,51 @@
+// What a device type's backend makes of a partition, and the backend itself.
+#ifndef GLINT_DEVICES_COMPILED_FUNCTION_H_
+#define GLINT_DEVICES_COMPILED_FUNCTION_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/graph.h"
+#include "runtime/tensor.h"
+
+namespace glint {
+
+// A partition compiled for one device type: device-independent until a
+// DeviceManager loads it (uploading its constants). Immutable after
+// compile, so one compiled function can be loaded on several devices of its
+// type. Thread-safe.
+class CompiledFunction {
+ public:
+  virtual ~CompiledFunction() = default;
+
+  // The partition's runtime inputs and outputs, in call order.
+  virtual const std::vector<ValueInfo>& inputs() const = 0;
+  virtual const std::vector<ValueInfo>& outputs() const = 0;
+  // Bytes of constants the device must hold while the function is loaded.
+  virtual size_t constant_bytes() const = 0;
+  // Bytes of the activation arena one execution needs (planned by
+  // liveness); dynamically shaped values are allocated beside it.
+  virtual size_t arena_bytes() const = 0;
+  // Estimated floating-point operations per execution.
+  virtual double flops() const = 0;
+};
+
+// Compiles partitions for a device type. Thread-safe.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual absl::string_view name() const = 0;
+  // Whether the backend has a kernel for `op_type` (default ONNX domain).
+  virtual bool IsOpSupported(absl::string_view op_type) const = 0;
+  // UNIMPLEMENTED (naming op and node) for what the backend cannot run,
+  // INVALID_ARGUMENT for malformed nodes.
+  virtual absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
+      const Graph& partition) const = 0;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_DEVICES_COMPILED_FUNCTION_H_

@@ -1,0 +1,84 @@
+// DeviceManager: one device as the runtime drives it (Glow's vocabulary):
+// memory, streams, events, copies, and compiled functions loaded onto it.
+#ifndef GLINT_DEVICES_DEVICE_MANAGER_H_
+#define GLINT_DEVICES_DEVICE_MANAGER_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "devices/compiled_function.h"
+#include "devices/device_memory.h"
+#include "devices/event.h"
+#include "devices/stream.h"
+#include "runtime/device_info.h"
+#include "runtime/tensor.h"
+
+namespace glint {
+
+// A compiled function resident on one device (constants uploaded). Owned by
+// whoever loaded it; destroying it evicts it and frees its memory. Must not
+// be destroyed while launches of it are pending. Thread-safe.
+class LoadedFunction {
+ public:
+  virtual ~LoadedFunction() = default;
+  virtual const CompiledFunction& function() const = 0;
+  virtual int device_id() const = 0;
+};
+
+// One device. Every method is thread-safe. All data movement and
+// computation is asynchronous: it is enqueued on a stream of this device
+// and the objects it references (host tensors, device tensors, the loaded
+// function) must stay alive until the stream has passed it.
+class DeviceManager {
+ public:
+  virtual ~DeviceManager() = default;
+
+  virtual int id() const = 0;
+  virtual DeviceInfo GetDeviceInfo() const = 0;
+  virtual const Backend& backend() const = 0;
+
+  // Stops the device: pending work fails with UNAVAILABLE, later calls fail
+  // fast. Never hangs. Idempotent.
+  virtual void Stop() = 0;
+
+  // --- Memory ---------------------------------------------------------
+  // RESOURCE_EXHAUSTED when `bytes` exceeds what is left of the capacity.
+  virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(
+      size_t bytes) = 0;
+  virtual uint64_t AvailableMemory() const = 0;
+
+  // --- Streams ----------------------------------------------------------
+  // A stream for the caller's exclusive use, from the device's pool
+  // (created on demand). Return it with ReleaseStream once its work is done.
+  virtual absl::StatusOr<Stream*> AcquireStream() = 0;
+  virtual void ReleaseStream(Stream* stream) = 0;
+
+  // --- Copies (enqueued on `stream`, a stream of this device) ----------
+  // Host → this device. Allocates dst->buffer when it runs if dst has none.
+  virtual void CopyToDevice(Stream& stream, const Tensor* src,
+                            DeviceTensor* dst) = 0;
+  // This device → host: *dst becomes a new host tensor with src's contents.
+  virtual void CopyToHost(Stream& stream, const DeviceTensor* src,
+                          Tensor* dst) = 0;
+  // Another device → this device (peer copy), allocating dst here.
+  virtual void CopyFromPeer(Stream& stream, const DeviceTensor* src,
+                            DeviceTensor* dst) = 0;
+
+  // --- Functions ---------------------------------------------------------
+  // Uploads the constants; RESOURCE_EXHAUSTED if they (with one execution's
+  // arena, which is reserved) do not fit. UNAVAILABLE once stopped.
+  virtual absl::StatusOr<std::unique_ptr<LoadedFunction>> Load(
+      std::shared_ptr<const CompiledFunction> function) = 0;
+  // Runs `function` (loaded on this device) on `inputs` (device tensors of
+  // this device, one per function input), filling `outputs` (one per
+  // function output, allocated here when the launch runs).
+  virtual void Launch(Stream& stream, const LoadedFunction& function,
+                      std::vector<const DeviceTensor*> inputs,
+                      std::vector<DeviceTensor*> outputs) = 0;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_DEVICES_DEVICE_MANAGER_H_

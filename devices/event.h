@@ -1,0 +1,83 @@
+// Events: points in a stream's work that other streams and the host can
+// wait for, with CUDA's semantics (see ARCHITECTURE.md, Devices).
+#ifndef GLINT_DEVICES_EVENT_H_
+#define GLINT_DEVICES_EVENT_H_
+
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace glint {
+
+// One recorded version of an Event: completes when the stream it was
+// recorded on has finished every item enqueued before the record. Shared by
+// the event and by every stream that waits on this version, so re-recording
+// the event never changes what an earlier Wait waits for. Thread-safe.
+class EventMarker {
+ public:
+  explicit EventMarker(int device_id) : device_id_(device_id) {}
+
+  int device_id() const { return device_id_; }
+
+  // Called once by the stream; `status` is the stream's (sticky) status at
+  // that point, which the marker carries to its waiters.
+  void Complete(absl::Status status, absl::Time when);
+
+  bool done() const;
+  // Blocks until done or `deadline`; DEADLINE_EXCEEDED on time-out.
+  absl::Status WaitUntil(absl::Time deadline) const;
+  // The completion status, or FAILED_PRECONDITION while not done.
+  absl::Status status() const;
+  absl::StatusOr<absl::Time> completion_time() const;
+
+ private:
+  const int device_id_;
+  mutable absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  absl::Time when_ ABSL_GUARDED_BY(mu_);
+};
+
+struct EventOptions {
+  // Timing is opt-in (as cudaEventDisableTiming is opt-out): only events
+  // created with it can be used with ElapsedMillis.
+  bool enable_timing = false;
+};
+
+// An event. Record it on a stream (Stream::Record), make other streams wait
+// for it (Stream::Wait), or wait on the host (Synchronize).
+// Thread-safe.
+class Event {
+ public:
+  explicit Event(EventOptions options = {}) : options_(options) {}
+
+  bool timing_enabled() const { return options_.enable_timing; }
+
+  // True when never recorded or when the latest recorded version is done.
+  bool Query() const;
+  // Blocks until the latest recorded version (at call time) is done and
+  // returns the error it carries, if any. OK for a never-recorded event.
+  absl::Status Synchronize(absl::Time deadline = absl::InfiniteFuture()) const;
+
+  // Milliseconds between two recorded, completed, timing-enabled events of
+  // one device; FAILED_PRECONDITION otherwise.
+  static absl::StatusOr<double> ElapsedMillis(const Event& start,
+                                              const Event& end);
+
+  // The latest version (null if never recorded). Streams use these.
+  std::shared_ptr<EventMarker> latest() const;
+  void set_latest(std::shared_ptr<EventMarker> marker);
+
+ private:
+  const EventOptions options_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<EventMarker> latest_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace glint
+
+#endif  // GLINT_DEVICES_EVENT_H_

@@ -1,0 +1,119 @@
+// Streams: in-order queues of work on one device (as CUDA streams or IREE
+// queues). See ARCHITECTURE.md, Devices, for the contract.
+#ifndef GLINT_DEVICES_STREAM_H_
+#define GLINT_DEVICES_STREAM_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "devices/event.h"
+
+namespace glint {
+
+// Work a stream runs. Returning an error fails the stream (sticky): later
+// items are skipped and events recorded after it carry the error.
+using StreamWork = std::function<absl::Status()>;
+
+// An in-order queue of work on one device. Thread-safe: any thread may
+// enqueue; items run one after another in enqueue order.
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  virtual int device_id() const = 0;
+  virtual int priority() const = 0;
+
+  // Appends `work`. Device-internal: components outside devices/ enqueue
+  // through DeviceManager (copies, launches), which wraps their work.
+  virtual void Enqueue(StreamWork work) = 0;
+
+  // Captures all work enqueued so far; `event` completes when it finishes.
+  // Re-recording makes a new version (earlier waiters keep theirs).
+  virtual void Record(Event& event) = 0;
+  // Later items wait for the version of `event` recorded at this call; a
+  // never-recorded event is a no-op. Never blocks the caller. An error
+  // carried by the event fails this stream.
+  virtual void Wait(const Event& event) = 0;
+
+  // Calls `callback` on a device thread once every item enqueued before it
+  // has finished, with the stream's sticky status; it runs also when the
+  // stream has failed or stopped (then with that error), exactly once. The
+  // callback counts as finished when it starts, so it may release the
+  // stream (ClearError, ReleaseStream); it must not block on this stream.
+  virtual void OnDone(std::function<void(absl::Status)> callback) = 0;
+
+  // True only when every enqueued item has finished.
+  virtual bool Query() const = 0;
+  // Blocks until every item enqueued before the call has finished (or the
+  // deadline passes: DEADLINE_EXCEEDED); returns the stream's sticky error.
+  virtual absl::Status Synchronize(
+      absl::Time deadline = absl::InfiniteFuture()) = 0;
+
+  // The sticky error (OK if none).
+  virtual absl::Status status() const = 0;
+  // Clears the sticky error once its owner has seen it, so that a pooled
+  // stream can serve the next run. FAILED_PRECONDITION with work pending.
+  virtual absl::Status ClearError() = 0;
+};
+
+// A stream backed by one host worker thread: the simulated devices' stream.
+// Stop() fails pending work with UNAVAILABLE and joins the worker; it is
+// called by the destructor and never hangs, also with waits outstanding.
+class HostStream : public Stream {
+ public:
+  HostStream(int device_id, int priority, std::string name);
+  ~HostStream() override;
+
+  int device_id() const override { return device_id_; }
+  int priority() const override { return priority_; }
+  void Enqueue(StreamWork work) override;
+  void Record(Event& event) override;
+  void Wait(const Event& event) override;
+  void OnDone(std::function<void(absl::Status)> callback) override;
+  bool Query() const override;
+  absl::Status Synchronize(absl::Time deadline) override;
+  absl::Status status() const override;
+  absl::Status ClearError() override;
+
+  // Fails queued items (and later ones) with `reason` and stops the worker.
+  void Stop(absl::Status reason);
+
+ private:
+  struct Item {
+    StreamWork work;                          // Run if the stream is healthy.
+    std::shared_ptr<EventMarker> signal;      // Completed with the status.
+    std::shared_ptr<const EventMarker> wait;  // Waited for before anything.
+    std::function<void(absl::Status)> callback;  // Always called.
+  };
+
+  void Push(Item item);
+  void WorkerLoop();
+  // Waits for `marker` or Stop(); returns the marker's status or the reason.
+  absl::Status AwaitMarker(const EventMarker& marker);
+
+  const int device_id_;
+  const int priority_;
+  const std::string name_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t enqueued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t completed_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  absl::Status stop_reason_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread worker_;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_DEVICES_STREAM_H_

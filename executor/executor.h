@@ -1,0 +1,51 @@
+// Executor: runs an ExecutableNetwork on event-synchronized device streams.
+//
+// A run enqueues the whole DAG up front: for each partition, on a stream of
+// its device, it waits for the done-events of producers on other devices,
+// copies their outputs in (peer copy), launches, and records its own
+// done-event; outputs are copied back to the host on the producer's stream.
+// The host never waits between partitions: completion is reported by a
+// callback the last stream runs. See ARCHITECTURE.md, Executor.
+#ifndef GLINT_EXECUTOR_EXECUTOR_H_
+#define GLINT_EXECUTOR_EXECUTOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "provisioner/provisioner.h"
+#include "runtime/tensor.h"
+
+namespace glint {
+
+struct ExecutionRequest {
+  // One host tensor per network input, in ExecutableNetwork::inputs order,
+  // already checked against the declared dtypes and shapes.
+  std::vector<Tensor> inputs;
+  // Indices into ExecutableNetwork::outputs to return.
+  std::vector<int> outputs;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// Called once with the requested outputs (in request order) or the run's
+// first error, which names the partition and device that failed.
+using ExecutionCallback =
+    std::function<void(absl::StatusOr<std::vector<Tensor>>)>;
+
+// Stateless apart from the devices it borrows; thread-safe.
+class Executor {
+ public:
+  Executor() = default;
+
+  // `network` must outlive the run (until `done` is called). `done` may
+  // run on a device thread, or inline when the run fails before enqueue.
+  void Run(const ExecutableNetwork& network, ExecutionRequest request,
+           ExecutionCallback done) const;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_EXECUTOR_EXECUTOR_H_

@@ -1,0 +1,168 @@
+// HostManager: the one entry point of the Glint runtime, used in-process by
+// embedding programs and behind gRPC by glintd.
+//
+// AddNetwork imports an ONNX model, partitions it into a DAG of
+// sub-functions, provisions them onto devices and keeps the result;
+// RunNetwork executes a network on the devices. See ARCHITECTURE.md.
+//
+// Thread-safe: every method may be called concurrently.
+#ifndef GLINT_RUNTIME_HOST_MANAGER_H_
+#define GLINT_RUNTIME_HOST_MANAGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "runtime/device_info.h"
+#include "runtime/graph.h"
+#include "runtime/tensor.h"
+
+namespace glint {
+
+class DeviceManager;
+class Executor;
+struct NetworkEntry;
+
+struct HostManagerOptions {
+  // Runs executing at once; further runs wait in the queue.
+  int max_active_requests = 64;
+  // Runs waiting for a slot; beyond it RunNetwork fails fast with
+  // RESOURCE_EXHAUSTED rather than blocking.
+  int max_queue_size = 1024;
+};
+
+struct AddNetworkOptions {
+  // Binds graph inputs whose declared shape has symbolic or unknown
+  // dimensions: input name → full static shape. Unbound unknown dimensions
+  // default to 1 (a batch of one), as the network's GetNetwork reports.
+  std::map<std::string, Shape> input_shapes;
+};
+
+// A named tensor, as inputs and outputs of a run travel.
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
+// One partition of a network as provisioned.
+struct PartitionInfo {
+  std::string name;
+  int device_id = -1;
+  std::string device_name;
+  std::vector<std::string> inputs;   // Values crossing into the partition.
+  std::vector<std::string> outputs;  // Values leaving it.
+  int num_nodes = 0;
+  uint64_t weight_bytes = 0;      // Constants resident on the device.
+  uint64_t activation_bytes = 0;  // Planned arena of one execution.
+  double flops = 0;               // Estimated per run.
+};
+
+struct NetworkInfo {
+  std::string name;
+  std::vector<ValueInfo> inputs;   // Static shapes, as bound at AddNetwork.
+  std::vector<ValueInfo> outputs;  // Dims may be unknown (data-dependent).
+  std::vector<PartitionInfo> partitions;  // In topological order.
+};
+
+struct RunOptions {
+  // Outputs to return, by name; empty means every graph output. Unknown
+  // names are INVALID_ARGUMENT.
+  std::vector<std::string> requested_outputs;
+  // A run still unfinished then fails with DEADLINE_EXCEEDED.
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+using RunCallback =
+    std::function<void(absl::StatusOr<std::vector<NamedTensor>>)>;
+
+class HostManager {
+ public:
+  // Takes ownership of `devices`, which must be initialised and distinct.
+  // INVALID_ARGUMENT for nonsensical options or no device.
+  static absl::StatusOr<std::unique_ptr<HostManager>> Create(
+      HostManagerOptions options,
+      std::vector<std::unique_ptr<DeviceManager>> devices);
+
+  // Convenience: creates the devices from `configs` through the device
+  // registry (NOT_FOUND for an unregistered type), then Create().
+  static absl::StatusOr<std::unique_ptr<HostManager>> CreateFromConfigs(
+      HostManagerOptions options, const std::vector<DeviceConfig>& configs);
+
+  // Waits for in-flight runs, then releases every network and device.
+  ~HostManager();
+
+  HostManager(const HostManager&) = delete;
+  HostManager& operator=(const HostManager&) = delete;
+
+  // Errors: INVALID_ARGUMENT (empty name, malformed model, bad options),
+  // UNIMPLEMENTED (an op or dtype Glint does not support; names op and
+  // node), ALREADY_EXISTS (name taken), RESOURCE_EXHAUSTED (does not fit the
+  // devices). A failed AddNetwork leaves no trace.
+  absl::StatusOr<NetworkInfo> AddNetwork(absl::string_view name,
+                                         absl::string_view onnx_model,
+                                         const AddNetworkOptions& options);
+
+  // NOT_FOUND if unknown. Waits for the network's in-flight runs to finish;
+  // runs arriving meanwhile fail with NOT_FOUND.
+  absl::Status RemoveNetwork(absl::string_view name);
+
+  std::vector<NetworkInfo> ListNetworks() const;  // Sorted by name.
+  absl::StatusOr<NetworkInfo> GetNetwork(absl::string_view name) const;
+
+  // Runs `name` on `inputs` (each graph input exactly once, by name, with
+  // the declared dtype and shape; else INVALID_ARGUMENT naming the input and
+  // what was expected). `done` is called exactly once, possibly on another
+  // thread, possibly before RunNetworkAsync returns.
+  void RunNetworkAsync(absl::string_view name, std::vector<NamedTensor> inputs,
+                       const RunOptions& options, RunCallback done);
+  // Blocking helper over RunNetworkAsync.
+  absl::StatusOr<std::vector<NamedTensor>> RunNetwork(
+      absl::string_view name, std::vector<NamedTensor> inputs,
+      const RunOptions& options = {});
+
+  std::vector<DeviceInfo> GetDevices() const;
+
+  // Refuses new runs (UNAVAILABLE) and waits for the in-flight ones. Called
+  // by glintd on SIGINT/SIGTERM; idempotent.
+  void Shutdown();
+
+ private:
+  HostManager(HostManagerOptions options,
+              std::vector<std::unique_ptr<DeviceManager>> devices);
+
+  // Admission control. Starts `start(true)` now if fewer than
+  // max_active_requests run, else queues it (never blocking the caller);
+  // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE when shutting
+  // down. A queued run refused by Shutdown gets `start(false)`.
+  absl::Status Admit(std::function<void(bool admitted)> start);
+  // Ends an admitted run and starts the next queued one.
+  void Release();
+
+  const HostManagerOptions options_;
+  const std::vector<std::unique_ptr<DeviceManager>> devices_;
+  std::unique_ptr<Executor> executor_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks_
+      ABSL_GUARDED_BY(mu_);
+  // Names being added: reserved so that a concurrent duplicate add fails.
+  absl::flat_hash_map<std::string, bool> adding_ ABSL_GUARDED_BY(mu_);
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::function<void(bool)>> pending_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_HOST_MANAGER_H_

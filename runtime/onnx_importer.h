@@ -1,0 +1,39 @@
+// Imports an ONNX model (serialized ModelProto) into Glint's Graph IR.
+//
+// The importer validates the model, binds the dimensions of graph inputs,
+// infers the dtype and shape of every value (ONNX's shape inference, with
+// data propagation) and refuses, up front, anything Glint cannot run: the
+// caller learns at AddNetwork, never at run time.
+#ifndef GLINT_RUNTIME_ONNX_IMPORTER_H_
+#define GLINT_RUNTIME_ONNX_IMPORTER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/graph.h"
+
+namespace glint {
+
+struct ImportOptions {
+  // Full static shapes for graph inputs, by name; they override the model's
+  // declared shape (rank and known dims must agree, else INVALID_ARGUMENT).
+  // Unknown or symbolic dims of other inputs are bound to 1.
+  std::map<std::string, Shape> input_shapes;
+  // Whether some device can run `op_type` of the default ONNX domain. Nodes
+  // it rejects (and every node of another domain) fail the import with
+  // UNIMPLEMENTED naming the op and the node. Unset: every op is accepted.
+  std::function<bool(absl::string_view op_type)> is_supported;
+};
+
+// Errors: INVALID_ARGUMENT for bytes that are not a valid ModelProto or a
+// structurally broken graph (unknown value, cycle, duplicate names...);
+// UNIMPLEMENTED for unsupported ops, dtypes, or graph-valued attributes.
+absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes,
+                                      const ImportOptions& options = {});
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_ONNX_IMPORTER_H_
