@@ -79,7 +79,8 @@ class HostStream : public Stream {
   void Wait(const Event& event) override;
   void OnDone(std::function<void(absl::Status)> callback) override;
   bool Query() const override;
-  absl::Status Synchronize(absl::Time deadline) override;
+  absl::Status Synchronize(
+      absl::Time deadline = absl::InfiniteFuture()) override;
   absl::Status status() const override;
   absl::Status ClearError() override;
 

@@ -1,0 +1,412 @@
+#include "devices/sim/cpu_function.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/status_macros.h"
+
+namespace glint {
+namespace {
+
+size_t AlignUp(size_t n) {
+  return (n + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
+
+size_t StaticBytes(const ValueInfo& info) {
+  return static_cast<size_t>(info.shape.NumElements()) * DTypeSize(info.dtype);
+}
+
+// Lifetime of an arena value in step indices, inclusive.
+struct Interval {
+  int slot;
+  int first;
+  int last;
+  size_t bytes;
+  size_t offset = 0;
+};
+
+// Places the values in one arena: values whose lifetimes overlap never share
+// bytes. Largest first, each at the lowest offset that fits (first fit);
+// returns the arena size.
+size_t PlanArena(std::vector<Interval>& values) {
+  std::vector<Interval*> order;
+  for (Interval& v : values) order.push_back(&v);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Interval* a, const Interval* b) {
+                     return a->bytes > b->bytes;
+                   });
+  std::vector<const Interval*> placed;
+  size_t total = 0;
+  for (Interval* v : order) {
+    std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) in bytes.
+    for (const Interval* p : placed) {
+      if (p->first <= v->last && v->first <= p->last) {
+        busy.emplace_back(p->offset, p->offset + AlignUp(p->bytes));
+      }
+    }
+    std::sort(busy.begin(), busy.end());
+    size_t candidate = 0;
+    const size_t need = AlignUp(v->bytes);
+    for (const auto& [begin, end] : busy) {
+      if (candidate + need <= begin) break;
+      candidate = std::max(candidate, end);
+    }
+    v->offset = candidate;
+    total = std::max(total, candidate + need);
+    placed.push_back(v);
+  }
+  return total;
+}
+
+// The KernelContext of one step of one execution.
+class StepContext : public cpu::KernelContext {
+ public:
+  StepContext(const Node& node, const std::vector<int>& inputs,
+              const std::vector<int>& outputs,
+              const std::vector<ValueSlot>& slots,
+              std::vector<cpu::TensorView>& views,
+              std::vector<bool>& produced, const CpuExecutionMemory& memory,
+              const std::vector<DeviceTensor*>& function_outputs,
+              std::vector<std::unique_ptr<DeviceBuffer>>& dynamic_buffers)
+      : node_(node),
+        inputs_(inputs),
+        outputs_(outputs),
+        slots_(slots),
+        views_(views),
+        produced_(produced),
+        memory_(memory),
+        function_outputs_(function_outputs),
+        dynamic_buffers_(dynamic_buffers) {}
+
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  const cpu::TensorView* input(int i) const override {
+    if (i < 0 || i >= num_inputs() || inputs_[i] < 0) return nullptr;
+    return &views_[inputs_[i]];
+  }
+  int num_outputs() const override {
+    return static_cast<int>(outputs_.size());
+  }
+  bool output_used(int i) const override {
+    return i >= 0 && i < num_outputs() && outputs_[i] >= 0;
+  }
+
+  absl::StatusOr<cpu::TensorView> AllocateOutput(int i,
+                                                 const Shape& shape) override {
+    if (!output_used(i)) {
+      return absl::InternalError(absl::StrCat(
+          node_.Describe(), " allocated output ", i, ", which is unused"));
+    }
+    const int slot_id = outputs_[i];
+    const ValueSlot& slot = slots_[slot_id];
+    if (produced_[slot_id]) {
+      return absl::InternalError(absl::StrCat(
+          node_.Describe(), " allocated output ", i, " twice"));
+    }
+    if (!shape.IsStatic()) {
+      return absl::InternalError(
+          absl::StrCat(node_.Describe(), " allocated output '",
+                       slot.info.name, "' with shape ", shape.ToString()));
+    }
+    // A known inferred dim must match what the kernel computed.
+    bool matches = shape.rank() == slot.info.shape.rank();
+    for (int d = 0; matches && d < shape.rank(); ++d) {
+      const int64_t want = slot.info.shape.dim(d);
+      matches = want < 0 || want == shape.dim(d);
+    }
+    if (!matches) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          node_.Describe(), " computed shape ", shape.ToString(),
+          " for output '", slot.info.name, "', but its inferred shape is ",
+          slot.info.shape.ToString()));
+    }
+    cpu::TensorView& view = views_[slot_id];
+    view.dtype = slot.info.dtype;
+    view.shape = shape;
+    const size_t bytes =
+        static_cast<size_t>(shape.NumElements()) * DTypeSize(slot.info.dtype);
+    switch (slot.kind) {
+      case ValueSlot::Kind::kArena:
+        view.data = static_cast<char*>(memory_.arena) + slot.offset;
+        break;
+      case ValueSlot::Kind::kOutput: {
+        GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
+                               memory_.allocate(bytes));
+        view.data = buffer->device_address();
+        DeviceTensor* out = function_outputs_[slot.index];
+        out->dtype = view.dtype;
+        out->shape = shape;
+        out->buffer = std::move(buffer);
+        break;
+      }
+      case ValueSlot::Kind::kDynamic: {
+        GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
+                               memory_.allocate(bytes));
+        view.data = buffer->device_address();
+        dynamic_buffers_.push_back(std::move(buffer));
+        break;
+      }
+      default:
+        return absl::InternalError(absl::StrCat(
+            "output '", slot.info.name, "' has an input or constant slot"));
+    }
+    produced_[slot_id] = true;
+    return view;
+  }
+
+ private:
+  const Node& node_;
+  const std::vector<int>& inputs_;
+  const std::vector<int>& outputs_;
+  const std::vector<ValueSlot>& slots_;
+  std::vector<cpu::TensorView>& views_;
+  std::vector<bool>& produced_;
+  const CpuExecutionMemory& memory_;
+  const std::vector<DeviceTensor*>& function_outputs_;
+  std::vector<std::unique_ptr<DeviceBuffer>>& dynamic_buffers_;
+};
+
+}  // namespace
+
+double EstimateNodeFlops(const Node& node, const Graph& graph) {
+  auto shape_of = [&](const std::string& name) -> const Shape* {
+    const ValueInfo* v = graph.FindValue(name);
+    return v == nullptr ? nullptr : &v->shape;
+  };
+  if (node.outputs.empty() || node.outputs[0].empty()) return 0;
+  const Shape* out = shape_of(node.outputs[0]);
+  if (out == nullptr || !out->IsStatic()) return 0;
+  const double out_elems = static_cast<double>(out->NumElements());
+  const Shape* a = node.inputs.empty() ? nullptr : shape_of(node.inputs[0]);
+  const Shape* b = node.inputs.size() < 2 ? nullptr : shape_of(node.inputs[1]);
+  if ((node.op_type == "MatMul" || node.op_type == "Gemm") && a != nullptr &&
+      a->rank() >= 1 && a->IsStatic()) {
+    int64_t k = a->dim(a->rank() - 1);
+    if (node.op_type == "Gemm" && node.GetInt("transA", 0) != 0 &&
+        a->rank() == 2) {
+      k = a->dim(0);
+    }
+    return 2.0 * out_elems * static_cast<double>(k);
+  }
+  if (node.op_type == "Conv" && b != nullptr && b->IsStatic() &&
+      b->rank() >= 2) {
+    double per_output = 1;
+    for (int d = 1; d < b->rank(); ++d) per_output *= b->dim(d);
+    return 2.0 * out_elems * per_output;
+  }
+  return out_elems;
+}
+
+absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
+    const Graph& partition, const cpu::KernelRegistry& kernels) {
+  std::shared_ptr<CpuFunction> f(new CpuFunction());
+  f->graph_ = partition;
+  const Graph& g = f->graph_;
+  f->inputs_ = g.inputs;
+  f->outputs_ = g.outputs;
+
+  absl::flat_hash_map<std::string, int> slot_of;
+  auto add_slot = [&](ValueSlot slot) {
+    const int id = static_cast<int>(f->slots_.size());
+    slot_of[slot.info.name] = id;
+    f->slots_.push_back(std::move(slot));
+    return id;
+  };
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    add_slot({ValueSlot::Kind::kInput, i, 0, g.inputs[i]});
+  }
+  for (const auto& [name, tensor] : g.initializers) {
+    const ValueInfo* info = g.FindValue(name);
+    ValueInfo v = info != nullptr
+                      ? *info
+                      : ValueInfo{name, tensor.dtype(), tensor.shape()};
+    add_slot({ValueSlot::Kind::kConstant, 0, f->constant_bytes_, v});
+    f->constants_.emplace_back(f->constant_bytes_, &tensor);
+    f->constant_bytes_ += AlignUp(tensor.num_bytes());
+  }
+  absl::flat_hash_map<std::string, size_t> output_index;
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    output_index.emplace(g.outputs[i].name, i);
+  }
+
+  // Slots for node outputs, and lifetimes of the arena ones.
+  std::vector<Interval> intervals;
+  absl::flat_hash_map<int, size_t> interval_of;  // slot → intervals index.
+  for (int s = 0; s < static_cast<int>(g.nodes.size()); ++s) {
+    const Node& node = g.nodes[s];
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      const ValueInfo* info = g.FindValue(out);
+      if (info == nullptr || info->dtype == DType::kUndefined) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the type of '", out, "' (", node.Describe(), ") is unknown"));
+      }
+      ValueSlot slot{ValueSlot::Kind::kDynamic, 0, 0, *info};
+      auto it = output_index.find(out);
+      if (it != output_index.end()) {
+        slot.kind = ValueSlot::Kind::kOutput;
+        slot.index = it->second;
+      } else if (info->shape.IsStatic()) {
+        slot.kind = ValueSlot::Kind::kArena;
+      }
+      const int id = add_slot(std::move(slot));
+      if (f->slots_[id].kind == ValueSlot::Kind::kArena) {
+        interval_of[id] = intervals.size();
+        intervals.push_back({id, s, s, StaticBytes(*info)});
+      }
+    }
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) continue;
+      auto it = slot_of.find(in);
+      if (it == slot_of.end()) continue;  // Validate() reports it below.
+      auto iv = interval_of.find(it->second);
+      if (iv != interval_of.end()) intervals[iv->second].last = s;
+    }
+  }
+  GLINT_RETURN_IF_ERROR(g.Validate());
+  f->arena_bytes_ = PlanArena(intervals);
+  for (const Interval& v : intervals) f->slots_[v.slot].offset = v.offset;
+
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const int id = slot_of.at(g.outputs[i].name);
+    const ValueSlot::Kind kind = f->slots_[id].kind;
+    if (kind == ValueSlot::Kind::kInput || kind == ValueSlot::Kind::kConstant) {
+      f->passthrough_outputs_.emplace_back(i, id);
+    }
+  }
+
+  // Kernels, built once with everything known at compile time.
+  for (const Node& node : g.nodes) {
+    if (!node.domain.empty() && node.domain != "ai.onnx") {
+      return absl::UnimplementedError(
+          absl::StrCat("op '", node.op_type, "' of domain '", node.domain,
+                       "' (", node.Describe(), ") is not supported"));
+    }
+    const cpu::KernelFactory* factory = kernels.Find(node.op_type);
+    if (factory == nullptr) {
+      return absl::UnimplementedError(
+          absl::StrCat("op '", node.op_type, "' (node '", node.name,
+                       "') has no CPU kernel"));
+    }
+    cpu::KernelSpec spec;
+    spec.node = &node;
+    spec.opset_version = g.opset_version;
+    Step step;
+    step.node = &node;
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) {
+        spec.inputs.push_back(ValueInfo{});
+        spec.constant_inputs.push_back(nullptr);
+        step.inputs.push_back(-1);
+        continue;
+      }
+      const int id = slot_of.at(in);
+      spec.inputs.push_back(f->slots_[id].info);
+      spec.constant_inputs.push_back(g.FindInitializer(in));
+      step.inputs.push_back(id);
+    }
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) {
+        spec.outputs.push_back(ValueInfo{});
+        step.outputs.push_back(-1);
+        continue;
+      }
+      const int id = slot_of.at(out);
+      spec.outputs.push_back(f->slots_[id].info);
+      step.outputs.push_back(id);
+    }
+    GLINT_ASSIGN_OR_RETURN(step.kernel, (*factory)(spec));
+    f->flops_ += EstimateNodeFlops(node, g);
+    f->steps_.push_back(std::move(step));
+  }
+  return std::shared_ptr<const CpuFunction>(std::move(f));
+}
+
+void CpuFunction::WriteConstants(void* dst) const {
+  for (const auto& [offset, tensor] : constants_) {
+    if (tensor->num_bytes() > 0) {
+      std::memcpy(static_cast<char*>(dst) + offset, tensor->raw_data(),
+                  tensor->num_bytes());
+    }
+  }
+}
+
+absl::Status CpuFunction::Execute(
+    const CpuExecutionMemory& memory,
+    const std::vector<const DeviceTensor*>& inputs,
+    const std::vector<DeviceTensor*>& outputs) const {
+  if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
+    return absl::InternalError("launch with the wrong number of arguments");
+  }
+  std::vector<cpu::TensorView> views(slots_.size());
+  std::vector<bool> produced(slots_.size(), false);
+  std::vector<std::unique_ptr<DeviceBuffer>> dynamic_buffers;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const ValueSlot& slot = slots_[s];
+    if (slot.kind == ValueSlot::Kind::kInput) {
+      const DeviceTensor* in = inputs[slot.index];
+      if (in == nullptr || in->buffer == nullptr) {
+        return absl::InternalError(
+            absl::StrCat("input '", slot.info.name, "' has no buffer"));
+      }
+      views[s] = {in->dtype, in->shape, in->buffer->device_address()};
+      produced[s] = true;
+    } else if (slot.kind == ValueSlot::Kind::kConstant) {
+      views[s] = {slot.info.dtype, slot.info.shape,
+                  static_cast<char*>(memory.constants) + slot.offset};
+      produced[s] = true;
+    }
+  }
+  for (const Step& step : steps_) {
+    StepContext ctx(*step.node, step.inputs, step.outputs, slots_, views,
+                    produced, memory, outputs, dynamic_buffers);
+    absl::Status s = step.kernel->Compute(ctx);
+    if (!s.ok()) return s;
+    for (int out : step.outputs) {
+      if (out >= 0 && !produced[out]) {
+        return absl::InternalError(absl::StrCat(
+            step.node->Describe(), " did not produce '",
+            slots_[out].info.name, "'"));
+      }
+    }
+  }
+  for (const auto& [index, slot_id] : passthrough_outputs_) {
+    const cpu::TensorView& src = views[slot_id];
+    DeviceTensor* out = outputs[index];
+    GLINT_ASSIGN_OR_RETURN(out->buffer, memory.allocate(src.num_bytes()));
+    out->dtype = src.dtype;
+    out->shape = src.shape;
+    if (src.num_bytes() > 0) {
+      std::memcpy(out->buffer->device_address(), src.data, src.num_bytes());
+    }
+  }
+  return absl::OkStatus();
+}
+
+CpuBackend::CpuBackend(std::vector<std::string> unsupported_ops)
+    : kernels_(cpu::CpuKernelRegistry()),
+      unsupported_ops_(std::move(unsupported_ops)) {}
+
+bool CpuBackend::IsOpSupported(absl::string_view op_type) const {
+  for (const std::string& op : unsupported_ops_) {
+    if (op == op_type) return false;
+  }
+  return kernels_.Find(op_type) != nullptr;
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
+    const Graph& partition) const {
+  for (const Node& node : partition.nodes) {
+    if (!IsOpSupported(node.op_type)) {
+      return absl::UnimplementedError(
+          absl::StrCat("op '", node.op_type, "' (node '", node.name,
+                       "') is not supported by the cpu backend"));
+    }
+  }
+  GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const CpuFunction> f,
+                         CpuFunction::Create(partition, kernels_));
+  return std::shared_ptr<const CompiledFunction>(std::move(f));
+}
+
+}  // namespace glint

@@ -1,0 +1,113 @@
+// The simulated devices' backend: compiles a partition into a CpuFunction,
+// the node's CPU kernels in order plus a buffer plan, and executes it on
+// device memory when a stream runs the launch.
+#ifndef GLINT_DEVICES_SIM_CPU_FUNCTION_H_
+#define GLINT_DEVICES_SIM_CPU_FUNCTION_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "devices/compiled_function.h"
+#include "devices/cpu/kernel.h"
+#include "devices/device_memory.h"
+#include "runtime/graph.h"
+
+namespace glint {
+
+// Where the buffer of one value lives during an execution.
+struct ValueSlot {
+  enum class Kind {
+    kInput,     // index: position in the function's inputs.
+    kConstant,  // offset: into the constant block.
+    kArena,     // offset: into the execution's arena (static shape).
+    kOutput,    // index: position in the function's outputs.
+    kDynamic,   // Shape known only at run time: allocated when produced.
+  };
+  Kind kind = Kind::kDynamic;
+  size_t index = 0;
+  size_t offset = 0;
+  ValueInfo info;
+};
+
+// Device memory an execution works on, provided by the device.
+struct CpuExecutionMemory {
+  void* constants = nullptr;  // The loaded constant block.
+  void* arena = nullptr;      // arena_bytes() of scratch.
+  // Allocates device memory for outputs and dynamically shaped values.
+  std::function<absl::StatusOr<std::unique_ptr<DeviceBuffer>>(size_t)>
+      allocate;
+};
+
+// Thread-safe (immutable after Create; Execute may run concurrently with
+// distinct memory).
+class CpuFunction : public CompiledFunction {
+ public:
+  static absl::StatusOr<std::shared_ptr<const CpuFunction>> Create(
+      const Graph& partition, const cpu::KernelRegistry& kernels);
+
+  const std::vector<ValueInfo>& inputs() const override { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const override { return outputs_; }
+  size_t constant_bytes() const override { return constant_bytes_; }
+  size_t arena_bytes() const override { return arena_bytes_; }
+  double flops() const override { return flops_; }
+
+  // Writes the constant block (constant_bytes() long) to `dst`, as the
+  // device's upload does.
+  void WriteConstants(void* dst) const;
+
+  // Runs every kernel. `inputs` and `outputs` match inputs()/outputs().
+  absl::Status Execute(const CpuExecutionMemory& memory,
+                       const std::vector<const DeviceTensor*>& inputs,
+                       const std::vector<DeviceTensor*>& outputs) const;
+
+ private:
+  struct Step {
+    const Node* node;
+    std::unique_ptr<cpu::Kernel> kernel;
+    std::vector<int> inputs;   // Slot ids; -1 for an absent input.
+    std::vector<int> outputs;  // Slot ids; -1 for an unused output.
+  };
+
+  CpuFunction() = default;
+
+  Graph graph_;  // Owns the nodes the steps point to.
+  std::vector<ValueInfo> inputs_;
+  std::vector<ValueInfo> outputs_;
+  std::vector<ValueSlot> slots_;
+  std::vector<Step> steps_;
+  // Function outputs not produced by a step (an input or constant passed
+  // through): output index → slot id.
+  std::vector<std::pair<size_t, int>> passthrough_outputs_;
+  std::vector<std::pair<size_t, const Tensor*>> constants_;  // offset, data.
+  size_t constant_bytes_ = 0;
+  size_t arena_bytes_ = 0;
+  double flops_ = 0;
+};
+
+// Backend of the simulated device type: CPU kernels. Thread-safe.
+class CpuBackend : public Backend {
+ public:
+  // `unsupported_ops` lets a device type pretend it lacks ops (to exercise
+  // heterogeneous placement).
+  explicit CpuBackend(std::vector<std::string> unsupported_ops = {});
+
+  absl::string_view name() const override { return "cpu"; }
+  bool IsOpSupported(absl::string_view op_type) const override;
+  absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
+      const Graph& partition) const override;
+
+ private:
+  const cpu::KernelRegistry& kernels_;
+  std::vector<std::string> unsupported_ops_;
+};
+
+// Estimated floating-point operations of one node (multiply-adds count 2).
+double EstimateNodeFlops(const Node& node, const Graph& graph);
+
+}  // namespace glint
+
+#endif  // GLINT_DEVICES_SIM_CPU_FUNCTION_H_

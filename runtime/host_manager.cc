@@ -1,0 +1,408 @@
+#include "runtime/host_manager.h"
+
+#include <algorithm>
+#include <deque>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "devices/device_manager.h"
+#include "devices/device_registry.h"
+#include "executor/executor.h"
+#include "partitioner/partitioner.h"
+#include "provisioner/provisioner.h"
+#include "runtime/logging.h"
+#include "runtime/onnx_importer.h"
+#include "runtime/status_macros.h"
+
+namespace glint {
+
+// A network added to the HostManager. Shared by the map and by its runs, so
+// RemoveNetwork can drop it from the map while runs finish.
+struct NetworkEntry {
+  NetworkInfo info;
+  std::unique_ptr<ExecutableNetwork> executable;
+
+  absl::Mutex mu;
+  int in_flight ABSL_GUARDED_BY(mu) = 0;
+};
+
+namespace {
+
+NetworkInfo DescribeNetwork(absl::string_view name,
+                            const ExecutableNetwork& network) {
+  NetworkInfo info;
+  info.name = std::string(name);
+  info.inputs = network.inputs;
+  info.outputs = network.outputs;
+  for (const ProvisionedPartition& p : network.partitions) {
+    PartitionInfo pi;
+    pi.name = p.name;
+    pi.device_id = p.device->id();
+    pi.device_name = p.device->GetDeviceInfo().name;
+    const CompiledFunction& f = p.function->function();
+    for (const ValueInfo& v : f.inputs()) pi.inputs.push_back(v.name);
+    for (const ValueInfo& v : f.outputs()) pi.outputs.push_back(v.name);
+    pi.num_nodes = p.num_nodes;
+    pi.weight_bytes = f.constant_bytes();
+    pi.activation_bytes = f.arena_bytes();
+    pi.flops = f.flops();
+    info.partitions.push_back(std::move(pi));
+  }
+  return info;
+}
+
+// Matches the caller's named inputs to the network's, in network order.
+absl::StatusOr<std::vector<Tensor>> BindInputs(
+    const NetworkInfo& info, std::vector<NamedTensor> inputs) {
+  std::vector<Tensor> bound(info.inputs.size());
+  std::vector<bool> seen(info.inputs.size(), false);
+  for (NamedTensor& in : inputs) {
+    size_t i = 0;
+    while (i < info.inputs.size() && info.inputs[i].name != in.name) ++i;
+    if (i == info.inputs.size()) {
+      std::vector<std::string> names;
+      for (const ValueInfo& v : info.inputs) names.push_back(v.name);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "network '", info.name, "' has no input '", in.name,
+          "' (inputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    if (seen[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", in.name, "' is given twice"));
+    }
+    const ValueInfo& want = info.inputs[i];
+    if (in.tensor.dtype() != want.dtype) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", in.name, "' has dtype ", DTypeName(in.tensor.dtype()),
+          ", expected ", DTypeName(want.dtype)));
+    }
+    if (in.tensor.shape() != want.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", in.name, "' has shape ", in.tensor.shape().ToString(),
+          ", expected ", want.shape.ToString()));
+    }
+    if (!in.tensor.valid()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", in.name, "' has no data"));
+    }
+    seen[i] = true;
+    bound[i] = std::move(in.tensor);
+  }
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (!seen[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("missing input '", info.inputs[i].name, "' (",
+                       DTypeName(info.inputs[i].dtype),
+                       info.inputs[i].shape.ToString(), ")"));
+    }
+  }
+  return bound;
+}
+
+absl::StatusOr<std::vector<int>> BindOutputs(
+    const NetworkInfo& info, const std::vector<std::string>& requested) {
+  std::vector<int> indices;
+  if (requested.empty()) {
+    for (size_t i = 0; i < info.outputs.size(); ++i) {
+      indices.push_back(static_cast<int>(i));
+    }
+    return indices;
+  }
+  for (const std::string& name : requested) {
+    size_t i = 0;
+    while (i < info.outputs.size() && info.outputs[i].name != name) ++i;
+    if (i == info.outputs.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "network '", info.name, "' has no output '", name, "'"));
+    }
+    indices.push_back(static_cast<int>(i));
+  }
+  return indices;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
+    HostManagerOptions options,
+    std::vector<std::unique_ptr<DeviceManager>> devices) {
+  if (devices.empty()) {
+    return absl::InvalidArgumentError("a HostManager needs a device");
+  }
+  if (options.max_active_requests < 1 || options.max_queue_size < 0) {
+    return absl::InvalidArgumentError(
+        "max_active_requests must be positive and max_queue_size not "
+        "negative");
+  }
+  return std::unique_ptr<HostManager>(
+      new HostManager(options, std::move(devices)));
+}
+
+absl::StatusOr<std::unique_ptr<HostManager>> HostManager::CreateFromConfigs(
+    HostManagerOptions options, const std::vector<DeviceConfig>& configs) {
+  RegisterBuiltinDeviceTypes();
+  GLINT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<DeviceManager>> devices,
+                         DeviceRegistry::Global().CreateAll(configs));
+  return Create(options, std::move(devices));
+}
+
+HostManager::HostManager(HostManagerOptions options,
+                         std::vector<std::unique_ptr<DeviceManager>> devices)
+    : options_(options),
+      devices_(std::move(devices)),
+      executor_(std::make_unique<Executor>()) {}
+
+HostManager::~HostManager() {
+  Shutdown();
+  absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks;
+  {
+    absl::MutexLock lock(&mu_);
+    networks.swap(networks_);
+  }
+  networks.clear();  // Evicts every function before the devices go.
+}
+
+absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
+    absl::string_view name, absl::string_view onnx_model,
+    const AddNetworkOptions& options) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("a network needs a name");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      return absl::UnavailableError("the host manager is shutting down");
+    }
+    if (networks_.contains(name) || adding_.contains(name)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("a network named '", name, "' already exists"));
+    }
+    adding_[std::string(name)] = true;
+  }
+  auto build = [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
+    ImportOptions import;
+    import.input_shapes = options.input_shapes;
+    import.is_supported = [this](absl::string_view op) {
+      for (const auto& d : devices_) {
+        if (d->backend().IsOpSupported(op)) return true;
+      }
+      return false;
+    };
+    GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
+    GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, GetDevices()));
+    GLINT_RETURN_IF_ERROR(ValidateDag(dag));
+    std::vector<DeviceManager*> devices;
+    for (const auto& d : devices_) devices.push_back(d.get());
+    auto entry = std::make_shared<NetworkEntry>();
+    GLINT_ASSIGN_OR_RETURN(entry->executable,
+                           Provisioner(std::move(devices)).Provision(dag));
+    entry->info = DescribeNetwork(name, *entry->executable);
+    return entry;
+  };
+  absl::StatusOr<std::shared_ptr<NetworkEntry>> entry = build();
+  absl::MutexLock lock(&mu_);
+  adding_.erase(std::string(name));
+  if (!entry.ok()) {
+    GLINT_LOG_INFO("AddNetwork '{}' failed: {}", std::string(name),
+                   entry.status().ToString());
+    return entry.status();
+  }
+  networks_[std::string(name)] = *entry;
+  GLINT_LOG_INFO("added network '{}' ({} partitions)", std::string(name),
+                 (*entry)->info.partitions.size());
+  return (*entry)->info;
+}
+
+absl::Status HostManager::RemoveNetwork(absl::string_view name) {
+  std::shared_ptr<NetworkEntry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = networks_.find(name);
+    if (it == networks_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no network named '", name, "'"));
+    }
+    entry = std::move(it->second);
+    networks_.erase(it);
+  }
+  // New runs can no longer find it; wait for the ones in flight.
+  absl::MutexLock lock(&entry->mu);
+  entry->mu.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &entry->in_flight));
+  // Evict now rather than when the last reference goes: finished runs' 
+  // callbacks may still hold the entry for a moment, but never touch the
+  // executable again, and the caller expects the memory back on return.
+  entry->executable.reset();
+  return absl::OkStatus();
+}
+
+std::vector<NetworkInfo> HostManager::ListNetworks() const {
+  std::vector<NetworkInfo> list;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : networks_) list.push_back(entry->info);
+  }
+  std::sort(list.begin(), list.end(),
+            [](const NetworkInfo& a, const NetworkInfo& b) {
+              return a.name < b.name;
+            });
+  return list;
+}
+
+absl::StatusOr<NetworkInfo> HostManager::GetNetwork(
+    absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = networks_.find(name);
+  if (it == networks_.end()) {
+    return absl::NotFoundError(absl::StrCat("no network named '", name, "'"));
+  }
+  return it->second->info;
+}
+
+std::vector<DeviceInfo> HostManager::GetDevices() const {
+  std::vector<DeviceInfo> infos;
+  for (const auto& d : devices_) infos.push_back(d->GetDeviceInfo());
+  return infos;
+}
+
+void HostManager::RunNetworkAsync(absl::string_view name,
+                                  std::vector<NamedTensor> inputs,
+                                  const RunOptions& options, RunCallback done) {
+  std::shared_ptr<NetworkEntry> entry;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      done(absl::UnavailableError("the host manager is shutting down"));
+      return;
+    }
+    auto it = networks_.find(name);
+    if (it == networks_.end()) {
+      done(absl::NotFoundError(absl::StrCat("no network named '", name, "'")));
+      return;
+    }
+    entry = it->second;
+  }
+  absl::StatusOr<std::vector<Tensor>> bound =
+      BindInputs(entry->info, std::move(inputs));
+  if (!bound.ok()) {
+    done(bound.status());
+    return;
+  }
+  absl::StatusOr<std::vector<int>> outputs =
+      BindOutputs(entry->info, options.requested_outputs);
+  if (!outputs.ok()) {
+    done(outputs.status());
+    return;
+  }
+  {
+    absl::MutexLock lock(&entry->mu);
+    ++entry->in_flight;
+  }
+  auto request = std::make_shared<ExecutionRequest>();
+  request->inputs = *std::move(bound);
+  request->outputs = *outputs;
+  request->deadline = options.deadline;
+
+  // Called exactly once: with the run's result once it ran, or with the
+  // refusal if it never started (then it holds no admission slot).
+  auto finish = std::make_shared<std::function<void(
+      absl::StatusOr<std::vector<Tensor>>, bool)>>(
+      [this, entry, outputs = *outputs, done = std::move(done)](
+          absl::StatusOr<std::vector<Tensor>> result, bool started) {
+        absl::StatusOr<std::vector<NamedTensor>> named;
+        if (result.ok()) {
+          std::vector<NamedTensor> list;
+          for (size_t i = 0; i < outputs.size(); ++i) {
+            list.push_back({entry->info.outputs[outputs[i]].name,
+                            std::move((*result)[i])});
+          }
+          named = std::move(list);
+        } else {
+          named = result.status();
+        }
+        {
+          absl::MutexLock lock(&entry->mu);
+          --entry->in_flight;
+        }
+        if (started) Release();
+        done(std::move(named));
+      });
+  auto start = [this, entry, request, finish](bool admitted) {
+    if (!admitted) {
+      (*finish)(absl::UnavailableError("the host manager is shutting down"),
+                false);
+      return;
+    }
+    executor_->Run(*entry->executable, std::move(*request),
+                   [finish](absl::StatusOr<std::vector<Tensor>> result) {
+                     (*finish)(std::move(result), true);
+                   });
+  };
+  absl::Status admitted = Admit(std::move(start));
+  if (!admitted.ok()) (*finish)(admitted, false);
+}
+
+absl::Status HostManager::Admit(std::function<void(bool)> start) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      return absl::UnavailableError("the host manager is shutting down");
+    }
+    if (active_ >= options_.max_active_requests) {
+      if (static_cast<int>(pending_.size()) >= options_.max_queue_size) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "too many requests: ", active_, " running and ", pending_.size(),
+            " queued (max_queue_size)"));
+      }
+      pending_.push_back(std::move(start));
+      return absl::OkStatus();
+    }
+    ++active_;
+  }
+  start(true);
+  return absl::OkStatus();
+}
+
+void HostManager::Release() {
+  std::function<void(bool)> next;
+  {
+    absl::MutexLock lock(&mu_);
+    --active_;
+    if (pending_.empty() || shutting_down_) return;
+    next = std::move(pending_.front());
+    pending_.pop_front();
+    ++active_;
+  }
+  next(true);
+}
+
+absl::StatusOr<std::vector<NamedTensor>> HostManager::RunNetwork(
+    absl::string_view name, std::vector<NamedTensor> inputs,
+    const RunOptions& options) {
+  absl::Notification finished;
+  absl::StatusOr<std::vector<NamedTensor>> result;
+  RunNetworkAsync(name, std::move(inputs), options,
+                  [&](absl::StatusOr<std::vector<NamedTensor>> r) {
+                    result = std::move(r);
+                    finished.Notify();
+                  });
+  finished.WaitForNotification();
+  return result;
+}
+
+void HostManager::Shutdown() {
+  std::deque<std::function<void(bool)>> refused;
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    refused.swap(pending_);
+  }
+  for (auto& start : refused) start(false);
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(
+      +[](int* active) { return *active == 0; }, &active_));
+}
+
+}  // namespace glint

@@ -1,0 +1,228 @@
+#include "runtime/host_manager.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "runtime/test_models.h"
+
+namespace glint {
+namespace {
+
+using ::glint::testing::MakeMlpModel;
+using ::glint::testing::MlpReference;
+using ::glint::testing::OnnxModelBuilder;
+
+std::unique_ptr<HostManager> MakeHost(uint64_t memory = 64 * kMiB,
+                                      int devices = 2) {
+  std::vector<DeviceConfig> configs(devices);
+  for (DeviceConfig& c : configs) c.memory_bytes = memory;
+  auto host = HostManager::CreateFromConfigs({}, configs);
+  EXPECT_TRUE(host.ok()) << host.status();
+  return *std::move(host);
+}
+
+Tensor Input(int64_t batch, int64_t in, float scale,
+             std::vector<float>* values) {
+  values->resize(batch * in);
+  for (size_t i = 0; i < values->size(); ++i) {
+    (*values)[i] = scale * (static_cast<float>(i % 7) - 3.0f);
+  }
+  return Tensor::FromVector(DType::kFloat32, Shape({batch, in}), *values);
+}
+
+void ExpectNear(const Tensor& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.num_elements(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(got.data<float>()[i], want[i], 1e-4f * (1 + std::abs(want[i])))
+        << "element " << i;
+  }
+}
+
+TEST(HostManagerTest, AddRunAndDescribe) {
+  auto host = MakeHost();
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("mlp", MakeMlpModel(4, 16, 8), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->inputs.size(), 1u);
+  EXPECT_EQ(info->inputs[0].name, "x");
+  EXPECT_EQ(info->inputs[0].shape, Shape({4, 16}));
+  ASSERT_EQ(info->outputs.size(), 1u);
+  EXPECT_EQ(info->outputs[0].shape, Shape({4, 8}));
+  ASSERT_EQ(info->partitions.size(), 1u);
+  EXPECT_EQ(info->partitions[0].num_nodes, 3);
+  EXPECT_EQ(info->partitions[0].weight_bytes % 64, 0u);
+  EXPECT_GE(info->partitions[0].weight_bytes, (16 * 8 + 8) * 4u);
+
+  std::vector<float> x;
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      host->RunNetwork("mlp", {{"x", Input(4, 16, 0.5f, &x)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].name, "y");
+  ExpectNear((*out)[0].tensor, MlpReference(x, 4, 16, 8));
+
+  ASSERT_EQ(host->ListNetworks().size(), 1u);
+  EXPECT_TRUE(host->GetNetwork("mlp").ok());
+}
+
+TEST(HostManagerTest, MemoryIsAccountedAndReturnedOnRemove) {
+  auto host = MakeHost(8 * kMiB, 1);
+  const uint64_t before = host->GetDevices()[0].available_memory_bytes;
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(2, 256, 256), {}).ok());
+  const uint64_t during = host->GetDevices()[0].available_memory_bytes;
+  // At least the weights (256x256 floats) are resident.
+  EXPECT_LE(during + 256 * 256 * 4, before);
+  std::vector<float> x;
+  ASSERT_TRUE(host->RunNetwork("mlp", {{"x", Input(2, 256, 1, &x)}}).ok());
+  // A finished run gives back everything but the reserved arena.
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, during);
+  ASSERT_TRUE(host->RemoveNetwork("mlp").ok());
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
+}
+
+TEST(HostManagerTest, TooLargeIsResourceExhaustedAndLeavesNoTrace) {
+  auto host = MakeHost(1 * kMiB, 2);
+  const uint64_t before = host->GetDevices()[0].available_memory_bytes;
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("big", MakeMlpModel(1, 1024, 512), {});  // 2 MiB.
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kResourceExhausted)
+      << info.status();
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
+  EXPECT_TRUE(host->ListNetworks().empty());
+  // The name is free again.
+  EXPECT_TRUE(host->AddNetwork("big", MakeMlpModel(1, 16, 16), {}).ok());
+}
+
+TEST(HostManagerTest, AddErrors) {
+  auto host = MakeHost();
+  EXPECT_EQ(host->AddNetwork("bad", "not a model", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(host->AddNetwork("", MakeMlpModel(1, 2, 2), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 2})
+      .Output("y", onnx::TensorProto::FLOAT, {2, 2});
+  m.Node("Einsum", {"x", "x"}, {"y"}, "my_einsum")
+      .add_attribute()
+      ->CopyFrom([] {
+        onnx::AttributeProto a;
+        a.set_name("equation");
+        a.set_type(onnx::AttributeProto::STRING);
+        a.set_s("ij,jk->ik");
+        return a;
+      }());
+  absl::Status s = host->AddNetwork("einsum", m.Serialize(), {}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_NE(s.message().find("Einsum"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("my_einsum"), absl::string_view::npos) << s;
+
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+  EXPECT_EQ(host->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(host->RemoveNetwork("nope").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(host->GetNetwork("nope").status().code(),
+            absl::StatusCode::kNotFound);
+  // Still serving.
+  std::vector<float> x;
+  EXPECT_TRUE(host->RunNetwork("mlp", {{"x", Input(1, 4, 1, &x)}}).ok());
+}
+
+TEST(HostManagerTest, RunInputErrorsNameTheInput) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(2, 4, 3), {}).ok());
+  std::vector<float> x;
+  auto expect_invalid = [&](std::vector<NamedTensor> inputs,
+                            absl::string_view mention) {
+    absl::Status s = host->RunNetwork("mlp", std::move(inputs)).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(mention), absl::string_view::npos) << s;
+  };
+  expect_invalid({}, "missing input 'x'");
+  expect_invalid({{"x", Input(2, 4, 1, &x)}, {"z", Input(2, 4, 1, &x)}},
+                 "no input 'z'");
+  expect_invalid({{"x", Input(3, 4, 1, &x)}}, "[2, 4]");
+  expect_invalid({{"x", Tensor::FromVector<int64_t>(DType::kInt64,
+                                                    Shape({2, 4}),
+                                                    std::vector<int64_t>(8))}},
+                 "expected float32");
+  RunOptions bad_output;
+  bad_output.requested_outputs = {"nope"};
+  EXPECT_EQ(host->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}}, bad_output)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(host->RunNetwork("other", {}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(host->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}}).ok());
+}
+
+TEST(HostManagerTest, ConcurrentRunsGetTheirOwnOutputs) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("a", MakeMlpModel(3, 32, 16), {}).ok());
+  ASSERT_TRUE(host->AddNetwork("b", MakeMlpModel(5, 8, 4), {}).ok());
+  std::vector<std::thread> threads;
+  std::vector<int> failures(16, 0);
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const bool use_a = (t + i) % 2 == 0;
+        const int64_t batch = use_a ? 3 : 5, in = use_a ? 32 : 8,
+                      out = use_a ? 16 : 4;
+        std::vector<float> x;
+        Tensor input = Input(batch, in, 0.1f * (t + 1) + i, &x);
+        auto result = host->RunNetwork(use_a ? "a" : "b", {{"x", input}});
+        if (!result.ok()) {
+          ++failures[t];
+          continue;
+        }
+        const std::vector<float> want = MlpReference(x, batch, in, out);
+        const Tensor& got = (*result)[0].tensor;
+        for (size_t k = 0; k < want.size(); ++k) {
+          if (std::abs(got.data<float>()[k] - want[k]) >
+              1e-3f * (1 + std::abs(want[k]))) {
+            ++failures[t];
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 16; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(HostManagerTest, RemovedNetworkIsNotFound) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+  ASSERT_TRUE(host->RemoveNetwork("mlp").ok());
+  std::vector<float> x;
+  EXPECT_EQ(host->RunNetwork("mlp", {{"x", Input(1, 4, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(host->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+}
+
+TEST(HostManagerTest, ShutdownRefusesNewRuns) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+  host->Shutdown();
+  std::vector<float> x;
+  EXPECT_EQ(host->RunNetwork("mlp", {{"x", Input(1, 4, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kUnavailable);
+}
+
+TEST(HostManagerTest, UnknownDeviceTypeIsNotFound) {
+  DeviceConfig c;
+  c.type = "warp-drive";
+  EXPECT_EQ(HostManager::CreateFromConfigs({}, {c}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace glint

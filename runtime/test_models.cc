@@ -1,0 +1,111 @@
+#include "runtime/test_models.h"
+
+#include <algorithm>
+
+namespace glint::testing {
+namespace {
+
+void SetType(onnx::ValueInfoProto* v, int32_t elem_type,
+             const std::vector<int64_t>& dims) {
+  onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem_type);
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (int64_t d : dims) {
+    if (d < 0) {
+      shape->add_dim()->set_dim_param("N");
+    } else {
+      shape->add_dim()->set_dim_value(d);
+    }
+  }
+}
+
+}  // namespace
+
+OnnxModelBuilder::OnnxModelBuilder(int64_t opset) {
+  model_.set_ir_version(8);
+  model_.set_producer_name("glint-tests");
+  onnx::OperatorSetIdProto* op = model_.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  model_.mutable_graph()->set_name("test");
+}
+
+OnnxModelBuilder& OnnxModelBuilder::Input(const std::string& name,
+                                          int32_t elem_type,
+                                          const std::vector<int64_t>& dims) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_input();
+  v->set_name(name);
+  SetType(v, elem_type, dims);
+  return *this;
+}
+
+OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name,
+                                           int32_t elem_type,
+                                           const std::vector<int64_t>& dims) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_output();
+  v->set_name(name);
+  SetType(v, elem_type, dims);
+  return *this;
+}
+
+OnnxModelBuilder& OnnxModelBuilder::FloatInitializer(
+    const std::string& name, const std::vector<int64_t>& dims,
+    const std::vector<float>& values) {
+  onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                              values.size() * sizeof(float)));
+  return *this;
+}
+
+onnx::NodeProto& OnnxModelBuilder::Node(const std::string& op_type,
+                                        const std::vector<std::string>& inputs,
+                                        const std::vector<std::string>& outputs,
+                                        const std::string& name) {
+  onnx::NodeProto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(op_type);
+  n->set_name(name.empty() ? op_type + "_" +
+                                 std::to_string(model_.graph().node_size())
+                           : name);
+  for (const std::string& in : inputs) n->add_input(in);
+  for (const std::string& out : outputs) n->add_output(out);
+  return *n;
+}
+
+std::string OnnxModelBuilder::Serialize() const {
+  return model_.SerializeAsString();
+}
+
+std::string MakeMlpModel(int64_t batch, int64_t in, int64_t out) {
+  std::vector<float> w(in * out), b(out);
+  for (int64_t i = 0; i < in; ++i) {
+    for (int64_t j = 0; j < out; ++j) w[i * out + j] = (i - j) / 8.0f;
+  }
+  for (int64_t j = 0; j < out; ++j) b[j] = j / 4.0f - 0.5f;
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {batch, in})
+      .FloatInitializer("w", {in, out}, w)
+      .FloatInitializer("b", {out}, b)
+      .Output("y", onnx::TensorProto::FLOAT, {batch, out});
+  m.Node("MatMul", {"x", "w"}, {"xw"}, "matmul");
+  m.Node("Add", {"xw", "b"}, {"xwb"}, "add");
+  m.Node("Relu", {"xwb"}, {"y"}, "relu");
+  return m.Serialize();
+}
+
+std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
+                                int64_t in, int64_t out) {
+  std::vector<float> y(batch * out);
+  for (int64_t r = 0; r < batch; ++r) {
+    for (int64_t j = 0; j < out; ++j) {
+      double acc = j / 4.0 - 0.5;
+      for (int64_t i = 0; i < in; ++i) acc += x[r * in + i] * ((i - j) / 8.0);
+      y[r * out + j] = static_cast<float>(std::max(acc, 0.0));
+    }
+  }
+  return y;
+}
+
+}  // namespace glint::testing

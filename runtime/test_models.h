@@ -1,0 +1,49 @@
+// Small ONNX models built in code, for tests across Glint. Test-only.
+#ifndef GLINT_RUNTIME_TEST_MODELS_H_
+#define GLINT_RUNTIME_TEST_MODELS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace glint::testing {
+
+// Builds a ModelProto graph by hand: inputs, initializers, nodes, outputs.
+class OnnxModelBuilder {
+ public:
+  explicit OnnxModelBuilder(int64_t opset = 13);
+
+  // Element types are ONNX TensorProto.DataType numbers; a dim of -1 is
+  // written as the symbolic dim "N".
+  OnnxModelBuilder& Input(const std::string& name, int32_t elem_type,
+                          const std::vector<int64_t>& dims);
+  OnnxModelBuilder& Output(const std::string& name, int32_t elem_type,
+                           const std::vector<int64_t>& dims);
+  OnnxModelBuilder& FloatInitializer(const std::string& name,
+                                     const std::vector<int64_t>& dims,
+                                     const std::vector<float>& values);
+  // Adds a node; returns it so attributes can be added.
+  onnx::NodeProto& Node(const std::string& op_type,
+                        const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs,
+                        const std::string& name = "");
+
+  const onnx::ModelProto& proto() const { return model_; }
+  std::string Serialize() const;
+
+ private:
+  onnx::ModelProto model_;
+};
+
+// y = relu(x · w + b) with x: float[batch, in], w: [in, out], b: [out]; the
+// weights are w[i][j] = (i - j) / 8 and b[j] = j / 4 - 0.5, so tests can
+// compute the reference themselves with MlpReference.
+std::string MakeMlpModel(int64_t batch, int64_t in, int64_t out);
+std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
+                                int64_t in, int64_t out);
+
+}  // namespace glint::testing
+
+#endif  // GLINT_RUNTIME_TEST_MODELS_H_

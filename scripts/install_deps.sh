@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Glint builds and tests with, if any is missing.
+# Debian 12, as root (or with sudo available). Offline apart from Debian's
+# archive: see third_party/README.md.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap g++ git ca-certificates
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
+  libbenchmark-dev libdnnl-dev libonnx-dev libonnx-testdata
+  nlohmann-json3-dev
+  python3 python3-onnx python3-numpy python3-grpcio
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install_deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
