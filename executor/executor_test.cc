@@ -1,0 +1,184 @@
+#include "executor/executor.h"
+
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "devices/sim/sim_device.h"
+#include "gtest/gtest.h"
+#include "provisioner/provisioner.h"
+
+namespace glint {
+namespace {
+
+ValueInfo F32(const std::string& name, Shape shape) {
+  return {name, DType::kFloat32, std::move(shape)};
+}
+
+// x → Add(w) → t on logical device 0; t → Relu → y on logical device 1.
+// With `second_constant`, partition 1 adds a constant before the Relu, so
+// loading it needs device memory.
+Dag TwoStageDag(bool second_constant = false) {
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {F32("x", Shape({4}))};
+  g.outputs = {F32("y", Shape({4}))};
+  g.initializers["w"] =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, -1, 1, -1});
+  g.nodes = {Node{"add", "Add", "", {"x", "w"}, {"t"}, {}},
+             Node{"relu", "Relu", "", {"t"}, {"y"}, {}}};
+  for (const char* v : {"x", "w", "t", "y"}) g.values[v] = F32(v, Shape({4}));
+  if (second_constant) {
+    g.initializers["w2"] = *Tensor::Create(DType::kFloat32, Shape({4}));
+    g.values["w2"] = F32("w2", Shape({4}));
+    g.nodes[1].inputs = {"t2"};
+    g.nodes.insert(g.nodes.begin() + 1,
+                   Node{"add2", "Add", "", {"t", "w2"}, {"t2"}, {}});
+    g.values["t2"] = F32("t2", Shape({4}));
+  }
+
+  Dag dag;
+  dag.inputs = g.inputs;
+  dag.outputs = g.outputs;
+  dag.num_logical_devices = 2;
+  DagNode p0, p1;
+  p0.name = "p0";
+  p0.graph_nodes = {0};
+  p0.function = g.Subgraph({0});
+  p0.logical_device = 0;
+  p0.children = {1};
+  p1.name = "p1";
+  p1.graph_nodes = second_constant ? std::vector<int>{1, 2}
+                                   : std::vector<int>{1};
+  p1.function = g.Subgraph(p1.graph_nodes);
+  p1.logical_device = 1;
+  p1.parents = {0};
+  dag.nodes = {p0, p1};
+  return dag;
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      DeviceConfig c;
+      c.memory_bytes = 1 << 20;
+      devices_.push_back(*SimDevice::Create(i, c));
+    }
+  }
+
+  absl::StatusOr<std::vector<Tensor>> RunSync(const ExecutableNetwork& net,
+                                              Tensor x) {
+    absl::Notification done;
+    absl::StatusOr<std::vector<Tensor>> result;
+    ExecutionRequest request;
+    request.inputs = {std::move(x)};
+    request.outputs = {0};
+    executor_.Run(net, std::move(request),
+                  [&](absl::StatusOr<std::vector<Tensor>> r) {
+                    result = std::move(r);
+                    done.Notify();
+                  });
+    done.WaitForNotification();
+    return result;
+  }
+
+  std::vector<std::unique_ptr<SimDevice>> devices_;
+  Executor executor_;
+};
+
+TEST_F(ExecutorTest, ChainsPartitionsAcrossDevices) {
+  Provisioner provisioner({devices_[0].get(), devices_[1].get()});
+  auto net = provisioner.Provision(TwoStageDag());
+  ASSERT_TRUE(net.ok()) << net.status();
+  ASSERT_EQ((*net)->partitions.size(), 2u);
+  EXPECT_NE((*net)->partitions[0].device, (*net)->partitions[1].device);
+  const uint64_t free0 = devices_[0]->AvailableMemory();
+  const uint64_t free1 = devices_[1]->AvailableMemory();
+
+  auto out = RunSync(**net, Tensor::FromVector<float>(
+                                DType::kFloat32, Shape({4}), {1, 1, -3, 3}));
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<float> want = {2, 0, 0, 2};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ((*out)[0].data<float>()[i], want[i]);
+  // Everything the run allocated is back.
+  EXPECT_EQ(devices_[0]->AvailableMemory(), free0);
+  EXPECT_EQ(devices_[1]->AvailableMemory(), free1);
+}
+
+TEST_F(ExecutorTest, ManyConcurrentRunsAreIndependent) {
+  Provisioner provisioner({devices_[0].get(), devices_[1].get()});
+  auto net = provisioner.Provision(TwoStageDag());
+  ASSERT_TRUE(net.ok());
+  constexpr int kRuns = 64;
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(kRuns);
+  std::vector<absl::Notification> done(kRuns);
+  for (int r = 0; r < kRuns; ++r) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(
+        DType::kFloat32, Shape({4}),
+        {float(r), float(r), float(-r), float(r)})};
+    request.outputs = {0};
+    executor_.Run(**net, std::move(request),
+                  [&, r](absl::StatusOr<std::vector<Tensor>> out) {
+                    results[r] = std::move(out);
+                    done[r].Notify();
+                  });
+  }
+  for (int r = 0; r < kRuns; ++r) {
+    done[r].WaitForNotification();
+    ASSERT_TRUE(results[r].ok()) << results[r].status();
+    const float* y = (*results[r])[0].data<float>();
+    EXPECT_EQ(y[0], r + 1.0f);
+    EXPECT_EQ(y[1], std::max(r - 1.0f, 0.0f));
+    EXPECT_EQ(y[2], std::max(1.0f - r, 0.0f));
+    EXPECT_EQ(y[3], std::max(r - 1.0f, 0.0f));
+  }
+}
+
+TEST_F(ExecutorTest, StoppedDeviceFailsTheRunFast) {
+  Provisioner provisioner({devices_[0].get(), devices_[1].get()});
+  auto net = provisioner.Provision(TwoStageDag());
+  ASSERT_TRUE(net.ok());
+  (*net)->partitions[1].device->Stop();
+  auto out = RunSync(**net, Tensor::FromVector<float>(DType::kFloat32,
+                                                      Shape({4}), {1, 1, 1, 1}));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)
+      << out.status();
+}
+
+TEST_F(ExecutorTest, PastDeadlineIsDeadlineExceeded) {
+  Provisioner provisioner({devices_[0].get(), devices_[1].get()});
+  auto net = provisioner.Provision(TwoStageDag());
+  ASSERT_TRUE(net.ok());
+  absl::Notification done;
+  absl::Status status;
+  ExecutionRequest request;
+  request.inputs = {
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, 1, 1, 1})};
+  request.outputs = {0};
+  request.deadline = absl::Now() - absl::Seconds(1);
+  executor_.Run(**net, std::move(request),
+                [&](absl::StatusOr<std::vector<Tensor>> r) {
+                  status = r.status();
+                  done.Notify();
+                });
+  done.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(ExecutorTest, ProvisionFailureEvictsEverything) {
+  // Device 1 is too small for partition 1's constant: everything loaded on
+  // device 0 must be evicted again.
+  DeviceConfig tiny;
+  tiny.memory_bytes = 32;
+  auto small = *SimDevice::Create(1, tiny);
+  const uint64_t free0 = devices_[0]->AvailableMemory();
+  Provisioner provisioner({devices_[0].get(), small.get()});
+  absl::Status s = provisioner.Provision(TwoStageDag(true)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ(devices_[0]->AvailableMemory(), free0);
+  EXPECT_EQ(small->AvailableMemory(), 32u);
+}
+
+}  // namespace
+}  // namespace glint
