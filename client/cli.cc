@@ -1,0 +1,420 @@
+#include "client/cli.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client/file_util.h"
+#include "client/format.h"
+#include "client/glint_client.h"
+#include "client/npy.h"
+#include "client/tensor_file.h"
+
+namespace glint {
+namespace {
+
+constexpr char kUsage[] =
+    R"(usage: glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION] COMMAND [ARGS]
+
+Talks to a glintd daemon (default server 127.0.0.1:50051).
+
+commands:
+  add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]...
+                     add an ONNX model as network NAME
+  run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
+                     run NAME; FILE is .npy or an ONNX TensorProto .pb; the
+                     input name may be left out for a .pb that carries one or
+                     a network with a single input. Prints each output;
+                     --output-dir also writes OUTPUT.npy per output.
+  list               list the networks
+  show NAME          inputs, outputs and partitions of a network
+  remove NAME        remove a network
+  devices            list the daemon's devices
+  help               this text
+
+--timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.
+Errors print one line "glint: error: CODE: message"; exit code 2 for usage
+errors, 1 otherwise.
+)";
+
+// Marks a status as a usage error (exit code 2) without parsing messages.
+constexpr char kUsagePayload[] = "type.glint.dev/glint.cli.UsageError";
+
+absl::Status UsageError(absl::string_view message) {
+  absl::Status s = absl::InvalidArgumentError(
+      absl::StrCat(message, " (see 'glint help')"));
+  s.SetPayload(kUsagePayload, absl::Cord("1"));
+  return s;
+}
+
+// Splits one command's arguments into positionals and options. Options are
+// `--key value` or `--key=value`; '-' and '_' in keys are equivalent, so
+// --output-dir and --output_dir both work.
+struct ParsedArgs {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> options;
+
+  std::vector<std::string> All(const std::string& key) const {
+    std::vector<std::string> values;
+    auto range = options.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it) {
+      values.push_back(it->second);
+    }
+    return values;
+  }
+  std::optional<std::string> Last(const std::string& key) const {
+    std::vector<std::string> v = All(key);
+    if (v.empty()) return std::nullopt;
+    return v.back();
+  }
+};
+
+std::string NormalizeKey(absl::string_view key) {
+  return absl::StrReplaceAll(key, {{"-", "_"}});
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
+                                     const std::vector<std::string>& allowed) {
+  ParsedArgs parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      parsed.positional.insert(parsed.positional.end(), args.begin() + i + 1,
+                               args.end());
+      break;
+    }
+    if (!absl::StartsWith(a, "--") || a.size() == 2) {
+      parsed.positional.push_back(a);
+      continue;
+    }
+    std::string key, value;
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos) {
+      key = NormalizeKey(absl::string_view(a).substr(2, eq - 2));
+      value = a.substr(eq + 1);
+    } else {
+      key = NormalizeKey(absl::string_view(a).substr(2));
+      if (i + 1 >= args.size()) {
+        return UsageError(absl::StrCat("option --", key, " needs a value"));
+      }
+      value = args[++i];
+    }
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return UsageError(absl::StrCat("unknown option --", key));
+    }
+    parsed.options.emplace(key, value);
+  }
+  return parsed;
+}
+
+absl::Status ExpectPositionals(const ParsedArgs& args, size_t n,
+                               absl::string_view usage) {
+  if (args.positional.size() != n) {
+    return UsageError(absl::StrCat("expected: glint ", usage));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Shape> ParseDims(absl::string_view text) {
+  std::vector<int64_t> dims;
+  if (absl::StripAsciiWhitespace(text).empty()) return Shape();  // A scalar.
+  for (absl::string_view d : absl::StrSplit(text, ',')) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(d, &v) || v < 0) {
+      return UsageError(absl::StrCat("bad dimension '", d, "' in '", text,
+                                     "' (expected e.g. 1,3,224,224)"));
+    }
+    dims.push_back(v);
+  }
+  return Shape(std::move(dims));
+}
+
+class Cli {
+ public:
+  Cli(std::ostream& out) : out_(out) {}
+
+  absl::Status Run(const std::vector<std::string>& args);
+
+ private:
+  absl::Status Add(const ParsedArgs& args);
+  absl::Status RunNetwork(const ParsedArgs& args);
+  absl::Status List(const ParsedArgs& args);
+  absl::Status Show(const ParsedArgs& args);
+  absl::Status Remove(const ParsedArgs& args);
+  absl::Status Devices(const ParsedArgs& args);
+
+  // Connects lazily so that usage errors never wait on the network.
+  absl::StatusOr<GlintClient*> Client();
+
+  std::ostream& out_;
+  std::string server_ = kDefaultServer;
+  ClientOptions client_options_;
+  absl::Duration run_timeout_ = absl::InfiniteDuration();
+  std::unique_ptr<GlintClient> client_;
+};
+
+absl::StatusOr<GlintClient*> Cli::Client() {
+  if (client_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<GlintClient>> c =
+        GlintClient::Connect(server_, client_options_);
+    if (!c.ok()) return c.status();
+    client_ = *std::move(c);
+  }
+  return client_.get();
+}
+
+absl::Status Cli::Run(const std::vector<std::string>& all_args) {
+  // Global options may appear anywhere; the rest belongs to the command.
+  std::vector<std::string> args;
+  for (size_t i = 0; i < all_args.size(); ++i) {
+    const std::string& a = all_args[i];
+    std::string key, value;
+    bool global = false;
+    for (const char* g : {"server", "connect_timeout", "timeout"}) {
+      const std::string flag = absl::StrCat("--", g);
+      if (NormalizeKey(a) == NormalizeKey(flag)) {
+        if (i + 1 >= all_args.size()) {
+          return UsageError(absl::StrCat("option ", flag, " needs a value"));
+        }
+        key = g;
+        value = all_args[++i];
+        global = true;
+      } else if (absl::StartsWith(NormalizeKey(a), NormalizeKey(flag) + "=")) {
+        key = g;
+        value = a.substr(flag.size() + 1);
+        global = true;
+      }
+      if (global) break;
+    }
+    if (!global) {
+      args.push_back(a);
+      continue;
+    }
+    if (key == "server") {
+      if (value.empty()) return UsageError("--server is empty");
+      server_ = value;
+    } else {
+      absl::Duration d;
+      if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {
+        return UsageError(absl::StrCat("bad duration '", value, "' for --",
+                                       key, " (expected e.g. 5s, 500ms)"));
+      }
+      (key == "timeout" ? run_timeout_ : client_options_.connect_timeout) = d;
+    }
+  }
+  if (args.empty()) return UsageError("no command given");
+  const std::string command = args[0];
+  args.erase(args.begin());
+
+  if (command == "help" || command == "--help" || command == "-h") {
+    out_ << kUsage;
+    return absl::OkStatus();
+  }
+  struct Command {
+    const char* name;
+    std::vector<std::string> options;
+    absl::Status (Cli::*handler)(const ParsedArgs&);
+  };
+  const Command commands[] = {
+      {"add", {"input_shape"}, &Cli::Add},
+      {"run", {"input", "output", "output_dir"}, &Cli::RunNetwork},
+      {"list", {}, &Cli::List},
+      {"show", {}, &Cli::Show},
+      {"remove", {}, &Cli::Remove},
+      {"devices", {}, &Cli::Devices},
+  };
+  for (const Command& c : commands) {
+    if (command != c.name) continue;
+    absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, c.options);
+    if (!parsed.ok()) return parsed.status();
+    return (this->*c.handler)(*parsed);
+  }
+  return UsageError(absl::StrCat("unknown command '", command, "'"));
+}
+
+absl::Status Cli::Add(const ParsedArgs& args) {
+  if (absl::Status s =
+          ExpectPositionals(args, 2, "add NAME MODEL.onnx [--input_shape ...]");
+      !s.ok()) {
+    return s;
+  }
+  AddNetworkOptions options;
+  for (const std::string& spec : args.All("input_shape")) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty()) {
+      return UsageError(absl::StrCat("bad --input_shape '", spec,
+                                     "' (expected NAME=D0,D1,...)"));
+    }
+    absl::StatusOr<Shape> shape = ParseDims(kv[1]);
+    if (!shape.ok()) return shape.status();
+    options.input_shapes[kv[0]] = *std::move(shape);
+  }
+  absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<NetworkInfo> info = (*client)->AddNetwork(
+      args.positional[0], *std::move(model), options);
+  if (!info.ok()) return info.status();
+  out_ << "added " << FormatNetwork(*info, /*detailed=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status Cli::RunNetwork(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(
+          args, 1, "run NAME --input [INPUT=]FILE... [--output-dir DIR]");
+      !s.ok()) {
+    return s;
+  }
+  const std::string& name = args.positional[0];
+  const std::optional<std::string> output_dir = args.Last("output_dir");
+  if (output_dir.has_value()) {
+    std::error_code ec;
+    std::filesystem::create_directories(*output_dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot create --output-dir '", *output_dir, "': ", ec.message()));
+    }
+  }
+  // Read every file before talking to the server: a typo in a path should
+  // not cost a round trip.
+  std::vector<NamedTensor> inputs;
+  std::vector<size_t> unnamed;
+  for (const std::string& spec : args.All("input")) {
+    std::string input_name, path = spec;
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) {
+      input_name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+    }
+    absl::StatusOr<NamedTensor> t = ReadTensorFile(path);
+    if (!t.ok()) return t.status();
+    if (!input_name.empty()) t->name = input_name;
+    if (t->name.empty()) unnamed.push_back(inputs.size());
+    inputs.push_back(*std::move(t));
+  }
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  if (!unnamed.empty()) {
+    absl::StatusOr<NetworkInfo> info = (*client)->GetNetwork(name);
+    if (!info.ok()) return info.status();
+    if (unnamed.size() != 1 || info->inputs.size() != 1) {
+      return UsageError(
+          "name each input as --input NAME=FILE (only a network with a "
+          "single input takes an unnamed .npy)");
+    }
+    inputs[unnamed[0]].name = info->inputs[0].name;
+  }
+  absl::StatusOr<std::vector<NamedTensor>> outputs =
+      (*client)->RunNetwork(name, inputs, args.All("output"), run_timeout_);
+  if (!outputs.ok()) return outputs.status();
+  for (const NamedTensor& t : *outputs) {
+    out_ << t.name << ": " << DTypeName(t.tensor.dtype())
+         << t.tensor.shape().ToString() << "\n  "
+         << FormatTensorValues(t.tensor) << "\n";
+    if (output_dir.has_value()) {
+      const std::string path =
+          (std::filesystem::path(*output_dir) / (SafeFileName(t.name) + ".npy"))
+              .string();
+      if (absl::Status s = WriteNpyFile(path, t.tensor); !s.ok()) return s;
+      out_ << "  wrote " << path << "\n";
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cli::List(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(args, 0, "list"); !s.ok()) return s;
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<std::vector<NetworkInfo>> networks = (*client)->ListNetworks();
+  if (!networks.ok()) return networks.status();
+  if (networks->empty()) out_ << "no networks\n";
+  for (const NetworkInfo& n : *networks) {
+    out_ << FormatNetwork(n, /*detailed=*/false);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Show(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(args, 1, "show NAME"); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<NetworkInfo> info = (*client)->GetNetwork(args.positional[0]);
+  if (!info.ok()) return info.status();
+  out_ << FormatNetwork(*info, /*detailed=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Remove(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(args, 1, "remove NAME"); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  if (absl::Status s = (*client)->RemoveNetwork(args.positional[0]); !s.ok()) {
+    return s;
+  }
+  out_ << "removed network " << args.positional[0] << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Devices(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(args, 0, "devices"); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<std::vector<DeviceInfo>> devices = (*client)->GetDevices();
+  if (!devices.ok()) return devices.status();
+  for (const DeviceInfo& d : *devices) out_ << FormatDevice(d) << "\n";
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string FormatCliError(const absl::Status& status) {
+  std::string message(status.message());
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return absl::StrCat("glint: error: ",
+                      absl::StatusCodeToString(status.code()), ": ", message);
+}
+
+std::string SafeFileName(const std::string& name) {
+  std::string safe = name.empty() ? std::string("output") : name;
+  for (char& c : safe) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+        c != '_' && c != '-') {
+      c = '_';
+    }
+  }
+  // "." and ".." are path components, not file names.
+  if (safe.find_first_not_of('.') == std::string::npos) safe = "_" + safe;
+  return safe;
+}
+
+int RunGlintCli(const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
+  Cli cli(out);
+  const absl::Status status = cli.Run(args);
+  if (status.ok()) return 0;
+  err << FormatCliError(status) << std::endl;
+  return status.GetPayload(kUsagePayload).has_value() ? 2 : 1;
+}
+
+}  // namespace glint

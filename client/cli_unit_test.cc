@@ -1,0 +1,105 @@
+#include <algorithm>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/cli.h"
+#include "client/format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result RunCli(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = RunGlintCli(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+void ExpectOneLineError(const Result& r, int code, const std::string& needle) {
+  EXPECT_EQ(r.code, code);
+  EXPECT_THAT(r.err, StartsWith("glint: error: "));
+  EXPECT_THAT(r.err, HasSubstr(needle));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(CliTest, UsageErrorsExit2WithoutContactingAServer) {
+  ExpectOneLineError(RunCli({}), 2, "INVALID_ARGUMENT: no command given");
+  ExpectOneLineError(RunCli({"frobnicate"}), 2, "unknown command 'frobnicate'");
+  ExpectOneLineError(RunCli({"show"}), 2, "expected: glint show NAME");
+  ExpectOneLineError(RunCli({"run", "n", "--bogus", "1"}), 2,
+                     "unknown option --bogus");
+  ExpectOneLineError(RunCli({"add", "n", "m.onnx", "--input_shape", "x=1,a"}), 2,
+                     "bad dimension 'a'");
+  ExpectOneLineError(RunCli({"--timeout=soon", "list"}), 2, "bad duration");
+  ExpectOneLineError(RunCli({"list", "--server"}), 2, "needs a value");
+}
+
+TEST(CliTest, FileErrorsComeBeforeTheServer) {
+  ExpectOneLineError(RunCli({"add", "n", "/nonexistent/m.onnx"}), 1,
+                     "NOT_FOUND: cannot read '/nonexistent/m.onnx'");
+  ExpectOneLineError(RunCli({"run", "n", "--input", "x=/nonexistent/x.npy"}), 1,
+                     "NOT_FOUND");
+}
+
+TEST(CliTest, ServerDownIsUnavailableQuickly) {
+  // Port 1 on loopback is essentially never listening.
+  ExpectOneLineError(
+      RunCli({"--server=127.0.0.1:1", "--connect_timeout=500ms", "list"}), 1,
+      "UNAVAILABLE: cannot connect to glintd at 127.0.0.1:1");
+}
+
+TEST(CliTest, Help) {
+  Result r = RunCli({"help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_THAT(r.out, HasSubstr("usage: glint"));
+}
+
+TEST(CliTest, ErrorsAreOneLine) {
+  EXPECT_EQ(FormatCliError(absl::InternalError("a\nb")),
+            "glint: error: INTERNAL: a b");
+}
+
+TEST(CliTest, SafeFileName) {
+  EXPECT_EQ(SafeFileName("probs"), "probs");
+  EXPECT_EQ(SafeFileName("layer/1:out"), "layer_1_out");
+  EXPECT_EQ(SafeFileName(".."), "_..");
+  EXPECT_EQ(SafeFileName(""), "output");
+}
+
+TEST(FormatTest, Values) {
+  Tensor small = Tensor::FromVector<float>(DType::kFloat32, Shape({3}),
+                                           {1, 2.5f, -3});
+  EXPECT_EQ(FormatTensorValues(small), "[1, 2.5, -3]");
+  std::vector<int32_t> big(100);
+  for (int i = 0; i < 100; ++i) big[i] = i;
+  Tensor b = Tensor::FromVector<int32_t>(DType::kInt32, Shape({10, 10}), big);
+  EXPECT_EQ(FormatTensorValues(b, 4), "[0, 1, ..., 98, 99]");
+  Tensor h = Tensor::FromVector<uint16_t>(DType::kFloat16, Shape({2}),
+                                          {0x3c00, 0xc000});
+  EXPECT_EQ(FormatTensorValues(h), "[1, -2]");
+  Tensor bf = Tensor::FromVector<uint16_t>(DType::kBFloat16, Shape({1}),
+                                           {0x3fc0});
+  EXPECT_EQ(FormatTensorValues(bf), "[1.5]");
+  Tensor bo = Tensor::FromVector<uint8_t>(DType::kBool, Shape({2}), {0, 1});
+  EXPECT_EQ(FormatTensorValues(bo), "[false, true]");
+}
+
+TEST(FormatTest, Bytes) {
+  EXPECT_EQ(FormatBytes(37), "37 B");
+  EXPECT_EQ(FormatBytes(512 * 1024 * 1024), "512 MiB");
+  EXPECT_EQ(FormatBytes(uint64_t{3} << 29), "1.5 GiB");
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,128 @@
+#include "client/format.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace glint {
+
+float HalfToFloat(uint16_t bits) {
+  const int sign = (bits >> 15) & 1;
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  float value;
+  if (exponent == 0) {
+    value = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    value = mantissa == 0 ? INFINITY : NAN;
+  } else {
+    value = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
+  }
+  return sign ? -value : value;
+}
+
+float BFloat16ToFloat(uint16_t bits) {
+  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &widened, sizeof(value));
+  return value;
+}
+
+namespace {
+
+std::string FormatElement(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32: return absl::StrFormat("%.6g", t.data<float>()[i]);
+    case DType::kFloat64: return absl::StrFormat("%.10g", t.data<double>()[i]);
+    case DType::kFloat16:
+      return absl::StrFormat("%.4g", HalfToFloat(t.data<uint16_t>()[i]));
+    case DType::kBFloat16:
+      return absl::StrFormat("%.4g", BFloat16ToFloat(t.data<uint16_t>()[i]));
+    case DType::kInt8: return absl::StrCat(t.data<int8_t>()[i]);
+    case DType::kUInt8: return absl::StrCat(t.data<uint8_t>()[i]);
+    case DType::kInt16: return absl::StrCat(t.data<int16_t>()[i]);
+    case DType::kUInt16: return absl::StrCat(t.data<uint16_t>()[i]);
+    case DType::kInt32: return absl::StrCat(t.data<int32_t>()[i]);
+    case DType::kUInt32: return absl::StrCat(t.data<uint32_t>()[i]);
+    case DType::kInt64: return absl::StrCat(t.data<int64_t>()[i]);
+    case DType::kUInt64: return absl::StrCat(t.data<uint64_t>()[i]);
+    case DType::kBool: return t.data<uint8_t>()[i] ? "true" : "false";
+    default: return "?";
+  }
+}
+
+}  // namespace
+
+std::string FormatTensorValues(const Tensor& tensor, int max_values) {
+  const int64_t n = tensor.num_elements();
+  if (n < 0 || (n > 0 && tensor.raw_data() == nullptr)) return "<no data>";
+  std::vector<std::string> parts;
+  if (n <= max_values) {
+    for (int64_t i = 0; i < n; ++i) parts.push_back(FormatElement(tensor, i));
+  } else {
+    const int64_t half = max_values / 2;
+    for (int64_t i = 0; i < half; ++i) parts.push_back(FormatElement(tensor, i));
+    parts.push_back("...");
+    for (int64_t i = n - half; i < n; ++i) {
+      parts.push_back(FormatElement(tensor, i));
+    }
+  }
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return absl::StrCat(bytes, " B");
+  return absl::StrFormat("%.4g %s", v, kUnits[unit]);
+}
+
+std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
+  std::string out = absl::StrCat("network ", network.name, "\n");
+  for (const ValueInfo& v : network.inputs) {
+    absl::StrAppend(&out, "  input  ", v.ToString(), "\n");
+  }
+  for (const ValueInfo& v : network.outputs) {
+    absl::StrAppend(&out, "  output ", v.ToString(), "\n");
+  }
+  absl::StrAppend(&out, "  partitions: ", network.partitions.size(), "\n");
+  if (!detailed) return out;
+  for (const PartitionInfo& p : network.partitions) {
+    absl::StrAppend(
+        &out, "  partition ", p.name, " on device ", p.device_id, " (",
+        p.device_name, "): ", p.num_nodes, " nodes, weights ",
+        FormatBytes(p.weight_bytes), ", activations ",
+        FormatBytes(p.activation_bytes), ", ",
+        absl::StrFormat("%.4g", p.flops), " FLOPs\n", "    inputs:  ",
+        absl::StrJoin(p.inputs, ", "), "\n", "    outputs: ",
+        absl::StrJoin(p.outputs, ", "), "\n");
+  }
+  return out;
+}
+
+std::string FormatDevice(const DeviceInfo& device) {
+  std::string out =
+      absl::StrCat(device.id, "  ", device.name, "  type=", device.type,
+                   "  memory ", FormatBytes(device.memory_bytes), ", ",
+                   FormatBytes(device.available_memory_bytes), " available");
+  if (device.compute_flops > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  compute %.4g FLOP/s",
+                                          device.compute_flops));
+  }
+  if (device.link_bytes_per_second > 0) {
+    absl::StrAppend(&out, absl::StrFormat("  link %.4g B/s",
+                                          device.link_bytes_per_second));
+  }
+  return out;
+}
+
+}  // namespace glint

@@ -1,0 +1,76 @@
+// GlintClient: a C++ client of glintd's glint.v1.HostManager service that
+// speaks Glint's domain types (NamedTensor, NetworkInfo, DeviceInfo) and
+// returns absl::Status, so callers never touch protobuf or grpc::Status.
+//
+// Thread-safe: the underlying gRPC channel and stub are, and the client
+// holds no other mutable state.
+#ifndef GLINT_CLIENT_GLINT_CLIENT_H_
+#define GLINT_CLIENT_GLINT_CLIENT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "proto/glint.grpc.pb.h"
+#include "runtime/device_info.h"
+#include "runtime/host_manager.h"
+
+namespace glint {
+
+struct ClientOptions {
+  // Connect() gives up after this long (UNAVAILABLE): a daemon that is down
+  // must fail a CLI command quickly, not hang it.
+  absl::Duration connect_timeout = absl::Seconds(5);
+  // Deadline of every call except RunNetwork (which takes its own).
+  absl::Duration rpc_timeout = absl::Minutes(10);
+};
+
+class GlintClient {
+ public:
+  // A channel to `target` ("host:port") with Glint's message size limits.
+  static std::shared_ptr<grpc::Channel> CreateChannel(
+      const std::string& target);
+
+  // Opens a channel and waits until it is connected. UNAVAILABLE naming the
+  // target when it does not connect within options.connect_timeout.
+  static absl::StatusOr<std::unique_ptr<GlintClient>> Connect(
+      const std::string& target, ClientOptions options = {});
+
+  // Uses an existing channel without waiting for it.
+  GlintClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
+
+  // The model is moved into the request: models can be hundreds of MB.
+  absl::StatusOr<NetworkInfo> AddNetwork(
+      absl::string_view name, std::string onnx_model,
+      const AddNetworkOptions& options = AddNetworkOptions());
+  absl::Status RemoveNetwork(absl::string_view name);
+  absl::StatusOr<std::vector<NetworkInfo>> ListNetworks();
+  absl::StatusOr<NetworkInfo> GetNetwork(absl::string_view name);
+  // `timeout` becomes the call's gRPC deadline, which glintd applies to the
+  // run (DEADLINE_EXCEEDED).
+  absl::StatusOr<std::vector<NamedTensor>> RunNetwork(
+      absl::string_view name, const std::vector<NamedTensor>& inputs,
+      const std::vector<std::string>& requested_outputs = {},
+      absl::Duration timeout = absl::InfiniteDuration());
+  absl::StatusOr<std::vector<DeviceInfo>> GetDevices();
+
+  // For callers that need the raw messages (tests sending malformed data).
+  v1::HostManager::Stub* stub() { return stub_.get(); }
+
+ private:
+  void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const;
+
+  const ClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::HostManager::Stub> stub_;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_CLIENT_GLINT_CLIENT_H_

@@ -1,0 +1,40 @@
+// Parses glintd's --devices flag into device configurations.
+//
+// Grammar (whitespace around entries is ignored):
+//   spec   := entry ("," entry)*
+//   entry  := TYPE ["*" COUNT] (":" KEY "=" VALUE)*
+// `memory` takes a size: an integer with an optional unit B, KiB, MiB, GiB,
+// KB, MB or GB (KiB = 1024 bytes, KB = 1000 bytes; no unit means bytes).
+// Every other key goes to DeviceConfig::params, for the device type's factory
+// to check. Examples: "sim*2:memory=2GiB", "sim:memory=512MiB,sim:memory=4GiB".
+#ifndef GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_
+#define GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/device_info.h"
+
+namespace glint {
+
+// glintd's default: two simulated devices of 2 GiB each, so that the
+// partitioner has a choice from the start.
+inline constexpr char kDefaultDeviceSpec[] = "sim*2:memory=2GiB";
+
+// One DeviceConfig per device, in order (an entry with COUNT n yields n
+// configs). Names are left empty so that HostManager assigns "<type>:<i>".
+// INVALID_ARGUMENT quoting the offending entry for any syntax error, an
+// empty spec, a COUNT outside 1..1024, a zero or malformed memory size, or
+// a key given twice in one entry.
+absl::StatusOr<std::vector<DeviceConfig>> ParseDeviceSpec(
+    absl::string_view spec);
+
+// "512MiB", "2GiB", "1000KB", "4096" → bytes. INVALID_ARGUMENT on a
+// malformed size, an unknown unit or overflow.
+absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_

@@ -1,0 +1,98 @@
+#include "runtime/server/service.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/logging.h"
+#include "runtime/server/proto_convert.h"
+#include "runtime/server/status_util.h"
+
+namespace glint {
+
+absl::Time DeadlineFromGrpc(std::chrono::system_clock::time_point deadline) {
+  // gRPC reports "no deadline" as time_point::max(), or as a date centuries
+  // away on some paths; anything beyond a year is as good as never and
+  // must not overflow the conversion.
+  const auto now = std::chrono::system_clock::now();
+  if (deadline >= now + std::chrono::hours(24 * 365)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+GlintServiceImpl::GlintServiceImpl(HostManager* host_manager)
+    : host_manager_(host_manager) {}
+
+grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
+                                          const v1::AddNetworkRequest* request,
+                                          v1::AddNetworkResponse* response) {
+  absl::StatusOr<AddNetworkOptions> options =
+      AddNetworkOptionsFromProto(request->options());
+  if (!options.ok()) return ToGrpcStatus(options.status());
+  absl::StatusOr<NetworkInfo> info =
+      host_manager_->AddNetwork(request->name(), request->model(), *options);
+  // HostManager logs the outcome; logging here too would say it twice.
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  NetworkInfoToProto(*info, response->mutable_network());
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintServiceImpl::RemoveNetwork(
+    grpc::ServerContext* /*context*/, const v1::RemoveNetworkRequest* request,
+    v1::RemoveNetworkResponse* /*response*/) {
+  absl::Status status = host_manager_->RemoveNetwork(request->name());
+  if (status.ok()) GLINT_LOG_INFO("removed network '{}'", request->name());
+  return ToGrpcStatus(status);
+}
+
+grpc::Status GlintServiceImpl::ListNetworks(
+    grpc::ServerContext* /*context*/,
+    const v1::ListNetworksRequest* /*request*/,
+    v1::ListNetworksResponse* response) {
+  for (const NetworkInfo& info : host_manager_->ListNetworks()) {
+    NetworkInfoToProto(info, response->add_networks());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
+                                          const v1::GetNetworkRequest* request,
+                                          v1::GetNetworkResponse* response) {
+  absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(request->name());
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  NetworkInfoToProto(*info, response->mutable_network());
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
+                                          const v1::RunNetworkRequest* request,
+                                          v1::RunNetworkResponse* response) {
+  absl::StatusOr<std::vector<NamedTensor>> inputs =
+      NamedTensorsFromProto(request->inputs());
+  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
+  RunOptions options;
+  options.requested_outputs.assign(request->requested_outputs().begin(),
+                                   request->requested_outputs().end());
+  options.deadline = DeadlineFromGrpc(context->deadline());
+  absl::StatusOr<std::vector<NamedTensor>> outputs = host_manager_->RunNetwork(
+      request->name(), *std::move(inputs), options);
+  if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+  for (const NamedTensor& t : *outputs) {
+    absl::Status s = TensorToProto(t, response->add_outputs());
+    // An output that cannot travel is the runtime's fault, not the caller's.
+    if (!s.ok()) return ToGrpcStatus(absl::InternalError(s.message()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintServiceImpl::GetDevices(
+    grpc::ServerContext* /*context*/, const v1::GetDevicesRequest* /*request*/,
+    v1::GetDevicesResponse* response) {
+  for (const DeviceInfo& info : host_manager_->GetDevices()) {
+    DeviceInfoToProto(info, response->add_devices());
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace glint

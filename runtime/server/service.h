@@ -1,0 +1,55 @@
+// GlintServiceImpl: the glint.v1.HostManager gRPC service. Each handler only
+// converts the request (proto_convert.h), calls HostManager, converts the
+// reply and maps the status (status_util.h); behaviour lives in HostManager.
+//
+// Thread-safe: gRPC calls the handlers concurrently, and HostManager is
+// thread-safe.
+#ifndef GLINT_RUNTIME_SERVER_SERVICE_H_
+#define GLINT_RUNTIME_SERVER_SERVICE_H_
+
+#include <chrono>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/time.h"
+#include "proto/glint.grpc.pb.h"
+#include "runtime/host_manager.h"
+
+namespace glint {
+
+class GlintServiceImpl final : public v1::HostManager::Service {
+ public:
+  // `host_manager` is not owned and must outlive the gRPC server.
+  explicit GlintServiceImpl(HostManager* host_manager);
+
+  grpc::Status AddNetwork(grpc::ServerContext* context,
+                          const v1::AddNetworkRequest* request,
+                          v1::AddNetworkResponse* response) override;
+  grpc::Status RemoveNetwork(grpc::ServerContext* context,
+                             const v1::RemoveNetworkRequest* request,
+                             v1::RemoveNetworkResponse* response) override;
+  grpc::Status ListNetworks(grpc::ServerContext* context,
+                            const v1::ListNetworksRequest* request,
+                            v1::ListNetworksResponse* response) override;
+  grpc::Status GetNetwork(grpc::ServerContext* context,
+                          const v1::GetNetworkRequest* request,
+                          v1::GetNetworkResponse* response) override;
+  // The call's gRPC deadline becomes RunOptions::deadline.
+  grpc::Status RunNetwork(grpc::ServerContext* context,
+                          const v1::RunNetworkRequest* request,
+                          v1::RunNetworkResponse* response) override;
+  grpc::Status GetDevices(grpc::ServerContext* context,
+                          const v1::GetDevicesRequest* request,
+                          v1::GetDevicesResponse* response) override;
+
+ private:
+  HostManager* const host_manager_;
+};
+
+// A gRPC deadline as an absl::Time; "no deadline" (the far future gRPC
+// reports then) is absl::InfiniteFuture(). Exposed for tests.
+absl::Time DeadlineFromGrpc(std::chrono::system_clock::time_point deadline);
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_SERVICE_H_

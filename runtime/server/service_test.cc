@@ -1,0 +1,151 @@
+// The handlers' logic without a network: GlintServiceImpl called directly
+// with a default ServerContext over an in-process HostManager.
+#include "runtime/server/service.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/server/proto_convert.h"
+#include "runtime/test_models.h"
+
+namespace glint {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(DeadlineFromGrpcTest, NoDeadlineIsInfinite) {
+  EXPECT_EQ(DeadlineFromGrpc(std::chrono::system_clock::time_point::max()),
+            absl::InfiniteFuture());
+  // What a ServerContext without a client deadline reports.
+  grpc::ServerContext context;
+  EXPECT_EQ(DeadlineFromGrpc(context.deadline()), absl::InfiniteFuture());
+}
+
+TEST(DeadlineFromGrpcTest, FiniteDeadlineIsKept) {
+  const auto d = std::chrono::system_clock::now() + std::chrono::seconds(3);
+  EXPECT_LT(absl::AbsDuration(DeadlineFromGrpc(d) - absl::FromChrono(d)),
+            absl::Milliseconds(1));
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DeviceConfig device;
+    device.memory_bytes = 64 * kMiB;
+    absl::StatusOr<std::unique_ptr<HostManager>> hm =
+        HostManager::CreateFromConfigs(HostManagerOptions(), {device});
+    ASSERT_TRUE(hm.ok()) << hm.status();
+    host_manager_ = *std::move(hm);
+    service_ = std::make_unique<GlintServiceImpl>(host_manager_.get());
+  }
+
+  grpc::Status Add(const std::string& name, std::string model) {
+    v1::AddNetworkRequest request;
+    request.set_name(name);
+    request.set_model(std::move(model));
+    v1::AddNetworkResponse response;
+    grpc::ServerContext context;
+    return service_->AddNetwork(&context, &request, &response);
+  }
+
+  std::unique_ptr<HostManager> host_manager_;
+  std::unique_ptr<GlintServiceImpl> service_;
+};
+
+TEST_F(ServiceTest, AddRunListRemove) {
+  v1::AddNetworkRequest add;
+  add.set_name("mlp");
+  add.set_model(testing::MakeMlpModel(1, 4, 3));
+  v1::AddNetworkResponse added;
+  grpc::ServerContext c1;
+  ASSERT_TRUE(service_->AddNetwork(&c1, &add, &added).ok());
+  EXPECT_EQ(added.network().name(), "mlp");
+  ASSERT_EQ(added.network().inputs_size(), 1);
+  EXPECT_FALSE(added.network().partitions().empty());
+
+  const std::vector<float> x = {1, 2, 3, 4};
+  v1::RunNetworkRequest run;
+  run.set_name("mlp");
+  ASSERT_TRUE(TensorToProto({added.network().inputs(0).name(),
+                             Tensor::FromVector<float>(DType::kFloat32,
+                                                       Shape({1, 4}), x)},
+                            run.add_inputs())
+                  .ok());
+  v1::RunNetworkResponse ran;
+  grpc::ServerContext c2;
+  grpc::Status s = service_->RunNetwork(&c2, &run, &ran);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(ran.outputs_size(), 1);
+  absl::StatusOr<Tensor> y = TensorFromProto(ran.outputs(0));
+  ASSERT_TRUE(y.ok()) << y.status();
+  const std::vector<float> expected = testing::MlpReference(x, 1, 4, 3);
+  ASSERT_EQ(y->num_elements(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(y->data<float>()[i], expected[i], 1e-5);
+  }
+
+  v1::ListNetworksRequest list_request;
+  v1::ListNetworksResponse list;
+  grpc::ServerContext c4;
+  ASSERT_TRUE(service_->ListNetworks(&c4, &list_request, &list).ok());
+  ASSERT_EQ(list.networks_size(), 1);
+
+  v1::RemoveNetworkRequest remove;
+  remove.set_name("mlp");
+  v1::RemoveNetworkResponse removed;
+  grpc::ServerContext c5;
+  EXPECT_TRUE(service_->RemoveNetwork(&c5, &remove, &removed).ok());
+  grpc::ServerContext c6;
+  EXPECT_EQ(service_->RemoveNetwork(&c6, &remove, &removed).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, StatusesKeepCodeAndMessage) {
+  EXPECT_EQ(Add("bad", "not a model").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(Add("m", testing::MakeMlpModel(1, 2, 2)).ok());
+  grpc::Status dup = Add("m", testing::MakeMlpModel(1, 2, 2));
+  EXPECT_EQ(dup.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(dup.error_message(), HasSubstr("m"));
+
+  v1::GetNetworkRequest get;
+  get.set_name("absent");
+  v1::GetNetworkResponse got;
+  grpc::ServerContext context;
+  EXPECT_EQ(service_->GetNetwork(&context, &get, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, BadTensorIsRefusedBeforeHostManager) {
+  ASSERT_TRUE(Add("m", testing::MakeMlpModel(1, 2, 2)).ok());
+  v1::RunNetworkRequest run;
+  run.set_name("m");
+  v1::Tensor* t = run.add_inputs();
+  t->set_name("x");
+  t->set_dtype(v1::DATA_TYPE_FLOAT32);
+  t->add_shape(1);
+  t->add_shape(2);
+  t->set_raw_data("abc");
+  v1::RunNetworkResponse ran;
+  grpc::ServerContext context;
+  grpc::Status s = service_->RunNetwork(&context, &run, &ran);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("needs 8 bytes"));
+}
+
+TEST_F(ServiceTest, GetDevices) {
+  v1::GetDevicesRequest request;
+  v1::GetDevicesResponse response;
+  grpc::ServerContext context;
+  ASSERT_TRUE(service_->GetDevices(&context, &request, &response).ok());
+  ASSERT_EQ(response.devices_size(), 1);
+  EXPECT_EQ(response.devices(0).memory_bytes(), 64 * kMiB);
+  EXPECT_EQ(response.devices(0).type(), "sim");
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,22 @@
+// The one place where absl::Status and grpc::Status meet. Every handler in
+// glintd and every call in the Glint client converts through these, so the
+// code and the message survive the wire unchanged in both directions.
+#ifndef GLINT_RUNTIME_SERVER_STATUS_UTIL_H_
+#define GLINT_RUNTIME_SERVER_STATUS_UTIL_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace glint {
+
+// Same code, same message. Codes outside the canonical 0..16 become UNKNOWN.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+grpc::StatusCode ToGrpcCode(absl::StatusCode code);
+absl::StatusCode FromGrpcCode(grpc::StatusCode code);
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_STATUS_UTIL_H_

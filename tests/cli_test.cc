@@ -1,0 +1,219 @@
+// The glint CLI binary against a real glintd: every command's output and
+// exit code, files in both input formats, --output-dir, and the one-line
+// errors. Ends with the README's example network, checked by its script.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/npy.h"
+#include "client/tensor_file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace glint {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+using ::testing::StartsWith;
+using testing::CommandResult;
+using testing::GlintdProcess;
+
+constexpr char kRelu[] = "/usr/share/libonnx-testdata/data/node/test_relu";
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> d =
+        GlintdProcess::Start({});
+    ASSERT_TRUE(d.ok()) << d.status();
+    daemon_ = d->release();
+  }
+  static void TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(daemon_, nullptr); }
+
+  // Runs `glint --server=<daemon> args...`.
+  CommandResult Glint(std::vector<std::string> args,
+                      bool with_server = true) {
+    std::vector<std::string> argv = {testing::RunfilePath("client/glint")};
+    if (with_server) argv.push_back("--server=" + daemon_->address());
+    argv.insert(argv.end(), args.begin(), args.end());
+    absl::StatusOr<CommandResult> r = testing::RunCommand(argv, absl::Seconds(30));
+    EXPECT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->timed_out) << absl::StrJoin(args, " ");
+    return r.ok() ? *r : CommandResult();
+  }
+
+  // A failing command: non-zero exit, nothing on stdout, and exactly one
+  // line "glint: error: CODE: ..." on stderr.
+  void ExpectError(const CommandResult& r, int exit_code,
+                   const std::string& code, const std::string& needle) {
+    EXPECT_EQ(r.exit_code, exit_code) << r.stderr_text;
+    EXPECT_THAT(r.stderr_text, StartsWith("glint: error: " + code + ": "));
+    EXPECT_THAT(r.stderr_text, HasSubstr(needle));
+    EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1)
+        << r.stderr_text;
+  }
+
+  static GlintdProcess* daemon_;
+};
+
+GlintdProcess* CliTest::daemon_ = nullptr;
+
+TEST_F(CliTest, FullSession) {
+  const std::string dir = testing::NewTempDir("cli");
+
+  CommandResult r = Glint({"devices"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  // The default devices: two simulated ones of 2 GiB.
+  EXPECT_EQ(std::count(r.stdout_text.begin(), r.stdout_text.end(), '\n'), 2)
+      << r.stdout_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("type=sim"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("2 GiB"));
+
+  r = Glint({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "no networks\n");
+
+  r = Glint({"add", "relu", std::string(kRelu) + "/model.onnx"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("added network relu"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("input  x: float32[3, 4, 5]"));
+
+  r = Glint({"list"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("network relu"));
+
+  r = Glint({"show", "relu"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("output y: float32[3, 4, 5]"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("partition "));
+  EXPECT_THAT(r.stdout_text, HasSubstr("on device "));
+
+  // .pb input, --output-dir: the written .npy equals the expected output.
+  absl::StatusOr<NamedTensor> expected = ReadTensorProtoFile(
+      std::string(kRelu) + "/test_data_set_0/output_0.pb");
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const std::string out_dir = dir + "/out";
+  r = Glint({"run", "relu", "--input",
+             std::string("x=") + kRelu + "/test_data_set_0/input_0.pb",
+             "--output-dir", out_dir});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, StartsWith("y: float32[3, 4, 5]\n  ["));
+  EXPECT_THAT(r.stdout_text, HasSubstr(", ..., "));  // 60 values abbreviated.
+  absl::StatusOr<Tensor> written = ReadNpyFile(out_dir + "/y.npy");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(testing::CompareTensors(*written, expected->tensor), "");
+
+  // .npy input, unnamed (the network has a single input), --output_dir
+  // spelling and --output selection.
+  absl::StatusOr<NamedTensor> input = ReadTensorProtoFile(
+      std::string(kRelu) + "/test_data_set_0/input_0.pb");
+  ASSERT_TRUE(input.ok());
+  const std::string npy = dir + "/x.npy";
+  ASSERT_TRUE(WriteNpyFile(npy, input->tensor).ok());
+  r = Glint({"run", "relu", "--input=" + npy, "--output=y",
+             "--output_dir=" + dir + "/out2"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  written = ReadNpyFile(dir + "/out2/y.npy");
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_EQ(testing::CompareTensors(*written, expected->tensor), "");
+
+  // Errors from the server.
+  ExpectError(Glint({"add", "relu", std::string(kRelu) + "/model.onnx"}), 1,
+              "ALREADY_EXISTS", "relu");
+  ExpectError(Glint({"run", "relu", "--input", "wrong=" + npy}), 1,
+              "INVALID_ARGUMENT", "wrong");
+
+  r = Glint({"remove", "relu"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "removed network relu\n");
+  ExpectError(Glint({"show", "relu"}), 1, "NOT_FOUND", "relu");
+  ExpectError(Glint({"remove", "relu"}), 1, "NOT_FOUND", "relu");
+}
+
+TEST_F(CliTest, ClientSideErrorsAreOneLine) {
+  const std::string dir = testing::NewTempDir("cli_err");
+  ExpectError(Glint({"frobnicate"}), 2, "INVALID_ARGUMENT",
+              "unknown command 'frobnicate'");
+  ExpectError(Glint({}), 2, "INVALID_ARGUMENT", "no command");
+  ExpectError(Glint({"show"}), 2, "INVALID_ARGUMENT", "glint show NAME");
+  ExpectError(Glint({"add", "m", dir + "/missing.onnx"}), 1, "NOT_FOUND",
+              "missing.onnx");
+  ExpectError(Glint({"run", "m", "--input", "x=" + dir + "/missing.npy"}), 1,
+              "NOT_FOUND", "missing.npy");
+
+  const std::string bad_npy = dir + "/bad.npy";
+  std::ofstream(bad_npy) << "definitely not numpy";
+  ExpectError(Glint({"run", "m", "--input", "x=" + bad_npy}), 1,
+              "INVALID_ARGUMENT", "bad .npy");
+  ExpectError(Glint({"run", "m", "--input", "x=" + dir + "/x.csv"}), 1,
+              "INVALID_ARGUMENT", "expected .npy or .pb");
+}
+
+TEST_F(CliTest, ServerDownIsUnavailableQuickly) {
+  // A port nobody listens on: bind-and-release is racy, so use the
+  // daemon's address after stopping a second, private daemon.
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> d = GlintdProcess::Start({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string address = (*d)->address();
+  ASSERT_TRUE((*d)->Stop(SIGTERM, absl::Seconds(15)).ok());
+  const absl::Time start = absl::Now();
+  CommandResult r = Glint({"--server=" + address, "--connect_timeout=2s",
+                           "list"},
+                          /*with_server=*/false);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  ExpectError(r, 1, "UNAVAILABLE", address);
+}
+
+// The README's first command, in test form: generate the example network,
+// add it, run it with --output-dir and check the output with its script.
+TEST_F(CliTest, ReadmeExampleNetwork) {
+  const std::string python = "/usr/bin/python3";
+  ASSERT_TRUE(fs::exists(python));
+  const std::string dir = testing::NewTempDir("example");
+  absl::StatusOr<CommandResult> gen = testing::RunCommand(
+      {python, testing::RunfilePath("client/example/make_example.py"),
+       "--out", dir},
+      absl::Seconds(60));
+  ASSERT_TRUE(gen.ok()) << gen.status();
+  ASSERT_EQ(gen->exit_code, 0) << gen->stderr_text;
+
+  CommandResult r = Glint({"add", "mlp", dir + "/mlp.onnx"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  r = Glint({"run", "mlp", "--input", "x=" + dir + "/input_x.npy",
+             "--output-dir", dir + "/out"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, StartsWith("probs: float32[2, 10]\n"));
+
+  absl::StatusOr<CommandResult> check = testing::RunCommand(
+      {python, testing::RunfilePath("client/example/check_output.py"),
+       dir + "/out/probs.npy", dir + "/expected_probs.npy"},
+      absl::Seconds(60));
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_EQ(check->exit_code, 0) << check->stdout_text << check->stderr_text;
+  EXPECT_THAT(check->stdout_text, StartsWith("OK"));
+
+  // The checker itself must be able to fail.
+  check = testing::RunCommand(
+      {python, testing::RunfilePath("client/example/check_output.py"),
+       dir + "/input_x.npy", dir + "/expected_probs.npy"},
+      absl::Seconds(60));
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(check->exit_code, 1);
+  ASSERT_EQ(Glint({"remove", "mlp"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,267 @@
+#include "tests/process_util.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
+#include "runtime/server/status_util.h"
+
+extern char** environ;
+
+namespace glint {
+namespace testing {
+namespace {
+
+// Poll interval of the bounded waits below; never a synchronization by
+// itself, only the spacing of a retry loop with a deadline.
+constexpr absl::Duration kPollInterval = absl::Milliseconds(20);
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Tail(const std::string& text, size_t n = 2000) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+// Spawns argv with stdout/stderr redirected to the given files.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
+                            const std::string& stdout_path,
+                            const std::string& stderr_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null",
+                                   O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO,
+                                   stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (stderr_path == stdout_path) {
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO,
+                                     stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  }
+  // The child must not inherit a blocked signal mask from gtest or gRPC
+  // threads: glintd relies on its own mask.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty;
+  sigemptyset(&empty);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc =
+      posix_spawn(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return absl::InternalError(
+        absl::StrCat("posix_spawn ", argv[0], ": ", strerror(rc)));
+  }
+  return pid;
+}
+
+// Waits up to `timeout` for `pid`; true and the raw status when it exited.
+bool WaitFor(pid_t pid, absl::Duration timeout, int* wait_status) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    const pid_t r = waitpid(pid, wait_status, WNOHANG);
+    if (r == pid) return true;
+    if (r < 0) return true;  // Already reaped; nothing left to wait for.
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(kPollInterval);
+  }
+}
+
+int ExitCode(int wait_status) {
+  return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+}
+
+}  // namespace
+
+std::string RunfilePath(const std::string& workspace_relative) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  const char* workspace = std::getenv("TEST_WORKSPACE");
+  return absl::StrCat(srcdir ? srcdir : ".", "/",
+                      workspace ? workspace : "glint", "/",
+                      workspace_relative);
+}
+
+std::string NewTempDir(const std::string& prefix) {
+  static std::atomic<int> counter{0};
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string dir =
+      absl::StrCat(tmp ? tmp : "/tmp", "/", prefix, "_", getpid(), "_",
+                   counter.fetch_add(1));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         absl::Duration timeout) {
+  const std::string dir = NewTempDir("cmd");
+  const std::string out = dir + "/stdout";
+  const std::string err = dir + "/stderr";
+  absl::StatusOr<pid_t> pid = Spawn(argv, out, err);
+  if (!pid.ok()) return pid.status();
+  CommandResult result;
+  int wait_status = 0;
+  if (!WaitFor(*pid, timeout, &wait_status)) {
+    kill(*pid, SIGKILL);
+    waitpid(*pid, &wait_status, 0);
+    result.timed_out = true;
+  } else {
+    result.exit_code = ExitCode(wait_status);
+  }
+  result.stdout_text = ReadAll(out);
+  result.stderr_text = ReadAll(err);
+  return result;
+}
+
+absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
+    const std::vector<std::string>& extra_args, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  const std::string dir = NewTempDir("glintd");
+  const std::string port_file = dir + "/port";
+  std::unique_ptr<GlintdProcess> p(new GlintdProcess());
+  p->log_path_ = dir + "/glintd.log";
+
+  std::vector<std::string> argv = {RunfilePath("runtime/server/glintd"),
+                                   "--listen=127.0.0.1:0",
+                                   "--port_file=" + port_file};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  absl::StatusOr<pid_t> pid = Spawn(argv, p->log_path_, p->log_path_);
+  if (!pid.ok()) return pid.status();
+  p->pid_ = *pid;
+
+  // 1. The port file appears once the server is bound and started.
+  while (true) {
+    int wait_status = 0;
+    if (waitpid(p->pid_, &wait_status, WNOHANG) == p->pid_) {
+      p->exited_ = true;
+      return absl::InternalError(
+          absl::StrCat("glintd exited with code ", ExitCode(wait_status),
+                       " during start-up; log:\n", Tail(p->Log())));
+    }
+    const std::string text = ReadAll(port_file);
+    int port = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) &&
+        port > 0) {
+      p->port_ = port;
+      break;
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "glintd wrote no port file within ", absl::FormatDuration(timeout),
+          "; log:\n", Tail(p->Log())));
+    }
+    absl::SleepFor(kPollInterval);
+  }
+
+  // 2. It answers health checks and the Glint service.
+  ClientOptions options;
+  options.connect_timeout = std::max(deadline - absl::Now(), absl::Seconds(1));
+  options.rpc_timeout = absl::Seconds(60);
+  absl::StatusOr<std::unique_ptr<GlintClient>> client =
+      GlintClient::Connect(p->address(), options);
+  if (!client.ok()) return client.status();
+  p->client_ = *std::move(client);
+  if (absl::Status s = p->CheckHealth(absl::Seconds(5)); !s.ok()) return s;
+  absl::StatusOr<std::vector<NetworkInfo>> networks =
+      p->client_->ListNetworks();
+  if (!networks.ok()) return networks.status();
+  return p;
+}
+
+GlintdProcess::~GlintdProcess() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGKILL);
+    int wait_status = 0;
+    waitpid(pid_, &wait_status, 0);
+  }
+}
+
+std::string GlintdProcess::address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
+
+absl::Status GlintdProcess::CheckHealth(absl::Duration timeout) {
+  // A generic call keeps the test free of generated health stubs: the
+  // request (service "") serializes to nothing and SERVING to 08 01.
+  grpc::GenericStub stub(GlintClient::CreateChannel(address()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(timeout));
+  grpc::ByteBuffer request, response;
+  grpc::Slice empty;
+  request = grpc::ByteBuffer(&empty, 1);
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check",
+                 grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) {
+    return absl::InternalError("unreadable health response");
+  }
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  if (bytes != std::string("\x08\x01", 2)) {
+    return absl::UnavailableError("glintd health status is not SERVING");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> GlintdProcess::Stop(int signal, absl::Duration timeout) {
+  if (exited_) return absl::FailedPreconditionError("glintd already exited");
+  // Drop our channel first so that the server has no idle client to wait
+  // for; shutdown must not depend on it, but the test should not either.
+  client_.reset();
+  kill(pid_, signal);
+  int wait_status = 0;
+  if (!WaitFor(pid_, timeout, &wait_status)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "glintd still running ", absl::FormatDuration(timeout),
+        " after signal ", signal, "; log:\n", Tail(Log())));
+  }
+  exited_ = true;
+  return ExitCode(wait_status);
+}
+
+std::string GlintdProcess::Log() const { return ReadAll(log_path_); }
+
+}  // namespace testing
+}  // namespace glint

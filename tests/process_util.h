@@ -1,0 +1,83 @@
+// Helpers of the whole-system tests: locating the built binaries in the
+// test's runfiles, running a child process with captured output, and
+// starting a real glintd on a free loopback port.
+//
+// Thread-compatible: one test thread drives each object.
+#ifndef GLINT_TESTS_PROCESS_UTIL_H_
+#define GLINT_TESTS_PROCESS_UTIL_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/glint_client.h"
+
+namespace glint {
+namespace testing {
+
+// Absolute path of `workspace_relative` (e.g. "runtime/server/glintd") in
+// the test's runfiles ($TEST_SRCDIR/$TEST_WORKSPACE/...).
+std::string RunfilePath(const std::string& workspace_relative);
+
+// A fresh directory under $TEST_TMPDIR.
+std::string NewTempDir(const std::string& prefix);
+
+struct CommandResult {
+  int exit_code = -1;  // -1 if killed by a signal or timed out.
+  bool timed_out = false;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs argv[0] with `argv` (no shell) and waits up to `timeout`; a child
+// still running then is killed and reported with timed_out.
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         absl::Duration timeout);
+
+// A glintd child process. The destructor kills it if still running.
+class GlintdProcess {
+ public:
+  // Starts glintd with --listen=127.0.0.1:0 --port_file=... plus
+  // `extra_args`, then waits (bounded by `timeout`) until the port file
+  // exists, the channel connects, grpc.health.v1 says SERVING and
+  // ListNetworks succeeds. Errors include the tail of glintd's log.
+  static absl::StatusOr<std::unique_ptr<GlintdProcess>> Start(
+      const std::vector<std::string>& extra_args,
+      absl::Duration timeout = absl::Seconds(30));
+
+  ~GlintdProcess();
+
+  int port() const { return port_; }
+  std::string address() const;
+  pid_t pid() const { return pid_; }
+  GlintClient& client() { return *client_; }
+
+  // grpc.health.v1.Health/Check for the whole server: OK iff SERVING.
+  absl::Status CheckHealth(absl::Duration timeout);
+
+  // Sends `signal` and waits up to `timeout` for the exit. Returns the exit
+  // code (-1 when killed by a signal); DEADLINE_EXCEEDED if still running.
+  absl::StatusOr<int> Stop(int signal, absl::Duration timeout);
+
+  // glintd's stdout and stderr so far.
+  std::string Log() const;
+
+ private:
+  GlintdProcess() = default;
+
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int port_ = 0;
+  std::string log_path_;
+  std::unique_ptr<GlintClient> client_;
+};
+
+}  // namespace testing
+}  // namespace glint
+
+#endif  // GLINT_TESTS_PROCESS_UTIL_H_
