@@ -1,0 +1,246 @@
+// Conv on oneDNN's convolution_forward primitive (float32; 1-D, 2-D and 3-D
+// spatial). ONNX's grouped weights [M, C/G, k...] are, byte for byte,
+// oneDNN's [G, M/G, C/G, k...]; source and destination stay in the plain
+// NC... layout so no per-call reorder is needed, and constant weights are
+// packed once into the layout the chosen implementation prefers.
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "devices/cpu/dnnl_util.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+#include "devices/cpu/spatial.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+using dnnl::memory;
+
+struct ConvGeometry {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  std::vector<int64_t> in, kernel;  // Spatial sizes.
+  WindowGeometry window;
+  Shape out;
+};
+
+struct ConvEntry {
+  dnnl::convolution_forward prim;
+  memory::desc src, weights, bias, dst, scratchpad;
+  bool has_bias = false;
+  bool packed = false;
+  memory packed_weights;
+};
+
+class ConvKernel final : public KernelBase {
+ public:
+  ConvKernel(const KernelSpec& spec, WindowAttrs attrs, int64_t group)
+      : KernelBase(spec),
+        engine_(dnnl::engine::kind::cpu, 0),
+        attrs_(std::move(attrs)),
+        group_(group),
+        constant_w_(spec.constant(1) != nullptr) {}
+
+  absl::Status Prepare(const KernelSpec& spec) {
+    const Shape& x = spec.inputs[0].shape;
+    const Shape& w = spec.inputs[1].shape;
+    const Shape* b = spec.has_input(2) ? &spec.inputs[2].shape : nullptr;
+    if (!x.IsStatic() || !w.IsStatic() || (b != nullptr && !b->IsStatic())) {
+      return absl::OkStatus();
+    }
+    const Tensor* cw = spec.constant(1);
+    if (cw != nullptr && cw->shape() != w) {
+      return InvalidArgument(node(), "constant W has shape ",
+                             cw->shape().ToString(), " but is declared ",
+                             w.ToString());
+    }
+    return GetEntry(x, w, b, cw != nullptr ? cw->raw_data() : nullptr)
+        .status();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* w,
+                           GetInput(ctx, 1, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* b,
+                           GetOptionalInput(ctx, 2, DType::kFloat32, node()));
+    const Shape* b_shape = b != nullptr ? &b->shape : nullptr;
+    GLINT_ASSIGN_OR_RETURN(ConvGeometry g,
+                           Geometry(x->shape, w->shape, b_shape));
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
+                                                        DType::kFloat32,
+                                                        node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    if (g.c == 0) {  // No input channels: the result is the bias alone.
+      const int64_t plane = y.num_elements() / (g.n * g.m);
+      float* py = y.as<float>();
+      for (int64_t i = 0; i < g.n * g.m; ++i) {
+        const float v = b != nullptr ? b->as<const float>()[i % g.m] : 0.0f;
+        std::fill_n(py + i * plane, plane, v);
+      }
+      return absl::OkStatus();
+    }
+    GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvEntry> e,
+                           GetEntry(x->shape, w->shape, b_shape, w->data));
+    return CatchDnnl(node(), [&] {
+      std::unordered_map<int, memory> args;
+      args[DNNL_ARG_SRC] = memory(e->src, engine_, x->data);
+      args[DNNL_ARG_WEIGHTS] =
+          e->packed ? e->packed_weights : memory(e->weights, engine_, w->data);
+      if (e->has_bias) args[DNNL_ARG_BIAS] = memory(e->bias, engine_, b->data);
+      args[DNNL_ARG_DST] = memory(e->dst, engine_, y.data);
+      ExecuteWithScratchpad(engine_, e->prim, e->scratchpad, std::move(args));
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  absl::StatusOr<ConvGeometry> Geometry(const Shape& x, const Shape& w,
+                                        const Shape* b) const {
+    const int sd = static_cast<int>(attrs_.strides.size());
+    if (x.rank() != sd + 2 || w.rank() != sd + 2) {
+      return InvalidArgument(node(), "expected X and W of rank ", sd + 2,
+                             "; got ", x.ToString(), " and ", w.ToString());
+    }
+    ConvGeometry g;
+    g.n = x.dim(0);
+    g.c = x.dim(1);
+    g.m = w.dim(0);
+    g.group = group_;
+    if (g.c % group_ != 0 || w.dim(1) * group_ != g.c ||
+        g.m % group_ != 0) {
+      return InvalidArgument(node(), "X ", x.ToString(), " and W ",
+                             w.ToString(), " do not match group=", group_);
+    }
+    g.in.assign(x.dims().begin() + 2, x.dims().end());
+    g.kernel.assign(w.dims().begin() + 2, w.dims().end());
+    if (!attrs_.kernel.empty() && attrs_.kernel != g.kernel) {
+      return InvalidArgument(node(), "kernel_shape disagrees with W ",
+                             w.ToString());
+    }
+    if (b != nullptr && (b->rank() != 1 || b->dim(0) != g.m)) {
+      return InvalidArgument(node(), "B has shape ", b->ToString(),
+                             "; expected [", g.m, "]");
+    }
+    WindowAttrs a = attrs_;
+    a.kernel = g.kernel;
+    GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node()));
+    std::vector<int64_t> out = {g.n, g.m};
+    out.insert(out.end(), g.window.out.begin(), g.window.out.end());
+    g.out = Shape(out);
+    return g;
+  }
+
+  absl::StatusOr<std::shared_ptr<const ConvEntry>> GetEntry(
+      const Shape& x, const Shape& w, const Shape* b,
+      const void* w_data) const {
+    std::vector<int64_t> key = ShapeKey({&x, &w, b});
+    if (auto e = cache_.Find(key)) return e;
+    GLINT_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, w, b));
+    if (g.out.NumElements() == 0 || g.c == 0) {
+      return std::shared_ptr<const ConvEntry>();  // Never executed.
+    }
+    std::shared_ptr<ConvEntry> entry = std::make_shared<ConvEntry>();
+    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+      memory::dims w_dims;
+      if (g.group > 1) {
+        w_dims = {g.group, g.m / g.group, g.c / g.group};
+      } else {
+        w_dims = {g.m, g.c};
+      }
+      w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
+      const memory::desc src = PlainF32(ToDnnlDims(x.dims()));
+      const memory::desc w_user = PlainF32(w_dims);
+      const memory::desc w_md =
+          constant_w_ ? memory::desc(w_dims, memory::data_type::f32,
+                                     memory::format_tag::any)
+                      : w_user;
+      const memory::desc dst = PlainF32(ToDnnlDims(g.out.dims()));
+      const memory::desc bias =
+          b != nullptr ? PlainF32({g.m}) : memory::desc();
+      memory::dims dilations;
+      for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
+      const memory::dims strides = ToDnnlDims(attrs_.strides);
+      const memory::dims pad_l = ToDnnlDims(g.window.pad_begin);
+      const memory::dims pad_r = ToDnnlDims(g.window.pad_end);
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      const dnnl::convolution_forward::desc desc =
+          b != nullptr
+              ? dnnl::convolution_forward::desc(prop, alg, src, w_md, bias,
+                                                dst, strides, dilations,
+                                                pad_l, pad_r)
+              : dnnl::convolution_forward::desc(prop, alg, src, w_md, dst,
+                                                strides, dilations, pad_l,
+                                                pad_r);
+      const dnnl::convolution_forward::primitive_desc pd(
+          desc, UserScratchpadAttr(), engine_);
+      entry->prim = dnnl::convolution_forward(pd);
+      entry->src = src;
+      entry->weights = pd.weights_desc();
+      entry->bias = bias;
+      entry->has_bias = b != nullptr;
+      entry->dst = dst;
+      entry->scratchpad = pd.scratchpad_desc();
+      if (constant_w_) {
+        entry->packed_weights =
+            ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
+        entry->packed = true;
+      }
+      return absl::OkStatus();
+    }));
+    return cache_.Insert(std::move(key), std::move(entry));
+  }
+
+  dnnl::engine engine_;
+  WindowAttrs attrs_;
+  int64_t group_;
+  bool constant_w_;
+  // Filled lazily from const Compute(); synchronised internally.
+  mutable ShapeKeyedCache<ConvEntry> cache_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 3));
+  for (int i = 0; i < 2; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+  }
+  if (spec.has_input(2)) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kFloat32}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  // The spatial rank comes from W's declared rank, else from kernel_shape.
+  int spatial = spec.inputs[1].shape.rank() - 2;
+  if (spec.node->HasAttribute("kernel_shape")) {
+    spatial = static_cast<int>(spec.node->GetInts("kernel_shape").size());
+  }
+  if (spatial < 1 || spatial > 3) {
+    return Unimplemented(node, "Conv with ", spatial,
+                         " spatial dimensions (oneDNN supports 1 to 3)");
+  }
+  GLINT_ASSIGN_OR_RETURN(WindowAttrs attrs,
+                         ParseWindowAttrs(*spec.node, spatial));
+  attrs.ceil_mode = false;  // Not a Conv attribute.
+  const int64_t group = spec.node->GetInt("group", 1);
+  if (group < 1) {
+    return InvalidArgument(node, "group must be >= 1; got ", group);
+  }
+  std::unique_ptr<ConvKernel> kernel;
+  GLINT_RETURN_IF_ERROR(CatchDnnl(node, [&] {
+    kernel = std::make_unique<ConvKernel>(spec, std::move(attrs), group);
+    return absl::OkStatus();
+  }));
+  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
+  return std::unique_ptr<Kernel>(std::move(kernel));
+}
+
+}  // namespace
+
+void RegisterConvKernels(KernelRegistry* registry) {
+  registry->Register("Conv", MakeConv);
+}
+
+}  // namespace glint::cpu

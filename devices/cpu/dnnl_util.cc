@@ -1,0 +1,89 @@
+#include "devices/cpu/dnnl_util.h"
+
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+
+namespace glint::cpu {
+
+absl::Status DnnlErrorToStatus(const dnnl::error& e, absl::string_view node) {
+  const std::string msg = absl::StrCat(node, ": oneDNN: ", e.what());
+  switch (e.status) {
+    case dnnl_unimplemented:
+      return absl::UnimplementedError(msg);
+    case dnnl_invalid_arguments:
+      return absl::InvalidArgumentError(msg);
+    case dnnl_out_of_memory:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+dnnl::memory::dims ToDnnlDims(const std::vector<int64_t>& dims) {
+  return dnnl::memory::dims(dims.begin(), dims.end());
+}
+
+dnnl::memory::dims RowMajorStrides(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size());
+  dnnl::memory::dim s = 1;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= dims[i] > 0 ? dims[i] : 1;
+  }
+  return strides;
+}
+
+dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims) {
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32,
+                            RowMajorStrides(dims));
+}
+
+dnnl::primitive_attr UserScratchpadAttr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+void ExecuteWithScratchpad(const dnnl::engine& engine,
+                           const dnnl::primitive& prim,
+                           const dnnl::memory::desc& scratchpad_md,
+                           std::unordered_map<int, dnnl::memory> args) {
+  std::unique_ptr<void, decltype(&std::free)> scratch(nullptr, &std::free);
+  const size_t bytes = scratchpad_md.get_size();
+  if (bytes > 0) {
+    scratch.reset(AlignedAlloc(bytes));
+    if (scratch == nullptr) throw std::bad_alloc();
+    args[DNNL_ARG_SCRATCHPAD] =
+        dnnl::memory(scratchpad_md, engine, scratch.get());
+  }
+  dnnl::stream stream(engine);
+  prim.execute(stream, args);
+  stream.wait();
+}
+
+dnnl::memory ReorderToOwned(const dnnl::engine& engine,
+                            const dnnl::memory::desc& src_md, const void* src,
+                            const dnnl::memory::desc& dst_md) {
+  dnnl::memory from(src_md, engine, const_cast<void*>(src));
+  dnnl::memory to(dst_md, engine);
+  dnnl::stream stream(engine);
+  dnnl::reorder(from, to).execute(stream, from, to);
+  stream.wait();
+  return to;
+}
+
+std::vector<int64_t> ShapeKey(std::initializer_list<const Shape*> shapes) {
+  std::vector<int64_t> key;
+  for (const Shape* s : shapes) {
+    if (s == nullptr) {
+      key.push_back(-1);
+      continue;
+    }
+    key.push_back(s->rank());
+    key.insert(key.end(), s->dims().begin(), s->dims().end());
+  }
+  return key;
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,107 @@
+// oneDNN plumbing shared by the MatMul, Gemm and Conv kernels.
+//
+// Thread-safety scheme: a kernel owns one dnnl::engine and immutable
+// primitives; every Compute() makes its own dnnl::stream and memory objects
+// and passes a scratchpad it allocated itself (the primitives are created
+// with scratchpad_mode::user), so concurrent Compute() calls share nothing
+// mutable. Primitives for input shapes not known at build time are created
+// on first use and kept in a ShapeKeyedCache.
+#ifndef GLINT_DEVICES_CPU_DNNL_UTIL_H_
+#define GLINT_DEVICES_CPU_DNNL_UTIL_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/tensor.h"
+
+namespace glint::cpu {
+
+// Maps a oneDNN error to a Status naming the node: dnnl_unimplemented →
+// UNIMPLEMENTED, invalid arguments → INVALID_ARGUMENT, out of memory →
+// RESOURCE_EXHAUSTED, anything else → INTERNAL.
+absl::Status DnnlErrorToStatus(const dnnl::error& e, absl::string_view node);
+
+// Runs `f` (returning absl::Status) and turns the exceptions oneDNN's C++
+// API throws into a Status, so none escapes a kernel.
+template <typename F>
+absl::Status CatchDnnl(absl::string_view node, F&& f) {
+  try {
+    return f();
+  } catch (const dnnl::error& e) {
+    return DnnlErrorToStatus(e, node);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        std::string(node) + ": out of memory in oneDNN");
+  }
+}
+
+dnnl::memory::dims ToDnnlDims(const std::vector<int64_t>& dims);
+// Strides of a dense row-major tensor of `dims`.
+dnnl::memory::dims RowMajorStrides(const dnnl::memory::dims& dims);
+// A dense row-major float32 memory descriptor (any rank oneDNN takes).
+dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims);
+
+// A primitive attribute with a user-managed scratchpad (see file comment).
+dnnl::primitive_attr UserScratchpadAttr();
+
+// Executes `prim` on a fresh stream with a scratchpad of `scratchpad_md`
+// allocated for this call, and waits for it. Throws like oneDNN does; call
+// inside CatchDnnl.
+void ExecuteWithScratchpad(const dnnl::engine& engine,
+                           const dnnl::primitive& prim,
+                           const dnnl::memory::desc& scratchpad_md,
+                           std::unordered_map<int, dnnl::memory> args);
+
+// Copies `src` (in layout `src_md`, borrowed) into a new memory object of
+// layout `dst_md` owned by oneDNN: how constant weights get packed.
+dnnl::memory ReorderToOwned(const dnnl::engine& engine,
+                            const dnnl::memory::desc& src_md, const void* src,
+                            const dnnl::memory::desc& dst_md);
+
+// Flattens shapes into a cache key: rank then dims, for each shape.
+std::vector<int64_t> ShapeKey(std::initializer_list<const Shape*> shapes);
+
+// Immutable entries (compiled primitives) keyed by input shapes.
+// Thread-safe. Holds at most kMaxEntries; beyond that, new entries are
+// still returned to the caller but not kept, so memory stays bounded when
+// shapes keep changing.
+template <typename Entry>
+class ShapeKeyedCache {
+ public:
+  static constexpr size_t kMaxEntries = 32;
+
+  std::shared_ptr<const Entry> Find(const std::vector<int64_t>& key) const {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : it->second;
+  }
+
+  // Returns the cached entry for `key` (the first one inserted if two
+  // threads raced to create it).
+  std::shared_ptr<const Entry> Insert(std::vector<int64_t> key,
+                                      std::shared_ptr<const Entry> entry) {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second;
+    if (entries_.size() < kMaxEntries) entries_.emplace(std::move(key), entry);
+    return entry;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> entries_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_DNNL_UTIL_H_

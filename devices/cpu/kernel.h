@@ -1,0 +1,120 @@
+// CPU kernels: the code that runs one graph node on host memory. The
+// simulated devices execute their compiled functions with these kernels.
+//
+// A kernel is built once per node at compile time from a KernelSpec (the
+// node, its input and output types, and the values of constant inputs), so
+// expensive set-up (oneDNN primitives, packed weights) happens then. At run
+// time Compute() reads its inputs and asks the context for output buffers.
+#ifndef GLINT_DEVICES_CPU_KERNEL_H_
+#define GLINT_DEVICES_CPU_KERNEL_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/graph.h"
+#include "runtime/tensor.h"
+
+namespace glint::cpu {
+
+// A borrowed view of a dense row-major tensor.
+struct TensorView {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  void* data = nullptr;
+
+  int64_t num_elements() const { return shape.NumElements(); }
+  size_t num_bytes() const {
+    return static_cast<size_t>(num_elements()) * DTypeSize(dtype);
+  }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data); }
+};
+
+// What one Compute() call sees. Implemented by the executor of a compiled
+// function (buffers from its arena) and by tests (owned tensors).
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+
+  virtual int num_inputs() const = 0;
+  // Null where the optional input is absent (or i >= num_inputs()).
+  virtual const TensorView* input(int i) const = 0;
+
+  virtual int num_outputs() const = 0;
+  // The buffer for output `i` with `shape` (its dtype is the node's inferred
+  // output dtype). Call at most once per output. The memory is not zeroed.
+  // INVALID_ARGUMENT if `shape` contradicts the statically inferred shape;
+  // RESOURCE_EXHAUSTED if device memory runs out.
+  virtual absl::StatusOr<TensorView> AllocateOutput(int i,
+                                                    const Shape& shape) = 0;
+  // False for an optional output the graph does not use; a kernel may then
+  // skip computing it (it must still not allocate it).
+  virtual bool output_used(int i) const = 0;
+};
+
+// Everything the compiler knows about a node when it builds its kernel.
+struct KernelSpec {
+  const Node* node = nullptr;
+  int64_t opset_version = 0;
+  // One entry per node input; dtype kUndefined where the input is absent.
+  std::vector<ValueInfo> inputs;
+  // One entry per node output, as inferred at import (dims may be unknown).
+  std::vector<ValueInfo> outputs;
+  // One entry per input: the value when it is a compile-time constant
+  // (an initializer), else null. Borrowed for the duration of the build.
+  std::vector<const Tensor*> constant_inputs;
+
+  bool has_input(int i) const {
+    return i < static_cast<int>(inputs.size()) &&
+           inputs[i].dtype != DType::kUndefined;
+  }
+  const Tensor* constant(int i) const {
+    return i < static_cast<int>(constant_inputs.size()) ? constant_inputs[i]
+                                                       : nullptr;
+  }
+};
+
+// A compiled node. Thread-safe: Compute() may run concurrently for
+// different executions of the same compiled function.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual absl::Status Compute(KernelContext& ctx) const = 0;
+};
+
+// Builds a kernel, or refuses the node: UNIMPLEMENTED for an attribute
+// value, dtype or form the kernel does not support, INVALID_ARGUMENT for a
+// malformed node. Messages name the node (KernelSpec::node->Describe()).
+using KernelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const KernelSpec&)>;
+
+// Op type → kernel factory, for the default ONNX domain.
+// Thread-compatible: fill it once, then share it read-only.
+class KernelRegistry {
+ public:
+  // A second registration of the same op type replaces the first.
+  void Register(std::string op_type, KernelFactory factory);
+  // Null when no kernel exists for `op_type`.
+  const KernelFactory* Find(absl::string_view op_type) const;
+  std::vector<std::string> OpTypes() const;  // Sorted.
+
+ private:
+  std::map<std::string, KernelFactory, std::less<>> factories_;
+};
+
+// Adds every CPU kernel Glint has to `registry`. Explicit, so that no
+// behaviour depends on static-initialisation order.
+void RegisterCpuKernels(KernelRegistry* registry);
+
+// The registry with every CPU kernel, built on first use (thread-safe).
+const KernelRegistry& CpuKernelRegistry();
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_KERNEL_H_

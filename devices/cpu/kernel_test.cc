@@ -1,0 +1,108 @@
+// The registry, and the test utility's own contract.
+#include "devices/cpu/kernel.h"
+
+#include <memory>
+
+#include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsSupersetOf;
+using testing::MakeNode;
+using testing::MakeTensor;
+using testing::RunKernel;
+using testing::ToVector;
+
+TEST(KernelRegistryTest, CpuRegistryHasEveryOp) {
+  EXPECT_THAT(
+      CpuKernelRegistry().OpTypes(),
+      IsSupersetOf({"Add", "AveragePool", "BatchNormalization", "Concat",
+                    "Constant", "Conv", "Div", "Flatten", "Gemm",
+                    "GlobalAveragePool", "Identity", "MatMul", "MaxPool",
+                    "Mul", "Relu", "Reshape", "Sigmoid", "Softmax", "Sub",
+                    "Tanh", "Transpose"}));
+  std::vector<std::string> types = CpuKernelRegistry().OpTypes();
+  EXPECT_TRUE(std::is_sorted(types.begin(), types.end()));
+  EXPECT_EQ(&CpuKernelRegistry(), &CpuKernelRegistry());
+  EXPECT_EQ(CpuKernelRegistry().Find("NoSuchOp"), nullptr);
+}
+
+class FixedKernel : public Kernel {
+ public:
+  explicit FixedKernel(float v) : v_(v) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    absl::StatusOr<TensorView> out = ctx.AllocateOutput(0, Shape());
+    if (!out.ok()) return out.status();
+    *out->as<float>() = v_;
+    return absl::OkStatus();
+  }
+
+ private:
+  float v_;
+};
+
+TEST(KernelRegistryTest, SecondRegistrationReplacesFirst) {
+  KernelRegistry registry;
+  for (float v : {1.0f, 2.0f}) {
+    registry.Register("Fixed", [v](const KernelSpec&)
+                                   -> absl::StatusOr<std::unique_ptr<Kernel>> {
+      return std::unique_ptr<Kernel>(new FixedKernel(v));
+    });
+  }
+  EXPECT_THAT(registry.OpTypes(), ElementsAre("Fixed"));
+  testing::RunKernelOptions options;
+  options.output_dtypes = {DType::kFloat32};
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunKernel(registry, MakeNode("Fixed", {}, {"y"}), {}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(2.0f));
+}
+
+TEST(KernelTestUtilTest, UnknownOpIsNotFound) {
+  KernelRegistry empty;
+  EXPECT_EQ(RunKernel(empty, MakeNode("Add", {"a", "b"}, {"y"}), {})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(KernelTestUtilTest, ContextChecksShapesAndDoubleAllocation) {
+  testing::TestKernelContext ctx({MakeTensor<float>({1}, {1}), Tensor()},
+                                 {DType::kFloat32}, {Shape({2, -1})});
+  EXPECT_EQ(ctx.num_inputs(), 2);
+  EXPECT_NE(ctx.input(0), nullptr);
+  EXPECT_EQ(ctx.input(1), nullptr);  // Absent optional input.
+  EXPECT_EQ(ctx.AllocateOutput(0, Shape({3, 1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ctx.AllocateOutput(0, Shape({2, 7})).ok());
+  EXPECT_EQ(ctx.AllocateOutput(0, Shape({2, 7})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(KernelTestUtilTest, ShapeMismatchWithInferredShapeFailsTheKernel) {
+  testing::RunKernelOptions options;
+  options.output_shapes = {Shape({5})};
+  absl::StatusOr<std::vector<Tensor>> out = RunKernel(
+      CpuKernelRegistry(), MakeNode("Relu", {"x"}, {"y"}),
+      {MakeTensor<float>({2}, {1, -1})}, options);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("relu_node"));
+}
+
+TEST(KernelTestUtilTest, DeclaredOutputDTypeMustMatch) {
+  testing::RunKernelOptions options;
+  options.output_dtypes = {DType::kInt32};
+  EXPECT_EQ(RunKernel(CpuKernelRegistry(), MakeNode("Relu", {"x"}, {"y"}),
+                      {MakeTensor<float>({1}, {1})}, options)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace glint::cpu

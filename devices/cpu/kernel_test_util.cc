@@ -1,0 +1,244 @@
+#include "devices/cpu/kernel_test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu::testing {
+
+TestKernelContext::TestKernelContext(std::vector<Tensor> inputs,
+                                     std::vector<DType> output_dtypes,
+                                     std::vector<Shape> expected_shapes,
+                                     std::vector<bool> output_used)
+    : inputs_(std::move(inputs)),
+      output_dtypes_(std::move(output_dtypes)),
+      expected_shapes_(std::move(expected_shapes)),
+      output_used_(std::move(output_used)) {
+  for (const Tensor& t : inputs_) {
+    views_.push_back(ViewOf(t));
+    present_.push_back(t.valid());
+  }
+  if (output_used_.empty()) output_used_.assign(output_dtypes_.size(), true);
+  outputs_.resize(output_dtypes_.size());
+  allocated_.assign(output_dtypes_.size(), false);
+}
+
+int TestKernelContext::num_inputs() const {
+  return static_cast<int>(inputs_.size());
+}
+
+const TensorView* TestKernelContext::input(int i) const {
+  if (i < 0 || i >= num_inputs() || !present_[i]) return nullptr;
+  return &views_[i];
+}
+
+int TestKernelContext::num_outputs() const {
+  return static_cast<int>(output_dtypes_.size());
+}
+
+absl::StatusOr<TensorView> TestKernelContext::AllocateOutput(
+    int i, const Shape& shape) {
+  if (i < 0 || i >= num_outputs()) {
+    return absl::OutOfRangeError(absl::StrCat("no output ", i));
+  }
+  if (allocated_[i]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("output ", i, " allocated twice"));
+  }
+  if (i < static_cast<int>(expected_shapes_.size())) {
+    const Shape& want = expected_shapes_[i];
+    bool ok = want.rank() == shape.rank();
+    for (int d = 0; ok && d < want.rank(); ++d) {
+      ok = want.dim(d) == Shape::kUnknownDim || want.dim(d) == shape.dim(d);
+    }
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output ", i, " shape ", shape.ToString(),
+                       " contradicts the inferred ", want.ToString()));
+    }
+  }
+  GLINT_ASSIGN_OR_RETURN(outputs_[i],
+                         Tensor::Create(output_dtypes_[i], shape));
+  allocated_[i] = true;
+  // Poison the buffer: kernels must write every element.
+  if (outputs_[i].num_bytes() > 0) {
+    std::memset(outputs_[i].raw_data(), 0xA5, outputs_[i].num_bytes());
+  }
+  return ViewOf(outputs_[i]);
+}
+
+bool TestKernelContext::output_used(int i) const {
+  return i >= 0 && i < static_cast<int>(output_used_.size()) &&
+         output_used_[i];
+}
+
+DType DefaultOutputDType(const Node& node, int i,
+                         const std::vector<Tensor>& inputs) {
+  if (node.op_type == "Constant") {
+    if (const Tensor* t = node.GetTensor("value")) return t->dtype();
+    if (node.HasAttribute("value_float") || node.HasAttribute("value_floats"))
+      return DType::kFloat32;
+    return DType::kInt64;
+  }
+  if (node.op_type == "MaxPool" && i == 1) return DType::kInt64;
+  for (const Tensor& t : inputs) {
+    if (t.valid()) return t.dtype();
+  }
+  return DType::kUndefined;
+}
+
+KernelSpec MakeSpec(const Node& node, const std::vector<Tensor>& inputs,
+                    const RunKernelOptions& options) {
+  KernelSpec spec;
+  spec.node = &node;
+  spec.opset_version = options.opset_version;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueInfo info;
+    info.name = i < node.inputs.size() ? node.inputs[i] : "";
+    if (inputs[i].valid()) {
+      info.dtype = inputs[i].dtype();
+      info.shape = inputs[i].shape();
+      if (options.hide_input_shapes) {
+        for (int64_t& d : info.shape.mutable_dims()) d = Shape::kUnknownDim;
+      }
+    }
+    spec.inputs.push_back(std::move(info));
+    const bool constant =
+        inputs[i].valid() &&
+        std::find(options.constant_inputs.begin(),
+                  options.constant_inputs.end(),
+                  static_cast<int>(i)) != options.constant_inputs.end();
+    spec.constant_inputs.push_back(constant ? &inputs[i] : nullptr);
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    ValueInfo info;
+    info.name = node.outputs[i];
+    if (i < options.output_dtypes.size()) {
+      info.dtype = options.output_dtypes[i];
+    }
+    if (i < options.output_shapes.size()) {
+      info.shape = options.output_shapes[i];
+    }
+    spec.outputs.push_back(std::move(info));
+  }
+  return spec;
+}
+
+namespace {
+
+bool SameBytes(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].valid() != b[i].valid() || a[i].shape() != b[i].shape() ||
+        a[i].dtype() != b[i].dtype()) {
+      return false;
+    }
+    if (a[i].valid() && a[i].num_bytes() > 0 &&
+        std::memcmp(a[i].raw_data(), b[i].raw_data(), a[i].num_bytes()) !=
+            0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> RunKernel(
+    const KernelRegistry& registry, const Node& node,
+    const std::vector<Tensor>& inputs, const RunKernelOptions& options) {
+  const KernelFactory* factory = registry.Find(node.op_type);
+  if (factory == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("no CPU kernel for op ", node.op_type));
+  }
+  const KernelSpec spec = MakeSpec(node, inputs, options);
+  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, (*factory)(spec));
+
+  std::vector<DType> dtypes(node.outputs.size());
+  std::vector<bool> used(node.outputs.size());
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    dtypes[i] = spec.outputs[i].dtype != DType::kUndefined
+                    ? spec.outputs[i].dtype
+                    : DefaultOutputDType(node, static_cast<int>(i), inputs);
+    used[i] = !node.outputs[i].empty();
+  }
+  auto run_once = [&]() -> absl::StatusOr<std::vector<Tensor>> {
+    TestKernelContext ctx(inputs, dtypes, options.output_shapes, used);
+    GLINT_RETURN_IF_ERROR(kernel->Compute(ctx));
+    return ctx.TakeOutputs();
+  };
+  const int runs = std::max(1, options.runs);
+  const int threads = std::max(1, options.threads);
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(
+      static_cast<size_t>(runs) * threads,
+      absl::StatusOr<std::vector<Tensor>>(absl::UnknownError("not run")));
+  if (threads == 1) {
+    for (int r = 0; r < runs; ++r) results[r] = run_once();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        for (int r = 0; r < runs; ++r) results[t * runs + r] = run_once();
+      });
+    }
+    for (std::thread& th : pool) th.join();
+  }
+  for (size_t i = 1; i < results.size(); ++i) {
+    if (results[i].ok() != results[0].ok() ||
+        (results[0].ok() && !SameBytes(*results[i], *results[0]))) {
+      return absl::InternalError(
+          absl::StrCat("run ", i, " of ", node.Describe(),
+                       " differs from run 0"));
+    }
+  }
+  return std::move(results[0]);
+}
+
+Node MakeNode(std::string op_type, std::vector<std::string> inputs,
+              std::vector<std::string> outputs,
+              std::map<std::string, Attribute> attributes) {
+  Node node;
+  node.name = absl::StrCat(absl::AsciiStrToLower(op_type), "_node");
+  node.op_type = std::move(op_type);
+  node.inputs = std::move(inputs);
+  node.outputs = std::move(outputs);
+  node.attributes = std::move(attributes);
+  return node;
+}
+
+Tensor RandomTensor(std::vector<int64_t> dims, uint32_t seed, float lo,
+                    float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  Shape shape(std::move(dims));
+  std::vector<float> v(shape.NumElements());
+  for (float& x : v) x = dist(rng);
+  return Tensor::FromVector(DType::kFloat32, shape, v);
+}
+
+double MaxRelativeError(const Tensor& a, const Tensor& b) {
+  if (a.num_elements() != b.num_elements() || a.dtype() != DType::kFloat32 ||
+      b.dtype() != DType::kFloat32) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double worst = 0;
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const double err = std::abs(static_cast<double>(pa[i]) - pb[i]) /
+                       std::max(1.0, std::abs(static_cast<double>(pb[i])));
+    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+}  // namespace glint::cpu::testing

@@ -1,0 +1,160 @@
+#include "devices/cpu/kernel_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_join.h"
+
+namespace glint::cpu {
+
+bool DTypeIn(DType dtype, std::initializer_list<DType> set) {
+  return std::find(set.begin(), set.end(), dtype) != set.end();
+}
+
+std::string DTypeList(std::initializer_list<DType> set) {
+  return absl::StrJoin(set, ", ", [](std::string* out, DType d) {
+    absl::StrAppend(out, DTypeName(d));
+  });
+}
+
+absl::StatusOr<DType> SpecInputDType(const KernelSpec& spec, int i,
+                                     std::initializer_list<DType> allowed) {
+  const std::string node = spec.node->Describe();
+  if (!spec.has_input(i)) {
+    return InvalidArgument(node, "input ", i, " is required");
+  }
+  const DType dtype = spec.inputs[i].dtype;
+  if (!DTypeIn(dtype, allowed)) {
+    return Unimplemented(node, "input ", i, " has dtype ", DTypeName(dtype),
+                         "; the CPU kernel supports ", DTypeList(allowed));
+  }
+  return dtype;
+}
+
+absl::StatusOr<DType> SpecOutputDType(const KernelSpec& spec, int i,
+                                      DType derived) {
+  if (i < static_cast<int>(spec.outputs.size()) &&
+      spec.outputs[i].dtype != DType::kUndefined &&
+      spec.outputs[i].dtype != derived) {
+    return InvalidArgument(spec.node->Describe(), "output ", i,
+                           " is declared ", DTypeName(spec.outputs[i].dtype),
+                           " but the op produces ", DTypeName(derived));
+  }
+  return derived;
+}
+
+absl::Status CheckArity(const KernelSpec& spec, int min_inputs,
+                        int max_inputs) {
+  const int n = spec.node->num_inputs();
+  if (n < min_inputs || n > max_inputs) {
+    return InvalidArgument(spec.node->Describe(), "has ", n,
+                           " inputs; expected ", min_inputs,
+                           min_inputs == max_inputs
+                               ? std::string()
+                               : absl::StrCat(" to ", max_inputs));
+  }
+  if (spec.node->outputs.empty() || spec.node->outputs[0].empty()) {
+    return InvalidArgument(spec.node->Describe(), "has no output");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<const TensorView*> GetOptionalInput(const KernelContext& ctx,
+                                                   int i, DType dtype,
+                                                   absl::string_view node) {
+  const TensorView* in = ctx.input(i);
+  if (in == nullptr) return nullptr;
+  if (dtype != DType::kUndefined && in->dtype != dtype) {
+    return InvalidArgument(node, "input ", i, " has dtype ",
+                           DTypeName(in->dtype), "; expected ",
+                           DTypeName(dtype));
+  }
+  if (!in->shape.IsStatic()) {
+    return InvalidArgument(node, "input ", i, " has a non-static shape ",
+                           in->shape.ToString());
+  }
+  if (in->data == nullptr && in->num_bytes() != 0) {
+    return InvalidArgument(node, "input ", i, " has no buffer");
+  }
+  return in;
+}
+
+absl::StatusOr<const TensorView*> GetInput(const KernelContext& ctx, int i,
+                                           DType dtype,
+                                           absl::string_view node) {
+  GLINT_ASSIGN_OR_RETURN(const TensorView* in,
+                         GetOptionalInput(ctx, i, dtype, node));
+  if (in == nullptr) {
+    return InvalidArgument(node, "input ", i, " is missing");
+  }
+  return in;
+}
+
+absl::StatusOr<TensorView> AllocateOutput(KernelContext& ctx, int i,
+                                          const Shape& shape, DType dtype,
+                                          absl::string_view node) {
+  absl::StatusOr<TensorView> out = ctx.AllocateOutput(i, shape);
+  if (!out.ok()) {
+    return absl::Status(out.status().code(),
+                        absl::StrCat(node, ": output ", i, ": ",
+                                     out.status().message()));
+  }
+  if (out->dtype != dtype) {
+    return Internal(node, "output ", i, " was allocated as ",
+                    DTypeName(out->dtype), " but the kernel produces ",
+                    DTypeName(dtype));
+  }
+  if (out->shape != shape) {
+    return Internal(node, "output ", i, " was allocated with shape ",
+                    out->shape.ToString(), " instead of ", shape.ToString());
+  }
+  if (out->data == nullptr && out->num_bytes() != 0) {
+    return Internal(node, "output ", i, " has no buffer");
+  }
+  return out;
+}
+
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, bool inclusive_end,
+                                  absl::string_view node) {
+  const int64_t hi = inclusive_end ? rank : rank - 1;
+  if (axis < -static_cast<int64_t>(rank) || axis > hi) {
+    return InvalidArgument(node, "axis ", axis, " is out of range [", -rank,
+                           ", ", hi, "] for rank ", rank);
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadInt64s(const TensorView& t,
+                                                absl::string_view what,
+                                                absl::string_view node) {
+  if (t.shape.rank() > 1) {
+    return InvalidArgument(node, what, " must be 1-D; it has shape ",
+                           t.shape.ToString());
+  }
+  const int64_t n = t.num_elements();
+  std::vector<int64_t> v(n);
+  if (t.dtype == DType::kInt64) {
+    std::copy(t.as<const int64_t>(), t.as<const int64_t>() + n, v.begin());
+  } else if (t.dtype == DType::kInt32) {
+    std::copy(t.as<const int32_t>(), t.as<const int32_t>() + n, v.begin());
+  } else {
+    return InvalidArgument(node, what, " must be int64; it is ",
+                           DTypeName(t.dtype));
+  }
+  return v;
+}
+
+int64_t Product(const std::vector<int64_t>& dims, int begin, int end) {
+  int64_t p = 1;
+  for (int i = begin; i < end; ++i) p *= dims[i];
+  return p;
+}
+
+TensorView ViewOf(const Tensor& t) {
+  TensorView v;
+  v.dtype = t.dtype();
+  v.shape = t.shape();
+  v.data = const_cast<void*>(t.raw_data());
+  return v;
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,157 @@
+// Helpers shared by the CPU kernel implementations (not by their users):
+// error messages that name the node, dtype dispatch, checked access to the
+// context's inputs and outputs, axis normalisation.
+#ifndef GLINT_DEVICES_CPU_KERNEL_UTIL_H_
+#define GLINT_DEVICES_CPU_KERNEL_UTIL_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "devices/cpu/kernel.h"
+#include "runtime/dtype.h"
+#include "runtime/status_macros.h"
+#include "runtime/tensor.h"
+
+namespace glint::cpu {
+
+// Messages are "<node description>: <details>" so that an error from deep
+// inside a compiled function still says which node failed.
+template <typename... Args>
+absl::Status InvalidArgument(absl::string_view node, const Args&... args) {
+  return absl::InvalidArgumentError(absl::StrCat(node, ": ", args...));
+}
+template <typename... Args>
+absl::Status Unimplemented(absl::string_view node, const Args&... args) {
+  return absl::UnimplementedError(absl::StrCat(node, ": ", args...));
+}
+template <typename... Args>
+absl::Status Internal(absl::string_view node, const Args&... args) {
+  return absl::InternalError(absl::StrCat(node, ": ", args...));
+}
+
+// Carries a C++ element type through a generic lambda.
+template <typename T>
+struct TypeTag {
+  using type = T;
+};
+
+// The DType of a C++ element type.
+template <typename T>
+constexpr DType DTypeOf();
+template <> constexpr DType DTypeOf<float>() { return DType::kFloat32; }
+template <> constexpr DType DTypeOf<double>() { return DType::kFloat64; }
+template <> constexpr DType DTypeOf<int8_t>() { return DType::kInt8; }
+template <> constexpr DType DTypeOf<uint8_t>() { return DType::kUInt8; }
+template <> constexpr DType DTypeOf<int16_t>() { return DType::kInt16; }
+template <> constexpr DType DTypeOf<uint16_t>() { return DType::kUInt16; }
+template <> constexpr DType DTypeOf<int32_t>() { return DType::kInt32; }
+template <> constexpr DType DTypeOf<uint32_t>() { return DType::kUInt32; }
+template <> constexpr DType DTypeOf<int64_t>() { return DType::kInt64; }
+template <> constexpr DType DTypeOf<uint64_t>() { return DType::kUInt64; }
+
+// Element-type sets the kernels accept.
+inline constexpr std::initializer_list<DType> kFloatDTypes = {
+    DType::kFloat32, DType::kFloat64};
+inline constexpr std::initializer_list<DType> kNumericDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kInt8,   DType::kUInt8,
+    DType::kInt16,   DType::kUInt16,  DType::kInt32,  DType::kUInt32,
+    DType::kInt64,   DType::kUInt64};
+inline constexpr std::initializer_list<DType> kSignedDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kInt8,
+    DType::kInt16,   DType::kInt32,   DType::kInt64};
+
+bool DTypeIn(DType dtype, std::initializer_list<DType> set);
+// "float32, float64".
+std::string DTypeList(std::initializer_list<DType> set);
+
+// Calls `f(TypeTag<T>{})` for the C++ type of a numeric dtype (the ones in
+// kNumericDTypes) and returns its status; UNIMPLEMENTED for other dtypes.
+// Kernels check the dtype at build time, so that branch is a safety net.
+template <typename F>
+absl::Status VisitNumeric(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kInt8: return f(TypeTag<int8_t>{});
+    case DType::kUInt8: return f(TypeTag<uint8_t>{});
+    case DType::kInt16: return f(TypeTag<int16_t>{});
+    case DType::kUInt16: return f(TypeTag<uint16_t>{});
+    case DType::kInt32: return f(TypeTag<int32_t>{});
+    case DType::kUInt32: return f(TypeTag<uint32_t>{});
+    case DType::kInt64: return f(TypeTag<int64_t>{});
+    case DType::kUInt64: return f(TypeTag<uint64_t>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("no numeric kernel for dtype ", DTypeName(dtype)));
+  }
+}
+
+// State every kernel keeps: its node's description for messages. Kernels
+// copy what they need from the node at build time and never keep a pointer
+// to it, since the graph may not outlive the compiled function.
+class KernelBase : public Kernel {
+ protected:
+  explicit KernelBase(const KernelSpec& spec)
+      : node_(spec.node->Describe()) {}
+  const std::string& node() const { return node_; }
+
+ private:
+  std::string node_;
+};
+
+// Build-time checks.
+//
+// The dtype of input `i` as declared by the spec; INVALID_ARGUMENT if the
+// input is required but absent, UNIMPLEMENTED if not in `allowed`.
+absl::StatusOr<DType> SpecInputDType(const KernelSpec& spec, int i,
+                                     std::initializer_list<DType> allowed);
+// The dtype output `i` has: the spec's when defined (INVALID_ARGUMENT if it
+// differs from `derived`), else `derived`.
+absl::StatusOr<DType> SpecOutputDType(const KernelSpec& spec, int i,
+                                      DType derived);
+// INVALID_ARGUMENT unless the node has between `min` and `max` inputs
+// (counting absent optional ones in the middle) and at least one output.
+absl::Status CheckArity(const KernelSpec& spec, int min_inputs,
+                        int max_inputs);
+
+// Run-time access.
+//
+// Input `i`, checked to be present, of dtype `dtype` (any when kUndefined),
+// with a static shape and a buffer.
+absl::StatusOr<const TensorView*> GetInput(const KernelContext& ctx, int i,
+                                           DType dtype,
+                                           absl::string_view node);
+// Input `i` or null when absent; checked like GetInput when present.
+absl::StatusOr<const TensorView*> GetOptionalInput(const KernelContext& ctx,
+                                                   int i, DType dtype,
+                                                   absl::string_view node);
+// Allocates output `i` and checks that the context gave it `dtype`.
+absl::StatusOr<TensorView> AllocateOutput(KernelContext& ctx, int i,
+                                          const Shape& shape, DType dtype,
+                                          absl::string_view node);
+
+// Maps `axis` in [-rank, rank - 1] (or [-rank, rank] when `inclusive_end`)
+// to [0, rank - 1] (or [0, rank]); INVALID_ARGUMENT outside.
+absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, bool inclusive_end,
+                                  absl::string_view node);
+
+// The values of a 1-D (or scalar) int64 or int32 tensor.
+absl::StatusOr<std::vector<int64_t>> ReadInt64s(const TensorView& t,
+                                                absl::string_view what,
+                                                absl::string_view node);
+
+// Product of dims[begin, end).
+int64_t Product(const std::vector<int64_t>& dims, int begin, int end);
+
+// A view of a host tensor, for code that mixes Tensors and views.
+TensorView ViewOf(const Tensor& t);
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_KERNEL_UTIL_H_

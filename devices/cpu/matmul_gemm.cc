@@ -1,0 +1,445 @@
+// MatMul and Gemm on oneDNN's matmul primitive (float32 only).
+//
+// MatMul follows numpy: 1-D operands are promoted (and the added dimension
+// dropped from the result), batch dimensions broadcast. When B has no batch
+// (the usual "activations × weights" case) A's batch is folded into M and a
+// single 2-D matmul runs. Gemm maps transA/transB onto strided memory
+// descriptors, alpha onto output scales, and C either onto the bias (the
+// fully connected case: alpha = beta = 1, C of shape [N] or [1, N]) or onto
+// a sum post-op with scale beta over an output pre-filled with broadcast C.
+// Constant B is packed into oneDNN's preferred layout once per shape.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "devices/cpu/broadcast.h"
+#include "devices/cpu/dnnl_util.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+using dnnl::memory;
+
+// oneDNN's limit on tensor rank.
+constexpr int kMaxDnnlRank = DNNL_MAX_NDIMS;
+
+// How to build one matmul primitive. Memory descriptors are the user
+// layouts of the operands.
+struct MatMulConfig {
+  memory::desc src, weights, dst;
+  bool has_bias = false;
+  memory::desc bias;
+  float alpha = 1.0f;
+  float sum_beta = 0.0f;  // Adds sum_beta * (prior dst) when non-zero.
+  bool pack_weights = false;
+};
+
+struct MatMulEntry {
+  dnnl::matmul prim;
+  memory::desc src, weights, dst, bias, scratchpad;
+  bool has_bias = false;
+  // Set when the weights were packed at creation; then the weights input is
+  // not read at run time.
+  bool packed = false;
+  memory packed_weights;
+};
+
+// `weights` is read only when config.pack_weights (it must then hold the
+// weights in config.weights' layout). Throws dnnl::error.
+std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
+    const dnnl::engine& engine, const MatMulConfig& config,
+    const void* weights) {
+  dnnl::primitive_attr attr = UserScratchpadAttr();
+  if (config.alpha != 1.0f) attr.set_output_scales(0, {config.alpha});
+  if (config.sum_beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(config.sum_beta);
+    attr.set_post_ops(ops);
+  }
+  const memory::desc wei_md =
+      config.pack_weights
+          ? memory::desc(config.weights.dims(), memory::data_type::f32,
+                         memory::format_tag::any)
+          : config.weights;
+  const dnnl::matmul::desc desc =
+      config.has_bias
+          ? dnnl::matmul::desc(config.src, wei_md, config.bias, config.dst)
+          : dnnl::matmul::desc(config.src, wei_md, config.dst);
+  const dnnl::matmul::primitive_desc pd(desc, attr, engine);
+  auto entry = std::make_shared<MatMulEntry>();
+  entry->prim = dnnl::matmul(pd);
+  entry->src = config.src;
+  entry->weights = pd.weights_desc();
+  entry->dst = config.dst;
+  entry->bias = config.bias;
+  entry->has_bias = config.has_bias;
+  entry->scratchpad = pd.scratchpad_desc();
+  if (config.pack_weights) {
+    entry->packed_weights =
+        ReorderToOwned(engine, config.weights, weights, pd.weights_desc());
+    entry->packed = true;
+  }
+  return entry;
+}
+
+// Throws dnnl::error.
+void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
+               const void* src, const void* weights, const void* bias,
+               void* dst) {
+  std::unordered_map<int, memory> args;
+  args[DNNL_ARG_SRC] = memory(e.src, engine, const_cast<void*>(src));
+  args[DNNL_ARG_WEIGHTS] =
+      e.packed ? e.packed_weights
+               : memory(e.weights, engine, const_cast<void*>(weights));
+  if (e.has_bias) {
+    args[DNNL_ARG_BIAS] = memory(e.bias, engine, const_cast<void*>(bias));
+  }
+  args[DNNL_ARG_DST] = memory(e.dst, engine, dst);
+  ExecuteWithScratchpad(engine, e.prim, e.scratchpad, std::move(args));
+}
+
+// ---------------------------------------------------------------- MatMul
+
+struct MatMulGeometry {
+  Shape out;
+  int64_t k = 0;
+  memory::dims src, weights, dst;  // As given to oneDNN.
+  bool folded = false;             // A's batch folded into M (2-D matmul).
+};
+
+absl::StatusOr<MatMulGeometry> MatMulShapes(const Shape& a, const Shape& b,
+                                            absl::string_view node) {
+  if (a.rank() < 1 || b.rank() < 1) {
+    return InvalidArgument(node, "MatMul operands must have rank >= 1; got ",
+                           a.ToString(), " and ", b.ToString());
+  }
+  std::vector<int64_t> ad = a.dims();
+  std::vector<int64_t> bd = b.dims();
+  if (a.rank() == 1) ad.insert(ad.begin(), 1);
+  if (b.rank() == 1) bd.push_back(1);
+  const int64_t m = ad[ad.size() - 2];
+  const int64_t k = ad.back();
+  const int64_t n = bd.back();
+  if (bd[bd.size() - 2] != k) {
+    return InvalidArgument(node, "MatMul inner dimensions differ: ",
+                           a.ToString(), " x ", b.ToString());
+  }
+  const Shape batch_a(std::vector<int64_t>(ad.begin(), ad.end() - 2));
+  const Shape batch_b(std::vector<int64_t>(bd.begin(), bd.end() - 2));
+  absl::StatusOr<Shape> batch = BroadcastShapes({batch_a, batch_b});
+  if (!batch.ok()) {
+    return InvalidArgument(node, "MatMul batch dimensions of ", a.ToString(),
+                           " and ", b.ToString(), ": ",
+                           batch.status().message());
+  }
+  MatMulGeometry g;
+  g.k = k;
+  std::vector<int64_t> out = batch->dims();
+  if (a.rank() > 1) out.push_back(m);
+  if (b.rank() > 1) out.push_back(n);
+  g.out = Shape(out);
+  const int64_t batch_count = batch->NumElements();
+  if (batch_b.NumElements() == 1) {
+    g.folded = true;
+    g.src = {batch_count * m, k};
+    g.weights = {k, n};
+    g.dst = {batch_count * m, n};
+    return g;
+  }
+  const int r = batch->rank();
+  if (r + 2 > kMaxDnnlRank) {
+    return Unimplemented(node, "MatMul with more than ", kMaxDnnlRank - 2,
+                         " batch dimensions");
+  }
+  g.src.assign(r - batch_a.rank(), 1);
+  g.src.insert(g.src.end(), batch_a.dims().begin(), batch_a.dims().end());
+  g.src.insert(g.src.end(), {m, k});
+  g.weights.assign(r - batch_b.rank(), 1);
+  g.weights.insert(g.weights.end(), batch_b.dims().begin(),
+                   batch_b.dims().end());
+  g.weights.insert(g.weights.end(), {k, n});
+  g.dst = ToDnnlDims(batch->dims());
+  g.dst.insert(g.dst.end(), {m, n});
+  return g;
+}
+
+class MatMulKernel final : public KernelBase {
+ public:
+  explicit MatMulKernel(const KernelSpec& spec)
+      : KernelBase(spec),
+        engine_(dnnl::engine::kind::cpu, 0),
+        constant_b_(spec.constant(1) != nullptr) {}
+
+  // Creates the primitive now when the shapes are known.
+  absl::Status Prepare(const KernelSpec& spec) {
+    const Shape& a = spec.inputs[0].shape;
+    const Shape& b = spec.inputs[1].shape;
+    if (!a.IsStatic() || !b.IsStatic()) return absl::OkStatus();
+    const Tensor* wb = spec.constant(1);
+    if (wb != nullptr && wb->shape() != b) {
+      return InvalidArgument(node(), "constant B has shape ",
+                             wb->shape().ToString(), " but is declared ",
+                             b.ToString());
+    }
+    return GetEntry(a, b, wb != nullptr ? wb->raw_data() : nullptr).status();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* a,
+                           GetInput(ctx, 0, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* b,
+                           GetInput(ctx, 1, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(MatMulGeometry g,
+                           MatMulShapes(a->shape, b->shape, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
+                                                        DType::kFloat32,
+                                                        node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    if (g.k == 0) {
+      std::fill_n(y.as<float>(), y.num_elements(), 0.0f);
+      return absl::OkStatus();
+    }
+    GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulEntry> e,
+                           GetEntry(a->shape, b->shape, b->data));
+    return CatchDnnl(node(), [&] {
+      RunMatMul(engine_, *e, a->data, b->data, nullptr, y.data);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // `b_data` is used only to pack constant weights.
+  absl::StatusOr<std::shared_ptr<const MatMulEntry>> GetEntry(
+      const Shape& a, const Shape& b, const void* b_data) const {
+    std::vector<int64_t> key = ShapeKey({&a, &b});
+    if (auto e = cache_.Find(key)) return e;
+    GLINT_ASSIGN_OR_RETURN(MatMulGeometry g, MatMulShapes(a, b, node()));
+    if (g.out.NumElements() == 0 || g.k == 0) {
+      return std::shared_ptr<const MatMulEntry>();  // Never executed.
+    }
+    std::shared_ptr<const MatMulEntry> entry;
+    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+      MatMulConfig config;
+      config.src = PlainF32(g.src);
+      config.weights = PlainF32(g.weights);
+      config.dst = PlainF32(g.dst);
+      // Packing pays off when the same weights are reused across calls.
+      config.pack_weights = constant_b_ && g.folded;
+      entry = CreateMatMulEntry(engine_, config, b_data);
+      return absl::OkStatus();
+    }));
+    return cache_.Insert(std::move(key), std::move(entry));
+  }
+
+  dnnl::engine engine_;
+  bool constant_b_;
+  // Filled lazily from const Compute(); synchronised internally.
+  mutable ShapeKeyedCache<MatMulEntry> cache_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  for (int i = 0; i < 2; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  std::unique_ptr<MatMulKernel> kernel;
+  GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
+    kernel = std::make_unique<MatMulKernel>(spec);
+    return absl::OkStatus();
+  }));
+  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
+  return std::unique_ptr<Kernel>(std::move(kernel));
+}
+
+// ------------------------------------------------------------------ Gemm
+
+struct GemmGeometry {
+  int64_t m = 0, k = 0, n = 0;
+  bool bias = false;  // C goes in as oneDNN bias [1, N].
+};
+
+class GemmKernel final : public KernelBase {
+ public:
+  explicit GemmKernel(const KernelSpec& spec)
+      : KernelBase(spec),
+        engine_(dnnl::engine::kind::cpu, 0),
+        trans_a_(spec.node->GetInt("transA", 0) != 0),
+        trans_b_(spec.node->GetInt("transB", 0) != 0),
+        alpha_(spec.node->GetFloat("alpha", 1.0f)),
+        beta_(spec.node->GetFloat("beta", 1.0f)),
+        constant_b_(spec.constant(1) != nullptr) {}
+
+  absl::Status Prepare(const KernelSpec& spec) {
+    const Shape& a = spec.inputs[0].shape;
+    const Shape& b = spec.inputs[1].shape;
+    const Shape* c = spec.has_input(2) ? &spec.inputs[2].shape : nullptr;
+    if (!a.IsStatic() || !b.IsStatic() || (c != nullptr && !c->IsStatic())) {
+      return absl::OkStatus();
+    }
+    const Tensor* wb = spec.constant(1);
+    if (wb != nullptr && wb->shape() != b) {
+      return InvalidArgument(node(), "constant B has shape ",
+                             wb->shape().ToString(), " but is declared ",
+                             b.ToString());
+    }
+    return GetEntry(a, b, c, wb != nullptr ? wb->raw_data() : nullptr)
+        .status();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* a,
+                           GetInput(ctx, 0, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* b,
+                           GetInput(ctx, 1, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* c,
+                           GetOptionalInput(ctx, 2, DType::kFloat32, node()));
+    const Shape* c_shape = c != nullptr ? &c->shape : nullptr;
+    GLINT_ASSIGN_OR_RETURN(GemmGeometry g,
+                           Geometry(a->shape, b->shape, c_shape));
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({g.m, g.n}), DType::kFloat32, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    float* py = y.as<float>();
+    const bool use_c = c != nullptr && beta_ != 0.0f;
+    if (use_c && !g.bias) {
+      // Pre-fill Y with broadcast C; the sum post-op scales it by beta.
+      const BroadcastPlan plan = MakeBroadcastPlan(y.shape, {c->shape});
+      const float* pc = c->as<const float>();
+      const int64_t sc = plan.strides[0].back();
+      ForEachBroadcastRow(plan, [&](int64_t o,
+                                    const std::vector<int64_t>& in) {
+        for (int64_t i = 0; i < plan.inner(); ++i) {
+          py[o + i] = pc[in[0] + i * sc];
+        }
+      });
+    }
+    if (g.k == 0) {  // alpha * (empty product) = 0.
+      const int64_t n = y.num_elements();
+      if (!use_c) {
+        std::fill_n(py, n, 0.0f);
+      } else if (g.bias) {
+        for (int64_t i = 0; i < n; ++i) py[i] = c->as<const float>()[i % g.n];
+      } else {
+        for (int64_t i = 0; i < n; ++i) py[i] *= beta_;
+      }
+      return absl::OkStatus();
+    }
+    GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulEntry> e,
+                           GetEntry(a->shape, b->shape, c_shape, b->data));
+    return CatchDnnl(node(), [&] {
+      RunMatMul(engine_, *e, a->data, b->data,
+                g.bias ? c->data : nullptr, py);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  absl::StatusOr<GemmGeometry> Geometry(const Shape& a, const Shape& b,
+                                        const Shape* c) const {
+    if (a.rank() != 2 || b.rank() != 2) {
+      return InvalidArgument(node(), "Gemm operands must be 2-D; got ",
+                             a.ToString(), " and ", b.ToString());
+    }
+    GemmGeometry g;
+    g.m = trans_a_ ? a.dim(1) : a.dim(0);
+    g.k = trans_a_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = trans_b_ ? b.dim(1) : b.dim(0);
+    g.n = trans_b_ ? b.dim(0) : b.dim(1);
+    if (kb != g.k) {
+      return InvalidArgument(node(), "Gemm inner dimensions differ: A ",
+                             a.ToString(), (trans_a_ ? " (transposed)" : ""),
+                             ", B ", b.ToString(),
+                             (trans_b_ ? " (transposed)" : ""));
+    }
+    if (c != nullptr) {
+      const Shape y({g.m, g.n});
+      absl::StatusOr<Shape> bc = BroadcastShapes({*c, y});
+      if (c->rank() > 2 || !bc.ok() || *bc != y) {
+        return InvalidArgument(node(), "C of shape ", c->ToString(),
+                               " does not broadcast to the output shape ",
+                               y.ToString());
+      }
+      g.bias = alpha_ == 1.0f && beta_ == 1.0f && c->NumElements() == g.n &&
+               (c->rank() == 1 || c->dim(0) == 1);
+    }
+    return g;
+  }
+
+  absl::StatusOr<std::shared_ptr<const MatMulEntry>> GetEntry(
+      const Shape& a, const Shape& b, const Shape* c,
+      const void* b_data) const {
+    std::vector<int64_t> key = ShapeKey({&a, &b, c});
+    if (auto e = cache_.Find(key)) return e;
+    GLINT_ASSIGN_OR_RETURN(GemmGeometry g, Geometry(a, b, c));
+    if (g.m == 0 || g.n == 0 || g.k == 0) {
+      return std::shared_ptr<const MatMulEntry>();  // Never executed.
+    }
+    std::shared_ptr<const MatMulEntry> entry;
+    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+      MatMulConfig config;
+      // A transposed is stored [K, M]: element (m, k) at k * M + m.
+      config.src = memory::desc({g.m, g.k}, memory::data_type::f32,
+                                trans_a_ ? memory::dims{1, g.m}
+                                         : memory::dims{g.k, 1});
+      config.weights = memory::desc({g.k, g.n}, memory::data_type::f32,
+                                    trans_b_ ? memory::dims{1, g.k}
+                                             : memory::dims{g.n, 1});
+      config.dst = PlainF32({g.m, g.n});
+      config.alpha = alpha_;
+      if (c != nullptr && beta_ != 0.0f) {
+        if (g.bias) {
+          config.has_bias = true;
+          config.bias = PlainF32({1, g.n});
+        } else {
+          config.sum_beta = beta_;
+        }
+      }
+      config.pack_weights = constant_b_;
+      entry = CreateMatMulEntry(engine_, config, b_data);
+      return absl::OkStatus();
+    }));
+    return cache_.Insert(std::move(key), std::move(entry));
+  }
+
+  dnnl::engine engine_;
+  bool trans_a_;
+  bool trans_b_;
+  float alpha_;
+  float beta_;
+  bool constant_b_;
+  // Filled lazily from const Compute(); synchronised internally.
+  mutable ShapeKeyedCache<MatMulEntry> cache_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 3));
+  for (int i = 0; i < 2; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+  }
+  if (spec.has_input(2)) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kFloat32}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  std::unique_ptr<GemmKernel> kernel;
+  GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
+    kernel = std::make_unique<GemmKernel>(spec);
+    return absl::OkStatus();
+  }));
+  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
+  return std::unique_ptr<Kernel>(std::move(kernel));
+}
+
+}  // namespace
+
+void RegisterMatMulGemmKernels(KernelRegistry* registry) {
+  registry->Register("MatMul", MakeMatMul);
+  registry->Register("Gemm", MakeGemm);
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,287 @@
+#include <vector>
+
+#include "devices/cpu/kernel.h"
+#include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::MakeNode;
+using testing::MakeTensor;
+using testing::MaxRelativeError;
+using testing::RandomTensor;
+using testing::RunKernel;
+using testing::RunKernelOptions;
+using testing::ToVector;
+
+constexpr double kTolerance = 1e-4;
+
+// numpy.matmul on float32, by definition, for operands of rank >= 1.
+Tensor NaiveMatMul(const Tensor& a, const Tensor& b) {
+  std::vector<int64_t> ad = a.shape().dims(), bd = b.shape().dims();
+  const bool a1 = ad.size() == 1, b1 = bd.size() == 1;
+  if (a1) ad.insert(ad.begin(), 1);
+  if (b1) bd.push_back(1);
+  const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
+  const size_t r = std::max(ad.size(), bd.size());
+  ad.insert(ad.begin(), r - ad.size(), 1);
+  bd.insert(bd.begin(), r - bd.size(), 1);
+  std::vector<int64_t> batch(r - 2);
+  for (size_t i = 0; i + 2 < r; ++i) batch[i] = std::max(ad[i], bd[i]);
+  std::vector<int64_t> out = batch;
+  if (!a1) out.push_back(m);
+  if (!b1) out.push_back(n);
+  Tensor y = *Tensor::Create(DType::kFloat32, Shape(out));
+  int64_t count = 1;
+  for (int64_t d : batch) count *= d;
+  for (int64_t bi = 0; bi < count; ++bi) {
+    // Offsets of this batch index in A and B, honouring broadcast.
+    int64_t rem = bi, oa = 0, ob = 0, sa = 1, sb = 1;
+    for (int i = static_cast<int>(batch.size()) - 1; i >= 0; --i) {
+      const int64_t idx = rem % batch[i];
+      rem /= batch[i];
+      oa += (ad[i] == 1 ? 0 : idx) * sa;
+      ob += (bd[i] == 1 ? 0 : idx) * sb;
+      sa *= ad[i];
+      sb *= bd[i];
+    }
+    const float* pa = a.data<float>() + oa * m * k;
+    const float* pb = b.data<float>() + ob * k * n;
+    float* py = y.data<float>() + bi * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < k; ++l) s += pa[i * k + l] * pb[l * n + j];
+        py[i * n + j] = static_cast<float>(s);
+      }
+  }
+  return y;
+}
+
+struct MatMulCase {
+  std::vector<int64_t> a, b;
+};
+
+class MatMulTest : public ::testing::TestWithParam<MatMulCase> {};
+
+TEST_P(MatMulTest, MatchesNaiveReference) {
+  const Tensor a = RandomTensor(GetParam().a, 1);
+  const Tensor b = RandomTensor(GetParam().b, 2);
+  const Tensor want = NaiveMatMul(a, b);
+  const Node node = MakeNode("MatMul", {"a", "b"}, {"y"});
+  // Plain; constant B (packed weights); shapes unknown at build time.
+  std::vector<RunKernelOptions> variants(3);
+  variants[1].constant_inputs = {1};
+  variants[2].hide_input_shapes = true;
+  variants[2].constant_inputs = {1};
+  for (const RunKernelOptions& options : variants) {
+    auto out = RunKernel(CpuKernelRegistry(), node, {a, b}, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), want.shape());
+    EXPECT_LT(MaxRelativeError((*out)[0], want), kTolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatMulTest,
+    ::testing::Values(MatMulCase{{3, 4}, {4, 5}},        // 2-D
+                      MatMulCase{{4}, {4, 5}},           // 1-D A
+                      MatMulCase{{3, 4}, {4}},           // 1-D B
+                      MatMulCase{{4}, {4}},              // dot → scalar
+                      MatMulCase{{2, 3, 4}, {4, 5}},     // batch folded
+                      MatMulCase{{2, 3, 4}, {2, 4, 5}},  // equal batch
+                      MatMulCase{{2, 1, 3, 4}, {3, 4, 5}},  // broadcast both
+                      MatMulCase{{3, 4}, {2, 4, 5}},     // A broadcast
+                      MatMulCase{{1, 3, 4}, {4, 5}},
+                      MatMulCase{{2, 3, 4}, {4}},
+                      MatMulCase{{64, 128}, {128, 96}}));
+
+TEST(MatMulTest, HandComputed) {
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("MatMul", {"a", "b"}, {"y"}),
+                       {MakeTensor<float>({2, 2}, {1, 2, 3, 4}),
+                        MakeTensor<float>({2, 1}, {5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(17, 39));
+}
+
+TEST(MatMulTest, EmptyInnerDimensionGivesZeros) {
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("MatMul", {"a", "b"}, {"y"}),
+                       {MakeTensor<float>({2, 0}, {}),
+                        MakeTensor<float>({0, 3}, {})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(0, 0, 0, 0, 0, 0));
+}
+
+TEST(MatMulTest, Errors) {
+  const Node node = MakeNode("MatMul", {"a", "b"}, {"y"});
+  auto out = RunKernel(CpuKernelRegistry(), node,
+                       {RandomTensor({3, 4}, 1), RandomTensor({5, 2}, 2)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("node 'matmul_node' (MatMul)"));
+  out = RunKernel(CpuKernelRegistry(), node,
+                  {RandomTensor({2, 3, 4}, 1), RandomTensor({3, 4, 2}, 2)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  out = RunKernel(CpuKernelRegistry(), node,
+                  {MakeTensor<double>({1, 1}, {1}),
+                   MakeTensor<double>({1, 1}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("float64"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("matmul_node"));
+}
+
+TEST(MatMulTest, ConcurrentComputeAndShapeChanges) {
+  RunKernelOptions options;
+  options.threads = 4;
+  options.runs = 3;
+  options.constant_inputs = {1};
+  const Tensor a = RandomTensor({8, 32}, 5);
+  const Tensor b = RandomTensor({32, 16}, 6);
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("MatMul", {"a", "b"}, {"y"}), {a, b}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxRelativeError((*out)[0], NaiveMatMul(a, b)), kTolerance);
+}
+
+// ------------------------------------------------------------------ Gemm
+
+Tensor NaiveGemm(const Tensor& a, const Tensor& b, const Tensor* c,
+                 bool ta, bool tb, float alpha, float beta) {
+  const int64_t m = ta ? a.shape().dim(1) : a.shape().dim(0);
+  const int64_t k = ta ? a.shape().dim(0) : a.shape().dim(1);
+  const int64_t n = tb ? b.shape().dim(0) : b.shape().dim(1);
+  Tensor y = *Tensor::Create(DType::kFloat32, Shape({m, n}));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t l = 0; l < k; ++l) {
+        const float av = ta ? a.data<float>()[l * m + i]
+                            : a.data<float>()[i * k + l];
+        const float bv = tb ? b.data<float>()[j * k + l]
+                            : b.data<float>()[l * n + j];
+        s += av * bv;
+      }
+      double cv = 0;
+      if (c != nullptr) {
+        const Shape& cs = c->shape();
+        const int64_t ci = cs.rank() == 2 && cs.dim(0) != 1 ? i : 0;
+        const int64_t cj = cs.rank() >= 1 && cs.dim(cs.rank() - 1) != 1 ? j : 0;
+        const int64_t cols = cs.rank() >= 1 ? cs.dim(cs.rank() - 1) : 1;
+        cv = c->data<float>()[ci * cols + cj];
+      }
+      y.data<float>()[i * n + j] = static_cast<float>(alpha * s + beta * cv);
+    }
+  return y;
+}
+
+struct GemmCase {
+  bool ta, tb;
+  float alpha, beta;
+  std::vector<int64_t> c;  // Empty: no C. {-1}: scalar C.
+};
+
+class GemmTest : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmTest, MatchesNaiveReference) {
+  const GemmCase& p = GetParam();
+  const int64_t m = 5, k = 7, n = 6;
+  const Tensor a = RandomTensor(p.ta ? std::vector<int64_t>{k, m}
+                                     : std::vector<int64_t>{m, k}, 11);
+  const Tensor b = RandomTensor(p.tb ? std::vector<int64_t>{n, k}
+                                     : std::vector<int64_t>{k, n}, 12);
+  Tensor c;
+  std::vector<std::string> names = {"a", "b"};
+  std::vector<Tensor> inputs = {a, b};
+  if (!p.c.empty()) {
+    c = p.c[0] == -1 ? RandomTensor({}, 13) : RandomTensor(p.c, 13);
+    names.push_back("c");
+    inputs.push_back(c);
+  }
+  const Tensor want = NaiveGemm(a, b, p.c.empty() ? nullptr : &c, p.ta, p.tb,
+                                p.alpha, p.beta);
+  const Node node = MakeNode("Gemm", names, {"y"},
+                             {{"transA", int64_t{p.ta}},
+                              {"transB", int64_t{p.tb}},
+                              {"alpha", p.alpha},
+                              {"beta", p.beta}});
+  std::vector<RunKernelOptions> variants(3);
+  variants[1].constant_inputs = {1, 2};
+  variants[2].hide_input_shapes = true;
+  for (const RunKernelOptions& options : variants) {
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), Shape({m, n}));
+    EXPECT_LT(MaxRelativeError((*out)[0], want), kTolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Attributes, GemmTest,
+    ::testing::Values(GemmCase{false, false, 1, 1, {}},
+                      GemmCase{true, false, 1, 1, {}},
+                      GemmCase{false, true, 1, 1, {6}},     // bias path
+                      GemmCase{true, true, 1, 1, {1, 6}},   // bias path
+                      GemmCase{false, false, 0.5f, 2, {6}},
+                      GemmCase{false, true, 1, 1, {5, 1}},
+                      GemmCase{true, false, 2, -1, {5, 6}},
+                      GemmCase{false, false, 1, 3, {-1}},   // scalar C
+                      GemmCase{false, false, 1, 1, {1}},
+                      GemmCase{false, false, 0.25f, 0, {5, 6}}));
+
+TEST(GemmTest, HandComputed) {
+  // [[1, 2], [3, 4]] x [[1, 0], [0, 1]] * 2 + 10 * [1, -1].
+  auto out = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Gemm", {"a", "b", "c"}, {"y"}, {{"alpha", 2.0f}, {"beta", 10.0f}}),
+      {MakeTensor<float>({2, 2}, {1, 2, 3, 4}),
+       MakeTensor<float>({2, 2}, {1, 0, 0, 1}),
+       MakeTensor<float>({2}, {1, -1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(12, -6, 16, -2));
+}
+
+TEST(GemmTest, Errors) {
+  const Node node = MakeNode("Gemm", {"a", "b", "c"}, {"y"});
+  // C [3] does not broadcast to [2, 2].
+  auto out = RunKernel(CpuKernelRegistry(), node,
+                       {RandomTensor({2, 3}, 1), RandomTensor({3, 2}, 2),
+                        RandomTensor({3}, 3)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("gemm_node"));
+  // Inner dimensions differ.
+  out = RunKernel(CpuKernelRegistry(), MakeNode("Gemm", {"a", "b"}, {"y"}),
+                  {RandomTensor({2, 3}, 1), RandomTensor({2, 2}, 2)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Not 2-D.
+  out = RunKernel(CpuKernelRegistry(), MakeNode("Gemm", {"a", "b"}, {"y"}),
+                  {RandomTensor({2, 3, 1}, 1), RandomTensor({3, 2}, 2)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  out = RunKernel(CpuKernelRegistry(), MakeNode("Gemm", {"a", "b"}, {"y"}),
+                  {MakeTensor<int32_t>({1, 1}, {1}),
+                   MakeTensor<int32_t>({1, 1}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(GemmTest, ConcurrentCompute) {
+  RunKernelOptions options;
+  options.threads = 4;
+  options.runs = 3;
+  options.constant_inputs = {1, 2};
+  const Tensor a = RandomTensor({16, 24}, 5);
+  const Tensor b = RandomTensor({24, 8}, 6);
+  const Tensor c = RandomTensor({8}, 7);
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Gemm", {"a", "b", "c"}, {"y"}), {a, b, c},
+                       options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxRelativeError((*out)[0],
+                             NaiveGemm(a, b, &c, false, false, 1, 1)),
+            kTolerance);
+}
+
+}  // namespace
+}  // namespace glint::cpu

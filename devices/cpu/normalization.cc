@@ -1,0 +1,241 @@
+// BatchNormalization (inference) and Softmax.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+// ------------------------------------------------------ BatchNormalization
+
+// y = (x - mean) / sqrt(var + epsilon) * scale + bias, folded per channel
+// into y = x * a + b. When all four parameters are constants the folding is
+// done once at build time.
+class BatchNormKernel final : public KernelBase {
+ public:
+  BatchNormKernel(const KernelSpec& spec, DType dtype, double epsilon)
+      : KernelBase(spec), dtype_(dtype), epsilon_(epsilon) {}
+
+  absl::Status Prepare(const KernelSpec& spec) {
+    std::vector<TensorView> params;
+    for (int i = 1; i <= 4; ++i) {
+      const Tensor* t = spec.constant(i);
+      if (t == nullptr) return absl::OkStatus();
+      params.push_back(ViewOf(*t));
+    }
+    GLINT_ASSIGN_OR_RETURN(folded_, Fold(params));
+    have_folded_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    if (x->shape.rank() < 2) {
+      return InvalidArgument(node(), "X has shape ", x->shape.ToString(),
+                             "; expected [N, C, ...]");
+    }
+    const int64_t c = x->shape.dim(1);
+    Folded computed;
+    const Folded* f = &folded_;
+    if (!have_folded_) {
+      std::vector<TensorView> params;
+      for (int i = 1; i <= 4; ++i) {
+        GLINT_ASSIGN_OR_RETURN(const TensorView* p,
+                               GetInput(ctx, i, dtype_, node()));
+        params.push_back(*p);
+      }
+      GLINT_ASSIGN_OR_RETURN(computed, Fold(params));
+      f = &computed;
+    }
+    if (static_cast<int64_t>(f->a.size()) != c) {
+      return InvalidArgument(node(), "X has ", c,
+                             " channels but the parameters have ",
+                             f->a.size());
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        dtype_, node()));
+    const int64_t n = x->shape.dim(0);
+    const int64_t plane = Product(x->shape.dims(), 2, x->shape.rank());
+    return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* px = x->as<const T>();
+      T* py = y.as<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const T a = static_cast<T>(f->a[ch]);
+          const T b = static_cast<T>(f->b[ch]);
+          const int64_t base = (i * c + ch) * plane;
+          for (int64_t j = 0; j < plane; ++j) py[base + j] = px[base + j] * a + b;
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  struct Folded {
+    std::vector<double> a, b;
+  };
+
+  // params: scale, bias, mean, var.
+  absl::StatusOr<Folded> Fold(const std::vector<TensorView>& params) const {
+    const int64_t c = params[0].num_elements();
+    for (int i = 0; i < 4; ++i) {
+      if (params[i].shape.rank() != 1 || params[i].num_elements() != c) {
+        return InvalidArgument(node(), "parameter ", i + 1, " has shape ",
+                               params[i].shape.ToString(), "; expected [", c,
+                               "]");
+      }
+      if (params[i].dtype != dtype_) {
+        return Unimplemented(node(), "parameter ", i + 1, " has dtype ",
+                             DTypeName(params[i].dtype), " unlike X's ",
+                             DTypeName(dtype_));
+      }
+    }
+    Folded f;
+    f.a.resize(c);
+    f.b.resize(c);
+    auto at = [&](int i, int64_t ch) -> double {
+      return dtype_ == DType::kFloat32 ? params[i].as<const float>()[ch]
+                                       : params[i].as<const double>()[ch];
+    };
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double a = at(0, ch) / std::sqrt(at(3, ch) + epsilon_);
+      f.a[ch] = a;
+      f.b[ch] = at(1, ch) - at(2, ch) * a;
+    }
+    return f;
+  }
+
+  DType dtype_;
+  double epsilon_;
+  bool have_folded_ = false;
+  Folded folded_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 5, 5));
+  if (spec.node->GetInt("training_mode", 0) != 0) {
+    return Unimplemented(node, "training_mode=1 is not supported");
+  }
+  if (spec.node->GetInt("spatial", 1) != 1) {
+    return Unimplemented(node, "spatial=0 is not supported");
+  }
+  for (size_t i = 1; i < spec.node->outputs.size(); ++i) {
+    if (!spec.node->outputs[i].empty()) {
+      return Unimplemented(node, "output ", i,
+                           " (running or saved statistics) exists only in "
+                           "training mode, which is not supported");
+    }
+  }
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
+  for (int i = 1; i <= 4; ++i) {
+    GLINT_ASSIGN_OR_RETURN(DType d, SpecInputDType(spec, i, kFloatDTypes));
+    if (d != dtype) {
+      return Unimplemented(node, "input ", i, " has dtype ", DTypeName(d),
+                           " unlike X's ", DTypeName(dtype));
+    }
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  auto kernel = std::make_unique<BatchNormKernel>(
+      spec, dtype, spec.node->GetFloat("epsilon", 1e-5f));
+  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
+  return std::unique_ptr<Kernel>(std::move(kernel));
+}
+
+// ----------------------------------------------------------------- Softmax
+
+// Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
+// prod(dims[axis:])] and each row normalised (default axis 1); from 13 the
+// softmax runs along the one axis (default -1).
+class SoftmaxKernel final : public KernelBase {
+ public:
+  SoftmaxKernel(const KernelSpec& spec, DType dtype, int64_t axis,
+                bool coerce_2d)
+      : KernelBase(spec), dtype_(dtype), axis_(axis), coerce_2d_(coerce_2d) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    const int rank = x->shape.rank();
+    if (rank == 0) {
+      return InvalidArgument(node(), "Softmax needs an input of rank >= 1");
+    }
+    GLINT_ASSIGN_OR_RETURN(int axis,
+                           NormalizeAxis(axis_, rank, coerce_2d_, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        dtype_, node()));
+    const std::vector<int64_t>& d = x->shape.dims();
+    int64_t outer, n, inner;
+    if (coerce_2d_) {
+      outer = Product(d, 0, axis);
+      n = Product(d, axis, rank);
+      inner = 1;
+    } else {
+      outer = Product(d, 0, axis);
+      n = d[axis];
+      inner = Product(d, axis + 1, rank);
+    }
+    if (outer * n * inner == 0) return absl::OkStatus();
+    return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        Run(x->as<const T>(), y.as<T>(), outer, n, inner);
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  template <typename T>
+  static void Run(const T* x, T* y, int64_t outer, int64_t n,
+                  int64_t inner) {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T* xs = x + o * n * inner + i;
+        T* ys = y + o * n * inner + i;
+        T max = xs[0];
+        for (int64_t k = 1; k < n; ++k) max = std::max(max, xs[k * inner]);
+        T sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const T e = std::exp(xs[k * inner] - max);
+          ys[k * inner] = e;
+          sum += e;
+        }
+        const T inv = T(1) / sum;
+        for (int64_t k = 0; k < n; ++k) ys[k * inner] *= inv;
+      }
+    }
+  }
+
+  DType dtype_;
+  int64_t axis_;
+  bool coerce_2d_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  const bool coerce_2d = spec.opset_version > 0 && spec.opset_version < 13;
+  const int64_t axis = spec.node->GetInt("axis", coerce_2d ? 1 : -1);
+  return std::unique_ptr<Kernel>(
+      new SoftmaxKernel(spec, dtype, axis, coerce_2d));
+}
+
+}  // namespace
+
+void RegisterNormalizationKernels(KernelRegistry* registry) {
+  registry->Register("BatchNormalization", MakeBatchNorm);
+  registry->Register("Softmax", MakeSoftmax);
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,150 @@
+#include <cmath>
+#include <vector>
+
+#include "devices/cpu/kernel.h"
+#include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using ::testing::FloatNear;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+using testing::MakeNode;
+using testing::MakeTensor;
+using testing::MaxRelativeError;
+using testing::RandomTensor;
+using testing::RunKernel;
+using testing::RunKernelOptions;
+using testing::ToVector;
+
+TEST(BatchNormTest, HandComputed) {
+  // Channel 0: (x - 1) / sqrt(4) * 2 + 1 = x; channel 1: (x - 0) / 1 * 3 - 1.
+  const Node node = MakeNode("BatchNormalization",
+                             {"x", "scale", "b", "mean", "var"}, {"y"},
+                             {{"epsilon", 0.0f}});
+  const std::vector<Tensor> inputs = {
+      MakeTensor<float>({1, 2, 2}, {1, 3, 0, 2}),
+      MakeTensor<float>({2}, {2, 3}), MakeTensor<float>({2}, {1, -1}),
+      MakeTensor<float>({2}, {1, 0}), MakeTensor<float>({2}, {4, 1})};
+  const std::vector<float> want = {1, 3, -1, 5};
+  RunKernelOptions constant;
+  constant.constant_inputs = {1, 2, 3, 4};
+  for (const RunKernelOptions& options : {RunKernelOptions(), constant}) {
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(ToVector<float>((*out)[0]), Pointwise(FloatNear(1e-6), want));
+  }
+}
+
+TEST(BatchNormTest, RandomMatchesFormulaWithEpsilon) {
+  const Tensor x = RandomTensor({2, 3, 4, 5}, 1);
+  const Tensor scale = RandomTensor({3}, 2), bias = RandomTensor({3}, 3),
+               mean = RandomTensor({3}, 4), var = RandomTensor({3}, 5, 0, 2);
+  const float eps = 1e-3f;
+  Tensor want = x.Clone();
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const int64_t c = (i / 20) % 3;
+    want.data<float>()[i] =
+        (x.data<float>()[i] - mean.data<float>()[c]) /
+            std::sqrt(var.data<float>()[c] + eps) * scale.data<float>()[c] +
+        bias.data<float>()[c];
+  }
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("BatchNormalization",
+                                {"x", "s", "b", "m", "v"}, {"y"},
+                                {{"epsilon", eps}}),
+                       {x, scale, bias, mean, var});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5);
+}
+
+TEST(BatchNormTest, Refusals) {
+  const std::vector<Tensor> inputs = {
+      RandomTensor({1, 2, 2}, 1), RandomTensor({2}, 2), RandomTensor({2}, 3),
+      RandomTensor({2}, 4), RandomTensor({2}, 5, 0, 1)};
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("BatchNormalization", {"x", "s", "b", "m", "v"},
+                                {"y"}, {{"training_mode", int64_t{1}}}),
+                       inputs);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("batchnormalization_node"));
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("BatchNormalization", {"x", "s", "b", "m", "v"},
+                           {"y", "running_mean"}),
+                  inputs);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  // Parameters of the wrong length.
+  std::vector<Tensor> bad = inputs;
+  bad[3] = RandomTensor({3}, 4);
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("BatchNormalization", {"x", "s", "b", "m", "v"},
+                           {"y"}),
+                  bad);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// numpy-style reference: softmax of `x` viewed as [outer, n, inner] along n.
+std::vector<float> NaiveSoftmax(const Tensor& x, int64_t outer, int64_t n,
+                                int64_t inner) {
+  std::vector<float> y(x.num_elements());
+  const float* p = x.data<float>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(p[(o * n + k) * inner + i]);
+      for (int64_t k = 0; k < n; ++k) {
+        y[(o * n + k) * inner + i] =
+            static_cast<float>(std::exp(p[(o * n + k) * inner + i]) / sum);
+      }
+    }
+  return y;
+}
+
+TEST(SoftmaxTest, OpsetSemantics) {
+  const Tensor x = RandomTensor({2, 3, 4}, 7, -3, 3);
+  const Node axis1 = MakeNode("Softmax", {"x"}, {"y"}, {{"axis", int64_t{1}}});
+  const Node no_axis = MakeNode("Softmax", {"x"}, {"y"});
+  RunKernelOptions v11;
+  v11.opset_version = 11;
+  RunKernelOptions v13;
+  v13.opset_version = 13;
+  struct Case {
+    const Node* node;
+    RunKernelOptions options;
+    int64_t outer, n, inner;
+  };
+  const Case cases[] = {
+      {&axis1, v11, 2, 12, 1},   // Coerced to [2, 12].
+      {&axis1, v13, 2, 3, 4},    // Along axis 1 only.
+      {&no_axis, v11, 2, 12, 1}, // Default axis 1.
+      {&no_axis, v13, 6, 4, 1},  // Default axis -1.
+  };
+  for (const Case& c : cases) {
+    auto out = RunKernel(CpuKernelRegistry(), *c.node, {x}, c.options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(ToVector<float>((*out)[0]),
+                Pointwise(FloatNear(1e-6), NaiveSoftmax(x, c.outer, c.n, c.inner)))
+        << "opset " << c.options.opset_version;
+  }
+}
+
+TEST(SoftmaxTest, LargeValuesAndNegativeAxis) {
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Softmax", {"x"}, {"y"}, {{"axis", int64_t{-2}}}),
+                       {MakeTensor<float>({2, 2}, {1000, 0, 1000, 0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]),
+              Pointwise(FloatNear(1e-6), std::vector<float>{0.5, 0.5, 0.5, 0.5}));
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Softmax", {"x"}, {"y"}, {{"axis", int64_t{2}}}),
+                  {MakeTensor<float>({2, 2}, {1, 2, 3, 4})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("softmax_node"));
+}
+
+}  // namespace
+}  // namespace glint::cpu

@@ -1,0 +1,319 @@
+// MaxPool, AveragePool and GlobalAveragePool, as direct loops (ONNX's
+// padding, ceil_mode and count_include_pad rules are easier to get exactly
+// right here than through oneDNN's pooling). Up to 3 spatial axes: shorter
+// ranks are run as 3-D with leading size-1 axes.
+//
+// Windows with no input element (possible only when padding >= kernel):
+// MaxPool yields the type's lowest value, AveragePool without
+// count_include_pad yields 0/0 = NaN, as onnxruntime does.
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+#include "devices/cpu/spatial.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+constexpr int kMaxSpatial = 3;
+
+// For one axis and each output position: the first and one-past-last
+// kernel taps that land inside the input, and the window's start.
+struct AxisPlan {
+  int64_t in = 1, out = 1, dilation = 1;
+  std::vector<int64_t> start, lo, hi;
+  std::vector<int64_t> padded_count;  // Taps inside input + padding.
+};
+
+AxisPlan PlanAxis(int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                  int64_t dilation, int64_t pad_begin, int64_t pad_end) {
+  AxisPlan p;
+  p.in = in;
+  p.out = out;
+  p.dilation = dilation;
+  p.start.resize(out);
+  p.lo.resize(out);
+  p.hi.resize(out);
+  p.padded_count.resize(out);
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = o * stride - pad_begin;
+    p.start[o] = start;
+    // First tap k with start + k * dilation >= 0.
+    const int64_t lo = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+    // One past the last tap with start + k * dilation < in.
+    const int64_t hi =
+        in - start <= 0 ? 0 : std::min(kernel, (in - start + dilation - 1) /
+                                                   dilation);
+    p.lo[o] = std::min(lo, kernel);
+    p.hi[o] = std::max(hi, p.lo[o]);
+    // onnxruntime's count_include_pad divisor: the window clipped to the
+    // padded extent (dilation is not an AveragePool attribute here).
+    p.padded_count[o] =
+        std::min(start + kernel, in + pad_end) - start;
+  }
+  return p;
+}
+
+struct PoolPlan {
+  int64_t planes = 0;  // N * C.
+  AxisPlan axes[kMaxSpatial];
+  int64_t in_plane() const { return axes[0].in * axes[1].in * axes[2].in; }
+  int64_t out_plane() const {
+    return axes[0].out * axes[1].out * axes[2].out;
+  }
+};
+
+enum class PoolKind { kMax, kAverage };
+
+class PoolKernel final : public KernelBase {
+ public:
+  PoolKernel(const KernelSpec& spec, PoolKind kind, DType dtype,
+             WindowAttrs attrs, bool count_include_pad, int storage_order)
+      : KernelBase(spec),
+        kind_(kind),
+        dtype_(dtype),
+        attrs_(std::move(attrs)),
+        count_include_pad_(count_include_pad),
+        storage_order_(storage_order) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    const int sd = static_cast<int>(attrs_.kernel.size());
+    if (x->shape.rank() != sd + 2) {
+      return InvalidArgument(node(), "X has shape ", x->shape.ToString(),
+                             "; expected rank ", sd + 2,
+                             " for kernel_shape of ", sd, " values");
+    }
+    const std::vector<int64_t>& xd = x->shape.dims();
+    const std::vector<int64_t> in(xd.begin() + 2, xd.end());
+    GLINT_ASSIGN_OR_RETURN(WindowGeometry g,
+                           ComputeWindowGeometry(in, attrs_, node()));
+    std::vector<int64_t> out_dims = {xd[0], xd[1]};
+    out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
+    const Shape out_shape(out_dims);
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, out_shape,
+                                                        dtype_, node()));
+    TensorView indices;
+    const bool want_indices =
+        kind_ == PoolKind::kMax && ctx.num_outputs() > 1 &&
+        ctx.output_used(1);
+    if (want_indices) {
+      GLINT_ASSIGN_OR_RETURN(indices, AllocateOutput(ctx, 1, out_shape,
+                                                     DType::kInt64, node()));
+    }
+    if (y.num_elements() == 0) return absl::OkStatus();
+
+    PoolPlan plan;
+    plan.planes = xd[0] * xd[1];
+    const int lead = kMaxSpatial - sd;  // Leading size-1 axes.
+    for (int i = 0; i < sd; ++i) {
+      plan.axes[lead + i] =
+          PlanAxis(in[i], g.out[i], attrs_.kernel[i], attrs_.strides[i],
+                   attrs_.dilations[i], g.pad_begin[i], g.pad_end[i]);
+    }
+    for (int i = 0; i < lead; ++i) plan.axes[i] = PlanAxis(1, 1, 1, 1, 1, 0, 0);
+
+    return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      if (kind_ == PoolKind::kMax) {
+        MaxPool(plan, x->as<const T>(), y.as<T>(),
+                want_indices ? indices.as<int64_t>() : nullptr);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        AveragePool(plan, x->as<const T>(), y.as<T>());
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // The flat index ONNX reports for input element (plane, d, h, w).
+  int64_t FlatIndex(const PoolPlan& p, int64_t plane, int64_t d, int64_t h,
+                    int64_t w) const {
+    const int64_t D = p.axes[0].in, H = p.axes[1].in, W = p.axes[2].in;
+    if (storage_order_ == 1) {  // Column-major within the plane.
+      return plane * D * H * W + (w * H + h) * D + d;
+    }
+    return plane * D * H * W + (d * H + h) * W + w;
+  }
+
+  template <typename T>
+  void MaxPool(const PoolPlan& p, const T* x, T* y, int64_t* indices) const {
+    const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
+    const int64_t H = ah.in, W = aw.in;
+    for (int64_t plane = 0; plane < p.planes; ++plane) {
+      const T* xp = x + plane * p.in_plane();
+      int64_t o = plane * p.out_plane();
+      for (int64_t od = 0; od < ad.out; ++od) {
+        for (int64_t oh = 0; oh < ah.out; ++oh) {
+          for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
+            T best = std::numeric_limits<T>::lowest();
+            int64_t bd = -1, bh = -1, bw = -1;
+            for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+              const int64_t id = ad.start[od] + kd * ad.dilation;
+              for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+                const int64_t ih = ah.start[oh] + kh * ah.dilation;
+                const T* row = xp + (id * H + ih) * W;
+                for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+                  const int64_t iw = aw.start[ow] + kw * aw.dilation;
+                  if (bd < 0 || row[iw] > best) {
+                    best = row[iw];
+                    bd = id;
+                    bh = ih;
+                    bw = iw;
+                  }
+                }
+              }
+            }
+            y[o] = best;
+            if (indices != nullptr) {
+              indices[o] = bd < 0 ? -1 : FlatIndex(p, plane, bd, bh, bw);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  template <typename T>
+  void AveragePool(const PoolPlan& p, const T* x, T* y) const {
+    const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
+    const int64_t H = ah.in, W = aw.in;
+    for (int64_t plane = 0; plane < p.planes; ++plane) {
+      const T* xp = x + plane * p.in_plane();
+      int64_t o = plane * p.out_plane();
+      for (int64_t od = 0; od < ad.out; ++od) {
+        for (int64_t oh = 0; oh < ah.out; ++oh) {
+          for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
+            T sum = 0;
+            for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+              const int64_t id = ad.start[od] + kd;
+              for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+                const T* row = xp + (id * H + ah.start[oh] + kh) * W;
+                for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+                  sum += row[aw.start[ow] + kw];
+                }
+              }
+            }
+            const int64_t count =
+                count_include_pad_
+                    ? ad.padded_count[od] * ah.padded_count[oh] *
+                          aw.padded_count[ow]
+                    : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) *
+                          (aw.hi[ow] - aw.lo[ow]);
+            y[o] = sum / static_cast<T>(count);
+          }
+        }
+      }
+    }
+  }
+
+  PoolKind kind_;
+  DType dtype_;
+  WindowAttrs attrs_;
+  bool count_include_pad_;
+  int storage_order_;
+};
+
+template <PoolKind kKind>
+absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  const std::initializer_list<DType> kMaxDTypes = {
+      DType::kFloat32, DType::kFloat64, DType::kInt8, DType::kUInt8};
+  GLINT_ASSIGN_OR_RETURN(
+      DType dtype,
+      SpecInputDType(spec, 0,
+                     kKind == PoolKind::kMax ? kMaxDTypes : kFloatDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  const std::vector<int64_t> kernel = spec.node->GetInts("kernel_shape");
+  if (kernel.empty()) {
+    return InvalidArgument(node, "kernel_shape is required");
+  }
+  const int sd = static_cast<int>(kernel.size());
+  if (sd > kMaxSpatial) {
+    return Unimplemented(node, "pooling over ", sd,
+                         " spatial axes (at most ", kMaxSpatial, ")");
+  }
+  GLINT_ASSIGN_OR_RETURN(WindowAttrs attrs, ParseWindowAttrs(*spec.node, sd));
+  int storage_order = 0;
+  if (kKind == PoolKind::kMax) {
+    storage_order = static_cast<int>(spec.node->GetInt("storage_order", 0));
+    if (storage_order != 0 && storage_order != 1) {
+      return InvalidArgument(node, "storage_order must be 0 or 1");
+    }
+    if (spec.node->outputs.size() > 1 && !spec.node->outputs[1].empty()) {
+      GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 1, DType::kInt64).status());
+    }
+  } else {
+    for (int64_t d : attrs.dilations) {
+      if (d != 1) {
+        return Unimplemented(node, "AveragePool with dilations");
+      }
+    }
+  }
+  const bool count_include_pad =
+      spec.node->GetInt("count_include_pad", 0) != 0;
+  return std::unique_ptr<Kernel>(new PoolKernel(
+      spec, kKind, dtype, std::move(attrs), count_include_pad, storage_order));
+}
+
+// GlobalAveragePool: the mean over every axis after the first two.
+class GlobalAveragePoolKernel final : public KernelBase {
+ public:
+  GlobalAveragePoolKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec), dtype_(dtype) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    if (x->shape.rank() < 2) {
+      return InvalidArgument(node(), "X has shape ", x->shape.ToString(),
+                             "; expected rank >= 2");
+    }
+    std::vector<int64_t> out = x->shape.dims();
+    std::fill(out.begin() + 2, out.end(), 1);
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape(out),
+                                                        dtype_, node()));
+    const int64_t planes = out[0] * out[1];
+    const int64_t size = Product(x->shape.dims(), 2, x->shape.rank());
+    return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* px = x->as<const T>();
+      T* py = y.as<T>();
+      if constexpr (!std::is_floating_point_v<T>) return absl::OkStatus();
+      for (int64_t p = 0; p < planes; ++p) {
+        T sum = 0;
+        for (int64_t i = 0; i < size; ++i) sum += px[p * size + i];
+        py[p] = sum / static_cast<T>(size);  // size 0: NaN, as numpy.
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(spec, dtype));
+}
+
+}  // namespace
+
+void RegisterPoolKernels(KernelRegistry* registry) {
+  registry->Register("MaxPool", MakePool<PoolKind::kMax>);
+  registry->Register("AveragePool", MakePool<PoolKind::kAverage>);
+  registry->Register("GlobalAveragePool", MakeGlobalAveragePool);
+}
+
+}  // namespace glint::cpu

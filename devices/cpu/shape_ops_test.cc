@@ -1,0 +1,224 @@
+#include <vector>
+
+#include "devices/cpu/kernel.h"
+#include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::MakeNode;
+using testing::MakeTensor;
+using testing::RunKernel;
+using testing::RunKernelOptions;
+using testing::ToVector;
+
+using Ints = std::vector<int64_t>;
+
+std::vector<float> Ramp(int n) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+absl::StatusOr<Shape> ReshapeTo(const Shape& in, Ints shape,
+                                bool allow_zero = false) {
+  Tensor x = *Tensor::Create(DType::kFloat32, in);
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Reshape", {"x", "s"}, {"y"},
+                                {{"allowzero", int64_t{allow_zero}}}),
+                       {x, MakeTensor<int64_t>({static_cast<int64_t>(shape.size())},
+                                               shape)});
+  if (!out.ok()) return out.status();
+  return (*out)[0].shape();
+}
+
+TEST(ReshapeTest, ZeroAndMinusOne) {
+  EXPECT_EQ(ReshapeTo(Shape({2, 3, 4}), {4, -1})->ToString(), "[4, 6]");
+  EXPECT_EQ(ReshapeTo(Shape({2, 3, 4}), {0, -1})->ToString(), "[2, 12]");
+  EXPECT_EQ(ReshapeTo(Shape({2, 3, 4}), {0, 0, 2, 2})->ToString(),
+            "[2, 3, 2, 2]");
+  EXPECT_EQ(ReshapeTo(Shape({2, 3, 4}), {-1})->ToString(), "[24]");
+  EXPECT_EQ(ReshapeTo(Shape({0, 3}), {3, 0}, true)->ToString(), "[3, 0]");
+  EXPECT_EQ(ReshapeTo(Shape({1}), {})->ToString(), "[]");
+}
+
+TEST(ReshapeTest, Errors) {
+  EXPECT_EQ(ReshapeTo(Shape({2, 3}), {4, -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReshapeTo(Shape({2, 3}), {-1, -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReshapeTo(Shape({2, 3}), {7}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReshapeTo(Shape({2, 3}), {0, 0, 0}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ReshapeTo(Shape({0, 3}), {0, -1}, true).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status s = ReshapeTo(Shape({2, 3}), {-2, 3}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("reshape_node"));
+}
+
+TEST(ReshapeTest, KeepsDataAndSupportsOldOpsetAttribute) {
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Reshape", {"x", "s"}, {"y"}),
+                       {MakeTensor<int32_t>({2, 2}, {1, 2, 3, 4}),
+                        MakeTensor<int64_t>({1}, {4})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<int32_t>((*out)[0]), ElementsAre(1, 2, 3, 4));
+  RunKernelOptions v1;
+  v1.opset_version = 1;
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Reshape", {"x"}, {"y"}, {{"shape", Ints{4, 1}}}),
+                  {MakeTensor<float>({2, 2}, {1, 2, 3, 4})}, v1);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({4, 1}));
+}
+
+TEST(FlattenTest, Axes) {
+  const Tensor x = MakeTensor<float>({2, 3, 4}, Ramp(24));
+  const std::pair<int64_t, Ints> cases[] = {
+      {0, {1, 24}}, {1, {2, 12}}, {3, {24, 1}}, {-1, {6, 4}}, {-3, {1, 24}}};
+  for (const auto& [axis, want] : cases) {
+    auto out = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Flatten", {"x"}, {"y"}, {{"axis", axis}}),
+                         {x});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), Shape(want)) << axis;
+    EXPECT_EQ(ToVector<float>((*out)[0]), Ramp(24));
+  }
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Flatten", {"x"}, {"y"}, {{"axis", int64_t{4}}}),
+                       {x});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TransposeTest, DefaultAndExplicitPerm) {
+  const Tensor x = MakeTensor<float>({2, 3}, Ramp(6));
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Transpose", {"x"}, {"y"}), {x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({3, 2}));
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(0, 3, 1, 4, 2, 5));
+  // [2, 3, 4] with perm (1, 2, 0): y[j][k][i] = x[i][j][k].
+  const Tensor x3 = MakeTensor<int64_t>(
+      {2, 3, 4}, std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                      12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                                      22, 23});
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Transpose", {"x"}, {"y"}, {{"perm", Ints{1, 2, 0}}}),
+                  {x3});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({3, 4, 2}));
+  std::vector<int64_t> y = ToVector<int64_t>((*out)[0]);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        EXPECT_EQ(y[(j * 4 + k) * 2 + i], (i * 3 + j) * 4 + k);
+      }
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Transpose", {"x"}, {"y"}, {{"perm", Ints{0, 0, 1}}}),
+                  {x3});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConcatTest, NegativeAxisAndErrors) {
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Concat", {"a", "b"}, {"y"},
+                                {{"axis", int64_t{-1}}}),
+                       {MakeTensor<float>({2, 1}, {1, 2}),
+                        MakeTensor<float>({2, 2}, {3, 4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 3}));
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(1, 3, 4, 2, 5, 6));
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Concat", {"a", "b", "c"}, {"y"},
+                           {{"axis", int64_t{0}}}),
+                  {MakeTensor<uint8_t>({1}, {1}), MakeTensor<uint8_t>({0}, {}),
+                   MakeTensor<uint8_t>({2}, {2, 3})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<uint8_t>((*out)[0]), ElementsAre(1, 2, 3));
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Concat", {"a", "b"}, {"y"}, {{"axis", int64_t{1}}}),
+                  {MakeTensor<float>({2, 1}, {1, 2}),
+                   MakeTensor<float>({3, 1}, {3, 4, 5})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("concat_node"));
+  out = RunKernel(CpuKernelRegistry(), MakeNode("Concat", {"a"}, {"y"}),
+                  {MakeTensor<float>({1}, {1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(IdentityTest, CopiesAnyDType) {
+  Tensor b = *Tensor::Create(DType::kBool, Shape({3}));
+  b.data<uint8_t>()[1] = 1;
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("Identity", {"x"}, {"y"}),
+                       {b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kBool);
+  EXPECT_THAT(ToVector<uint8_t>((*out)[0]), ElementsAre(0, 1, 0));
+}
+
+TEST(ConstantTest, EveryValueForm) {
+  const Tensor value = MakeTensor<int32_t>({2}, {7, 8});
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Constant", {}, {"y"}, {{"value", value}}), {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kInt32);
+  EXPECT_THAT(ToVector<int32_t>((*out)[0]), ElementsAre(7, 8));
+
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Constant", {}, {"y"}, {{"value_float", 2.5f}}), {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape());
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(2.5f));
+
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Constant", {}, {"y"},
+                           {{"value_floats", std::vector<float>{1, 2}}}),
+                  {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(1, 2));
+
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Constant", {}, {"y"}, {{"value_int", int64_t{-4}}}),
+                  {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].dtype(), DType::kInt64);
+  EXPECT_THAT(ToVector<int64_t>((*out)[0]), ElementsAre(-4));
+
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("Constant", {}, {"y"}, {{"value_ints", Ints{3, 4, 5}}}),
+                  {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({3}));
+  EXPECT_THAT(ToVector<int64_t>((*out)[0]), ElementsAre(3, 4, 5));
+}
+
+TEST(ConstantTest, Refusals) {
+  EXPECT_EQ(RunKernel(CpuKernelRegistry(), MakeNode("Constant", {}, {"y"}), {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RunKernel(CpuKernelRegistry(),
+                      MakeNode("Constant", {}, {"y"},
+                               {{"value_string", std::string("hi")}}),
+                      {})
+                .status()
+                .code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(RunKernel(CpuKernelRegistry(),
+                      MakeNode("Constant", {}, {"y"},
+                               {{"value_int", int64_t{1}},
+                                {"value_float", 1.0f}}),
+                      {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace glint::cpu
