@@ -50,8 +50,21 @@ class DeviceManager {
   virtual uint64_t AvailableMemory() const = 0;
 
   // --- Streams ----------------------------------------------------------
-  // A stream for the caller's exclusive use, from the device's pool
-  // (created on demand). Return it with ReleaseStream once its work is done.
+  // Priorities: a larger number is more urgent. When streams of one device
+  // compete for its compute engine, the most urgent waiting launch goes
+  // first (FIFO among equals). kDefaultStreamPriority is 0.
+  static constexpr int kDefaultStreamPriority = 0;
+
+  // The device's default stream, shared by every caller; lives as long as
+  // the device.
+  virtual Stream& default_stream() = 0;
+  // A new stream owned by the caller (destroy it only once its work is
+  // done). UNAVAILABLE once stopped.
+  virtual absl::StatusOr<std::unique_ptr<Stream>> CreateStream(
+      int priority) = 0;
+  // A stream for the caller's exclusive use, from the device's pool of
+  // default-priority streams (created on demand). Return it with
+  // ReleaseStream once its work is done.
   virtual absl::StatusOr<Stream*> AcquireStream() = 0;
   virtual void ReleaseStream(Stream* stream) = 0;
 

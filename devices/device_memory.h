@@ -18,8 +18,10 @@ class DeviceBuffer {
   virtual ~DeviceBuffer() = default;
   virtual int device_id() const = 0;
   virtual size_t size() const = 0;
-  // The device-side address. Only the owning device's copy engine and the
-  // kernels it launches may dereference it; host code must use copies.
+  // The device-side address: an opaque handle for host code. The simulated
+  // device returns a non-canonical address here, so a host component that
+  // dereferences device memory instead of copying crashes in every build
+  // (and its tests fail) rather than silently working.
   virtual void* device_address() const = 0;
 };
 

@@ -133,7 +133,7 @@ class StepContext : public cpu::KernelContext {
       case ValueSlot::Kind::kOutput: {
         GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
                                memory_.allocate(bytes));
-        view.data = buffer->device_address();
+        view.data = memory_.resolve(*buffer);
         DeviceTensor* out = function_outputs_[slot.index];
         out->dtype = view.dtype;
         out->shape = shape;
@@ -143,7 +143,7 @@ class StepContext : public cpu::KernelContext {
       case ValueSlot::Kind::kDynamic: {
         GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
                                memory_.allocate(bytes));
-        view.data = buffer->device_address();
+        view.data = memory_.resolve(*buffer);
         dynamic_buffers_.push_back(std::move(buffer));
         break;
       }
@@ -350,7 +350,7 @@ absl::Status CpuFunction::Execute(
         return absl::InternalError(
             absl::StrCat("input '", slot.info.name, "' has no buffer"));
       }
-      views[s] = {in->dtype, in->shape, in->buffer->device_address()};
+      views[s] = {in->dtype, in->shape, memory.resolve(*in->buffer)};
       produced[s] = true;
     } else if (slot.kind == ValueSlot::Kind::kConstant) {
       views[s] = {slot.info.dtype, slot.info.shape,
@@ -378,7 +378,7 @@ absl::Status CpuFunction::Execute(
     out->dtype = src.dtype;
     out->shape = src.shape;
     if (src.num_bytes() > 0) {
-      std::memcpy(out->buffer->device_address(), src.data, src.num_bytes());
+      std::memcpy(memory.resolve(*out->buffer), src.data, src.num_bytes());
     }
   }
   return absl::OkStatus();

@@ -40,6 +40,9 @@ struct CpuExecutionMemory {
   // Allocates device memory for outputs and dynamically shaped values.
   std::function<absl::StatusOr<std::unique_ptr<DeviceBuffer>>(size_t)>
       allocate;
+  // The address kernels use for a buffer of this device (device addresses
+  // handed to host code are opaque handles).
+  void* (*resolve)(const DeviceBuffer&) = nullptr;
 };
 
 // Thread-safe (immutable after Create; Execute may run concurrently with

@@ -1,16 +1,62 @@
 #include "devices/sim/sim_device.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "runtime/status_macros.h"
 
 namespace glint {
+namespace {
+
+// Device addresses handed to host code have this bit flipped: x86-64 and
+// AArch64 user addresses have it clear, so the handle is non-canonical and
+// any host dereference faults at once instead of silently working.
+constexpr uintptr_t kAddressTag = uintptr_t{1} << 62;
+
+void* Tag(void* p) {
+  return reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(p) ^ kAddressTag);
+}
+
+// Sleeps until `start + duration`: a modelled item never ends earlier.
+void WaitOutModel(absl::Time start, absl::Duration duration) {
+  if (duration <= absl::ZeroDuration()) return;
+  const absl::Duration left = start + duration - absl::Now();
+  if (left > absl::ZeroDuration()) absl::SleepFor(left);
+}
+
+absl::StatusOr<double> ParsePositive(const std::string& key,
+                                     const std::string& value) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !(v >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sim device parameter ", key, "='", value,
+        "' is not a non-negative number"));
+  }
+  return v;
+}
+
+}  // namespace
+
+absl::Duration SimTimingModel::ComputeTime(double flops) const {
+  if (compute_flops <= 0) return absl::ZeroDuration();
+  return absl::Seconds(flops / compute_flops);
+}
+
+absl::Duration SimTimingModel::CopyTime(size_t bytes) const {
+  absl::Duration t = link_latency;
+  if (link_bytes_per_second > 0) {
+    t += absl::Seconds(static_cast<double>(bytes) / link_bytes_per_second);
+  }
+  return t;
+}
 
 // Memory of a simulated device: a host allocation that only the device's
-// copy engine and kernels touch.
+// engines touch. Host code sees a tagged (non-canonical) address.
 class SimDevice::SimBuffer : public DeviceBuffer {
  public:
   SimBuffer(SimDevice* device, void* data, size_t size)
@@ -21,13 +67,19 @@ class SimDevice::SimBuffer : public DeviceBuffer {
   }
   int device_id() const override { return device_->id(); }
   size_t size() const override { return size_; }
-  void* device_address() const override { return data_; }
+  void* device_address() const override { return Tag(data_); }
+  void* host_address() const { return data_; }
 
  private:
   SimDevice* const device_;
   void* const data_;
   const size_t size_;
 };
+
+void* SimDevice::HostAddress(const DeviceBuffer& buffer) {
+  const auto* sim = dynamic_cast<const SimBuffer*>(&buffer);
+  return sim == nullptr ? nullptr : sim->host_address();
+}
 
 // A CpuFunction with its constants resident on the device and a pool of
 // arenas for executions. Thread-safe.
@@ -46,7 +98,7 @@ class SimDevice::SimLoadedFunction : public LoadedFunction {
   const CompiledFunction& function() const override { return *function_; }
   int device_id() const override { return device_->id(); }
   const CpuFunction& cpu_function() const { return *function_; }
-  void* constants() const { return constants_->device_address(); }
+  void* constants() const { return HostAddress(*constants_); }
 
   // An arena for one execution: a pooled one, or a new allocation.
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> AcquireArena() const {
@@ -74,6 +126,37 @@ class SimDevice::SimLoadedFunction : public LoadedFunction {
       ABSL_GUARDED_BY(mu_);
 };
 
+// A stream created for one owner: forwards to a HostStream the device also
+// tracks (so Stop() reaches it), and unregisters it when destroyed.
+class SimDevice::OwnedStream : public Stream {
+ public:
+  OwnedStream(SimDevice* device, std::shared_ptr<HostStream> stream)
+      : device_(device), stream_(std::move(stream)) {}
+  ~OwnedStream() override {
+    stream_->Stop(absl::CancelledError("stream destroyed"));
+    device_->ForgetStream(stream_.get());
+  }
+
+  int device_id() const override { return stream_->device_id(); }
+  int priority() const override { return stream_->priority(); }
+  void Enqueue(StreamWork work) override { stream_->Enqueue(std::move(work)); }
+  void Record(Event& event) override { stream_->Record(event); }
+  void Wait(const Event& event) override { stream_->Wait(event); }
+  void OnDone(std::function<void(absl::Status)> callback) override {
+    stream_->OnDone(std::move(callback));
+  }
+  bool Query() const override { return stream_->Query(); }
+  absl::Status Synchronize(absl::Time deadline) override {
+    return stream_->Synchronize(deadline);
+  }
+  absl::Status status() const override { return stream_->status(); }
+  absl::Status ClearError() override { return stream_->ClearError(); }
+
+ private:
+  SimDevice* const device_;
+  const std::shared_ptr<HostStream> stream_;
+};
+
 absl::StatusOr<std::unique_ptr<SimDevice>> SimDevice::Create(
     int id, const DeviceConfig& config, SimDeviceOptions options) {
   if (config.memory_bytes == 0) {
@@ -81,26 +164,42 @@ absl::StatusOr<std::unique_ptr<SimDevice>> SimDevice::Create(
         absl::StrCat("device ", id, ": memory must be positive"));
   }
   std::vector<std::string> unsupported;
+  SimTimingModel timing;
   for (const auto& [key, value] : config.params) {
     if (key == "unsupported_ops") {
       unsupported = absl::StrSplit(value, '+', absl::SkipEmpty());
+    } else if (key == "compute_gflops") {
+      GLINT_ASSIGN_OR_RETURN(double v, ParsePositive(key, value));
+      timing.compute_flops = v * 1e9;
+    } else if (key == "link_gbps") {
+      GLINT_ASSIGN_OR_RETURN(double v, ParsePositive(key, value));
+      timing.link_bytes_per_second = v * 1e9;
+    } else if (key == "link_latency_us") {
+      GLINT_ASSIGN_OR_RETURN(double v, ParsePositive(key, value));
+      timing.link_latency = absl::Microseconds(v);
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "device ", id, ": unknown sim device parameter '", key, "'"));
+          "device ", id, ": unknown sim device parameter '", key,
+          "' (known: compute_gflops, link_gbps, link_latency_us, "
+          "unsupported_ops)"));
     }
   }
   DeviceConfig named = config;
   if (named.name.empty()) named.name = absl::StrCat(config.type, ":", id);
-  return std::unique_ptr<SimDevice>(
-      new SimDevice(id, std::move(named), options, std::move(unsupported)));
+  return std::unique_ptr<SimDevice>(new SimDevice(
+      id, std::move(named), options, timing, std::move(unsupported)));
 }
 
 SimDevice::SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
+                     SimTimingModel timing,
                      std::vector<std::string> unsupported_ops)
     : id_(id),
       config_(std::move(config)),
       options_(options),
-      backend_(std::move(unsupported_ops)) {}
+      timing_(timing),
+      backend_(std::move(unsupported_ops)) {
+  default_stream_ = NewStream(kDefaultStreamPriority);
+}
 
 SimDevice::~SimDevice() { Stop(); }
 
@@ -111,6 +210,8 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   info.name = config_.name;
   info.memory_bytes = config_.memory_bytes;
   info.available_memory_bytes = AvailableMemory();
+  info.compute_flops = timing_.compute_flops;
+  info.link_bytes_per_second = timing_.link_bytes_per_second;
   for (const auto& [key, value] : config_.params) {
     if (key == "unsupported_ops") {
       info.unsupported_ops = absl::StrSplit(value, '+', absl::SkipEmpty());
@@ -119,25 +220,71 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   return info;
 }
 
+absl::Status SimDevice::StoppedError() const {
+  return absl::UnavailableError(
+      absl::StrCat("device ", config_.name, " is stopped"));
+}
+
 void SimDevice::Stop() {
   if (stopped_.exchange(true)) return;
-  std::vector<HostStream*> streams;
+  std::vector<std::shared_ptr<HostStream>> streams;
   {
     absl::MutexLock lock(&streams_mu_);
-    for (auto& s : streams_) streams.push_back(s.get());
+    streams = streams_;
   }
-  for (HostStream* s : streams) {
-    s->Stop(absl::UnavailableError(
-        absl::StrCat("device ", config_.name, " is stopped")));
+  for (auto& s : streams) s->Stop(StoppedError());
+}
+
+std::shared_ptr<HostStream> SimDevice::NewStream(int priority) {
+  absl::MutexLock lock(&streams_mu_);
+  auto stream = std::make_shared<HostStream>(
+      id_, priority, absl::StrCat(config_.name, "/stream", streams_.size()));
+  if (stopped()) stream->Stop(StoppedError());
+  streams_.push_back(stream);
+  return stream;
+}
+
+void SimDevice::ForgetStream(const HostStream* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                [stream](const auto& s) {
+                                  return s.get() == stream;
+                                }),
+                 streams_.end());
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> SimDevice::CreateStream(int priority) {
+  if (stopped()) return StoppedError();
+  return std::unique_ptr<Stream>(new OwnedStream(this, NewStream(priority)));
+}
+
+absl::StatusOr<Stream*> SimDevice::AcquireStream() {
+  if (stopped()) return StoppedError();
+  {
+    absl::MutexLock lock(&streams_mu_);
+    if (!free_pool_.empty()) {
+      HostStream* s = free_pool_.back();
+      free_pool_.pop_back();
+      return s;
+    }
+    if (pool_size_ >= options_.max_pool_streams) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", config_.name, " has all ", options_.max_pool_streams,
+          " pool streams in use"));
+    }
+    ++pool_size_;
   }
+  return NewStream(kDefaultStreamPriority).get();
+}
+
+void SimDevice::ReleaseStream(Stream* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  free_pool_.push_back(static_cast<HostStream*>(stream));
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
     size_t bytes) {
-  if (stopped()) {
-    return absl::UnavailableError(
-        absl::StrCat("device ", config_.name, " is stopped"));
-  }
+  if (stopped()) return StoppedError();
   {
     absl::MutexLock lock(&memory_mu_);
     if (bytes > config_.memory_bytes - used_bytes_) {
@@ -167,62 +314,51 @@ uint64_t SimDevice::AvailableMemory() const {
   return config_.memory_bytes - used_bytes_;
 }
 
-absl::StatusOr<Stream*> SimDevice::AcquireStream() {
-  if (stopped()) {
-    return absl::UnavailableError(
-        absl::StrCat("device ", config_.name, " is stopped"));
-  }
-  absl::MutexLock lock(&streams_mu_);
-  if (!free_streams_.empty()) {
-    HostStream* s = free_streams_.back();
-    free_streams_.pop_back();
-    return s;
-  }
-  if (static_cast<int>(streams_.size()) >= options_.max_streams) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "device ", config_.name, " has all ", options_.max_streams,
-        " streams in use"));
-  }
-  streams_.push_back(std::make_unique<HostStream>(
-      id_, 0, absl::StrCat(config_.name, "/stream", streams_.size())));
-  return streams_.back().get();
-}
-
-void SimDevice::ReleaseStream(Stream* stream) {
-  absl::MutexLock lock(&streams_mu_);
-  free_streams_.push_back(static_cast<HostStream*>(stream));
+absl::Status SimDevice::TimedCopy(size_t bytes,
+                                  const std::function<void()>& copy) {
+  absl::MutexLock engine(&copy_engine_);
+  const absl::Time start = absl::Now();
+  copy();
+  WaitOutModel(start, timing_.CopyTime(bytes));
+  return absl::OkStatus();
 }
 
 void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
                              DeviceTensor* dst) {
   stream.Enqueue([this, src, dst]() -> absl::Status {
+    const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr) {
-      GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(src->num_bytes()));
-    } else if (dst->buffer->size() < src->num_bytes()) {
+      GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
+    } else if (dst->buffer->size() < bytes) {
       return absl::InternalError("copy to a device buffer that is too small");
+    }
+    void* to = HostAddress(*dst->buffer);
+    if (to == nullptr) {
+      return absl::InternalError("copy to a buffer of another device type");
     }
     dst->dtype = src->dtype();
     dst->shape = src->shape();
-    if (src->num_bytes() > 0) {
-      std::memcpy(dst->buffer->device_address(), src->raw_data(),
-                  src->num_bytes());
-    }
-    return absl::OkStatus();
+    return TimedCopy(bytes, [&] {
+      if (bytes > 0) std::memcpy(to, src->raw_data(), bytes);
+    });
   });
 }
 
 void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
                            Tensor* dst) {
-  stream.Enqueue([src, dst]() -> absl::Status {
+  stream.Enqueue([this, src, dst]() -> absl::Status {
     if (src->buffer == nullptr) {
       return absl::InternalError("copy from a device tensor with no buffer");
     }
-    GLINT_ASSIGN_OR_RETURN(*dst, Tensor::Create(src->dtype, src->shape));
-    if (dst->num_bytes() > 0) {
-      std::memcpy(dst->raw_data(), src->buffer->device_address(),
-                  dst->num_bytes());
+    const void* from = HostAddress(*src->buffer);
+    if (from == nullptr) {
+      return absl::InternalError("copy from a buffer of another device type");
     }
-    return absl::OkStatus();
+    GLINT_ASSIGN_OR_RETURN(*dst, Tensor::Create(src->dtype, src->shape));
+    const size_t bytes = dst->num_bytes();
+    return TimedCopy(bytes, [&] {
+      if (bytes > 0) std::memcpy(dst->raw_data(), from, bytes);
+    });
   });
 }
 
@@ -232,14 +368,19 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
     if (src->buffer == nullptr) {
       return absl::InternalError("peer copy from a tensor with no buffer");
     }
-    GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(src->num_bytes()));
+    const void* from = HostAddress(*src->buffer);
+    if (from == nullptr) {
+      return absl::UnimplementedError(
+          "peer copy from a device that is not simulated");
+    }
+    const size_t bytes = src->num_bytes();
+    GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
     dst->dtype = src->dtype;
     dst->shape = src->shape;
-    if (src->num_bytes() > 0) {
-      std::memcpy(dst->buffer->device_address(), src->buffer->device_address(),
-                  src->num_bytes());
-    }
-    return absl::OkStatus();
+    void* to = HostAddress(*dst->buffer);
+    return TimedCopy(bytes, [&] {
+      if (bytes > 0) std::memcpy(to, from, bytes);
+    });
   });
 }
 
@@ -255,7 +396,7 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> SimDevice::Load(
   // Reserve one execution's arena so that a network that loads can also run.
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> arena,
                          Allocate(cpu->arena_bytes()));
-  cpu->WriteConstants(constants->device_address());
+  cpu->WriteConstants(HostAddress(*constants));
   return std::unique_ptr<LoadedFunction>(new SimLoadedFunction(
       this, std::move(cpu), std::move(constants), std::move(arena)));
 }
@@ -263,17 +404,29 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> SimDevice::Load(
 void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
                        std::vector<const DeviceTensor*> inputs,
                        std::vector<DeviceTensor*> outputs) {
-  const auto* loaded = static_cast<const SimLoadedFunction*>(&function);
-  stream.Enqueue([this, loaded, inputs = std::move(inputs),
+  const auto* loaded = dynamic_cast<const SimLoadedFunction*>(&function);
+  const int priority = stream.priority();
+  stream.Enqueue([this, loaded, priority, inputs = std::move(inputs),
                   outputs = std::move(outputs)]() -> absl::Status {
+    if (loaded == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "launch on ", config_.name, " of a function loaded elsewhere"));
+    }
     GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> arena,
                            loaded->AcquireArena());
     CpuExecutionMemory memory;
     memory.constants = loaded->constants();
-    memory.arena = arena->device_address();
+    memory.arena = HostAddress(*arena);
     memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
-    absl::Status s =
-        loaded->cpu_function().Execute(memory, inputs, outputs);
+    memory.resolve = &SimDevice::HostAddress;
+    absl::Status s;
+    {
+      PriorityLockHolder engine(compute_engine_, priority);
+      const absl::Time start = absl::Now();
+      s = loaded->cpu_function().Execute(memory, inputs, outputs);
+      WaitOutModel(start,
+                   timing_.ComputeTime(loaded->cpu_function().flops()));
+    }
     loaded->ReleaseArena(std::move(arena));
     return s;
   });

@@ -1,6 +1,7 @@
 // The simulated device type "sim": a DeviceManager whose memory is a
-// capacity-accounted region apart from the host's objects, whose streams are
-// host worker threads, and whose compute is the CPU kernels.
+// capacity-accounted region the host cannot dereference, whose streams are
+// host worker threads, whose compute engine runs the CPU kernels one launch
+// at a time, and whose speed can follow a timing model.
 #ifndef GLINT_DEVICES_SIM_SIM_DEVICE_H_
 #define GLINT_DEVICES_SIM_SIM_DEVICE_H_
 
@@ -12,24 +13,49 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "devices/device_manager.h"
+#include "devices/priority_lock.h"
 #include "devices/sim/cpu_function.h"
 
 namespace glint {
 
-struct SimDeviceOptions {
-  // Streams created at most; AcquireStream fails with RESOURCE_EXHAUSTED
-  // beyond (each stream is a host thread).
-  int max_streams = 64;
+// How fast a simulated device is. Zero means "as fast as the host allows":
+// no modelled time. A modelled item never completes earlier than its model
+// says; if the host is slower, the host's time is what it takes.
+struct SimTimingModel {
+  double compute_flops = 0;         // FLOP/s of the compute engine.
+  double link_bytes_per_second = 0; // Copy bandwidth (H2D, D2H, peer).
+  absl::Duration link_latency;      // Added to every copy.
+
+  bool enabled() const {
+    return compute_flops > 0 || link_bytes_per_second > 0 ||
+           link_latency > absl::ZeroDuration();
+  }
+  // Modelled durations; zero where the model is off.
+  absl::Duration ComputeTime(double flops) const;
+  absl::Duration CopyTime(size_t bytes) const;
 };
 
-// Thread-safe.
+struct SimDeviceOptions {
+  // Pool streams created at most (each stream is a host thread);
+  // AcquireStream fails with RESOURCE_EXHAUSTED beyond.
+  int max_pool_streams = 64;
+};
+
+// Thread-safe. Buffers, loaded functions and streams it hands out must be
+// destroyed before the device.
+//
+// Configuration (DeviceConfig::params):
+//   compute_gflops=G     compute engine at G GFLOP/s
+//   link_gbps=B          copies at B GB/s (10^9 bytes per second)
+//   link_latency_us=U    plus U microseconds per copy
+//   unsupported_ops=A+B  the backend refuses ops A and B
 class SimDevice : public DeviceManager {
  public:
-  // Type name in the device registry.
   static constexpr absl::string_view kTypeName = "sim";
 
-  // INVALID_ARGUMENT for unknown config params or a zero capacity.
+  // INVALID_ARGUMENT for unknown or malformed params or a zero capacity.
   static absl::StatusOr<std::unique_ptr<SimDevice>> Create(
       int id, const DeviceConfig& config, SimDeviceOptions options = {});
   ~SimDevice() override;
@@ -37,12 +63,15 @@ class SimDevice : public DeviceManager {
   int id() const override { return id_; }
   DeviceInfo GetDeviceInfo() const override;
   const Backend& backend() const override { return backend_; }
+  const SimTimingModel& timing() const { return timing_; }
   void Stop() override;
 
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(
       size_t bytes) override;
   uint64_t AvailableMemory() const override;
 
+  Stream& default_stream() override { return *default_stream_; }
+  absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority) override;
   absl::StatusOr<Stream*> AcquireStream() override;
   void ReleaseStream(Stream* stream) override;
 
@@ -59,29 +88,51 @@ class SimDevice : public DeviceManager {
               std::vector<const DeviceTensor*> inputs,
               std::vector<DeviceTensor*> outputs) override;
 
+  // The real address behind a simulated device's buffer, for the device's
+  // own engines; null for buffers of other device types.
+  static void* HostAddress(const DeviceBuffer& buffer);
+
  private:
   class SimBuffer;
   class SimLoadedFunction;
+  class OwnedStream;
   friend class SimBuffer;
+  friend class OwnedStream;
 
   SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
-            std::vector<std::string> unsupported_ops);
+            SimTimingModel timing, std::vector<std::string> unsupported_ops);
 
   void ReturnMemory(size_t bytes);
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
+  absl::Status StoppedError() const;
+  std::shared_ptr<HostStream> NewStream(int priority);
+  void ForgetStream(const HostStream* stream);
+  // Runs a copy of `bytes` on the copy engine, taking at least the
+  // modelled time.
+  absl::Status TimedCopy(size_t bytes, const std::function<void()>& copy);
 
   const int id_;
   const DeviceConfig config_;
   const SimDeviceOptions options_;
+  const SimTimingModel timing_;
   const CpuBackend backend_;
   std::atomic<bool> stopped_{false};
+
+  // The engines streams compete for: launches run one at a time on the
+  // compute engine, copies one at a time on the copy engine; the two
+  // overlap, as a DMA engine and the SMs of a GPU do.
+  PriorityLock compute_engine_;
+  absl::Mutex copy_engine_;
 
   mutable absl::Mutex memory_mu_;
   uint64_t used_bytes_ ABSL_GUARDED_BY(memory_mu_) = 0;
 
   absl::Mutex streams_mu_;
-  std::vector<std::unique_ptr<HostStream>> streams_ ABSL_GUARDED_BY(streams_mu_);
-  std::vector<HostStream*> free_streams_ ABSL_GUARDED_BY(streams_mu_);
+  // Every live stream, so Stop() reaches them all.
+  std::vector<std::shared_ptr<HostStream>> streams_ ABSL_GUARDED_BY(streams_mu_);
+  std::vector<HostStream*> free_pool_ ABSL_GUARDED_BY(streams_mu_);
+  int pool_size_ ABSL_GUARDED_BY(streams_mu_) = 0;
+  std::shared_ptr<HostStream> default_stream_;
 };
 
 }  // namespace glint
