@@ -5,6 +5,8 @@
 
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
+#include "devices/device_registry.h"
+#include "devices/sim/sim_device.h"
 #include "runtime/test_models.h"
 
 namespace glint {
@@ -215,6 +217,34 @@ TEST(HostManagerTest, ShutdownRefusesNewRuns) {
                 .status()
                 .code(),
             absl::StatusCode::kUnavailable);
+}
+
+TEST(HostManagerTest, AProgramsOwnDeviceTypeCanBeNamedInConfigs) {
+  RegisterBuiltinDeviceTypes();
+  // Registered once per process; a second registration is ALREADY_EXISTS.
+  static const absl::Status registered = DeviceRegistry::Global().Register(
+      "embedded-accelerator",
+      [](int id, const DeviceConfig& config)
+          -> absl::StatusOr<std::unique_ptr<DeviceManager>> {
+        DeviceConfig inner = config;
+        inner.name = "accel:" + std::to_string(id);
+        auto d = SimDevice::Create(id, inner);
+        if (!d.ok()) return d.status();
+        return std::unique_ptr<DeviceManager>(*std::move(d));
+      });
+  ASSERT_TRUE(registered.ok()) << registered;
+  DeviceConfig config;
+  config.type = "embedded-accelerator";
+  config.memory_bytes = 16 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {config, config});
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_EQ((*host)->GetDevices().size(), 2u);
+  EXPECT_EQ((*host)->GetDevices()[1].name, "accel:1");
+  ASSERT_TRUE((*host)->AddNetwork("mlp", MakeMlpModel(2, 4, 4), {}).ok());
+  std::vector<float> x;
+  auto out = (*host)->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectNear((*out)[0].tensor, MlpReference(x, 2, 4, 4));
 }
 
 TEST(HostManagerTest, UnknownDeviceTypeIsNotFound) {
