@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/op_cost.h"
 #include "runtime/status_macros.h"
 
 namespace glint {
@@ -169,35 +170,6 @@ class StepContext : public cpu::KernelContext {
 
 }  // namespace
 
-double EstimateNodeFlops(const Node& node, const Graph& graph) {
-  auto shape_of = [&](const std::string& name) -> const Shape* {
-    const ValueInfo* v = graph.FindValue(name);
-    return v == nullptr ? nullptr : &v->shape;
-  };
-  if (node.outputs.empty() || node.outputs[0].empty()) return 0;
-  const Shape* out = shape_of(node.outputs[0]);
-  if (out == nullptr || !out->IsStatic()) return 0;
-  const double out_elems = static_cast<double>(out->NumElements());
-  const Shape* a = node.inputs.empty() ? nullptr : shape_of(node.inputs[0]);
-  const Shape* b = node.inputs.size() < 2 ? nullptr : shape_of(node.inputs[1]);
-  if ((node.op_type == "MatMul" || node.op_type == "Gemm") && a != nullptr &&
-      a->rank() >= 1 && a->IsStatic()) {
-    int64_t k = a->dim(a->rank() - 1);
-    if (node.op_type == "Gemm" && node.GetInt("transA", 0) != 0 &&
-        a->rank() == 2) {
-      k = a->dim(0);
-    }
-    return 2.0 * out_elems * static_cast<double>(k);
-  }
-  if (node.op_type == "Conv" && b != nullptr && b->IsStatic() &&
-      b->rank() >= 2) {
-    double per_output = 1;
-    for (int d = 1; d < b->rank(); ++d) per_output *= b->dim(d);
-    return 2.0 * out_elems * per_output;
-  }
-  return out_elems;
-}
-
 absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     const Graph& partition, const cpu::KernelRegistry& kernels) {
   std::shared_ptr<CpuFunction> f(new CpuFunction());
@@ -317,7 +289,7 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
       step.outputs.push_back(id);
     }
     GLINT_ASSIGN_OR_RETURN(step.kernel, (*factory)(spec));
-    f->flops_ += EstimateNodeFlops(node, g);
+    f->flops_ += EstimateOpCost(node, g).flops;
     f->steps_.push_back(std::move(step));
   }
   return std::shared_ptr<const CpuFunction>(std::move(f));

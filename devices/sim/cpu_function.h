@@ -108,9 +108,6 @@ class CpuBackend : public Backend {
   std::vector<std::string> unsupported_ops_;
 };
 
-// Estimated floating-point operations of one node (multiply-adds count 2).
-double EstimateNodeFlops(const Node& node, const Graph& graph);
-
 }  // namespace glint
 
 #endif  // GLINT_DEVICES_SIM_CPU_FUNCTION_H_
