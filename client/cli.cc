@@ -30,15 +30,20 @@ constexpr char kUsage[] =
 Talks to a glintd daemon (default server 127.0.0.1:50051).
 
 commands:
-  add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]...
-                     add an ONNX model as network NAME
+  add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
+      [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
+                     add an ONNX model as network NAME. S: auto (default),
+                     whole, memory, load_balanced or user; --place rules
+                     (node name or glob -> logical device) make a user plan.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
                      input name may be left out for a .pb that carries one or
                      a network with a single input. Prints each output;
                      --output-dir also writes OUTPUT.npy per output.
   list               list the networks
-  show NAME          inputs, outputs and partitions of a network
+  show NAME [--dot]  inputs, outputs, partitions, devices, memory and
+                     estimated costs of a network; --dot prints the DAG as
+                     Graphviz DOT instead (render: glint show N --dot | dot -Tpng)
   remove NAME        remove a network
   devices            list the daemon's devices
   help               this text
@@ -84,8 +89,10 @@ std::string NormalizeKey(absl::string_view key) {
   return absl::StrReplaceAll(key, {{"-", "_"}});
 }
 
+// `flags` are options that take no value (recorded as "true").
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
-                                     const std::vector<std::string>& allowed) {
+                                     const std::vector<std::string>& allowed,
+                                     const std::vector<std::string>& flags) {
   ParsedArgs parsed;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -105,6 +112,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& args,
       value = a.substr(eq + 1);
     } else {
       key = NormalizeKey(absl::string_view(a).substr(2));
+      if (std::find(flags.begin(), flags.end(), key) != flags.end()) {
+        parsed.options.emplace(key, "true");
+        continue;
+      }
       if (i + 1 >= args.size()) {
         return UsageError(absl::StrCat("option --", key, " needs a value"));
       }
@@ -224,19 +235,23 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   struct Command {
     const char* name;
     std::vector<std::string> options;
+    std::vector<std::string> flags;
     absl::Status (Cli::*handler)(const ParsedArgs&);
   };
   const Command commands[] = {
-      {"add", {"input_shape"}, &Cli::Add},
-      {"run", {"input", "output", "output_dir"}, &Cli::RunNetwork},
-      {"list", {}, &Cli::List},
-      {"show", {}, &Cli::Show},
-      {"remove", {}, &Cli::Remove},
-      {"devices", {}, &Cli::Devices},
+      {"add",
+       {"input_shape", "strategy", "plan_devices", "replicas", "place"},
+       {},
+       &Cli::Add},
+      {"run", {"input", "output", "output_dir"}, {}, &Cli::RunNetwork},
+      {"list", {}, {}, &Cli::List},
+      {"show", {"dot"}, {"dot"}, &Cli::Show},
+      {"remove", {}, {}, &Cli::Remove},
+      {"devices", {}, {}, &Cli::Devices},
   };
   for (const Command& c : commands) {
     if (command != c.name) continue;
-    absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, c.options);
+    absl::StatusOr<ParsedArgs> parsed = ParseArgs(args, c.options, c.flags);
     if (!parsed.ok()) return parsed.status();
     return (this->*c.handler)(*parsed);
   }
@@ -259,6 +274,35 @@ absl::Status Cli::Add(const ParsedArgs& args) {
     absl::StatusOr<Shape> shape = ParseDims(kv[1]);
     if (!shape.ok()) return shape.status();
     options.input_shapes[kv[0]] = *std::move(shape);
+  }
+  PartitionOptions& partition = options.partition;
+  if (std::optional<std::string> s = args.Last("strategy")) {
+    absl::StatusOr<PartitionStrategy> strategy = ParsePartitionStrategy(*s);
+    if (!strategy.ok()) return UsageError(strategy.status().message());
+    partition.strategy = *strategy;
+  }
+  for (const auto& [key, field] :
+       {std::pair<const char*, int*>{"plan_devices", &partition.plan_devices},
+        std::pair<const char*, int*>{"replicas", &partition.replicas}}) {
+    if (std::optional<std::string> v = args.Last(key)) {
+      if (!absl::SimpleAtoi(*v, field) || *field < 0) {
+        return UsageError(absl::StrCat("bad --", key, " '", *v,
+                                       "' (expected a number)"));
+      }
+    }
+  }
+  for (const std::string& spec : args.All("place")) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    int device = 0;
+    if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &device)) {
+      return UsageError(absl::StrCat("bad --place '", spec,
+                                     "' (expected PATTERN=DEVICE)"));
+    }
+    partition.user_plan.push_back({kv[0], device});
+  }
+  if (!partition.user_plan.empty() &&
+      partition.strategy == PartitionStrategy::kAuto) {
+    partition.strategy = PartitionStrategy::kUser;
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();
@@ -353,9 +397,15 @@ absl::Status Cli::Show(const ParsedArgs& args) {
   }
   absl::StatusOr<GlintClient*> client = Client();
   if (!client.ok()) return client.status();
-  absl::StatusOr<NetworkInfo> info = (*client)->GetNetwork(args.positional[0]);
+  const bool dot = args.Last("dot").has_value();
+  absl::StatusOr<NetworkInfo> info =
+      (*client)->GetNetwork(args.positional[0], dot);
   if (!info.ok()) return info.status();
-  out_ << FormatNetwork(*info, /*detailed=*/true);
+  if (dot) {
+    out_ << info->dot;
+  } else {
+    out_ << FormatNetwork(*info, /*detailed=*/true);
+  }
   return absl::OkStatus();
 }
 

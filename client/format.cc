@@ -94,7 +94,14 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
   for (const ValueInfo& v : network.outputs) {
     absl::StrAppend(&out, "  output ", v.ToString(), "\n");
   }
-  absl::StrAppend(&out, "  partitions: ", network.partitions.size(), "\n");
+  absl::StrAppend(&out, "  partitions: ", network.partitions.size());
+  if (!network.strategy.empty()) {
+    absl::StrAppend(&out, " (strategy ", network.strategy, ")");
+  }
+  if (network.replicas > 1) {
+    absl::StrAppend(&out, ", replicas: ", network.replicas);
+  }
+  absl::StrAppend(&out, "\n");
   if (!detailed) return out;
   for (const PartitionInfo& p : network.partitions) {
     absl::StrAppend(
@@ -102,9 +109,16 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
         p.device_name, "): ", p.num_nodes, " nodes, weights ",
         FormatBytes(p.weight_bytes), ", activations ",
         FormatBytes(p.activation_bytes), ", ",
-        absl::StrFormat("%.4g", p.flops), " FLOPs\n", "    inputs:  ",
-        absl::StrJoin(p.inputs, ", "), "\n", "    outputs: ",
-        absl::StrJoin(p.outputs, ", "), "\n");
+        absl::StrFormat("%.4g", p.flops), " FLOPs\n", "    estimated: memory ",
+        FormatBytes(p.memory_bytes), ", input ", FormatBytes(p.input_bytes),
+        absl::StrFormat(" per run, %.3g ms per run\n",
+                        p.estimated_seconds * 1e3),
+        "    inputs:  ", absl::StrJoin(p.inputs, ", "), "\n",
+        "    outputs: ", absl::StrJoin(p.outputs, ", "), "\n");
+    if (!p.replica_devices.empty()) {
+      absl::StrAppend(&out, "    replicas on: ",
+                      absl::StrJoin(p.replica_devices, ", "), "\n");
+    }
   }
   return out;
 }

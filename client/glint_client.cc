@@ -84,9 +84,11 @@ absl::StatusOr<std::vector<NetworkInfo>> GlintClient::ListNetworks() {
   return networks;
 }
 
-absl::StatusOr<NetworkInfo> GlintClient::GetNetwork(absl::string_view name) {
+absl::StatusOr<NetworkInfo> GlintClient::GetNetwork(absl::string_view name,
+                                                    bool include_dot) {
   v1::GetNetworkRequest request;
   request.set_name(std::string(name));
+  request.set_include_dot(include_dot);
   v1::GetNetworkResponse response;
   grpc::ClientContext context;
   SetDeadline(&context, options_.rpc_timeout);

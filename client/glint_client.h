@@ -51,7 +51,9 @@ class GlintClient {
       const AddNetworkOptions& options = AddNetworkOptions());
   absl::Status RemoveNetwork(absl::string_view name);
   absl::StatusOr<std::vector<NetworkInfo>> ListNetworks();
-  absl::StatusOr<NetworkInfo> GetNetwork(absl::string_view name);
+  // With `include_dot`, NetworkInfo::dot holds the DAG in Graphviz DOT.
+  absl::StatusOr<NetworkInfo> GetNetwork(absl::string_view name,
+                                         bool include_dot = false);
   // `timeout` becomes the call's gRPC deadline, which glintd applies to the
   // run (DEADLINE_EXCEEDED).
   absl::StatusOr<std::vector<NamedTensor>> RunNetwork(

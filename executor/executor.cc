@@ -14,6 +14,7 @@ namespace {
 // Everything one run owns until its last stream reports back.
 struct RunState {
   const ExecutableNetwork* network = nullptr;
+  Replica* replica = nullptr;
   ExecutionRequest request;
   ExecutionCallback done;
 
@@ -35,10 +36,10 @@ struct RunState {
 // The first failing partition in topological order is where the run broke;
 // later ones only inherited the error through events.
 absl::Status DescribeFailure(const RunState& run, absl::Status status) {
-  for (size_t i = 0; i < run.network->partitions.size(); ++i) {
+  for (size_t i = 0; i < run.replica->partitions.size(); ++i) {
     std::shared_ptr<EventMarker> m = run.done_events[i]->latest();
     if (m == nullptr || m->status().ok()) continue;
-    const ProvisionedPartition& p = run.network->partitions[i];
+    const ProvisionedPartition& p = run.replica->partitions[i];
     return absl::Status(
         m->status().code(),
         absl::StrCat("partition ", p.name, " on device ",
@@ -66,6 +67,7 @@ void Finish(std::shared_ptr<RunState> run) {
   }
   run->streams.clear();
   run->tensors.clear();  // Frees the run's device memory.
+  run->replica->outstanding.fetch_sub(1);
   ExecutionCallback done = std::move(run->done);
   if (status.ok()) {
     done(std::move(run->outputs));
@@ -91,12 +93,24 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     return;
   }
 
-  // Lease a stream on every device the network uses.
-  for (const ProvisionedPartition& p : network.partitions) {
+  // The replica with the least outstanding work takes the run.
+  Replica* replica = network.replicas.front().get();
+  for (const auto& r : network.replicas) {
+    if (r->outstanding.load() < replica->outstanding.load()) {
+      replica = r.get();
+    }
+  }
+  replica->outstanding.fetch_add(1);
+  run->replica = replica;
+  const std::vector<ProvisionedPartition>& partitions = replica->partitions;
+
+  // Lease a stream on every device the replica uses.
+  for (const ProvisionedPartition& p : partitions) {
     if (run->streams.count(p.device) > 0) continue;
     absl::StatusOr<Stream*> stream = p.device->AcquireStream();
     if (!stream.ok()) {
       for (auto& [device, s] : run->streams) device->ReleaseStream(s);
+      replica->outstanding.fetch_sub(1);
       ExecutionCallback cb = std::move(run->done);
       cb(absl::Status(stream.status().code(),
                       absl::StrCat("partition ", p.name, ": ",
@@ -109,9 +123,8 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   // Where each value lives: network inputs on the host, partition outputs
   // on the producing partition's device.
   absl::flat_hash_map<std::string, int> producer;  // value → partition.
-  for (size_t i = 0; i < network.partitions.size(); ++i) {
-    for (const ValueInfo& out :
-         network.partitions[i].function->function().outputs()) {
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
       producer.emplace(out.name, static_cast<int>(i));
     }
   }
@@ -120,11 +133,26 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     network_input.emplace(network.inputs[i].name, static_cast<int>(i));
   }
 
-  for (size_t i = 0; i < network.partitions.size(); ++i) {
+  // Every output must come from somewhere; a plan that loses one is a bug,
+  // reported rather than crashed on.
+  for (int index : run->request.outputs) {
+    const std::string& name = network.outputs[index].name;
+    if (producer.find(name) == producer.end() &&
+        network_input.find(name) == network_input.end()) {
+      for (auto& [device, s] : run->streams) device->ReleaseStream(s);
+      replica->outstanding.fetch_sub(1);
+      ExecutionCallback cb = std::move(run->done);
+      cb(absl::InternalError(
+          absl::StrCat("no partition produces output '", name, "'")));
+      return;
+    }
+  }
+
+  for (size_t i = 0; i < partitions.size(); ++i) {
     run->done_events.push_back(std::make_unique<Event>());
   }
-  for (size_t i = 0; i < network.partitions.size(); ++i) {
-    const ProvisionedPartition& p = network.partitions[i];
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const ProvisionedPartition& p = partitions[i];
     DeviceManager* device = p.device;
     Stream& stream = *run->streams[device];
     const CompiledFunction& f = p.function->function();
@@ -140,7 +168,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
                                slot);
         }
       } else if (pi != producer.end()) {
-        DeviceManager* source = network.partitions[pi->second].device;
+        DeviceManager* source = partitions[pi->second].device;
         if (source != device && slot->dtype == DType::kUndefined) {
           slot->dtype = in.dtype;
           stream.Wait(*run->done_events[pi->second]);
@@ -166,7 +194,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
       run->outputs[r] = run->request.inputs[ni->second];
       continue;
     }
-    DeviceManager* device = network.partitions[producer.at(out.name)].device;
+    DeviceManager* device = partitions[producer.at(out.name)].device;
     device->CopyToHost(*run->streams[device], run->Slot(out.name, device),
                        &run->outputs[r]);
   }

@@ -40,6 +40,9 @@ Dag TwoStageDag(bool second_constant = false) {
   dag.inputs = g.inputs;
   dag.outputs = g.outputs;
   dag.num_logical_devices = 2;
+  DeviceInfo sim;
+  sim.type = "sim";
+  dag.logical_devices = {sim, sim};
   DagNode p0, p1;
   p0.name = "p0";
   p0.graph_nodes = {0};
@@ -90,8 +93,10 @@ TEST_F(ExecutorTest, ChainsPartitionsAcrossDevices) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
   ASSERT_TRUE(net.ok()) << net.status();
-  ASSERT_EQ((*net)->partitions.size(), 2u);
-  EXPECT_NE((*net)->partitions[0].device, (*net)->partitions[1].device);
+  ASSERT_EQ((*net)->replicas.size(), 1u);
+  const auto& partitions = (*net)->replicas[0]->partitions;
+  ASSERT_EQ(partitions.size(), 2u);
+  EXPECT_NE(partitions[0].device, partitions[1].device);
   const uint64_t free0 = devices_[0]->AvailableMemory();
   const uint64_t free1 = devices_[1]->AvailableMemory();
 
@@ -139,7 +144,7 @@ TEST_F(ExecutorTest, StoppedDeviceFailsTheRunFast) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
   ASSERT_TRUE(net.ok());
-  (*net)->partitions[1].device->Stop();
+  (*net)->replicas[0]->partitions[1].device->Stop();
   auto out = RunSync(**net, Tensor::FromVector<float>(DType::kFloat32,
                                                       Shape({4}), {1, 1, 1, 1}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)

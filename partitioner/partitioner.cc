@@ -1,28 +1,487 @@
 #include "partitioner/partitioner.h"
 
-#include <numeric>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "partitioner/cost_model.h"
+#include "partitioner/load_balance.h"
+#include "runtime/status_macros.h"
 
 namespace glint {
 namespace {
 
-bool SupportsAll(const DeviceInfo& device, const Graph& graph,
-                 std::string* missing) {
-  for (const Node& node : graph.nodes) {
-    for (const std::string& op : device.unsupported_ops) {
-      if (op == node.op_type) {
-        *missing = absl::StrCat("op '", op, "' (node '", node.name, "')");
-        return false;
-      }
+bool Supports(const DeviceInfo& device, absl::string_view op) {
+  return std::find(device.unsupported_ops.begin(),
+                   device.unsupported_ops.end(),
+                   op) == device.unsupported_ops.end();
+}
+
+// Devices of one type with the same unsupported ops are interchangeable.
+std::string TypeKey(const DeviceInfo& device) {
+  std::vector<std::string> ops = device.unsupported_ops;
+  std::sort(ops.begin(), ops.end());
+  return absl::StrCat(device.type, "|", absl::StrJoin(ops, "+"));
+}
+
+double Rate(const DeviceInfo& d) {
+  return d.compute_flops > 0 ? d.compute_flops : kNominalFlops;
+}
+double Bandwidth(const DeviceInfo& d) {
+  return d.link_bytes_per_second > 0 ? d.link_bytes_per_second
+                                     : kNominalLinkBytesPerSecond;
+}
+
+// A group of interchangeable devices, most free memory first.
+struct DeviceGroup {
+  std::string key;
+  std::vector<DeviceInfo> devices;
+};
+
+// The node → logical device assignment a strategy produces, and the device
+// each logical device was planned for.
+struct Assignment {
+  std::vector<int> logical;  // Per node.
+  std::vector<DeviceInfo> models;
+};
+
+std::string Mib(uint64_t bytes) {
+  return absl::StrCat(bytes, " bytes (", bytes / kMiB, " MiB)");
+}
+
+class Planner {
+ public:
+  Planner(const Graph& graph, const std::vector<DeviceInfo>& devices,
+          const PartitionOptions& options)
+      : graph_(graph), options_(options), costs_(graph) {
+    std::map<std::string, DeviceGroup> groups;
+    for (const DeviceInfo& d : devices) {
+      DeviceGroup& g = groups[TypeKey(d)];
+      g.key = TypeKey(d);
+      g.devices.push_back(d);
+    }
+    for (auto& [key, g] : groups) {
+      std::stable_sort(g.devices.begin(), g.devices.end(),
+                       [](const DeviceInfo& a, const DeviceInfo& b) {
+                         return a.available_memory_bytes >
+                                b.available_memory_bytes;
+                       });
+      groups_.push_back(std::move(g));
     }
   }
-  return true;
+
+  absl::StatusOr<Dag> Run() {
+    GLINT_RETURN_IF_ERROR(CheckOptions());
+    GLINT_RETURN_IF_ERROR(ChoosePrimaryGroup());
+    PartitionStrategy strategy = options_.strategy;
+    if (strategy == PartitionStrategy::kAuto) {
+      if (options_.plan_devices > 1) {
+        strategy = PartitionStrategy::kLoadBalanced;
+      } else {
+        const SegmentCost whole = costs_.Segment(0, costs_.num_nodes());
+        strategy = whole.memory_bytes() <= Model(0).available_memory_bytes
+                       ? PartitionStrategy::kWhole
+                       : PartitionStrategy::kMemory;
+      }
+    }
+    Assignment a;
+    switch (strategy) {
+      case PartitionStrategy::kWhole: {
+        GLINT_ASSIGN_OR_RETURN(a, PlanWhole());
+        break;
+      }
+      case PartitionStrategy::kMemory: {
+        GLINT_ASSIGN_OR_RETURN(a, PlanMemory());
+        break;
+      }
+      case PartitionStrategy::kLoadBalanced: {
+        GLINT_ASSIGN_OR_RETURN(a, PlanLoadBalanced());
+        break;
+      }
+      case PartitionStrategy::kUser: {
+        GLINT_ASSIGN_OR_RETURN(a, PlanUser());
+        break;
+      }
+      case PartitionStrategy::kAuto:
+        return absl::InternalError("unresolved strategy");
+    }
+    GLINT_RETURN_IF_ERROR(PlaceUnsupported(a));
+    Dag dag = BuildDag(a);
+    dag.strategy = std::string(PartitionStrategyName(strategy));
+    GLINT_RETURN_IF_ERROR(ValidateDag(dag, TotalDevices()));
+    GLINT_RETURN_IF_ERROR(CheckGroupCounts(dag));
+    return dag;
+  }
+
+ private:
+  int TotalDevices() const {
+    int n = 0;
+    for (const DeviceGroup& g : groups_) n += static_cast<int>(g.devices.size());
+    return n;
+  }
+
+  absl::Status CheckOptions() const {
+    if (options_.replicas < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "replicas must be at least 1, got ", options_.replicas));
+    }
+    if (options_.plan_devices < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "plan_devices must not be negative, got ", options_.plan_devices));
+    }
+    if (groups_.empty()) {
+      return absl::ResourceExhaustedError("there are no devices");
+    }
+    const int needed = std::max(options_.plan_devices, 1) * options_.replicas;
+    if (needed > TotalDevices()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the plan needs ", needed, " devices (plan_devices ",
+          std::max(options_.plan_devices, 1), " x replicas ",
+          options_.replicas, ") but only ", TotalDevices(), " exist"));
+    }
+    return absl::OkStatus();
+  }
+
+  // The group that can run the most nodes (then: most free memory) carries
+  // the plan; nodes it cannot run go to other groups.
+  absl::Status ChoosePrimaryGroup() {
+    for (const Node& node : graph_.nodes) {
+      bool any = false;
+      for (const DeviceGroup& g : groups_) {
+        any = any || Supports(g.devices[0], node.op_type);
+      }
+      if (!any) {
+        return absl::UnimplementedError(
+            absl::StrCat("op '", node.op_type, "' (node '", node.name,
+                         "') is not supported by any device"));
+      }
+    }
+    int best = 0;
+    int best_count = -1;
+    for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
+      int count = 0;
+      for (const Node& node : graph_.nodes) {
+        count += Supports(groups_[gi].devices[0], node.op_type) ? 1 : 0;
+      }
+      const bool better =
+          count > best_count ||
+          (count == best_count &&
+           groups_[gi].devices[0].available_memory_bytes >
+               groups_[best].devices[0].available_memory_bytes);
+      if (better) {
+        best = gi;
+        best_count = count;
+      }
+    }
+    primary_ = best;
+    return absl::OkStatus();
+  }
+
+  // Logical devices one replica can have from the primary group.
+  int UsableLogical() const {
+    return static_cast<int>(groups_[primary_].devices.size()) /
+           options_.replicas;
+  }
+
+  // The device logical device `l` is planned for: the smallest of the
+  // replicas' devices that will serve it (devices go out in order of free
+  // memory, `replicas` at a time).
+  const DeviceInfo& Model(int l) const {
+    const auto& devices = groups_[primary_].devices;
+    const int index = std::min<int>((l + 1) * options_.replicas - 1,
+                                    static_cast<int>(devices.size()) - 1);
+    return devices[index];
+  }
+
+  absl::StatusOr<Assignment> PlanWhole() const {
+    const SegmentCost whole = costs_.Segment(0, costs_.num_nodes());
+    if (whole.memory_bytes() > Model(0).available_memory_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the network needs ", Mib(whole.memory_bytes()),
+          " (weights ", Mib(whole.weight_bytes), " + peak activations ",
+          Mib(whole.peak_activation_bytes), ") but the device with the most "
+          "free memory, ", Model(0).name, ", has ",
+          Mib(Model(0).available_memory_bytes)));
+    }
+    Assignment a;
+    a.logical.assign(costs_.num_nodes(), 0);
+    a.models = {Model(0)};
+    return a;
+  }
+
+  absl::StatusOr<Assignment> PlanMemory() const {
+    const int n = costs_.num_nodes();
+    const int limit = options_.plan_devices > 0 ? options_.plan_devices
+                                                : UsableLogical();
+    Assignment a;
+    a.logical.assign(n, 0);
+    int begin = 0;
+    for (int l = 0; begin < n; ++l) {
+      if (l >= limit) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "the network does not fit in ", limit,
+            " devices even split by memory (", n - begin,
+            " nodes left after filling them); it needs ",
+            Mib(costs_.Segment(0, n).memory_bytes()), " in all"));
+      }
+      const uint64_t capacity = Model(l).available_memory_bytes;
+      // Memory grows with the segment's end: binary search the longest
+      // prefix that fits (greedy longest is optimal for the fewest parts).
+      int lo = begin, hi = n;  // Fits [begin, lo); the answer is in [lo, hi].
+      while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (costs_.Segment(begin, mid).memory_bytes() <= capacity) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      if (lo == begin) {
+        const Node& node = graph_.nodes[begin];
+        return absl::ResourceExhaustedError(absl::StrCat(
+            node.Describe(), " alone needs ",
+            Mib(costs_.Segment(begin, begin + 1).memory_bytes()),
+            ", more than ", Model(l).name, " has free (", Mib(capacity),
+            ")"));
+      }
+      for (int i = begin; i < lo; ++i) a.logical[i] = l;
+      a.models.push_back(Model(l));
+      begin = lo;
+    }
+    return a;
+  }
+
+  absl::StatusOr<Assignment> PlanLoadBalanced() const {
+    const int n = costs_.num_nodes();
+    const int stages =
+        options_.plan_devices > 0 ? options_.plan_devices : UsableLogical();
+    if (stages > UsableLogical()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the plan needs ", stages * options_.replicas, " devices of type ",
+          groups_[primary_].devices[0].type, " but only ",
+          groups_[primary_].devices.size(), " exist"));
+    }
+    // Homogeneous stages: plan with the slowest rates among them.
+    double rate = Rate(Model(0)), bandwidth = Bandwidth(Model(0));
+    for (int l = 1; l < stages; ++l) {
+      rate = std::min(rate, Rate(Model(l)));
+      bandwidth = std::min(bandwidth, Bandwidth(Model(l)));
+    }
+    std::vector<double> item(n), cut(n);
+    for (int i = 0; i < n; ++i) {
+      item[i] = costs_.node_cost(i).flops / rate;
+      cut[i] = static_cast<double>(costs_.cut_bytes()[i]) / bandwidth;
+    }
+    const ChainSplit split = MinMaxContiguousSplit(item, cut, stages);
+    Assignment a;
+    a.logical.assign(n, 0);
+    for (size_t s = 0; s < split.stage_starts.size(); ++s) {
+      const int b = split.stage_starts[s];
+      const int e =
+          s + 1 < split.stage_starts.size() ? split.stage_starts[s + 1] : n;
+      for (int i = b; i < e; ++i) a.logical[i] = static_cast<int>(s);
+      a.models.push_back(Model(static_cast<int>(s)));
+    }
+    return a;
+  }
+
+  absl::StatusOr<Assignment> PlanUser() const {
+    if (options_.user_plan.empty()) {
+      return absl::InvalidArgumentError(
+          "the user strategy needs a user plan (node pattern -> device)");
+    }
+    const int usable = UsableLogical();
+    int highest = 0;
+    for (const UserPlacement& rule : options_.user_plan) {
+      if (rule.logical_device < 0 || rule.logical_device >= usable) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "user plan rule '", rule.pattern, "' names logical device ",
+            rule.logical_device, " but ", usable,
+            " devices are available to each replica"));
+      }
+      highest = std::max(highest, rule.logical_device);
+    }
+    Assignment a;
+    for (const Node& node : graph_.nodes) {
+      int device = -1;
+      for (const UserPlacement& rule : options_.user_plan) {
+        if (rule.pattern == node.name ||
+            fnmatch(rule.pattern.c_str(), node.name.c_str(), 0) == 0) {
+          device = rule.logical_device;
+          break;
+        }
+      }
+      if (device < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the user plan places no rule on ", node.Describe(),
+            "; every node must match a pattern"));
+      }
+      a.logical.push_back(device);
+    }
+    for (int l = 0; l <= highest; ++l) a.models.push_back(Model(l));
+    return a;
+  }
+
+  // Heterogeneous placement: nodes the primary type cannot run go to one
+  // logical device per capable secondary group.
+  absl::Status PlaceUnsupported(Assignment& a) const {
+    absl::flat_hash_map<int, int> logical_of_group;
+    for (int i = 0; i < costs_.num_nodes(); ++i) {
+      const Node& node = graph_.nodes[i];
+      if (Supports(groups_[primary_].devices[0], node.op_type)) continue;
+      int group = -1;
+      for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+        if (g != primary_ && Supports(groups_[g].devices[0], node.op_type)) {
+          group = g;
+          break;
+        }
+      }
+      if (group < 0) {
+        return absl::UnimplementedError(
+            absl::StrCat("op '", node.op_type, "' (node '", node.name,
+                         "') is not supported by any device"));
+      }
+      auto it = logical_of_group.find(group);
+      if (it == logical_of_group.end()) {
+        if (static_cast<int>(groups_[group].devices.size()) <
+            options_.replicas) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              node.Describe(), " needs a device of type '",
+              groups_[group].devices[0].type, "' per replica: ",
+              options_.replicas, " needed, ", groups_[group].devices.size(),
+              " exist"));
+        }
+        it = logical_of_group
+                 .emplace(group, static_cast<int>(a.models.size()))
+                 .first;
+        a.models.push_back(
+            groups_[group].devices[options_.replicas - 1]);
+      }
+      a.logical[i] = it->second;
+    }
+    return absl::OkStatus();
+  }
+
+  Dag BuildDag(const Assignment& a) const {
+    Dag dag;
+    dag.inputs = graph_.inputs;
+    dag.outputs = graph_.outputs;
+    dag.replicas = options_.replicas;
+    dag.num_logical_devices = static_cast<int>(a.models.size());
+    dag.logical_devices = a.models;
+    const int n = costs_.num_nodes();
+    absl::flat_hash_map<std::string, int> producer;  // value → partition.
+    for (int b = 0; b < n;) {
+      int e = b + 1;
+      while (e < n && a.logical[e] == a.logical[b]) ++e;
+      DagNode node;
+      node.name = absl::StrCat("p", dag.nodes.size());
+      for (int i = b; i < e; ++i) node.graph_nodes.push_back(i);
+      node.function = b == 0 && e == n ? graph_ : graph_.Subgraph(node.graph_nodes);
+      node.logical_device = a.logical[b];
+      const SegmentCost cost = costs_.Segment(b, e);
+      node.flops = cost.flops;
+      node.weight_bytes = cost.weight_bytes;
+      node.memory_bytes = cost.memory_bytes();
+      node.input_bytes = cost.input_bytes;
+      const DeviceInfo& model = a.models[node.logical_device];
+      node.estimated_seconds =
+          cost.flops / Rate(model) +
+          static_cast<double>(cost.input_bytes) / Bandwidth(model);
+      const int index = static_cast<int>(dag.nodes.size());
+      for (const ValueInfo& in : node.function.inputs) {
+        auto it = producer.find(in.name);
+        if (it == producer.end()) continue;  // A network input.
+        if (std::find(node.parents.begin(), node.parents.end(), it->second) ==
+            node.parents.end()) {
+          node.parents.push_back(it->second);
+          dag.nodes[it->second].children.push_back(index);
+        }
+      }
+      for (const ValueInfo& out : node.function.outputs) {
+        producer.emplace(out.name, index);
+      }
+      dag.nodes.push_back(std::move(node));
+      b = e;
+    }
+    return dag;
+  }
+
+  // Each group must have (its logical devices) × replicas devices.
+  absl::Status CheckGroupCounts(const Dag& dag) const {
+    std::map<std::string, int> needed;
+    for (const DeviceInfo& model : dag.logical_devices) {
+      needed[TypeKey(model)] += dag.replicas;
+    }
+    for (const auto& [key, count] : needed) {
+      for (const DeviceGroup& g : groups_) {
+        if (g.key == key && count > static_cast<int>(g.devices.size())) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "the plan needs ", count, " devices of type '",
+              g.devices[0].type, "' but only ", g.devices.size(), " exist"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const Graph& graph_;
+  const PartitionOptions& options_;
+  const GraphCostModel costs_;
+  std::vector<DeviceGroup> groups_;
+  int primary_ = 0;
+};
+
+// Distinct colours for up to 8 logical devices, then cycling.
+constexpr const char* kColours[] = {"#a6cee3", "#b2df8a", "#fb9a99",
+                                    "#fdbf6f", "#cab2d6", "#ffff99",
+                                    "#8dd3c7", "#bebada"};
+
+std::string Escape(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  if (bytes >= kMiB) return absl::StrCat(bytes / kMiB, " MiB");
+  if (bytes >= 1024) return absl::StrCat(bytes / 1024, " KiB");
+  return absl::StrCat(bytes, " B");
 }
 
 }  // namespace
+
+absl::string_view PartitionStrategyName(PartitionStrategy strategy) {
+  switch (strategy) {
+    case PartitionStrategy::kAuto: return "auto";
+    case PartitionStrategy::kWhole: return "whole";
+    case PartitionStrategy::kMemory: return "memory";
+    case PartitionStrategy::kLoadBalanced: return "load_balanced";
+    case PartitionStrategy::kUser: return "user";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PartitionStrategy> ParsePartitionStrategy(
+    absl::string_view name) {
+  for (PartitionStrategy s :
+       {PartitionStrategy::kAuto, PartitionStrategy::kWhole,
+        PartitionStrategy::kMemory, PartitionStrategy::kLoadBalanced,
+        PartitionStrategy::kUser}) {
+    if (PartitionStrategyName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown partition strategy '", name,
+      "' (expected auto, whole, memory, load_balanced or user)"));
+}
 
 absl::StatusOr<Dag> Partition(const Graph& graph,
                               const std::vector<DeviceInfo>& devices,
@@ -30,60 +489,24 @@ absl::StatusOr<Dag> Partition(const Graph& graph,
   if (devices.empty()) {
     return absl::InvalidArgumentError("no devices to partition onto");
   }
-  const uint64_t weights = graph.WeightBytes();
-  // Whole network on the capable device with the most free memory.
-  int best = -1;
-  std::string missing;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (!SupportsAll(devices[i], graph, &missing)) continue;
-    if (best < 0 || devices[i].available_memory_bytes >
-                        devices[best].available_memory_bytes) {
-      best = static_cast<int>(i);
-    }
-  }
-  if (best < 0) {
-    return absl::UnimplementedError(
-        absl::StrCat(missing, " is not supported by any device"));
-  }
-  if (weights > devices[best].available_memory_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the network's weights (", weights, " bytes) do not fit on any "
-        "device; the most free memory is ",
-        devices[best].available_memory_bytes, " bytes on ",
-        devices[best].name));
-  }
-  Dag dag;
-  dag.inputs = graph.inputs;
-  dag.outputs = graph.outputs;
-  dag.num_logical_devices = 1;
-  DagNode node;
-  node.name = "p0";
-  node.graph_nodes.resize(graph.nodes.size());
-  std::iota(node.graph_nodes.begin(), node.graph_nodes.end(), 0);
-  // The whole graph is the partition: same interface, same constants.
-  node.function = graph;
-  node.weight_bytes = weights;
-  node.logical_device = 0;
-  dag.nodes.push_back(std::move(node));
-  (void)options;
-  return dag;
+  return Planner(graph, devices, options).Run();
 }
 
-absl::Status ValidateDag(const Dag& dag) {
-  absl::flat_hash_map<std::string, int> producer;
+absl::Status ValidateAcyclic(const Dag& dag) {
   for (int i = 0; i < static_cast<int>(dag.nodes.size()); ++i) {
-    const DagNode& node = dag.nodes[i];
-    for (int parent : node.parents) {
+    for (int parent : dag.nodes[i].parents) {
       if (parent < 0 || parent >= i) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "partition ", node.name, " depends on partition ", parent,
-            ", which does not come before it"));
+            "partition ", dag.nodes[i].name, " depends on partition ", parent,
+            ", which does not come before it (a cycle or a bad order)"));
       }
     }
-    for (const ValueInfo& out : node.function.outputs) {
-      producer.emplace(out.name, i);
-    }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateProducedBeforeConsumed(const Dag& dag) {
+  absl::flat_hash_map<std::string, int> producer;
   absl::flat_hash_set<std::string> network_inputs;
   for (const ValueInfo& in : dag.inputs) network_inputs.insert(in.name);
   for (int i = 0; i < static_cast<int>(dag.nodes.size()); ++i) {
@@ -91,21 +514,173 @@ absl::Status ValidateDag(const Dag& dag) {
     for (const ValueInfo& in : node.function.inputs) {
       if (network_inputs.contains(in.name)) continue;
       auto it = producer.find(in.name);
-      if (it == producer.end() || it->second >= i) {
+      if (it == producer.end()) {
         return absl::InvalidArgumentError(
             absl::StrCat("partition ", node.name, " consumes '", in.name,
                          "', which no earlier partition produces"));
       }
-      bool is_parent = false;
-      for (int p : node.parents) is_parent = is_parent || p == it->second;
-      if (!is_parent) {
+      if (std::find(node.parents.begin(), node.parents.end(), it->second) ==
+          node.parents.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "partition ", node.name, " consumes '", in.name,
-            "' from a partition that is not its parent"));
+            "' from partition ", dag.nodes[it->second].name,
+            ", which is not its parent"));
+      }
+    }
+    for (const ValueInfo& out : node.function.outputs) {
+      producer.emplace(out.name, i);
+    }
+  }
+  for (const ValueInfo& out : dag.outputs) {
+    if (!producer.contains(out.name) && !network_inputs.contains(out.name)) {
+      bool constant = false;
+      for (const DagNode& node : dag.nodes) {
+        constant = constant || node.function.IsInitializer(out.name);
+      }
+      if (!constant) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "network output '", out.name, "' is produced by no partition"));
       }
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateMemoryFits(const Dag& dag) {
+  std::vector<uint64_t> used(dag.logical_devices.size(), 0);
+  for (const DagNode& node : dag.nodes) {
+    if (node.logical_device < 0 ||
+        node.logical_device >= static_cast<int>(used.size())) {
+      continue;  // ValidateDeviceCount reports it.
+    }
+    used[node.logical_device] += node.memory_bytes;
+  }
+  for (size_t l = 0; l < used.size(); ++l) {
+    if (used[l] > dag.logical_devices[l].available_memory_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the partitions on logical device ", l, " need ", Mib(used[l]),
+          " but ", dag.logical_devices[l].name, " has ",
+          Mib(dag.logical_devices[l].available_memory_bytes), " free"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeviceCount(const Dag& dag, int available_devices) {
+  if (dag.replicas < 1 ||
+      dag.num_logical_devices != static_cast<int>(dag.logical_devices.size())) {
+    return absl::InvalidArgumentError("malformed plan: device counts");
+  }
+  const int needed = dag.num_logical_devices * dag.replicas;
+  if (needed > available_devices) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the plan needs ", needed, " devices (", dag.num_logical_devices,
+        " per replica x ", dag.replicas, " replicas) but only ",
+        available_devices, " exist"));
+  }
+  for (const DagNode& node : dag.nodes) {
+    if (node.logical_device < 0 ||
+        node.logical_device >= dag.num_logical_devices) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "partition ", node.name, " is on logical device ",
+          node.logical_device, " of ", dag.num_logical_devices));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOpsSupported(const Dag& dag) {
+  for (const DagNode& node : dag.nodes) {
+    if (node.logical_device < 0 ||
+        node.logical_device >= static_cast<int>(dag.logical_devices.size())) {
+      continue;
+    }
+    const DeviceInfo& device = dag.logical_devices[node.logical_device];
+    for (const Node& op : node.function.nodes) {
+      if (!Supports(device, op.op_type)) {
+        return absl::UnimplementedError(absl::StrCat(
+            "partition ", node.name, " places op '", op.op_type, "' (node '",
+            op.name, "') on a device of type '", device.type,
+            "', which does not support it"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDag(const Dag& dag, int available_devices) {
+  GLINT_RETURN_IF_ERROR(ValidateAcyclic(dag));
+  GLINT_RETURN_IF_ERROR(ValidateProducedBeforeConsumed(dag));
+  GLINT_RETURN_IF_ERROR(ValidateDeviceCount(dag, available_devices));
+  GLINT_RETURN_IF_ERROR(ValidateOpsSupported(dag));
+  GLINT_RETURN_IF_ERROR(ValidateMemoryFits(dag));
+  return absl::OkStatus();
+}
+
+std::string DagToDot(const Dag& dag, absl::string_view name) {
+  std::string dot = absl::StrCat("digraph \"", Escape(name), "\" {\n",
+                                 "  rankdir=TB;\n  compound=true;\n",
+                                 "  node [shape=box, style=filled, "
+                                 "fillcolor=white, fontsize=10];\n");
+  absl::flat_hash_map<std::string, std::string> producer_node;
+  for (const ValueInfo& in : dag.inputs) {
+    const std::string id = absl::StrCat("in_", producer_node.size());
+    producer_node[in.name] = id;
+    absl::StrAppend(&dot, "  ", id, " [shape=ellipse, label=\"",
+                    Escape(in.ToString()), "\"];\n");
+  }
+  int counter = 0;
+  for (const DagNode& p : dag.nodes) {
+    const DeviceInfo* model =
+        p.logical_device >= 0 &&
+                p.logical_device < static_cast<int>(dag.logical_devices.size())
+            ? &dag.logical_devices[p.logical_device]
+            : nullptr;
+    absl::StrAppend(
+        &dot, "  subgraph \"cluster_", Escape(p.name), "\" {\n",
+        "    label=\"", Escape(p.name), " on logical device ",
+        p.logical_device, model != nullptr ? absl::StrCat(" (", model->type, ")")
+                                           : "",
+        "\\n", p.function.nodes.size(), " nodes, memory ",
+        HumanBytes(p.memory_bytes), "\";\n    style=filled;\n",
+        "    fillcolor=\"", kColours[p.logical_device % 8], "\";\n");
+    for (const Node& node : p.function.nodes) {
+      const std::string id = absl::StrCat("n", counter++);
+      absl::StrAppend(&dot, "    ", id, " [label=\"", Escape(node.name),
+                      "\\n", Escape(node.op_type), "\"];\n");
+      for (const std::string& out : node.outputs) {
+        if (!out.empty()) producer_node[out] = id;
+      }
+    }
+    absl::StrAppend(&dot, "  }\n");
+  }
+  // Edges: one per (producer, consumer, value), labelled with its bytes.
+  counter = 0;
+  for (const DagNode& p : dag.nodes) {
+    for (const Node& node : p.function.nodes) {
+      const std::string id = absl::StrCat("n", counter++);
+      absl::flat_hash_set<std::string> drawn;
+      for (const std::string& in : node.inputs) {
+        if (in.empty() || !drawn.insert(in).second) continue;
+        auto it = producer_node.find(in);
+        if (it == producer_node.end()) continue;  // A constant.
+        const ValueInfo* v = p.function.FindValue(in);
+        absl::StrAppend(&dot, "  ", it->second, " -> ", id, " [label=\"",
+                        v != nullptr ? HumanBytes(ValueBytes(*v)) : "?",
+                        "\"];\n");
+      }
+    }
+  }
+  for (const ValueInfo& out : dag.outputs) {
+    auto it = producer_node.find(out.name);
+    if (it == producer_node.end()) continue;
+    const std::string id = absl::StrCat("out_", counter++);
+    absl::StrAppend(&dot, "  ", id, " [shape=ellipse, label=\"",
+                    Escape(out.ToString()), "\"];\n  ", it->second, " -> ", id,
+                    " [label=\"", HumanBytes(ValueBytes(out)), "\"];\n");
+  }
+  absl::StrAppend(&dot, "}\n");
+  return dot;
 }
 
 }  // namespace glint

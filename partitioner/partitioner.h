@@ -1,36 +1,91 @@
-// Splits a validated Graph into a DAG of partitions over logical devices.
+// Splits a validated Graph into a DAG of partitions over logical devices
+// (Glow's Partitioner; Cube's plan_ngpus × runtime_ngpus for replicas).
 //
-// This first version places the whole network on one device when it fits
-// (the design's first strategy); memory-constrained, load-balanced,
-// user-defined, heterogeneous and replicated plans come next, behind the
-// same entry point.
+// Every strategy assigns each node, in the graph's topological order, to a
+// logical device; partitions are then the maximal runs of consecutive nodes
+// on one logical device, so partition edges always point forward and the
+// DAG is acyclic by construction.
 #ifndef GLINT_PARTITIONER_PARTITIONER_H_
 #define GLINT_PARTITIONER_PARTITIONER_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/dag.h"
 #include "runtime/device_info.h"
 #include "runtime/graph.h"
 
 namespace glint {
 
-struct PartitionOptions {
-  // Reserved for the strategies to come; "auto" picks.
+enum class PartitionStrategy {
+  // Whole network on one device if it fits, else memory-constrained; with
+  // plan_devices > 1, load-balanced over that many.
+  kAuto,
+  kWhole,         // One partition on one device.
+  kMemory,        // The fewest partitions whose memory fits each device.
+  kLoadBalanced,  // Pipeline stages minimising the most expensive stage.
+  kUser,          // PartitionOptions::user_plan decides.
 };
 
-// Errors: RESOURCE_EXHAUSTED when no device can hold the network's weights,
-// UNIMPLEMENTED when no device supports one of its ops, INVALID_ARGUMENT
-// for an empty device list.
+absl::string_view PartitionStrategyName(PartitionStrategy strategy);
+// "auto", "whole", "memory", "load_balanced", "user"; INVALID_ARGUMENT else.
+absl::StatusOr<PartitionStrategy> ParsePartitionStrategy(
+    absl::string_view name);
+
+// One rule of a user plan: nodes whose name matches `pattern` (exact, or a
+// glob with * and ?) go to `logical_device`.
+struct UserPlacement {
+  std::string pattern;
+  int logical_device = 0;
+};
+
+struct PartitionOptions {
+  PartitionStrategy strategy = PartitionStrategy::kAuto;
+  // Devices one copy of the network spans; 0 lets the strategy choose
+  // (load-balanced: all devices available to one replica).
+  int plan_devices = 0;
+  // Copies of the network; each gets its own plan_devices devices.
+  int replicas = 1;
+  // For kUser: first matching rule wins; every node must match one.
+  std::vector<UserPlacement> user_plan;
+};
+
+// Cost-model rates for devices without a timing model (DeviceInfo rates of
+// 0 mean "as fast as the host"): nominal figures so balancing still weighs
+// compute against transfers sensibly.
+inline constexpr double kNominalFlops = 100e9;
+inline constexpr double kNominalLinkBytesPerSecond = 10e9;
+
+// Errors: INVALID_ARGUMENT for bad options (replicas < 1, a user plan that
+// misses a node or names a device out of range); RESOURCE_EXHAUSTED when
+// the network does not fit (saying what was needed) or too few devices
+// exist for plan_devices × replicas (saying how many are needed);
+// UNIMPLEMENTED when no device supports an op (naming op and node).
 absl::StatusOr<Dag> Partition(const Graph& graph,
                               const std::vector<DeviceInfo>& devices,
                               const PartitionOptions& options = {});
 
-// Validators, each usable alone.
-// Every DAG edge points forward (acyclic, topologically ordered) and every
-// value a partition consumes is produced by a parent or is a network input.
-absl::Status ValidateDag(const Dag& dag);
+// --- Validators, each usable alone ----------------------------------------
+// Partition edges point to earlier partitions only (acyclic, topological).
+absl::Status ValidateAcyclic(const Dag& dag);
+// Every value a partition consumes is a network input, one of its own
+// constants, or an output of one of its parents.
+absl::Status ValidateProducedBeforeConsumed(const Dag& dag);
+// The partitions of each logical device fit its memory together.
+absl::Status ValidateMemoryFits(const Dag& dag);
+// Logical devices × replicas do not exceed `available_devices`, and every
+// partition names a logical device of the plan.
+absl::Status ValidateDeviceCount(const Dag& dag, int available_devices);
+// No partition holds an op its logical device's type declares unsupported.
+absl::Status ValidateOpsSupported(const Dag& dag);
+// All of the above.
+absl::Status ValidateDag(const Dag& dag, int available_devices);
+
+// Graphviz DOT: partitions as clusters coloured by logical device, edges
+// between partitions labelled with the bytes they carry per run.
+std::string DagToDot(const Dag& dag, absl::string_view name);
 
 }  // namespace glint
 

@@ -5,73 +5,256 @@
 namespace glint {
 namespace {
 
-Graph SmallGraph(size_t weight_floats) {
+// A chain of `layers` MatMuls by [d, d] weights, a Relu after each:
+// x[1, d] → mm0 → relu0 → mm1 → relu1 → ... → y.
+Graph MlpChain(int layers, int64_t d) {
   Graph g;
-  g.inputs = {{"x", DType::kFloat32, Shape({2})}};
-  g.outputs = {{"y", DType::kFloat32, Shape({2})}};
-  g.initializers["w"] = *Tensor::Create(
-      DType::kFloat32, Shape({static_cast<int64_t>(weight_floats)}));
-  g.nodes = {Node{"n", "Add", "", {"x", "w"}, {"y"}, {}}};
+  g.opset_version = 13;
+  auto f32 = [](const std::string& n, Shape s) {
+    return ValueInfo{n, DType::kFloat32, std::move(s)};
+  };
+  g.inputs = {f32("x", Shape({1, d}))};
   g.values["x"] = g.inputs[0];
-  g.values["y"] = g.outputs[0];
-  g.values["w"] = {"w", DType::kFloat32,
-                   Shape({static_cast<int64_t>(weight_floats)})};
+  std::string prev = "x";
+  for (int l = 0; l < layers; ++l) {
+    const std::string w = "w" + std::to_string(l);
+    const std::string h = "h" + std::to_string(l);
+    const std::string a = l + 1 == layers ? "y" : "a" + std::to_string(l);
+    g.initializers[w] = *Tensor::Create(DType::kFloat32, Shape({d, d}));
+    g.values[w] = f32(w, Shape({d, d}));
+    g.values[h] = f32(h, Shape({1, d}));
+    g.values[a] = f32(a, Shape({1, d}));
+    g.nodes.push_back(
+        Node{"mm" + std::to_string(l), "MatMul", "", {prev, w}, {h}, {}});
+    g.nodes.push_back(
+        Node{"relu" + std::to_string(l), "Relu", "", {h}, {a}, {}});
+    prev = a;
+  }
+  g.outputs = {g.values["y"]};
   return g;
 }
 
-DeviceInfo Device(int id, uint64_t free_bytes) {
+DeviceInfo Device(int id, uint64_t free_bytes, std::string type = "sim") {
   DeviceInfo d;
   d.id = id;
-  d.name = "sim:" + std::to_string(id);
+  d.type = std::move(type);
+  d.name = d.type + ":" + std::to_string(id);
   d.memory_bytes = free_bytes;
   d.available_memory_bytes = free_bytes;
   return d;
 }
 
-TEST(PartitionerTest, WholeNetworkOnOneDevice) {
-  absl::StatusOr<Dag> dag =
-      Partition(SmallGraph(2), {Device(0, 1000), Device(1, 2000)});
+std::vector<DeviceInfo> Devices(int n, uint64_t free_bytes) {
+  std::vector<DeviceInfo> v;
+  for (int i = 0; i < n; ++i) v.push_back(Device(i, free_bytes));
+  return v;
+}
+
+TEST(PartitionerTest, WholeNetworkWhenItFits) {
+  absl::StatusOr<Dag> dag = Partition(MlpChain(3, 64), Devices(2, 64 * kMiB));
   ASSERT_TRUE(dag.ok()) << dag.status();
   ASSERT_EQ(dag->nodes.size(), 1u);
-  EXPECT_EQ(dag->num_logical_devices, 1);
-  EXPECT_EQ(dag->nodes[0].function.nodes.size(), 1u);
-  EXPECT_EQ(dag->nodes[0].weight_bytes, 8u);
-  EXPECT_TRUE(ValidateDag(*dag).ok());
+  EXPECT_EQ(dag->strategy, "whole");
+  EXPECT_EQ(dag->nodes[0].function.nodes.size(), 6u);
+  EXPECT_EQ(dag->nodes[0].weight_bytes, 3u * 64 * 64 * 4);
+  EXPECT_TRUE(ValidateDag(*dag, 2).ok());
 }
 
-TEST(PartitionerTest, WeightsLargerThanEveryDevice) {
+TEST(PartitionerTest, MemoryConstrainedUsesTheFewestPartsThatFit) {
+  // Six layers of 1 MiB weights; each device holds two layers (+ a little).
+  const Graph g = MlpChain(6, 512);
+  absl::StatusOr<Dag> dag = Partition(g, Devices(4, 2 * kMiB + 64 * 1024));
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  EXPECT_EQ(dag->strategy, "memory");
+  ASSERT_EQ(dag->nodes.size(), 3u);
+  EXPECT_EQ(dag->num_logical_devices, 3);
+  for (const DagNode& p : dag->nodes) {
+    EXPECT_LE(p.memory_bytes, 2 * kMiB + 64 * 1024);
+    EXPECT_EQ(p.weight_bytes, 2 * kMiB);
+  }
+  EXPECT_EQ(dag->nodes[1].parents, (std::vector<int>{0}));
+  EXPECT_EQ(dag->nodes[2].parents, (std::vector<int>{1}));
+  EXPECT_TRUE(ValidateDag(*dag, 4).ok());
+}
+
+TEST(PartitionerTest, TooLargeEvenSplitIsResourceExhausted) {
+  absl::Status s = Partition(MlpChain(6, 512), Devices(2, 2 * kMiB + 65536))
+                       .status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // A single layer larger than any device.
+  s = Partition(MlpChain(1, 1024), Devices(2, 1 * kMiB)).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("mm0"), absl::string_view::npos) << s;
+}
+
+TEST(PartitionerTest, LoadBalancedSplitsComputeEvenly) {
+  PartitionOptions options;
+  options.strategy = PartitionStrategy::kLoadBalanced;
+  options.plan_devices = 2;
+  absl::StatusOr<Dag> dag =
+      Partition(MlpChain(4, 256), Devices(2, 64 * kMiB), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  ASSERT_EQ(dag->nodes.size(), 2u);
+  // Two layers (MatMul + Relu) per stage.
+  EXPECT_EQ(dag->nodes[0].function.nodes.size(), 4u);
+  EXPECT_EQ(dag->nodes[1].function.nodes.size(), 4u);
+  EXPECT_NEAR(dag->nodes[0].flops, dag->nodes[1].flops, 1.0);
+  EXPECT_NE(dag->nodes[0].logical_device, dag->nodes[1].logical_device);
+}
+
+TEST(PartitionerTest, AutoWithPlanDevicesBalances) {
+  PartitionOptions options;
+  options.plan_devices = 2;
+  absl::StatusOr<Dag> dag =
+      Partition(MlpChain(4, 64), Devices(2, 64 * kMiB), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  EXPECT_EQ(dag->strategy, "load_balanced");
+  EXPECT_EQ(dag->nodes.size(), 2u);
+}
+
+TEST(PartitionerTest, UserPlanByNameAndPattern) {
+  PartitionOptions options;
+  options.strategy = PartitionStrategy::kUser;
+  options.user_plan = {{"mm0", 1}, {"relu0", 1}, {"*", 0}};
+  absl::StatusOr<Dag> dag =
+      Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  ASSERT_EQ(dag->nodes.size(), 2u);
+  EXPECT_EQ(dag->nodes[0].logical_device, 1);
+  EXPECT_EQ(dag->nodes[1].logical_device, 0);
+  EXPECT_EQ(dag->strategy, "user");
+}
+
+TEST(PartitionerTest, UserPlanErrors) {
+  PartitionOptions options;
+  options.strategy = PartitionStrategy::kUser;
+  options.user_plan = {{"mm*", 0}};
   absl::Status s =
-      Partition(SmallGraph(1000), {Device(0, 3000), Device(1, 3999)}).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(s.message().find("4000 bytes"), absl::string_view::npos) << s;
+      Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("relu0"), absl::string_view::npos) << s;
+  options.user_plan = {{"*", 2}};
+  s = Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  options.user_plan.clear();
+  s = Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
-TEST(PartitionerTest, NoCapableDeviceIsUnimplemented) {
-  DeviceInfo d = Device(0, 1 << 20);
-  d.unsupported_ops = {"Add"};
-  absl::Status s = Partition(SmallGraph(2), {d}).status();
+TEST(PartitionerTest, HeterogeneousMovesUnsupportedOps) {
+  DeviceInfo no_relu = Device(0, 64 * kMiB);
+  no_relu.unsupported_ops = {"Relu"};
+  DeviceInfo no_relu2 = Device(1, 64 * kMiB);
+  no_relu2.unsupported_ops = {"Relu"};
+  // The other type lacks MatMul: neither type can run the whole network.
+  DeviceInfo relu_only = Device(2, 8 * kMiB, "cpu");
+  relu_only.unsupported_ops = {"MatMul"};
+  absl::StatusOr<Dag> dag =
+      Partition(MlpChain(2, 64), {no_relu, no_relu2, relu_only});
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  // mm0 | relu0 | mm1 | relu1 alternate between the two types.
+  ASSERT_EQ(dag->nodes.size(), 4u);
+  EXPECT_EQ(dag->logical_devices[dag->nodes[1].logical_device].type, "cpu");
+  EXPECT_EQ(dag->logical_devices[dag->nodes[0].logical_device].type, "sim");
+  EXPECT_TRUE(ValidateOpsSupported(*dag).ok());
+
+  no_relu.unsupported_ops = {"Relu"};
+  absl::Status s = Partition(MlpChain(1, 8), {no_relu}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(s.message().find("'Add'"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("'Relu'"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("relu0"), absl::string_view::npos) << s;
 }
 
-TEST(PartitionerTest, NoDevices) {
-  EXPECT_EQ(Partition(SmallGraph(2), {}).status().code(),
+TEST(PartitionerTest, ReplicasAndTheirDeviceCount) {
+  PartitionOptions options;
+  options.replicas = 2;
+  absl::StatusOr<Dag> dag =
+      Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  EXPECT_EQ(dag->replicas, 2);
+  EXPECT_EQ(dag->num_logical_devices, 1);
+
+  options.replicas = 2;
+  options.plan_devices = 2;
+  absl::Status s =
+      Partition(MlpChain(2, 64), Devices(3, 64 * kMiB), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("needs 4 devices"), absl::string_view::npos) << s;
+  options.replicas = 0;
+  EXPECT_EQ(Partition(MlpChain(2, 64), Devices(3, 64 * kMiB), options)
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ValidateDagTest, RejectsBackwardEdgesAndUnproducedInputs) {
-  Graph g = SmallGraph(2);
-  Dag dag;
-  dag.inputs = g.inputs;
-  dag.outputs = g.outputs;
-  dag.num_logical_devices = 1;
-  DagNode consumer;
-  consumer.name = "p0";
-  consumer.function.inputs = {{"t", DType::kFloat32, Shape({2})}};
-  dag.nodes.push_back(consumer);
-  EXPECT_EQ(ValidateDag(dag).code(), absl::StatusCode::kInvalidArgument);
-  dag.nodes[0].parents = {0};  // Self edge.
-  EXPECT_EQ(ValidateDag(dag).code(), absl::StatusCode::kInvalidArgument);
+TEST(PartitionerTest, NoDevices) {
+  EXPECT_EQ(Partition(MlpChain(1, 8), {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PartitionerTest, StrategyNames) {
+  for (const char* name : {"auto", "whole", "memory", "load_balanced", "user"}) {
+    absl::StatusOr<PartitionStrategy> s = ParsePartitionStrategy(name);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(PartitionStrategyName(*s), name);
+  }
+  EXPECT_EQ(ParsePartitionStrategy("random").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Each validator catches its own kind of broken plan.
+class ValidatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PartitionOptions options;
+    options.strategy = PartitionStrategy::kLoadBalanced;
+    options.plan_devices = 2;
+    dag_ = *Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options);
+    ASSERT_EQ(dag_.nodes.size(), 2u);
+    ASSERT_TRUE(ValidateDag(dag_, 2).ok());
+  }
+  Dag dag_;
+};
+
+TEST_F(ValidatorTest, Acyclic) {
+  dag_.nodes[0].parents = {1};
+  EXPECT_EQ(ValidateAcyclic(dag_).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ValidatorTest, ProducedBeforeConsumed) {
+  dag_.nodes[1].parents.clear();
+  EXPECT_EQ(ValidateProducedBeforeConsumed(dag_).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(ValidateAcyclic(dag_).ok());
+}
+
+TEST_F(ValidatorTest, MemoryFits) {
+  dag_.logical_devices[1].available_memory_bytes = 16;
+  EXPECT_EQ(ValidateMemoryFits(dag_).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(ValidatorTest, DeviceCount) {
+  EXPECT_EQ(ValidateDeviceCount(dag_, 1).code(),
+            absl::StatusCode::kResourceExhausted);
+  dag_.nodes[1].logical_device = 5;
+  EXPECT_EQ(ValidateDeviceCount(dag_, 2).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ValidatorTest, OpsSupported) {
+  dag_.logical_devices[0].unsupported_ops = {"MatMul"};
+  EXPECT_EQ(ValidateOpsSupported(dag_).code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(ValidatorTest, DotHasClustersAndByteLabels) {
+  const std::string dot = DagToDot(dag_, "mlp");
+  EXPECT_NE(dot.find("digraph \"mlp\""), std::string::npos);
+  EXPECT_NE(dot.find("subgraph \"cluster_p0\""), std::string::npos);
+  EXPECT_NE(dot.find("subgraph \"cluster_p1\""), std::string::npos);
+  EXPECT_NE(dot.find("label=\"256 B\""), std::string::npos) << dot;
+  EXPECT_NE(dot.find("fillcolor=\"#b2df8a\""), std::string::npos);
 }
 
 }  // namespace

@@ -2,16 +2,19 @@
 
 #include <map>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/status_macros.h"
 
 namespace glint {
 namespace {
 
-bool SupportsAll(const DeviceManager& device, const Graph& function) {
-  for (const Node& node : function.nodes) {
-    if (!device.backend().IsOpSupported(node.op_type)) return false;
+bool CanRun(const DeviceManager& device, const DeviceInfo& model,
+            const std::vector<const DagNode*>& partitions) {
+  if (device.GetDeviceInfo().type != model.type) return false;
+  for (const DagNode* node : partitions) {
+    for (const Node& op : node->function.nodes) {
+      if (!device.backend().IsOpSupported(op.op_type)) return false;
+    }
   }
   return true;
 }
@@ -20,75 +23,97 @@ bool SupportsAll(const DeviceManager& device, const Graph& function) {
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     const Dag& dag) const {
-  // Logical → physical: each logical device gets a distinct physical one,
-  // able to run all its partitions, preferring the most free memory.
-  std::vector<std::vector<const DagNode*>> by_logical(
-      static_cast<size_t>(dag.num_logical_devices));
+  const int logical_count = dag.num_logical_devices;
+  if (static_cast<int>(dag.logical_devices.size()) != logical_count ||
+      dag.replicas < 1) {
+    return absl::InvalidArgumentError("malformed plan: device counts");
+  }
+  std::vector<std::vector<const DagNode*>> by_logical(logical_count);
   for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 ||
-        node.logical_device >= dag.num_logical_devices) {
+    if (node.logical_device < 0 || node.logical_device >= logical_count) {
       return absl::InvalidArgumentError(
           absl::StrCat("partition ", node.name, " has logical device ",
-                       node.logical_device, " of ", dag.num_logical_devices));
+                       node.logical_device, " of ", logical_count));
     }
     by_logical[node.logical_device].push_back(&node);
   }
-  if (dag.num_logical_devices > static_cast<int>(devices_.size())) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the plan needs ", dag.num_logical_devices,
-                     " devices but only ", devices_.size(), " exist"));
+  const int needed = logical_count * dag.replicas;
+  if (needed > static_cast<int>(devices_.size())) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the plan needs ", needed, " devices (", logical_count,
+        " per replica x ", dag.replicas, " replicas) but only ",
+        devices_.size(), " exist"));
   }
-  std::vector<DeviceManager*> physical(by_logical.size(), nullptr);
+
+  // Logical → physical, per replica: distinct devices, capable, most free
+  // memory first.
+  std::vector<std::vector<DeviceManager*>> physical(
+      dag.replicas, std::vector<DeviceManager*>(logical_count, nullptr));
   std::vector<bool> taken(devices_.size(), false);
-  for (size_t l = 0; l < by_logical.size(); ++l) {
-    int best = -1;
-    for (size_t d = 0; d < devices_.size(); ++d) {
-      if (taken[d]) continue;
-      bool capable = true;
-      for (const DagNode* node : by_logical[l]) {
-        capable = capable && SupportsAll(*devices_[d], node->function);
+  for (int r = 0; r < dag.replicas; ++r) {
+    for (int l = 0; l < logical_count; ++l) {
+      int best = -1;
+      for (size_t d = 0; d < devices_.size(); ++d) {
+        if (taken[d] ||
+            !CanRun(*devices_[d], dag.logical_devices[l], by_logical[l])) {
+          continue;
+        }
+        if (best < 0 || devices_[d]->AvailableMemory() >
+                            devices_[best]->AvailableMemory()) {
+          best = static_cast<int>(d);
+        }
       }
-      if (!capable) continue;
-      if (best < 0 || devices_[d]->AvailableMemory() >
-                          devices_[best]->AvailableMemory()) {
-        best = static_cast<int>(d);
+      if (best < 0) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "no free device of type '", dag.logical_devices[l].type,
+            "' can take logical device ", l, " of replica ", r, "; the plan "
+            "needs ", needed, " devices"));
       }
+      taken[best] = true;
+      physical[r][l] = devices_[best];
     }
-    if (best < 0) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "no free device can run the partitions of logical device ", l));
-    }
-    taken[best] = true;
-    physical[l] = devices_[best];
   }
 
   auto network = std::make_unique<ExecutableNetwork>();
   network->inputs = dag.inputs;
   network->outputs = dag.outputs;
-  // Compile each partition once per backend; load on its device. If any
-  // step fails, `network` is destroyed on return, evicting what was loaded.
-  for (const DagNode& node : dag.nodes) {
-    DeviceManager* device = physical[node.logical_device];
-    GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFunction> compiled,
-                           device->backend().Compile(node.function));
-    absl::StatusOr<std::unique_ptr<LoadedFunction>> loaded =
-        device->Load(std::move(compiled));
-    if (!loaded.ok()) {
-      return absl::Status(
-          loaded.status().code(),
-          absl::StrCat("loading partition ", node.name, " on device ",
-                       device->GetDeviceInfo().name, ": ",
-                       loaded.status().message()));
+  // Each partition compiles once per backend; replicas share the result.
+  // If anything fails, `network` is destroyed on return, evicting every
+  // function this call loaded.
+  std::map<std::pair<size_t, const Backend*>,
+           std::shared_ptr<const CompiledFunction>>
+      compiled;
+  for (int r = 0; r < dag.replicas; ++r) {
+    auto replica = std::make_unique<Replica>();
+    for (size_t i = 0; i < dag.nodes.size(); ++i) {
+      const DagNode& node = dag.nodes[i];
+      DeviceManager* device = physical[r][node.logical_device];
+      std::shared_ptr<const CompiledFunction>& function =
+          compiled[{i, &device->backend()}];
+      if (function == nullptr) {
+        GLINT_ASSIGN_OR_RETURN(function,
+                               device->backend().Compile(node.function));
+      }
+      absl::StatusOr<std::unique_ptr<LoadedFunction>> loaded =
+          device->Load(function);
+      if (!loaded.ok()) {
+        return absl::Status(
+            loaded.status().code(),
+            absl::StrCat("loading partition ", node.name, " of replica ", r,
+                         " on device ", device->GetDeviceInfo().name, ": ",
+                         loaded.status().message()));
+      }
+      ProvisionedPartition p;
+      p.name = node.name;
+      p.device = device;
+      p.function = *std::move(loaded);
+      p.parents = node.parents;
+      p.flops = function->flops();
+      p.weight_bytes = function->constant_bytes();
+      p.num_nodes = static_cast<int>(node.function.nodes.size());
+      replica->partitions.push_back(std::move(p));
     }
-    ProvisionedPartition p;
-    p.name = node.name;
-    p.device = device;
-    p.function = *std::move(loaded);
-    p.parents = node.parents;
-    p.flops = p.function->function().flops();
-    p.weight_bytes = p.function->function().constant_bytes();
-    p.num_nodes = static_cast<int>(node.function.nodes.size());
-    network->partitions.push_back(std::move(p));
+    network->replicas.push_back(std::move(replica));
   }
   return network;
 }

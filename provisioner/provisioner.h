@@ -1,10 +1,12 @@
 // Provisioner: turns a partitioned Dag into an ExecutableNetwork by mapping
-// logical devices to physical ones, compiling each partition once per
-// device type and loading it. All or nothing: on any failure everything the
+// each replica's logical devices to distinct physical ones (of the type the
+// logical device was planned for, able to run its ops, most free memory
+// first), compiling each partition once per backend and loading it. All or nothing: on any failure everything the
 // call loaded is evicted again, so a failed AddNetwork leaves no trace.
 #ifndef GLINT_PROVISIONER_PROVISIONER_H_
 #define GLINT_PROVISIONER_PROVISIONER_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,13 +28,21 @@ struct ProvisionedPartition {
   int num_nodes = 0;
 };
 
+// One copy of the network on its own devices.
+struct Replica {
+  std::vector<ProvisionedPartition> partitions;  // Topological order.
+  // Runs in flight on this replica; the executor sends a run to the
+  // replica with the fewest.
+  std::atomic<int> outstanding{0};
+};
+
 // A network ready to run. Destroying it evicts its functions; it must not
-// be destroyed while runs of it are in flight. Thread-compatible (immutable
-// once built, so concurrent runs only read it).
+// be destroyed while runs of it are in flight. Thread-safe for runs: only
+// Replica::outstanding changes after construction.
 struct ExecutableNetwork {
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
-  std::vector<ProvisionedPartition> partitions;  // Topological order.
+  std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
 };
 
 // Thread-safe (stateless apart from the borrowed devices).
@@ -41,9 +51,10 @@ class Provisioner {
   explicit Provisioner(std::vector<DeviceManager*> devices)
       : devices_(std::move(devices)) {}
 
-  // Errors: RESOURCE_EXHAUSTED (too few devices for the logical ones, or a
-  // partition does not fit), UNIMPLEMENTED / INVALID_ARGUMENT from compile,
-  // UNAVAILABLE for stopped devices.
+  // Errors: RESOURCE_EXHAUSTED (too few capable devices for the logical
+  // ones of every replica, saying how many are needed, or a partition does
+  // not fit), UNIMPLEMENTED / INVALID_ARGUMENT from compile, UNAVAILABLE
+  // for stopped devices.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag) const;
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device_info.h"
 #include "runtime/graph.h"
 
 namespace glint {
@@ -24,6 +25,9 @@ struct DagNode {
   // Estimates from the cost model.
   double flops = 0;
   uint64_t weight_bytes = 0;
+  uint64_t memory_bytes = 0;  // Weights + peak live activations.
+  uint64_t input_bytes = 0;   // Crossing into the partition per run.
+  double estimated_seconds = 0;  // Compute + transfer in, on its device.
 };
 
 // Partitions in topological order, plus the network's interface.
@@ -31,7 +35,14 @@ struct Dag {
   std::vector<DagNode> nodes;
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  // Devices one copy of the network spans. logical_devices[l] describes the
+  // device logical device l was planned for (its type, capacity, rates);
+  // the provisioner maps it to a physical device of that type.
   int num_logical_devices = 0;
+  std::vector<DeviceInfo> logical_devices;
+  // Copies of the whole plan, each on its own physical devices.
+  int replicas = 1;
+  std::string strategy;  // The strategy that made the plan, for reports.
 };
 
 }  // namespace glint

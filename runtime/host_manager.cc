@@ -31,24 +31,37 @@ struct NetworkEntry {
 
 namespace {
 
-NetworkInfo DescribeNetwork(absl::string_view name,
+NetworkInfo DescribeNetwork(absl::string_view name, const Dag& dag,
                             const ExecutableNetwork& network) {
   NetworkInfo info;
   info.name = std::string(name);
   info.inputs = network.inputs;
   info.outputs = network.outputs;
-  for (const ProvisionedPartition& p : network.partitions) {
+  info.strategy = dag.strategy;
+  info.replicas = static_cast<int>(network.replicas.size());
+  info.dot = DagToDot(dag, name);
+  const auto& first = network.replicas.front()->partitions;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const ProvisionedPartition& p = first[i];
+    const DagNode& node = dag.nodes[i];
     PartitionInfo pi;
     pi.name = p.name;
     pi.device_id = p.device->id();
     pi.device_name = p.device->GetDeviceInfo().name;
+    for (size_t r = 1; r < network.replicas.size(); ++r) {
+      pi.replica_devices.push_back(
+          network.replicas[r]->partitions[i].device->GetDeviceInfo().name);
+    }
     const CompiledFunction& f = p.function->function();
     for (const ValueInfo& v : f.inputs()) pi.inputs.push_back(v.name);
     for (const ValueInfo& v : f.outputs()) pi.outputs.push_back(v.name);
     pi.num_nodes = p.num_nodes;
     pi.weight_bytes = f.constant_bytes();
     pi.activation_bytes = f.arena_bytes();
+    pi.memory_bytes = node.memory_bytes;
+    pi.input_bytes = node.input_bytes;
     pi.flops = f.flops();
+    pi.estimated_seconds = node.estimated_seconds;
     info.partitions.push_back(std::move(pi));
   }
   return info;
@@ -191,14 +204,14 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
       return false;
     };
     GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
-    GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, GetDevices()));
-    GLINT_RETURN_IF_ERROR(ValidateDag(dag));
+    GLINT_ASSIGN_OR_RETURN(Dag dag,
+                           Partition(graph, GetDevices(), options.partition));
     std::vector<DeviceManager*> devices;
     for (const auto& d : devices_) devices.push_back(d.get());
     auto entry = std::make_shared<NetworkEntry>();
     GLINT_ASSIGN_OR_RETURN(entry->executable,
                            Provisioner(std::move(devices)).Provision(dag));
-    entry->info = DescribeNetwork(name, *entry->executable);
+    entry->info = DescribeNetwork(name, dag, *entry->executable);
     return entry;
   };
   absl::StatusOr<std::shared_ptr<NetworkEntry>> entry = build();

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "partitioner/partitioner.h"
 #include "runtime/device_info.h"
 #include "runtime/graph.h"
 #include "runtime/tensor.h"
@@ -47,6 +48,8 @@ struct AddNetworkOptions {
   // dimensions: input name → full static shape. Unbound unknown dimensions
   // default to 1 (a batch of one), as the network's GetNetwork reports.
   std::map<std::string, Shape> input_shapes;
+  // How the network is split and copied over the devices.
+  PartitionOptions partition;
 };
 
 // A named tensor, as inputs and outputs of a run travel.
@@ -62,10 +65,16 @@ struct PartitionInfo {
   std::string device_name;
   std::vector<std::string> inputs;   // Values crossing into the partition.
   std::vector<std::string> outputs;  // Values leaving it.
+  // Devices holding this partition in replicas 1, 2... (replica 0's is
+  // device_id/device_name).
+  std::vector<std::string> replica_devices;
   int num_nodes = 0;
   uint64_t weight_bytes = 0;      // Constants resident on the device.
   uint64_t activation_bytes = 0;  // Planned arena of one execution.
+  uint64_t memory_bytes = 0;      // Cost model: weights + peak activations.
+  uint64_t input_bytes = 0;       // Cost model: bytes crossing in per run.
   double flops = 0;               // Estimated per run.
+  double estimated_seconds = 0;   // Cost model: compute + transfer in.
 };
 
 struct NetworkInfo {
@@ -73,6 +82,9 @@ struct NetworkInfo {
   std::vector<ValueInfo> inputs;   // Static shapes, as bound at AddNetwork.
   std::vector<ValueInfo> outputs;  // Dims may be unknown (data-dependent).
   std::vector<PartitionInfo> partitions;  // In topological order.
+  std::string strategy;  // The partitioning strategy that made the plan.
+  int replicas = 1;
+  std::string dot;       // The DAG in Graphviz DOT.
 };
 
 struct RunOptions {

@@ -1,5 +1,6 @@
 #include "runtime/server/proto_convert.h"
 
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "runtime/status_macros.h"
 
 namespace glint {
 namespace {
@@ -129,6 +131,21 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
     }
     options.input_shapes[name] = Shape(std::move(dims));
   }
+  PartitionOptions& partition = options.partition;
+  if (!proto.partition_strategy().empty()) {
+    GLINT_ASSIGN_OR_RETURN(partition.strategy,
+                           ParsePartitionStrategy(proto.partition_strategy()));
+  }
+  if (proto.plan_devices() < 0 || proto.replicas() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan_devices (", proto.plan_devices(), ") and replicas (",
+        proto.replicas(), ") must not be negative"));
+  }
+  partition.plan_devices = proto.plan_devices();
+  partition.replicas = proto.replicas() == 0 ? 1 : proto.replicas();
+  for (const v1::UserPlacement& rule : proto.user_plan()) {
+    partition.user_plan.push_back({rule.pattern(), rule.logical_device()});
+  }
   return options;
 }
 
@@ -139,6 +156,18 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
     v1::Shape& s = (*proto->mutable_input_shapes())[name];
     for (int64_t d : shape.dims()) s.add_dims(d);
   }
+  const PartitionOptions& partition = options.partition;
+  if (partition.strategy != PartitionStrategy::kAuto) {
+    proto->set_partition_strategy(
+        std::string(PartitionStrategyName(partition.strategy)));
+  }
+  proto->set_plan_devices(partition.plan_devices);
+  proto->set_replicas(partition.replicas);
+  for (const UserPlacement& rule : partition.user_plan) {
+    v1::UserPlacement* r = proto->add_user_plan();
+    r->set_pattern(rule.pattern);
+    r->set_logical_device(rule.logical_device);
+  }
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
@@ -147,9 +176,13 @@ void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
   for (int64_t d : info.shape.dims()) proto->add_shape(d);
 }
 
-void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto) {
+void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
+                        bool include_dot) {
   proto->Clear();
   proto->set_name(info.name);
+  proto->set_strategy(info.strategy);
+  proto->set_replicas(info.replicas);
+  if (include_dot) proto->set_dot(info.dot);
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
@@ -165,6 +198,10 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto) {
     pp->set_weight_bytes(p.weight_bytes);
     pp->set_activation_bytes(p.activation_bytes);
     pp->set_flops(p.flops);
+    pp->set_memory_bytes(p.memory_bytes);
+    pp->set_input_bytes(p.input_bytes);
+    pp->set_estimated_seconds(p.estimated_seconds);
+    for (const std::string& d : p.replica_devices) pp->add_replica_devices(d);
   }
 }
 
@@ -195,6 +232,9 @@ ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
 NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   NetworkInfo info;
   info.name = proto.name();
+  info.strategy = proto.strategy();
+  info.replicas = proto.replicas();
+  info.dot = proto.dot();
   for (const v1::ValueInfo& v : proto.inputs()) {
     info.inputs.push_back(ValueInfoFromProto(v));
   }
@@ -212,6 +252,11 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
     p.weight_bytes = pp.weight_bytes();
     p.activation_bytes = pp.activation_bytes();
     p.flops = pp.flops();
+    p.memory_bytes = pp.memory_bytes();
+    p.input_bytes = pp.input_bytes();
+    p.estimated_seconds = pp.estimated_seconds();
+    p.replica_devices.assign(pp.replica_devices().begin(),
+                             pp.replica_devices().end());
     info.partitions.push_back(std::move(p));
   }
   return info;

@@ -48,7 +48,9 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
 // Descriptions flow server → client; the reverse direction serves the
 // client library, which hands domain types to its callers.
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto);
-void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto);
+// The DOT text can be large for big graphs: only copied when asked for.
+void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
+                        bool include_dot = false);
 void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto);
 // Unknown dtypes in a reply map to DType::kUndefined rather than failing:
 // a newer server must not break an older client's `list` or `show`.

@@ -61,7 +61,8 @@ grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
                                           v1::GetNetworkResponse* response) {
   absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
-  NetworkInfoToProto(*info, response->mutable_network());
+  NetworkInfoToProto(*info, response->mutable_network(),
+                     request->include_dot());
   return grpc::Status::OK;
 }
 

@@ -1,0 +1,103 @@
+#include "partitioner/cost_model.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace glint {
+namespace {
+
+uint64_t Aligned(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
+GraphCostModel::GraphCostModel(const Graph& graph) : graph_(graph) {
+  const int n = static_cast<int>(graph.nodes.size());
+  node_costs_.reserve(n);
+  for (const auto& [name, info] : graph.values) {
+    ValueFacts& f = values_[name];
+    f.bytes = ValueBytes(info);
+    f.initializer = graph.IsInitializer(name);
+  }
+  for (const ValueInfo& out : graph.outputs) values_[out.name].graph_output = true;
+  for (int i = 0; i < n; ++i) {
+    const Node& node = graph.nodes[i];
+    node_costs_.push_back(EstimateOpCost(node, graph));
+    for (const std::string& in : node.inputs) {
+      if (in.empty()) continue;
+      std::vector<int>& c = values_[in].consumers;
+      if (c.empty() || c.back() != i) c.push_back(i);
+    }
+    for (const std::string& out : node.outputs) {
+      if (!out.empty()) values_[out].producer = i;
+    }
+  }
+  // cut_bytes_[i]: values with producer < i and some consumer >= i.
+  std::vector<int64_t> delta(n + 2, 0);
+  for (const auto& [name, f] : values_) {
+    if (f.producer < 0 || f.consumers.empty()) continue;
+    const int last = f.consumers.back();
+    if (last <= f.producer) continue;
+    delta[f.producer + 1] += static_cast<int64_t>(f.bytes);
+    delta[last + 1] -= static_cast<int64_t>(f.bytes);
+  }
+  cut_bytes_.assign(n + 1, 0);
+  int64_t running = 0;
+  for (int i = 0; i <= n; ++i) {
+    running += delta[i];
+    cut_bytes_[i] = i == 0 ? 0 : static_cast<uint64_t>(running);
+  }
+}
+
+SegmentCost GraphCostModel::Segment(int begin, int end) const {
+  SegmentCost cost;
+  if (begin >= end) return cost;
+  const int len = end - begin;
+  std::vector<int64_t> live(len + 1, 0);  // Difference array over positions.
+  absl::flat_hash_set<absl::string_view> seen;
+  auto live_range = [&](int from, int to, uint64_t bytes) {
+    live[from - begin] += static_cast<int64_t>(bytes);
+    live[to - begin + 1] -= static_cast<int64_t>(bytes);
+  };
+  for (int i = begin; i < end; ++i) {
+    const Node& node = graph_.nodes[i];
+    cost.flops += node_costs_[i].flops;
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || !seen.insert(in).second) continue;
+      const ValueFacts& f = values_.at(in);
+      if (f.initializer) {
+        cost.weight_bytes += Aligned(f.bytes);
+        continue;
+      }
+      if (f.producer >= begin && f.producer < end) continue;  // Inside.
+      // A segment input: copied in at the start, live to its last use here.
+      cost.input_bytes += f.bytes;
+      auto last = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
+      live_range(begin, *(last - 1), f.bytes);
+    }
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      const ValueFacts& f = values_.at(out);
+      auto after = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
+      const bool leaves = f.graph_output || after != f.consumers.end();
+      int last_use = i;
+      if (leaves) {
+        last_use = end - 1;
+        cost.output_bytes += f.bytes;
+      } else if (after != f.consumers.begin()) {
+        last_use = std::max(i, *(after - 1));
+      }
+      live_range(i, last_use, f.bytes);
+    }
+  }
+  int64_t running = 0, peak = 0;
+  for (int p = 0; p < len; ++p) {
+    running += live[p];
+    peak = std::max(peak, running);
+  }
+  cost.peak_activation_bytes = static_cast<uint64_t>(peak);
+  return cost;
+}
+
+}  // namespace glint

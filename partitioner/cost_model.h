@@ -1,0 +1,62 @@
+// The partition-level cost model: what a contiguous run of nodes (in the
+// graph's topological order) costs in compute, memory and transfers.
+#ifndef GLINT_PARTITIONER_COST_MODEL_H_
+#define GLINT_PARTITIONER_COST_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "runtime/graph.h"
+#include "runtime/op_cost.h"
+
+namespace glint {
+
+struct SegmentCost {
+  double flops = 0;
+  uint64_t weight_bytes = 0;      // Distinct initializers, 64-byte aligned.
+  uint64_t peak_activation_bytes = 0;  // Max live bytes by liveness.
+  uint64_t input_bytes = 0;       // Values crossing into the segment.
+  uint64_t output_bytes = 0;      // Values leaving it (or graph outputs).
+
+  // What the segment holds on its device at its peak.
+  uint64_t memory_bytes() const { return weight_bytes + peak_activation_bytes; }
+};
+
+// Precomputed facts about a graph for costing segments of its node list.
+// Immutable after construction; thread-compatible.
+class GraphCostModel {
+ public:
+  explicit GraphCostModel(const Graph& graph);
+
+  int num_nodes() const { return static_cast<int>(node_costs_.size()); }
+  const OpCost& node_cost(int i) const { return node_costs_[i]; }
+
+  // Cost of nodes [begin, end). Liveness: a value lives from its producer
+  // (or the segment's start, for inputs) to its last consumer inside the
+  // segment, or to the segment's end when it also leaves the segment.
+  SegmentCost Segment(int begin, int end) const;
+
+  // Bytes of the values produced before node `i` and consumed at or after
+  // it: what a pipeline cut before node `i` must transfer. 0 for i = 0.
+  const std::vector<uint64_t>& cut_bytes() const { return cut_bytes_; }
+
+ private:
+  struct ValueFacts {
+    uint64_t bytes = 0;
+    int producer = -1;          // Node index; -1 for inputs.
+    bool initializer = false;
+    bool graph_output = false;
+    std::vector<int> consumers;  // Ascending node indices.
+  };
+
+  const Graph& graph_;
+  std::vector<OpCost> node_costs_;
+  absl::flat_hash_map<std::string, ValueFacts> values_;
+  std::vector<uint64_t> cut_bytes_;  // Size num_nodes() + 1.
+};
+
+}  // namespace glint
+
+#endif  // GLINT_PARTITIONER_COST_MODEL_H_

@@ -1,0 +1,53 @@
+#include "partitioner/cost_model.h"
+
+#include "gtest/gtest.h"
+
+namespace glint {
+namespace {
+
+ValueInfo F32(const std::string& name, int64_t elements) {
+  return {name, DType::kFloat32, Shape({elements})};
+}
+
+// x(100) → a: Relu → t1(100) → b: Add(w 10) → t2(100) → c: Add(t1) → y.
+// t1 is consumed by b and c, so it stays live across b.
+Graph Chain() {
+  Graph g;
+  g.inputs = {F32("x", 100)};
+  g.outputs = {F32("y", 100)};
+  g.initializers["w"] = *Tensor::Create(DType::kFloat32, Shape({100}));
+  g.nodes = {Node{"a", "Relu", "", {"x"}, {"t1"}, {}},
+             Node{"b", "Add", "", {"t1", "w"}, {"t2"}, {}},
+             Node{"c", "Add", "", {"t2", "t1"}, {"y"}, {}}};
+  for (const char* v : {"x", "w", "t1", "t2", "y"}) g.values[v] = F32(v, 100);
+  return g;
+}
+
+TEST(GraphCostModelTest, WholeGraphLiveness) {
+  Graph g = Chain();
+  GraphCostModel model(g);
+  const SegmentCost all = model.Segment(0, 3);
+  EXPECT_EQ(all.weight_bytes, 448u);  // 400 rounded up to 64.
+  // Peak at node b: x? no (last use a); t1 (until c) + t2 = 800 bytes;
+  // at a: x + t1 = 800; at c: t1 + t2 + y = 1200.
+  EXPECT_EQ(all.peak_activation_bytes, 1200u);
+  EXPECT_EQ(all.input_bytes, 400u);
+  EXPECT_EQ(all.output_bytes, 400u);
+  EXPECT_DOUBLE_EQ(all.flops, 300);
+}
+
+TEST(GraphCostModelTest, SegmentBordersAndCuts) {
+  Graph g = Chain();
+  GraphCostModel model(g);
+  // Segment [b, c): t1 comes in; t2 leaves, and t1 leaves too (c uses it).
+  const SegmentCost mid = model.Segment(1, 2);
+  EXPECT_EQ(mid.input_bytes, 400u);
+  EXPECT_EQ(mid.output_bytes, 400u);
+  EXPECT_EQ(mid.weight_bytes, 448u);
+  EXPECT_EQ(mid.peak_activation_bytes, 800u);
+  // Cuts: before a nothing; before b t1; before c t1 and t2.
+  EXPECT_EQ(model.cut_bytes(), (std::vector<uint64_t>{0, 400, 800, 0}));
+}
+
+}  // namespace
+}  // namespace glint
