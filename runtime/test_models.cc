@@ -1,6 +1,7 @@
 #include "runtime/test_models.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace glint::testing {
 namespace {
@@ -106,6 +107,34 @@ std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
     }
   }
   return y;
+}
+
+std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers) {
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {batch, width})
+      .Output("y", onnx::TensorProto::FLOAT, {batch, width});
+  uint32_t state = 12345;
+  auto next = [&state] {  // A small LCG: deterministic, no <random> needed.
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+  };
+  const float scale = 2.0f / static_cast<float>(width);
+  std::string prev = "x";
+  for (int l = 0; l < layers; ++l) {
+    std::vector<float> w(width * width);
+    for (float& v : w) v = (next() - 0.45f) * scale * 2;
+    const std::string wn = "w" + std::to_string(l);
+    const std::string h = l + 1 == layers ? "y" : "h" + std::to_string(l);
+    m.FloatInitializer(wn, {width, width}, w);
+    m.Node("MatMul", {prev, wn}, {h}, "mm" + std::to_string(l));
+    prev = h;
+    if (l + 1 < layers) {
+      const std::string a = "a" + std::to_string(l);
+      m.Node("Relu", {h}, {a}, "relu" + std::to_string(l));
+      prev = a;
+    }
+  }
+  return m.Serialize();
 }
 
 }  // namespace glint::testing

@@ -44,6 +44,12 @@ std::string MakeMlpModel(int64_t batch, int64_t in, int64_t out);
 std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
                                 int64_t in, int64_t out);
 
+// `layers` × (MatMul by a [width, width] weight, then Relu... the last layer
+// has no Relu), input x: float[batch, width], output y. Each weight is
+// width² floats: 512 wide is 1 MiB per layer, for partitioning tests.
+// Weights are fixed pseudo-random values scaled to keep activations O(1).
+std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers);
+
 }  // namespace glint::testing
 
 #endif  // GLINT_RUNTIME_TEST_MODELS_H_

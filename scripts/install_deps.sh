@@ -11,6 +11,7 @@ PACKAGES=(
   libbenchmark-dev libdnnl-dev libonnx-dev libonnx-testdata
   nlohmann-json3-dev
   python3 python3-onnx python3-numpy python3-grpcio
+  graphviz
 )
 
 missing=()
