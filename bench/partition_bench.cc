@@ -1,0 +1,105 @@
+// Partitioning time (issue 4): generated residual-MLP graphs of about 100,
+// 1,000 and 10,000 nodes split over 8 devices, load-balanced and
+// memory-constrained. The baseline, measured in the same run, is one pass
+// of Graph::Validate() over the same graph (a linear walk of its values):
+// the ratio shows how far partitioning is from a single pass, and
+// time / (n log n) shows the growth. Prints only; asserts nothing.
+//
+//   bazel run //bench:partition_bench
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "partitioner/partitioner.h"
+
+namespace glint {
+namespace {
+
+// Blocks of MatMul → Relu → Add(skip): 3 nodes per block, [1, 64] tensors,
+// [64, 64] weights.
+Graph ResidualMlp(int blocks) {
+  Graph g;
+  g.opset_version = 13;
+  auto f32 = [](const std::string& n, Shape s) {
+    return ValueInfo{n, DType::kFloat32, std::move(s)};
+  };
+  const Shape act({1, 64});
+  g.inputs = {f32("x", act)};
+  g.values["x"] = g.inputs[0];
+  std::string prev = "x";
+  for (int b = 0; b < blocks; ++b) {
+    const std::string id = std::to_string(b);
+    const std::string w = "w" + id, h = "h" + id, r = "r" + id, o = "o" + id;
+    g.initializers[w] = *Tensor::Create(DType::kFloat32, Shape({64, 64}));
+    g.values[w] = f32(w, Shape({64, 64}));
+    for (const std::string& v : {h, r, o}) g.values[v] = f32(v, act);
+    g.nodes.push_back(Node{"mm" + id, "MatMul", "", {prev, w}, {h}, {}});
+    g.nodes.push_back(Node{"relu" + id, "Relu", "", {h}, {r}, {}});
+    g.nodes.push_back(Node{"add" + id, "Add", "", {r, prev}, {o}, {}});
+    prev = o;
+  }
+  g.outputs = {g.values[prev]};
+  return g;
+}
+
+template <typename F>
+double MedianMillis(F f, int runs) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const absl::Time start = absl::Now();
+    f();
+    t.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+}  // namespace glint
+
+int main() {
+  using namespace glint;
+  std::vector<DeviceInfo> devices(8);
+  for (int i = 0; i < 8; ++i) {
+    devices[i].id = i;
+    devices[i].type = "sim";
+    devices[i].name = "sim:" + std::to_string(i);
+    devices[i].memory_bytes = devices[i].available_memory_bytes = 64 * kMiB;
+  }
+  std::printf("%8s %10s %14s %14s %12s %10s %16s\n", "nodes", "partitions",
+              "balanced ms", "memory ms", "validate ms", "ratio",
+              "us/(n log2 n)");
+  for (int blocks : {33, 333, 3333}) {
+    const Graph g = ResidualMlp(blocks);
+    const int n = static_cast<int>(g.nodes.size());
+    PartitionOptions balanced;
+    balanced.strategy = PartitionStrategy::kLoadBalanced;
+    balanced.plan_devices = 8;
+    // Memory: devices that each hold an eighth of the weights (+ slack).
+    std::vector<DeviceInfo> tight = devices;
+    const uint64_t share = g.WeightBytes() / 8 + 64 * 1024;
+    for (DeviceInfo& d : tight) d.available_memory_bytes = share + share / 4;
+    PartitionOptions memory;
+    memory.strategy = PartitionStrategy::kMemory;
+
+    size_t parts = 0;
+    const int runs = n > 5000 ? 5 : 21;
+    const double balanced_ms = MedianMillis(
+        [&] { parts = Partition(g, devices, balanced)->nodes.size(); }, runs);
+    size_t memory_parts = 0;
+    const double memory_ms = MedianMillis(
+        [&] {
+          auto dag = Partition(g, tight, memory);
+          memory_parts = dag.ok() ? dag->nodes.size() : 0;
+        },
+        runs);
+    const double validate_ms = MedianMillis([&] { (void)g.Validate(); }, runs);
+    std::printf("%8d %5zu / %-4zu %14.2f %14.2f %12.3f %10.1f %16.3f\n", n,
+                parts, memory_parts, balanced_ms, memory_ms, validate_ms,
+                balanced_ms / validate_ms,
+                balanced_ms * 1e3 / (n * std::log2(double(n))));
+  }
+  return 0;
+}
