@@ -25,7 +25,9 @@ absl::StatusOr<DeviceGuard> DeviceGuard::Create(
 }
 
 DeviceGuard::DeviceGuard(DeviceGuard&& other) noexcept
-    : previous_(other.previous_), previous_index_(other.previous_index_) {
+    : previous_(other.previous_),
+      previous_index_(other.previous_index_),
+      active_(other.active_) {
   other.active_ = false;
 }
 

@@ -102,13 +102,24 @@ void HostStream::Stop(absl::Status reason) {
       dropped.swap(queue_);
     }
   }
-  {
-    absl::MutexLock lock(&mu_);
-    completed_ += dropped.size();
-  }
+  // Complete the dropped items before counting them, as the worker does, so
+  // that a drained stream never shows an incomplete event. Callbacks count
+  // as finished when they start (see OnDone).
   for (Item& item : dropped) {
     if (item.signal != nullptr) item.signal->Complete(reason, absl::Now());
-    if (item.callback) item.callback(reason);
+    if (item.callback) {
+      {
+        absl::MutexLock lock(&mu_);
+        ++completed_;
+      }
+      item.callback(reason);
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (const Item& item : dropped) {
+      if (!item.callback) ++completed_;
+    }
   }
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) {
     worker_.join();

@@ -33,6 +33,19 @@ struct RunState {
   }
 };
 
+// Whether the run may go on: fails (and so skips what follows on the
+// stream, and everything waiting on it elsewhere) once the run is cancelled
+// or past its deadline.
+absl::Status CheckRunnable(const ExecutionRequest& request) {
+  if (request.cancel != nullptr && request.cancel->cancelled()) {
+    return absl::CancelledError("the run was cancelled");
+  }
+  if (absl::Now() > request.deadline) {
+    return absl::DeadlineExceededError("the run missed its deadline");
+  }
+  return absl::OkStatus();
+}
+
 // The first failing partition in topological order is where the run broke;
 // later ones only inherited the error through events.
 absl::Status DescribeFailure(const RunState& run, absl::Status status) {
@@ -56,9 +69,7 @@ void Finish(std::shared_ptr<RunState> run) {
     if (!s.ok() && status.ok()) status = s;
   }
   if (!status.ok()) status = DescribeFailure(*run, status);
-  if (status.ok() && absl::Now() > run->request.deadline) {
-    status = absl::DeadlineExceededError("the run missed its deadline");
-  }
+  if (status.ok()) status = CheckRunnable(run->request);
   for (auto& [device, stream] : run->streams) {
     // Every item of this run has finished, so the stream can be reset for
     // the next run; a stopped device keeps refusing work anyway.
@@ -86,10 +97,9 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   run->done = std::move(done);
   run->outputs.resize(run->request.outputs.size());
 
-  if (absl::Now() > run->request.deadline) {
+  if (absl::Status s = CheckRunnable(run->request); !s.ok()) {
     ExecutionCallback cb = std::move(run->done);
-    cb(absl::DeadlineExceededError("the run's deadline passed before it "
-                                   "started"));
+    cb(s);
     return;
   }
 
@@ -181,6 +191,10 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     for (const ValueInfo& out : f.outputs()) {
       results.push_back(run->Slot(out.name, device));
     }
+    // Checked once the inputs are in, right before the launch: a run
+    // cancelled or late by then skips this partition and all after it.
+    const ExecutionRequest* request = &run->request;
+    stream.Enqueue([request] { return CheckRunnable(*request); });
     device->Launch(stream, *p.function, std::move(args), std::move(results));
     stream.Record(*run->done_events[i]);
   }

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "provisioner/provisioner.h"
+#include "runtime/cancellation.h"
 #include "runtime/tensor.h"
 
 namespace glint {
@@ -27,7 +28,11 @@ struct ExecutionRequest {
   std::vector<Tensor> inputs;
   // Indices into ExecutableNetwork::outputs to return.
   std::vector<int> outputs;
+  // Checked before each partition starts: work not yet started is skipped
+  // once the deadline passes (DEADLINE_EXCEEDED) or `cancel` is set
+  // (CANCELLED). A partition already running finishes.
   absl::Time deadline = absl::InfiniteFuture();
+  std::shared_ptr<const CancellationToken> cancel;
 };
 
 // Called once with the requested outputs (in request order) or the run's

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 #include "provisioner/provisioner.h"
@@ -183,6 +184,109 @@ TEST_F(ExecutorTest, ProvisionFailureEvictsEverything) {
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
   EXPECT_EQ(devices_[0]->AvailableMemory(), free0);
   EXPECT_EQ(small->AvailableMemory(), 32u);
+}
+
+// Two sim devices behind fault injectors, for deadlines, cancellation and
+// failures between partitions.
+class ExecutorFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 2; ++i) {
+      DeviceConfig c;
+      c.memory_bytes = 1 << 20;
+      faulty_.push_back(
+          std::make_unique<FaultInjectingDevice>(*SimDevice::Create(i, c)));
+    }
+    Dag dag = TwoStageDag();
+    for (int i = 0; i < 2; ++i) {
+      dag.logical_devices[i] = faulty_[i]->GetDeviceInfo();
+    }
+    auto net =
+        Provisioner({faulty_[0].get(), faulty_[1].get()}).Provision(dag);
+    ASSERT_TRUE(net.ok()) << net.status();
+    net_ = *std::move(net);
+    ASSERT_EQ(net_->replicas[0]->partitions[0].device, faulty_[0].get());
+    free_ = {faulty_[0]->AvailableMemory(), faulty_[1]->AvailableMemory()};
+  }
+
+  absl::StatusOr<std::vector<Tensor>> Run(
+      absl::Time deadline = absl::InfiniteFuture(),
+      std::shared_ptr<CancellationToken> cancel = nullptr) {
+    absl::Notification done;
+    absl::StatusOr<std::vector<Tensor>> result;
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {1, 1, 1, 1})};
+    request.outputs = {0};
+    request.deadline = deadline;
+    request.cancel = cancel;
+    executor_.Run(*net_, std::move(request),
+                  [&](absl::StatusOr<std::vector<Tensor>> r) {
+                    result = std::move(r);
+                    done.Notify();
+                  });
+    if (cancel != nullptr) cancel->Cancel();
+    done.WaitForNotification();
+    return result;
+  }
+
+  void ExpectMemoryBack() {
+    EXPECT_EQ(faulty_[0]->AvailableMemory(), free_[0]);
+    EXPECT_EQ(faulty_[1]->AvailableMemory(), free_[1]);
+  }
+
+  std::vector<std::unique_ptr<FaultInjectingDevice>> faulty_;
+  std::unique_ptr<ExecutableNetwork> net_;
+  std::vector<uint64_t> free_;
+  Executor executor_;
+};
+
+TEST_F(ExecutorFaultTest, DeadlineSkipsPartitionsNotYetStarted) {
+  // Partition 0's device is slow (a simulated 300 ms launch); the deadline
+  // passes meanwhile, so partition 1 never launches.
+  // Partition 1's device would take 5 s per launch: finishing well before
+  // that shows it was skipped, not run.
+  faulty_[0]->SetLaunchDelay(absl::Milliseconds(300));
+  faulty_[1]->SetLaunchDelay(absl::Seconds(5));
+  const absl::Time start = absl::Now();
+  auto out = Run(absl::Now() + absl::Milliseconds(50));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << out.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ExpectMemoryBack();
+}
+
+TEST_F(ExecutorFaultTest, CancellationSkipsPartitionsNotYetStarted) {
+  faulty_[0]->SetLaunchDelay(absl::Milliseconds(300));
+  faulty_[1]->SetLaunchDelay(absl::Seconds(5));
+  const absl::Time start = absl::Now();
+  auto out = Run(absl::InfiniteFuture(), std::make_shared<CancellationToken>());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  ExpectMemoryBack();
+}
+
+TEST_F(ExecutorFaultTest, FirstErrorNamesPartitionAndDeviceAndDeviceRecovers) {
+  faulty_[1]->SetFailLaunch(1);
+  auto out = Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInternal) << out.status();
+  EXPECT_NE(out.status().message().find("partition p1 on device sim:1"),
+            absl::string_view::npos)
+      << out.status();
+  ExpectMemoryBack();
+  // The device keeps working: the next run succeeds.
+  auto again = Run();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*again)[0].data<float>()[0], 2.0f);
+}
+
+TEST_F(ExecutorFaultTest, DeadDeviceFailsFastWithUnavailable) {
+  faulty_[1]->Kill();
+  const absl::Time start = absl::Now();
+  auto out = Run();
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnavailable)
+      << out.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 }  // namespace

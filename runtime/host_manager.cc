@@ -317,6 +317,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   request->inputs = *std::move(bound);
   request->outputs = *outputs;
   request->deadline = options.deadline;
+  request->cancel = options.cancel;
 
   // Called exactly once: with the run's result once it ran, or with the
   // refusal if it never started (then it holds no admission slot).

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "partitioner/partitioner.h"
+#include "runtime/cancellation.h"
 #include "runtime/device_info.h"
 #include "runtime/graph.h"
 #include "runtime/tensor.h"
@@ -91,8 +92,12 @@ struct RunOptions {
   // Outputs to return, by name; empty means every graph output. Unknown
   // names are INVALID_ARGUMENT.
   std::vector<std::string> requested_outputs;
-  // A run still unfinished then fails with DEADLINE_EXCEEDED.
+  // A run still unfinished then fails with DEADLINE_EXCEEDED; partitions
+  // not yet started are skipped.
   absl::Time deadline = absl::InfiniteFuture();
+  // Set it to cancel the run: partitions not yet started are skipped and
+  // the run fails with CANCELLED. Optional.
+  std::shared_ptr<const CancellationToken> cancel;
 };
 
 using RunCallback =

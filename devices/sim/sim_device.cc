@@ -278,8 +278,15 @@ absl::StatusOr<Stream*> SimDevice::AcquireStream() {
 }
 
 void SimDevice::ReleaseStream(Stream* stream) {
+  auto* host = static_cast<HostStream*>(stream);
+  // A released stream starts clean for its next user; one with work still
+  // pending keeps its error and is not reused (it is freed with the device).
+  if (!host->ClearError().ok()) return;
   absl::MutexLock lock(&streams_mu_);
-  free_pool_.push_back(static_cast<HostStream*>(stream));
+  if (std::find(free_pool_.begin(), free_pool_.end(), host) != free_pool_.end()) {
+    return;  // Released twice: keep one entry.
+  }
+  free_pool_.push_back(host);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(

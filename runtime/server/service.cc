@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "runtime/logging.h"
 #include "runtime/server/proto_convert.h"
 #include "runtime/server/status_util.h"
@@ -20,6 +21,13 @@ absl::Time DeadlineFromGrpc(std::chrono::system_clock::time_point deadline) {
   }
   return absl::FromChrono(deadline);
 }
+
+namespace {
+
+// How soon a run notices that its gRPC client cancelled.
+constexpr absl::Duration kCancellationPoll = absl::Milliseconds(5);
+
+}  // namespace
 
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager)
     : host_manager_(host_manager) {}
@@ -76,8 +84,21 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
   options.requested_outputs.assign(request->requested_outputs().begin(),
                                    request->requested_outputs().end());
   options.deadline = DeadlineFromGrpc(context->deadline());
-  absl::StatusOr<std::vector<NamedTensor>> outputs = host_manager_->RunNetwork(
-      request->name(), *std::move(inputs), options);
+  auto cancel = std::make_shared<CancellationToken>();
+  options.cancel = cancel;
+  absl::Notification finished;
+  absl::StatusOr<std::vector<NamedTensor>> outputs;
+  host_manager_->RunNetworkAsync(
+      request->name(), *std::move(inputs), options,
+      [&](absl::StatusOr<std::vector<NamedTensor>> result) {
+        outputs = std::move(result);
+        finished.Notify();
+      });
+  // The sync API has no cancellation callback: look at the client while
+  // waiting, and let the run skip what it has not started once it is gone.
+  while (!finished.WaitForNotificationWithTimeout(kCancellationPoll)) {
+    if (context->IsCancelled()) cancel->Cancel();
+  }
   if (!outputs.ok()) return ToGrpcStatus(outputs.status());
   for (const NamedTensor& t : *outputs) {
     absl::Status s = TensorToProto(t, response->add_outputs());

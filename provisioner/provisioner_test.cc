@@ -1,0 +1,158 @@
+#include "provisioner/provisioner.h"
+
+#include "devices/fault/fault_injecting_device.h"
+#include "devices/sim/sim_device.h"
+#include "gtest/gtest.h"
+#include "partitioner/partitioner.h"
+#include "runtime/onnx_importer.h"
+#include "runtime/test_models.h"
+
+namespace glint {
+namespace {
+
+class ProvisionerTest : public ::testing::Test {
+ protected:
+  // `n` sim devices of `memory` bytes, each behind a fault injector.
+  void MakeDevices(int n, uint64_t memory) {
+    for (int i = 0; i < n; ++i) {
+      DeviceConfig c;
+      c.memory_bytes = memory;
+      faulty_.push_back(std::make_unique<FaultInjectingDevice>(
+          *SimDevice::Create(i, c)));
+      devices_.push_back(faulty_.back().get());
+    }
+  }
+
+  std::vector<DeviceInfo> Infos() const {
+    std::vector<DeviceInfo> infos;
+    for (DeviceManager* d : devices_) infos.push_back(d->GetDeviceInfo());
+    return infos;
+  }
+
+  std::vector<uint64_t> Available() const {
+    std::vector<uint64_t> free;
+    for (DeviceManager* d : devices_) free.push_back(d->AvailableMemory());
+    return free;
+  }
+
+  absl::StatusOr<Dag> Plan(const std::string& model,
+                           PartitionOptions options = {}) {
+    absl::StatusOr<Graph> graph = ImportOnnxModel(model);
+    if (!graph.ok()) return graph.status();
+    graph_ = *std::move(graph);
+    return Partition(graph_, Infos(), options);
+  }
+
+  Graph graph_;
+  std::vector<std::unique_ptr<FaultInjectingDevice>> faulty_;
+  std::vector<DeviceManager*> devices_;
+};
+
+TEST_F(ProvisionerTest, LoadsEachPartitionOnItsOwnDevice) {
+  MakeDevices(3, 3 * kMiB);
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(1, 512, 6));
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  ASSERT_EQ(dag->nodes.size(), 3u);
+  auto network = Provisioner(devices_).Provision(*dag);
+  ASSERT_TRUE(network.ok()) << network.status();
+  ASSERT_EQ((*network)->replicas.size(), 1u);
+  const auto& parts = (*network)->replicas[0]->partitions;
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_NE(parts[0].device, parts[1].device);
+  EXPECT_NE(parts[1].device, parts[2].device);
+  EXPECT_NE(parts[0].device, parts[2].device);
+  for (DeviceManager* d : devices_) {
+    EXPECT_LE(d->AvailableMemory(), 3 * kMiB - 2 * kMiB);  // Two layers each.
+  }
+}
+
+TEST_F(ProvisionerTest, OutOfMemoryOnTheThirdDeviceEvictsEverything) {
+  MakeDevices(3, 3 * kMiB);
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(1, 512, 6));
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  const std::vector<uint64_t> before = Available();
+  faulty_[2]->SetAllocationLimit(1024);
+  absl::Status s = Provisioner(devices_).Provision(*dag).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("p2"), absl::string_view::npos) << s;
+  EXPECT_EQ(Available(), before);
+  // The same plan provisions once the fault is gone.
+  faulty_[2]->SetAllocationLimit(std::nullopt);
+  EXPECT_TRUE(Provisioner(devices_).Provision(*dag).ok());
+}
+
+TEST_F(ProvisionerTest, CompileErrorEvictsWhatWasLoaded) {
+  MakeDevices(2, 64 * kMiB);
+  // Partition 1 holds a BatchNormalization in training mode, which the
+  // CPU backend refuses when it compiles (the attribute is opset 14+).
+  testing::OnnxModelBuilder m(15);
+  m.Input("x", onnx::TensorProto::FLOAT, {1, 2, 2, 2})
+      .Output("y", onnx::TensorProto::FLOAT, {1, 2, 2, 2})
+      .FloatInitializer("w", {1, 2, 2, 2}, std::vector<float>(8, 1.0f))
+      .FloatInitializer("s", {2}, {1, 1})
+      .FloatInitializer("b", {2}, {0, 0})
+      .FloatInitializer("mean", {2}, {0, 0})
+      .FloatInitializer("var", {2}, {1, 1});
+  m.Node("Add", {"x", "w"}, {"t"}, "add");
+  onnx::NodeProto& bn =
+      m.Node("BatchNormalization", {"t", "s", "b", "mean", "var"},
+             {"y", "running_mean", "running_var"}, "bn");
+  onnx::AttributeProto* training = bn.add_attribute();
+  training->set_name("training_mode");
+  training->set_type(onnx::AttributeProto::INT);
+  training->set_i(1);
+  PartitionOptions options;
+  options.strategy = PartitionStrategy::kUser;
+  options.user_plan = {{"add", 0}, {"bn", 1}};
+  absl::StatusOr<Dag> dag = Plan(m.Serialize(), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  const std::vector<uint64_t> before = Available();
+  absl::Status s = Provisioner(devices_).Provision(*dag).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_EQ(Available(), before);
+}
+
+TEST_F(ProvisionerTest, ReplicasGetDistinctDevices) {
+  MakeDevices(4, 64 * kMiB);
+  PartitionOptions options;
+  options.plan_devices = 2;
+  options.replicas = 2;
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(1, 64, 4), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  auto network = Provisioner(devices_).Provision(*dag);
+  ASSERT_TRUE(network.ok()) << network.status();
+  ASSERT_EQ((*network)->replicas.size(), 2u);
+  std::set<DeviceManager*> used;
+  for (const auto& replica : (*network)->replicas) {
+    for (const ProvisionedPartition& p : replica->partitions) {
+      used.insert(p.device);
+    }
+  }
+  EXPECT_EQ(used.size(), 4u);
+}
+
+TEST_F(ProvisionerTest, TooFewDevicesSaysHowManyAreNeeded) {
+  MakeDevices(4, 64 * kMiB);
+  PartitionOptions options;
+  options.plan_devices = 2;
+  options.replicas = 2;
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(1, 64, 4), options);
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  devices_.pop_back();  // The plan was made for four.
+  absl::Status s = Provisioner(devices_).Provision(*dag).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("needs 4 devices"), absl::string_view::npos) << s;
+}
+
+TEST_F(ProvisionerTest, DeadDeviceIsNotUsable) {
+  MakeDevices(2, 64 * kMiB);
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(1, 64, 2));
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  faulty_[0]->Kill();
+  faulty_[1]->Kill();
+  absl::Status s = Provisioner(devices_).Provision(*dag).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+}
+
+}  // namespace
+}  // namespace glint
