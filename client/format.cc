@@ -127,7 +127,8 @@ std::string FormatDevice(const DeviceInfo& device) {
   std::string out =
       absl::StrCat(device.id, "  ", device.name, "  type=", device.type,
                    "  memory ", FormatBytes(device.memory_bytes), ", ",
-                   FormatBytes(device.available_memory_bytes), " available");
+                   FormatBytes(device.available_memory_bytes), " available, ",
+                   device.loaded_functions, " partitions loaded");
   if (device.compute_flops > 0) {
     absl::StrAppend(&out, absl::StrFormat("  compute %.4g FLOP/s",
                                           device.compute_flops));

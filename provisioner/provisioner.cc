@@ -45,8 +45,25 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
         devices_.size(), " exist"));
   }
 
-  // Logical → physical, per replica: distinct devices, capable, most free
-  // memory first.
+  // Logical → physical, per replica: distinct capable devices. Among those
+  // with room for the logical device's partitions, the least loaded (fewest
+  // loaded functions) wins, then the most free memory; if none has room,
+  // the one with the most free memory is tried (and Load reports it).
+  std::vector<uint64_t> need(logical_count, 0);
+  for (const DagNode& node : dag.nodes) {
+    need[node.logical_device] += node.memory_bytes;
+  }
+  std::vector<DeviceInfo> infos;
+  for (DeviceManager* d : devices_) infos.push_back(d->GetDeviceInfo());
+  auto better = [&](int a, int b, uint64_t want) {
+    const bool a_fits = infos[a].available_memory_bytes >= want;
+    const bool b_fits = infos[b].available_memory_bytes >= want;
+    if (a_fits != b_fits) return a_fits;
+    if (a_fits && infos[a].loaded_functions != infos[b].loaded_functions) {
+      return infos[a].loaded_functions < infos[b].loaded_functions;
+    }
+    return infos[a].available_memory_bytes > infos[b].available_memory_bytes;
+  };
   std::vector<std::vector<DeviceManager*>> physical(
       dag.replicas, std::vector<DeviceManager*>(logical_count, nullptr));
   std::vector<bool> taken(devices_.size(), false);
@@ -58,8 +75,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
             !CanRun(*devices_[d], dag.logical_devices[l], by_logical[l])) {
           continue;
         }
-        if (best < 0 || devices_[d]->AvailableMemory() >
-                            devices_[best]->AvailableMemory()) {
+        if (best < 0 || better(static_cast<int>(d), best, need[l])) {
           best = static_cast<int>(d);
         }
       }

@@ -38,6 +38,9 @@ struct DeviceInfo {
   double link_bytes_per_second = 0;
   // Ops this device type cannot run (empty: everything its backend has).
   std::vector<std::string> unsupported_ops;
+  // Compiled functions (partitions) loaded on the device now: its load,
+  // which placement spreads.
+  int loaded_functions = 0;
 };
 
 }  // namespace glint

@@ -84,6 +84,20 @@ TEST(HostManagerTest, MemoryIsAccountedAndReturnedOnRemove) {
   EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
 }
 
+TEST(HostManagerTest, NetworksSpreadOverEqualDevicesByLoad) {
+  auto host = MakeHost(64 * kMiB, 2);
+  auto a = host->AddNetwork("a", MakeMlpModel(1, 8, 8), {});
+  auto b = host->AddNetwork("b", MakeMlpModel(1, 8, 8), {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->partitions[0].device_id, b->partitions[0].device_id);
+  const std::vector<DeviceInfo> devices = host->GetDevices();
+  EXPECT_EQ(devices[0].loaded_functions, 1);
+  EXPECT_EQ(devices[1].loaded_functions, 1);
+  ASSERT_TRUE(host->RemoveNetwork("a").ok());
+  EXPECT_EQ(host->GetDevices()[a->partitions[0].device_id].loaded_functions,
+            0);
+}
+
 TEST(HostManagerTest, TooLargeIsResourceExhaustedAndLeavesNoTrace) {
   auto host = MakeHost(1 * kMiB, 2);
   const uint64_t before = host->GetDevices()[0].available_memory_bytes;

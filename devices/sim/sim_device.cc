@@ -93,7 +93,9 @@ class SimDevice::SimLoadedFunction : public LoadedFunction {
         function_(std::move(function)),
         constants_(std::move(constants)) {
     free_arenas_.push_back(std::move(first_arena));
+    device_->loaded_functions_.fetch_add(1);
   }
+  ~SimLoadedFunction() override { device_->loaded_functions_.fetch_sub(1); }
 
   const CompiledFunction& function() const override { return *function_; }
   int device_id() const override { return device_->id(); }
@@ -212,6 +214,7 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   info.available_memory_bytes = AvailableMemory();
   info.compute_flops = timing_.compute_flops;
   info.link_bytes_per_second = timing_.link_bytes_per_second;
+  info.loaded_functions = loaded_functions_.load();
   for (const auto& [key, value] : config_.params) {
     if (key == "unsupported_ops") {
       info.unsupported_ops = absl::StrSplit(value, '+', absl::SkipEmpty());

@@ -97,6 +97,7 @@ class SimDevice : public DeviceManager {
   class SimLoadedFunction;
   class OwnedStream;
   friend class SimBuffer;
+  friend class SimLoadedFunction;
   friend class OwnedStream;
 
   SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
@@ -117,6 +118,7 @@ class SimDevice : public DeviceManager {
   const SimTimingModel timing_;
   const CpuBackend backend_;
   std::atomic<bool> stopped_{false};
+  std::atomic<int> loaded_functions_{0};
 
   // The engines streams compete for: launches run one at a time on the
   // compute engine, copies one at a time on the copy engine; the two

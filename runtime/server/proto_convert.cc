@@ -217,6 +217,7 @@ void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto) {
   for (const std::string& op : info.unsupported_ops) {
     proto->add_unsupported_ops(op);
   }
+  proto->set_loaded_functions(info.loaded_functions);
 }
 
 ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
@@ -273,6 +274,7 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.link_bytes_per_second = proto.link_bytes_per_second();
   info.unsupported_ops.assign(proto.unsupported_ops().begin(),
                               proto.unsupported_ops().end());
+  info.loaded_functions = proto.loaded_functions();
   return info;
 }
 
