@@ -466,6 +466,66 @@ absl::flat_hash_map<std::string, const onnx::TypeProto*> IndexTypes(
   return types;
 }
 
+onnx::TypeProto* FindMutableType(onnx::GraphProto* graph,
+                                 const std::string& name);
+
+// ONNX 1.12's ConvTranspose inference indexes W's dims by X's spatial rank
+// without checking W's rank, and reads out of bounds (crashing the
+// process) when W has fewer dims than X. The ranks are found first on a
+// probe where every ConvTranspose is an Identity of X (declared shapes
+// dropped so that the stand-in contradicts nothing), and offending nodes are
+// refused before the real inference runs.
+absl::Status CheckConvTransposeRanks(const onnx::ModelProto& model) {
+  bool any = false;
+  for (const onnx::NodeProto& node : model.graph().node()) {
+    any = any || node.op_type() == "ConvTranspose";
+  }
+  if (!any) return absl::OkStatus();
+  onnx::ModelProto probe = model;
+  onnx::GraphProto* graph = probe.mutable_graph();
+  graph->clear_value_info();
+  for (auto& out : *graph->mutable_output()) {
+    out.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    if (node.op_type() != "ConvTranspose" || node.input_size() < 1) continue;
+    node.set_op_type("Identity");
+    node.clear_attribute();
+    const std::string x = node.input(0);
+    node.clear_input();
+    node.add_input(x);
+    while (node.output_size() > 1) node.mutable_output()->RemoveLast();
+  }
+  // A probe that fails tells nothing; the real inference reports the error.
+  if (!RunShapeInference(&probe).ok()) return absl::OkStatus();
+  const auto types = IndexTypes(probe.graph());
+  absl::flat_hash_map<std::string, int> init_rank;
+  for (const auto& init : model.graph().initializer()) {
+    init_rank[init.name()] = init.dims_size();
+  }
+  auto rank_of = [&](const std::string& value) -> int {
+    auto it = init_rank.find(value);
+    if (it != init_rank.end()) return it->second;
+    auto t = types.find(value);
+    if (t == types.end() || !t->second->has_tensor_type() ||
+        !t->second->tensor_type().has_shape()) {
+      return -1;
+    }
+    return t->second->tensor_type().shape().dim_size();
+  };
+  for (const onnx::NodeProto& node : model.graph().node()) {
+    if (node.op_type() != "ConvTranspose" || node.input_size() < 2) continue;
+    const int x = rank_of(node.input(0));
+    const int w = rank_of(node.input(1));
+    if ((x >= 0 && x < 3) || (x >= 0 && w >= 0 && w < x)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeNode(node), ": X has rank ", x, " and W rank ", w,
+          "; ConvTranspose needs rank >= 3 and W of X's rank"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // ONNX 1.12's LayerNormalization inference fills its Mean output's shape
 // from static_cast<int>(axis), normalised by the input's rank, with no range
 // check: a negative result indexes out of bounds and crashes the process.
@@ -473,8 +533,14 @@ absl::flat_hash_map<std::string, const onnx::TypeProto*> IndexTypes(
 // depends on the rank, known only after inference, so a copy whose such
 // axes are 0 (safe at any rank) is inferred first and the real axes checked
 // against the ranks found. Only nodes with a Mean output need it, which are
-// rare outside training graphs, so the copy is rarely paid for.
-absl::Status CheckLayerNormAxes(const onnx::ModelProto& model) {
+// rare outside training graphs, so the copy is rarely paid for. Valid
+// negative axes are then rewritten as their positive equivalents for
+// inference (1.12 also gives the Mean output a wrong shape for them, which
+// fails it); `restore` gets (node index, model's axis) to put back after.
+absl::Status NormalizeLayerNormAxes(
+    onnx::ModelProto* mutable_model,
+    std::vector<std::pair<int, int64_t>>* restore) {
+  const onnx::ModelProto& model = *mutable_model;
   std::vector<std::pair<int, int64_t>> negative;  // Node index, axis.
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const onnx::NodeProto& node = model.graph().node(i);
@@ -503,6 +569,14 @@ absl::Status CheckLayerNormAxes(const onnx::ModelProto& model) {
       attr->set_type(onnx::AttributeProto::INT);
     }
     attr->set_i(0);
+    // Axis 0 changes the statistics' shapes: drop what the model declares
+    // for them so the probe's inference does not see a contradiction.
+    for (int o = 1; o < node->output_size(); ++o) {
+      if (onnx::TypeProto* t = FindMutableType(probe.mutable_graph(),
+                                               node->output(o))) {
+        t->mutable_tensor_type()->clear_shape();
+      }
+    }
   }
   GLINT_RETURN_IF_ERROR(RunShapeInference(&probe));
   const auto types = IndexTypes(probe.graph());
@@ -520,6 +594,18 @@ absl::Status CheckLayerNormAxes(const onnx::ModelProto& model) {
           absl::StrCat(DescribeNode(node), ": axis ", axis,
                        " is out of range for an input of rank ", rank));
     }
+    onnx::NodeProto* target = mutable_model->mutable_graph()->mutable_node(i);
+    onnx::AttributeProto* attr = nullptr;
+    for (onnx::AttributeProto& a : *target->mutable_attribute()) {
+      if (a.name() == "axis") attr = &a;
+    }
+    if (attr == nullptr) {
+      attr = target->add_attribute();
+      attr->set_name("axis");
+      attr->set_type(onnx::AttributeProto::INT);
+    }
+    attr->set_i(axis + rank);
+    restore->emplace_back(i, axis);
   }
   return absl::OkStatus();
 }
@@ -824,7 +910,9 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
 
   GLINT_RETURN_IF_ERROR(SortNodes(graph, graph_values));
   GLINT_RETURN_IF_ERROR(CheckNodes(model, opsets));
-  GLINT_RETURN_IF_ERROR(CheckLayerNormAxes(model));
+  std::vector<std::pair<int, int64_t>> layer_norm_axes;
+  GLINT_RETURN_IF_ERROR(NormalizeLayerNormAxes(&model, &layer_norm_axes));
+  GLINT_RETURN_IF_ERROR(CheckConvTransposeRanks(model));
   GLINT_RETURN_IF_ERROR(RunShapeInference(&model));
   // Each round gives a rank to at least one more value, and ranks only flow
   // forward, so a few rounds cover any realistic chain of reshapes.
@@ -832,6 +920,11 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
     GLINT_RETURN_IF_ERROR(RunShapeInference(&model));
   }
 
+  for (const auto& [i, axis] : layer_norm_axes) {
+    for (onnx::AttributeProto& a : *graph->mutable_node(i)->mutable_attribute()) {
+      if (a.name() == "axis") a.set_i(axis);
+    }
+  }
   const auto types = IndexTypes(*graph);
   std::vector<std::string> unknown_rank;
   result.nodes.reserve(graph->node_size());

@@ -30,6 +30,11 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterPoolKernels(registry);
   RegisterNormalizationKernels(registry);
   RegisterShapeKernels(registry);
+  RegisterReduceKernels(registry);
+  RegisterLayoutKernels(registry);
+  RegisterIndexingKernels(registry);
+  RegisterLossKernels(registry);
+  RegisterResampleKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

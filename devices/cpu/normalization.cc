@@ -156,11 +156,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
 // Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
 // prod(dims[axis:])] and each row normalised (default axis 1); from 13 the
 // softmax runs along the one axis (default -1).
+// Softmax, LogSoftmax and Hardmax share the axis rules and the walk.
+enum class SoftmaxMode { kSoftmax, kLogSoftmax, kHardmax };
+
 class SoftmaxKernel final : public KernelBase {
  public:
   SoftmaxKernel(const KernelSpec& spec, DType dtype, int64_t axis,
-                bool coerce_2d)
-      : KernelBase(spec), dtype_(dtype), axis_(axis), coerce_2d_(coerce_2d) {}
+                bool coerce_2d, SoftmaxMode mode)
+      : KernelBase(spec),
+        dtype_(dtype),
+        axis_(axis),
+        coerce_2d_(coerce_2d),
+        mode_(mode) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -196,22 +203,39 @@ class SoftmaxKernel final : public KernelBase {
 
  private:
   template <typename T>
-  static void Run(const T* x, T* y, int64_t outer, int64_t n,
-                  int64_t inner) {
+  void Run(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) const {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t i = 0; i < inner; ++i) {
         const T* xs = x + o * n * inner + i;
         T* ys = y + o * n * inner + i;
         T max = xs[0];
-        for (int64_t k = 1; k < n; ++k) max = std::max(max, xs[k * inner]);
+        int64_t arg = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          if (xs[k * inner] > max) {
+            max = xs[k * inner];
+            arg = k;
+          }
+        }
+        if (mode_ == SoftmaxMode::kHardmax) {
+          // The first maximum wins ties, as ONNX specifies.
+          for (int64_t k = 0; k < n; ++k) ys[k * inner] = k == arg ? 1 : 0;
+          continue;
+        }
         T sum = 0;
         for (int64_t k = 0; k < n; ++k) {
           const T e = std::exp(xs[k * inner] - max);
-          ys[k * inner] = e;
+          if (mode_ == SoftmaxMode::kSoftmax) ys[k * inner] = e;
           sum += e;
         }
-        const T inv = T(1) / sum;
-        for (int64_t k = 0; k < n; ++k) ys[k * inner] *= inv;
+        if (mode_ == SoftmaxMode::kLogSoftmax) {
+          const T log_sum = std::log(sum);
+          for (int64_t k = 0; k < n; ++k) {
+            ys[k * inner] = xs[k * inner] - max - log_sum;
+          }
+        } else {
+          const T inv = T(1) / sum;
+          for (int64_t k = 0; k < n; ++k) ys[k * inner] *= inv;
+        }
       }
     }
   }
@@ -219,8 +243,10 @@ class SoftmaxKernel final : public KernelBase {
   DType dtype_;
   int64_t axis_;
   bool coerce_2d_;
+  SoftmaxMode mode_;
 };
 
+template <SoftmaxMode kMode>
 absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
@@ -228,14 +254,17 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
   const bool coerce_2d = spec.opset_version > 0 && spec.opset_version < 13;
   const int64_t axis = spec.node->GetInt("axis", coerce_2d ? 1 : -1);
   return std::unique_ptr<Kernel>(
-      new SoftmaxKernel(spec, dtype, axis, coerce_2d));
+      new SoftmaxKernel(spec, dtype, axis, coerce_2d, kMode));
 }
 
 }  // namespace
 
 void RegisterNormalizationKernels(KernelRegistry* registry) {
   registry->Register("BatchNormalization", MakeBatchNorm);
-  registry->Register("Softmax", MakeSoftmax);
+  registry->Register("Softmax", MakeSoftmax<SoftmaxMode::kSoftmax>);
+  registry->Register("LogSoftmax", MakeSoftmax<SoftmaxMode::kLogSoftmax>);
+  registry->Register("Hardmax", MakeSoftmax<SoftmaxMode::kHardmax>);
+  RegisterMoreNormalizationKernels(registry);
 }
 
 }  // namespace glint::cpu

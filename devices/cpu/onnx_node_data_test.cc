@@ -175,6 +175,9 @@ TEST(OnnxNodeDataTest, SupportedCasesMatch) {
   std::vector<std::string> refused;
   for (const std::string& name : cases) {
     if (absl::EndsWith(name, "_expanded")) continue;  // Multi-node graphs.
+    // ONNX 1.12 stores these cases' bfloat16 tensors as uint16 data, which
+    // contradicts their models; the conformance test reports them.
+    if (absl::StrContains(name, "BFLOAT16")) continue;
     const std::string dir = std::string(kDataDir) + "/" + name;
     onnx::ModelProto model;
     if (!ReadProto(dir + "/model.onnx", &model)) continue;

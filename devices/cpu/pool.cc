@@ -263,11 +263,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
       spec, kKind, dtype, std::move(attrs), count_include_pad, storage_order));
 }
 
-// GlobalAveragePool: the mean over every axis after the first two.
+// GlobalAveragePool / GlobalMaxPool: the mean or maximum over every axis
+// after the first two.
 class GlobalAveragePoolKernel final : public KernelBase {
  public:
-  GlobalAveragePoolKernel(const KernelSpec& spec, DType dtype)
-      : KernelBase(spec), dtype_(dtype) {}
+  GlobalAveragePoolKernel(const KernelSpec& spec, DType dtype, bool max)
+      : KernelBase(spec), dtype_(dtype), max_(max) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -288,6 +289,12 @@ class GlobalAveragePoolKernel final : public KernelBase {
       T* py = y.as<T>();
       if constexpr (!std::is_floating_point_v<T>) return absl::OkStatus();
       for (int64_t p = 0; p < planes; ++p) {
+        if (max_) {
+          T m = -std::numeric_limits<T>::infinity();
+          for (int64_t i = 0; i < size; ++i) m = std::max(m, px[p * size + i]);
+          py[p] = m;
+          continue;
+        }
         T sum = 0;
         for (int64_t i = 0; i < size; ++i) sum += px[p * size + i];
         py[p] = sum / static_cast<T>(size);  // size 0: NaN, as numpy.
@@ -298,14 +305,16 @@ class GlobalAveragePoolKernel final : public KernelBase {
 
  private:
   DType dtype_;
+  bool max_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(
+template <bool kMax>
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalPool(
     const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
-  return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(spec, dtype));
+  return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(spec, dtype, kMax));
 }
 
 }  // namespace
@@ -313,7 +322,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(
 void RegisterPoolKernels(KernelRegistry* registry) {
   registry->Register("MaxPool", MakePool<PoolKind::kMax>);
   registry->Register("AveragePool", MakePool<PoolKind::kAverage>);
-  registry->Register("GlobalAveragePool", MakeGlobalAveragePool);
+  registry->Register("GlobalAveragePool", MakeGlobalPool<false>);
+  registry->Register("GlobalMaxPool", MakeGlobalPool<true>);
 }
 
 }  // namespace glint::cpu

@@ -13,6 +13,12 @@ void RegisterConvKernels(KernelRegistry* registry);         // conv.cc
 void RegisterPoolKernels(KernelRegistry* registry);         // pool.cc
 void RegisterNormalizationKernels(KernelRegistry* registry);  // normalization.cc
 void RegisterShapeKernels(KernelRegistry* registry);        // shape_ops.cc
+void RegisterReduceKernels(KernelRegistry* registry);       // reduce.cc
+void RegisterLayoutKernels(KernelRegistry* registry);       // layout_ops.cc
+void RegisterIndexingKernels(KernelRegistry* registry);     // indexing.cc
+void RegisterMoreNormalizationKernels(KernelRegistry* registry);  // norm_ops.cc
+void RegisterLossKernels(KernelRegistry* registry);         // loss.cc
+void RegisterResampleKernels(KernelRegistry* registry);     // resample.cc
 
 }  // namespace glint::cpu
 

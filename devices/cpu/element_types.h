@@ -1,0 +1,205 @@
+// Element types beyond the C++ arithmetic ones, and dispatch over every
+// dtype a kernel may meet.
+//
+// float16 and bfloat16 are stored as their 16-bit patterns and computed in
+// float32: each kernel is written once over a "compute type" C and reads /
+// writes storage type S through Load<C> / Store<S>.
+#ifndef GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
+#define GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <type_traits>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "devices/cpu/kernel_util.h"
+#include "runtime/dtype.h"
+
+namespace glint::cpu {
+
+// IEEE 754 binary16, as its bit pattern.
+struct Float16 {
+  uint16_t bits;
+};
+// The upper half of a float32, as its bit pattern.
+struct BFloat16 {
+  uint16_t bits;
+};
+
+inline float Float16ToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // Subnormal: shift the mantissa up until it is normal.
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400) == 0);
+      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
+             ((mant & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+// Round to nearest even, as numpy's astype(float16) does.
+inline uint16_t FloatToFloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // Inf or NaN (keep NaN quiet and non-zero).
+    return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0);
+  }
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // Rounds to >= 65520: inf.
+  if (abs < 0x38800000u) {  // Below the smallest normal half: subnormal.
+    if (abs < 0x33000000u) return sign;  // Rounds to zero.
+    const uint32_t e = abs >> 23;
+    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    // The half's subnormal step is 2^-24: drop 126 - e (14..24) bits.
+    const uint32_t drop = 126 - e;
+    uint32_t half = mant >> drop;
+    const uint32_t rem = mant & ((1u << drop) - 1);
+    const uint32_t mid = 1u << (drop - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  uint32_t h = ((abs >> 13) - ((127 - 15) << 10));
+  const uint32_t rem = abs & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+inline float BFloat16ToFloat(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+inline uint16_t FloatToBFloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, sizeof(x));
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
+  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
+template <> constexpr DType DTypeOf<Float16>() { return DType::kFloat16; }
+template <> constexpr DType DTypeOf<BFloat16>() { return DType::kBFloat16; }
+
+// The type a storage type is computed in.
+template <typename S>
+struct ComputeTypeOf {
+  using type = S;
+};
+template <> struct ComputeTypeOf<Float16> { using type = float; };
+template <> struct ComputeTypeOf<BFloat16> { using type = float; };
+template <typename S>
+using ComputeType = typename ComputeTypeOf<S>::type;
+
+template <typename S>
+inline constexpr bool kIsFloatStorage =
+    std::is_floating_point_v<S> || std::is_same_v<S, Float16> ||
+    std::is_same_v<S, BFloat16>;
+
+// Storage → compute value.
+template <typename C, typename S>
+inline C Load(S s) {
+  if constexpr (std::is_same_v<S, Float16>) {
+    return static_cast<C>(Float16ToFloat(s.bits));
+  } else if constexpr (std::is_same_v<S, BFloat16>) {
+    return static_cast<C>(BFloat16ToFloat(s.bits));
+  } else {
+    return static_cast<C>(s);
+  }
+}
+
+// Compute value → storage.
+template <typename S, typename C>
+inline S Store(C c) {
+  if constexpr (std::is_same_v<S, Float16>) {
+    return Float16{FloatToFloat16(static_cast<float>(c))};
+  } else if constexpr (std::is_same_v<S, BFloat16>) {
+    return BFloat16{FloatToBFloat16(static_cast<float>(c))};
+  } else {
+    return static_cast<S>(c);
+  }
+}
+
+inline constexpr std::initializer_list<DType> kAllFloatDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16};
+inline constexpr std::initializer_list<DType> kAllNumericDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+    DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kUInt16,
+    DType::kInt32,   DType::kUInt32,  DType::kInt64,   DType::kUInt64};
+inline constexpr std::initializer_list<DType> kAllSignedDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+    DType::kInt8,    DType::kInt16,   DType::kInt32,   DType::kInt64};
+inline constexpr std::initializer_list<DType> kIntegerDTypes = {
+    DType::kInt8,  DType::kUInt8,  DType::kInt16, DType::kUInt16,
+    DType::kInt32, DType::kUInt32, DType::kInt64, DType::kUInt64};
+inline constexpr std::initializer_list<DType> kUnsignedDTypes = {
+    DType::kUInt8, DType::kUInt16, DType::kUInt32, DType::kUInt64};
+inline constexpr std::initializer_list<DType> kBoolDTypes = {DType::kBool};
+inline constexpr std::initializer_list<DType> kEveryDType = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16,
+    DType::kInt8,    DType::kUInt8,   DType::kInt16,   DType::kUInt16,
+    DType::kInt32,   DType::kUInt32,  DType::kInt64,   DType::kUInt64,
+    DType::kBool};
+
+// Calls `f(TypeTag<S>{})` for the storage type of any fixed-size dtype.
+template <typename F>
+absl::Status VisitDType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kFloat16: return f(TypeTag<Float16>{});
+    case DType::kBFloat16: return f(TypeTag<BFloat16>{});
+    case DType::kInt8: return f(TypeTag<int8_t>{});
+    case DType::kUInt8: return f(TypeTag<uint8_t>{});
+    case DType::kInt16: return f(TypeTag<int16_t>{});
+    case DType::kUInt16: return f(TypeTag<uint16_t>{});
+    case DType::kInt32: return f(TypeTag<int32_t>{});
+    case DType::kUInt32: return f(TypeTag<uint32_t>{});
+    case DType::kInt64: return f(TypeTag<int64_t>{});
+    case DType::kUInt64: return f(TypeTag<uint64_t>{});
+    case DType::kBool: return f(TypeTag<bool>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("no kernel for dtype ", DTypeName(dtype)));
+  }
+}
+
+// Calls `f(TypeTag<T>{})` for a type of the same byte size as `dtype`:
+// for kernels that only move elements.
+template <typename F>
+absl::Status VisitBySize(DType dtype, F&& f) {
+  switch (DTypeSize(dtype)) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    case 8: return f(TypeTag<uint64_t>{});
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("no kernel for dtype ", DTypeName(dtype)));
+  }
+}
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_ELEMENT_TYPES_H_

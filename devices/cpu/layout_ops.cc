@@ -1,0 +1,734 @@
+// Shape-changing and generating kernels: Squeeze, Unsqueeze, Dropout
+// (inference), Shape, Size, Expand, Tile, Pad, ConstantOfShape, Range,
+// EyeLike, DepthToSpace, SpaceToDepth.
+//
+// Axes of Squeeze/Unsqueeze are an attribute before opset 13 and an input
+// from 13; Pad's pads and value are attributes before opset 11.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "devices/cpu/broadcast.h"
+#include "devices/cpu/element_types.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+// Upper bound on elements a generating op (Range, ConstantOfShape, Expand,
+// Tile) may produce from run-time values, so that a hostile or mistaken
+// input cannot make one node allocate without limit.
+constexpr int64_t kMaxGeneratedElements = int64_t{1} << 31;
+
+absl::StatusOr<DType> AnyDType(const KernelSpec& spec, int i) {
+  return SpecInputDType(spec, i, kEveryDType);
+}
+
+// The int64 values of optional input `i`, or `fallback` when absent.
+absl::StatusOr<std::vector<int64_t>> OptionalInts(
+    const KernelContext& ctx, int i, const std::vector<int64_t>& fallback,
+    absl::string_view what, absl::string_view node) {
+  GLINT_ASSIGN_OR_RETURN(const TensorView* t,
+                         GetOptionalInput(ctx, i, DType::kUndefined, node));
+  if (t == nullptr) return fallback;
+  return ReadInt64s(*t, what, node);
+}
+
+// ---------------------------------------------------- reshaping copies
+
+enum class Reshaping { kSqueeze, kUnsqueeze, kIdentity };
+
+class ReshapingKernel final : public KernelBase {
+ public:
+  ReshapingKernel(const KernelSpec& spec, DType dtype, Reshaping kind,
+                  bool axes_input, std::vector<int64_t> axes)
+      : KernelBase(spec),
+        dtype_(dtype),
+        kind_(kind),
+        axes_input_(axes_input),
+        axes_(std::move(axes)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    std::vector<int64_t> axes = axes_;
+    if (axes_input_) {
+      GLINT_ASSIGN_OR_RETURN(axes, OptionalInts(ctx, 1, axes_, "axes", node()));
+    }
+    std::vector<int64_t> dims;
+    const int rank = x->shape.rank();
+    if (kind_ == Reshaping::kIdentity) {
+      dims = x->shape.dims();
+    } else if (kind_ == Reshaping::kSqueeze) {
+      std::vector<bool> drop(rank, false);
+      if (axes.empty()) {
+        for (int d = 0; d < rank; ++d) drop[d] = x->shape.dim(d) == 1;
+      }
+      for (int64_t a : axes) {
+        GLINT_ASSIGN_OR_RETURN(int axis, NormalizeAxis(a, rank, false, node()));
+        if (x->shape.dim(axis) != 1) {
+          return InvalidArgument(node(), "cannot squeeze axis ", a, " of ",
+                                 x->shape.ToString());
+        }
+        drop[axis] = true;
+      }
+      for (int d = 0; d < rank; ++d) {
+        if (!drop[d]) dims.push_back(x->shape.dim(d));
+      }
+    } else {
+      const int out_rank = rank + static_cast<int>(axes.size());
+      std::vector<bool> inserted(out_rank, false);
+      for (int64_t a : axes) {
+        GLINT_ASSIGN_OR_RETURN(int axis,
+                               NormalizeAxis(a, out_rank, false, node()));
+        if (inserted[axis]) {
+          return InvalidArgument(node(), "axis ", a, " is repeated");
+        }
+        inserted[axis] = true;
+      }
+      int k = 0;
+      for (int d = 0; d < out_rank; ++d) {
+        dims.push_back(inserted[d] ? 1 : x->shape.dim(k++));
+      }
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(std::move(dims)), dtype_, node()));
+    if (y.num_bytes() > 0) std::memcpy(y.data, x->data, y.num_bytes());
+    // Dropout's optional mask: every element kept.
+    if (kind_ == Reshaping::kIdentity && ctx.output_used(1)) {
+      GLINT_ASSIGN_OR_RETURN(TensorView mask, AllocateOutput(
+          ctx, 1, x->shape, DType::kBool, node()));
+      if (mask.num_bytes() > 0) std::memset(mask.data, 1, mask.num_bytes());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  Reshaping kind_;
+  bool axes_input_;
+  std::vector<int64_t> axes_;
+};
+
+KernelFactory ReshapingFactory(Reshaping kind) {
+  return [kind](const KernelSpec& spec)
+             -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    const bool axes_input =
+        kind != Reshaping::kIdentity &&
+        (spec.opset_version == 0 || spec.opset_version >= 13);
+    const int max_inputs = kind == Reshaping::kIdentity ? 3
+                           : axes_input                  ? 2
+                                                         : 1;
+    GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, max_inputs));
+    GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+    GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+    if (kind == Reshaping::kIdentity) {
+      // Dropout: inference only. A training_mode input that is not a
+      // constant false would need random masks.
+      const Tensor* training = spec.constant(2);
+      if (spec.has_input(2) &&
+          (training == nullptr || training->num_elements() != 1 ||
+           *training->data<uint8_t>() != 0)) {
+        return Unimplemented(spec.node->Describe(),
+                             "training mode (random dropout) is not "
+                             "supported");
+      }
+      if (spec.opset_version > 0 && spec.opset_version < 7 &&
+          spec.node->GetInt("is_test", 0) == 0) {
+        return Unimplemented(spec.node->Describe(),
+                             "training mode (is_test=0) is not supported");
+      }
+    }
+    return std::unique_ptr<Kernel>(new ReshapingKernel(
+        spec, dtype, kind, axes_input, spec.node->GetInts("axes")));
+  };
+}
+
+// ----------------------------------------------------------- Shape, Size
+
+class ShapeKernel final : public KernelBase {
+ public:
+  ShapeKernel(const KernelSpec& spec, bool size, int64_t start,
+              std::optional<int64_t> end)
+      : KernelBase(spec), size_(size), start_(start), end_(end) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const TensorView* x = ctx.input(0);
+    if (x == nullptr || !x->shape.IsStatic()) {
+      return InvalidArgument(node(), "input 0 is missing or not static");
+    }
+    if (size_) {
+      GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+          ctx, 0, Shape(), DType::kInt64, node()));
+      *y.as<int64_t>() = x->num_elements();
+      return absl::OkStatus();
+    }
+    const int64_t rank = x->shape.rank();
+    auto clamp = [rank](int64_t v) {
+      if (v < 0) v += rank;
+      return std::clamp<int64_t>(v, 0, rank);
+    };
+    const int64_t b = clamp(start_);
+    const int64_t e = end_.has_value() ? clamp(*end_) : rank;
+    const int64_t n = std::max<int64_t>(0, e - b);
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape({n}), DType::kInt64, node()));
+    for (int64_t i = 0; i < n; ++i) y.as<int64_t>()[i] = x->shape.dim(b + i);
+    return absl::OkStatus();
+  }
+
+ private:
+  bool size_;
+  int64_t start_;
+  std::optional<int64_t> end_;
+};
+
+KernelFactory ShapeFactory(bool size) {
+  return [size](const KernelSpec& spec)
+             -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+    GLINT_RETURN_IF_ERROR(AnyDType(spec, 0).status());
+    GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kInt64).status());
+    std::optional<int64_t> end;
+    if (spec.node->HasAttribute("end")) end = spec.node->GetInt("end", 0);
+    return std::unique_ptr<Kernel>(
+        new ShapeKernel(spec, size, spec.node->GetInt("start", 0), end));
+  };
+}
+
+// ------------------------------------------------------- Expand and Tile
+
+// Copies x broadcast to `out` (x's shape must broadcast to it).
+template <typename T>
+void BroadcastCopy(const TensorView& x, const TensorView& out) {
+  if (out.num_elements() == 0) return;
+  const BroadcastPlan plan = MakeBroadcastPlan(out.shape, {x.shape});
+  const T* px = x.as<const T>();
+  T* po = out.as<T>();
+  const int64_t s = plan.strides[0].back();
+  ForEachBroadcastRow(plan, [&](int64_t o, const std::vector<int64_t>& in) {
+    for (int64_t i = 0; i < plan.inner(); ++i) po[o + i] = px[in[0] + i * s];
+  });
+}
+
+class ExpandKernel final : public KernelBase {
+ public:
+  ExpandKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec), dtype_(dtype) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* s,
+                           GetInput(ctx, 1, DType::kInt64, node()));
+    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                           ReadInt64s(*s, "shape", node()));
+    for (int64_t d : dims) {
+      if (d < 0) return InvalidArgument(node(), "negative dimension ", d);
+    }
+    absl::StatusOr<Shape> shape = BroadcastShapes({x->shape, Shape(dims)});
+    if (!shape.ok()) return InvalidArgument(node(), shape.status().message());
+    if (shape->NumElements() > kMaxGeneratedElements) {
+      return InvalidArgument(node(), "output ", shape->ToString(),
+                             " is too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, *shape, dtype_, node()));
+    return VisitBySize(dtype_, [&](auto tag) -> absl::Status {
+      BroadcastCopy<typename decltype(tag)::type>(*x, y);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new ExpandKernel(spec, dtype));
+}
+
+class TileKernel final : public KernelBase {
+ public:
+  TileKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec), dtype_(dtype) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* r,
+                           GetInput(ctx, 1, DType::kInt64, node()));
+    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> reps,
+                           ReadInt64s(*r, "repeats", node()));
+    const int rank = x->shape.rank();
+    if (static_cast<int>(reps.size()) != rank) {
+      return InvalidArgument(node(), "repeats has ", reps.size(),
+                             " values for an input of rank ", rank);
+    }
+    std::vector<int64_t> dims(rank);
+    double total = 1;
+    for (int d = 0; d < rank; ++d) {
+      if (reps[d] < 0) return InvalidArgument(node(), "negative repeat");
+      dims[d] = x->shape.dim(d) * reps[d];
+      total *= static_cast<double>(dims[d]);
+    }
+    if (total > kMaxGeneratedElements) {
+      return InvalidArgument(node(), "output is too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(dims), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    return VisitBySize(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* px = x->as<const T>();
+      T* py = y.as<T>();
+      std::vector<int64_t> in_stride(rank, 1);
+      for (int d = rank - 2; d >= 0; --d) {
+        in_stride[d] = in_stride[d + 1] * x->shape.dim(d + 1);
+      }
+      std::vector<int64_t> index(rank, 0);
+      const int64_t n = y.num_elements();
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t src = 0;
+        for (int d = 0; d < rank; ++d) {
+          src += (index[d] % x->shape.dim(d)) * in_stride[d];
+        }
+        py[i] = px[src];
+        for (int d = rank - 1; d >= 0; --d) {
+          if (++index[d] < dims[d]) break;
+          index[d] = 0;
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTile(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new TileKernel(spec, dtype));
+}
+
+// -------------------------------------------------------------------- Pad
+
+enum class PadMode { kConstant, kReflect, kEdge };
+
+class PadKernel final : public KernelBase {
+ public:
+  PadKernel(const KernelSpec& spec, DType dtype, PadMode mode,
+            bool from_inputs, std::vector<int64_t> pads, float value)
+      : KernelBase(spec),
+        dtype_(dtype),
+        mode_(mode),
+        from_inputs_(from_inputs),
+        pads_(std::move(pads)),
+        value_(value) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    const int rank = x->shape.rank();
+    std::vector<int64_t> pads = pads_;
+    const TensorView* value = nullptr;
+    if (from_inputs_) {
+      GLINT_ASSIGN_OR_RETURN(const TensorView* p,
+                             GetInput(ctx, 1, DType::kInt64, node()));
+      GLINT_ASSIGN_OR_RETURN(pads, ReadInt64s(*p, "pads", node()));
+      GLINT_ASSIGN_OR_RETURN(value, GetOptionalInput(ctx, 2, dtype_, node()));
+      if (value != nullptr && value->num_elements() != 1) {
+        return InvalidArgument(node(), "constant_value must be a scalar");
+      }
+      GLINT_ASSIGN_OR_RETURN(const TensorView* a,
+                             GetOptionalInput(ctx, 3, DType::kUndefined,
+                                              node()));
+      if (a != nullptr) {
+        // Pads given for some axes only: spread them over all.
+        GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                               ReadInt64s(*a, "axes", node()));
+        if (pads.size() != 2 * axes.size()) {
+          return InvalidArgument(node(), "pads must have 2 values per axis");
+        }
+        std::vector<int64_t> full(2 * rank, 0);
+        for (size_t i = 0; i < axes.size(); ++i) {
+          GLINT_ASSIGN_OR_RETURN(int ax, NormalizeAxis(axes[i], rank, false,
+                                                       node()));
+          full[ax] = pads[i];
+          full[ax + rank] = pads[i + axes.size()];
+        }
+        pads = std::move(full);
+      }
+    }
+    if (static_cast<int>(pads.size()) != 2 * rank) {
+      return InvalidArgument(node(), "pads has ", pads.size(),
+                             " values for an input of rank ", rank);
+    }
+    std::vector<int64_t> dims(rank);
+    for (int d = 0; d < rank; ++d) {
+      dims[d] = x->shape.dim(d) + pads[d] + pads[d + rank];
+      if (dims[d] < 0) return InvalidArgument(node(), "pads remove too much");
+      if (mode_ != PadMode::kConstant && x->shape.dim(d) == 0 && dims[d] > 0) {
+        return InvalidArgument(node(), "cannot ", "reflect or edge-pad an "
+                               "empty axis");
+      }
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(dims), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      const S fill = value != nullptr
+                         ? *value->as<const S>()
+                         : Store<S>(static_cast<ComputeType<S>>(value_));
+      const S* px = x->as<const S>();
+      S* py = y.as<S>();
+      std::vector<int64_t> in_stride(rank, 1);
+      for (int d = rank - 2; d >= 0; --d) {
+        in_stride[d] = in_stride[d + 1] * x->shape.dim(d + 1);
+      }
+      std::vector<int64_t> index(rank, 0);
+      const int64_t n = y.num_elements();
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t src = 0;
+        bool inside = true;
+        for (int d = 0; d < rank && inside; ++d) {
+          int64_t j = index[d] - pads[d];
+          const int64_t len = x->shape.dim(d);
+          if (j < 0 || j >= len) {
+            if (mode_ == PadMode::kConstant) {
+              inside = false;
+            } else if (mode_ == PadMode::kEdge) {
+              j = j < 0 ? 0 : len - 1;
+            } else if (len == 1) {
+              j = 0;
+            } else {
+              // Reflect without repeating the edge; period 2 * (len - 1).
+              const int64_t period = 2 * (len - 1);
+              j = ((j % period) + period) % period;
+              if (j >= len) j = period - j;
+            }
+          }
+          src += j * in_stride[d];
+        }
+        py[i] = inside ? px[src] : fill;
+        for (int d = rank - 1; d >= 0; --d) {
+          if (++index[d] < dims[d]) break;
+          index[d] = 0;
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  PadMode mode_;
+  bool from_inputs_;
+  std::vector<int64_t> pads_;
+  float value_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelSpec& spec) {
+  const bool from_inputs = spec.opset_version == 0 || spec.opset_version >= 11;
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, from_inputs ? 2 : 1,
+                                   from_inputs ? 4 : 1));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  const std::string mode = spec.node->GetString("mode", "constant");
+  PadMode m;
+  if (mode == "constant") {
+    m = PadMode::kConstant;
+  } else if (mode == "reflect") {
+    m = PadMode::kReflect;
+  } else if (mode == "edge") {
+    m = PadMode::kEdge;
+  } else {
+    return Unimplemented(spec.node->Describe(), "mode '", mode,
+                         "' is not supported");
+  }
+  std::vector<int64_t> pads = spec.node->GetInts(
+      spec.node->HasAttribute("pads") ? "pads" : "paddings");
+  return std::unique_ptr<Kernel>(new PadKernel(
+      spec, dtype, m, from_inputs, std::move(pads),
+      spec.node->GetFloat("value", 0.0f)));
+}
+
+// ------------------------------------------------- ConstantOfShape, Range
+
+class ConstantOfShapeKernel final : public KernelBase {
+ public:
+  ConstantOfShapeKernel(const KernelSpec& spec, Tensor value)
+      : KernelBase(spec), value_(std::move(value)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* s,
+                           GetInput(ctx, 0, DType::kInt64, node()));
+    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                           ReadInt64s(*s, "shape", node()));
+    double total = 1;
+    for (int64_t d : dims) {
+      if (d < 0) return InvalidArgument(node(), "negative dimension ", d);
+      total *= static_cast<double>(d);
+    }
+    if (total > kMaxGeneratedElements) {
+      return InvalidArgument(node(), "output is too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(dims), value_.dtype(), node()));
+    const size_t size = DTypeSize(value_.dtype());
+    for (int64_t i = 0; i < y.num_elements(); ++i) {
+      std::memcpy(static_cast<char*>(y.data) + i * size, value_.raw_data(),
+                  size);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Tensor value_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConstantOfShape(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 0, {DType::kInt64}).status());
+  Tensor value = Tensor::FromVector(DType::kFloat32, Shape({1}),
+                                    std::vector<float>{0.0f});
+  if (const Tensor* t = spec.node->GetTensor("value")) {
+    if (t->num_elements() != 1 || DTypeSize(t->dtype()) == 0) {
+      return InvalidArgument(spec.node->Describe(),
+                             "value must hold one element");
+    }
+    value = t->Clone();
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, value.dtype()).status());
+  return std::unique_ptr<Kernel>(new ConstantOfShapeKernel(spec, value));
+}
+
+class RangeKernel final : public KernelBase {
+ public:
+  RangeKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec), dtype_(dtype) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const TensorView* in[3];
+    for (int i = 0; i < 3; ++i) {
+      GLINT_ASSIGN_OR_RETURN(in[i], GetInput(ctx, i, dtype_, node()));
+      if (in[i]->num_elements() != 1) {
+        return InvalidArgument(node(), "input ", i, " must be a scalar");
+      }
+    }
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<S, bool>) {
+        return Unimplemented(node(), "bool is not supported");
+      } else {
+        using C = ComputeType<S>;
+        const C start = Load<C>(*in[0]->as<const S>());
+        const C limit = Load<C>(*in[1]->as<const S>());
+        const C delta = Load<C>(*in[2]->as<const S>());
+        if (delta == C(0)) return InvalidArgument(node(), "delta is zero");
+        const double count = std::ceil(
+            (static_cast<double>(limit) - static_cast<double>(start)) /
+            static_cast<double>(delta));
+        if (!(count <= static_cast<double>(kMaxGeneratedElements))) {
+          return InvalidArgument(node(), "range is too long");
+        }
+        const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+        GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+            ctx, 0, Shape({n}), dtype_, node()));
+        S* py = y.as<S>();
+        // Accumulate as ONNX's reference does (start + i * delta in the
+        // element type) for integers; floats likewise, in compute type.
+        C v = start;
+        for (int64_t i = 0; i < n; ++i) {
+          py[i] = Store<S>(v);
+          v = static_cast<C>(v + delta);
+        }
+        return absl::OkStatus();
+      }
+    });
+  }
+
+ private:
+  DType dtype_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRange(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecInputDType(spec, 0, kAllNumericDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new RangeKernel(spec, dtype));
+}
+
+class EyeLikeKernel final : public KernelBase {
+ public:
+  EyeLikeKernel(const KernelSpec& spec, DType in, DType out, int64_t k)
+      : KernelBase(spec), in_(in), out_(out), k_(k) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x, GetInput(ctx, 0, in_, node()));
+    if (x->shape.rank() != 2) {
+      return InvalidArgument(node(), "needs a 2-D input");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        out_, node()));
+    return VisitDType(out_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      using C = ComputeType<S>;
+      const int64_t rows = x->shape.dim(0), cols = x->shape.dim(1);
+      S* py = y.as<S>();
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          py[r * cols + c] = Store<S>(static_cast<C>(c - r == k_ ? 1 : 0));
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType in_, out_;
+  int64_t k_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeEyeLike(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_ASSIGN_OR_RETURN(DType in, AnyDType(spec, 0));
+  DType out = in;
+  if (spec.node->HasAttribute("dtype")) {
+    absl::StatusOr<DType> d = DTypeFromOnnx(
+        static_cast<int32_t>(spec.node->GetInt("dtype", 1)));
+    if (!d.ok() || !DTypeIn(*d, kEveryDType)) {
+      return Unimplemented(spec.node->Describe(), "unsupported dtype");
+    }
+    out = *d;
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, out).status());
+  return std::unique_ptr<Kernel>(
+      new EyeLikeKernel(spec, in, out, spec.node->GetInt("k", 0)));
+}
+
+// --------------------------------------------- DepthToSpace, SpaceToDepth
+
+class DepthSpaceKernel final : public KernelBase {
+ public:
+  DepthSpaceKernel(const KernelSpec& spec, DType dtype, bool to_space,
+                   int64_t block, bool crd)
+      : KernelBase(spec),
+        dtype_(dtype),
+        to_space_(to_space),
+        block_(block),
+        crd_(crd) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    if (x->shape.rank() != 4) return InvalidArgument(node(), "needs 4-D input");
+    const int64_t n = x->shape.dim(0), c = x->shape.dim(1),
+                  h = x->shape.dim(2), w = x->shape.dim(3), b = block_;
+    Shape out;
+    if (to_space_) {
+      if (c % (b * b) != 0) {
+        return InvalidArgument(node(), "channels not divisible by block^2");
+      }
+      out = Shape({n, c / (b * b), h * b, w * b});
+    } else {
+      if (h % b != 0 || w % b != 0) {
+        return InvalidArgument(node(), "spatial dims not divisible by block");
+      }
+      out = Shape({n, c * b * b, h / b, w / b});
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, out, dtype_, node()));
+    return VisitBySize(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* px = x->as<const T>();
+      T* py = y.as<T>();
+      // Walk the "space" side [n, oc, H, W] with H = hs*b + bi.
+      const int64_t oc = to_space_ ? c / (b * b) : c;
+      const int64_t hs = to_space_ ? h : h / b;
+      const int64_t ws = to_space_ ? w : w / b;
+      for (int64_t in = 0; in < n; ++in)
+        for (int64_t ic = 0; ic < oc; ++ic)
+          for (int64_t i = 0; i < hs; ++i)
+            for (int64_t bi = 0; bi < b; ++bi)
+              for (int64_t j = 0; j < ws; ++j)
+                for (int64_t bj = 0; bj < b; ++bj) {
+                  const int64_t depth =
+                      crd_ ? (ic * b + bi) * b + bj : (bi * b + bj) * oc + ic;
+                  const int64_t deep =
+                      ((in * oc * b * b + depth) * hs + i) * ws + j;
+                  const int64_t space =
+                      ((in * oc + ic) * hs * b + i * b + bi) * ws * b +
+                      j * b + bj;
+                  if (to_space_) {
+                    py[space] = px[deep];
+                  } else {
+                    py[deep] = px[space];
+                  }
+                }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  bool to_space_;
+  int64_t block_;
+  bool crd_;
+};
+
+KernelFactory DepthSpaceFactory(bool to_space) {
+  return [to_space](const KernelSpec& spec)
+             -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+    GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+    GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+    const int64_t block = spec.node->GetInt("blocksize", 0);
+    if (block <= 0) {
+      return InvalidArgument(spec.node->Describe(), "blocksize must be > 0");
+    }
+    const std::string mode = spec.node->GetString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD") {
+      return InvalidArgument(spec.node->Describe(), "unknown mode ", mode);
+    }
+    return std::unique_ptr<Kernel>(new DepthSpaceKernel(
+        spec, dtype, to_space, block, to_space && mode == "CRD"));
+  };
+}
+
+}  // namespace
+
+void RegisterLayoutKernels(KernelRegistry* registry) {
+  registry->Register("Squeeze", ReshapingFactory(Reshaping::kSqueeze));
+  registry->Register("Unsqueeze", ReshapingFactory(Reshaping::kUnsqueeze));
+  registry->Register("Dropout", ReshapingFactory(Reshaping::kIdentity));
+  registry->Register("Shape", ShapeFactory(false));
+  registry->Register("Size", ShapeFactory(true));
+  registry->Register("Expand", MakeExpand);
+  registry->Register("Tile", MakeTile);
+  registry->Register("Pad", MakePad);
+  registry->Register("ConstantOfShape", MakeConstantOfShape);
+  registry->Register("Range", MakeRange);
+  registry->Register("EyeLike", MakeEyeLike);
+  registry->Register("DepthToSpace", DepthSpaceFactory(true));
+  registry->Register("SpaceToDepth", DepthSpaceFactory(false));
+}
+
+}  // namespace glint::cpu
