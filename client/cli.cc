@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,10 +37,12 @@ commands:
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
+      [--trace FILE]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
                      input name may be left out for a .pb that carries one or
                      a network with a single input. Prints each output;
-                     --output-dir also writes OUTPUT.npy per output.
+                     --output-dir also writes OUTPUT.npy per output;
+                     --trace writes the run's Chrome trace JSON (Perfetto).
   list               list the networks
   show NAME [--dot]  inputs, outputs, partitions, devices, memory and
                      estimated costs of a network; --dot prints the DAG as
@@ -243,7 +246,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
        {"input_shape", "strategy", "plan_devices", "replicas", "place"},
        {},
        &Cli::Add},
-      {"run", {"input", "output", "output_dir"}, {}, &Cli::RunNetwork},
+      {"run", {"input", "output", "output_dir", "trace"}, {}, &Cli::RunNetwork},
       {"list", {}, {}, &Cli::List},
       {"show", {"dot"}, {"dot"}, &Cli::Show},
       {"remove", {}, {}, &Cli::Remove},
@@ -360,9 +363,21 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
     }
     inputs[unnamed[0]].name = info->inputs[0].name;
   }
-  absl::StatusOr<std::vector<NamedTensor>> outputs =
-      (*client)->RunNetwork(name, inputs, args.All("output"), run_timeout_);
+  const std::optional<std::string> trace_path = args.Last("trace");
+  std::string trace_json;
+  absl::StatusOr<std::vector<NamedTensor>> outputs = (*client)->RunNetwork(
+      name, inputs, args.All("output"), run_timeout_,
+      trace_path.has_value() ? &trace_json : nullptr);
   if (!outputs.ok()) return outputs.status();
+  if (trace_path.has_value()) {
+    std::ofstream file(*trace_path, std::ios::binary | std::ios::trunc);
+    file << trace_json;
+    if (!file.good()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write --trace '", *trace_path, "'"));
+    }
+    out_ << "trace written to " << *trace_path << "\n";
+  }
   for (const NamedTensor& t : *outputs) {
     out_ << t.name << ": " << DTypeName(t.tensor.dtype())
          << t.tensor.shape().ToString() << "\n  "

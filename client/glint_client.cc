@@ -100,9 +100,10 @@ absl::StatusOr<NetworkInfo> GlintClient::GetNetwork(absl::string_view name,
 absl::StatusOr<std::vector<NamedTensor>> GlintClient::RunNetwork(
     absl::string_view name, const std::vector<NamedTensor>& inputs,
     const std::vector<std::string>& requested_outputs,
-    absl::Duration timeout) {
+    absl::Duration timeout, std::string* trace_json) {
   v1::RunNetworkRequest request;
   request.set_name(std::string(name));
+  request.set_trace(trace_json != nullptr);
   for (const NamedTensor& t : inputs) {
     absl::Status s = TensorToProto(t, request.add_inputs());
     if (!s.ok()) return s;
@@ -115,6 +116,7 @@ absl::StatusOr<std::vector<NamedTensor>> GlintClient::RunNetwork(
   SetDeadline(&context, timeout);
   grpc::Status s = stub_->RunNetwork(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
+  if (trace_json != nullptr) *trace_json = response.trace_json();
   absl::StatusOr<std::vector<NamedTensor>> outputs =
       NamedTensorsFromProto(response.outputs());
   if (!outputs.ok()) {

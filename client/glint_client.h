@@ -56,10 +56,13 @@ class GlintClient {
                                          bool include_dot = false);
   // `timeout` becomes the call's gRPC deadline, which glintd applies to the
   // run (DEADLINE_EXCEEDED).
+  // With `trace_json`, the run is traced and the Chrome trace JSON lands
+  // there.
   absl::StatusOr<std::vector<NamedTensor>> RunNetwork(
       absl::string_view name, const std::vector<NamedTensor>& inputs,
       const std::vector<std::string>& requested_outputs = {},
-      absl::Duration timeout = absl::InfiniteDuration());
+      absl::Duration timeout = absl::InfiniteDuration(),
+      std::string* trace_json = nullptr);
   absl::StatusOr<std::vector<DeviceInfo>> GetDevices();
 
   // For callers that need the raw messages (tests sending malformed data).

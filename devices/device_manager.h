@@ -69,13 +69,16 @@ class DeviceManager {
   virtual void ReleaseStream(Stream* stream) = 0;
 
   // --- Copies (enqueued on `stream`, a stream of this device) ----------
-  // Host → this device. Allocates dst->buffer when it runs if dst has none.
+  // Every copy and launch reuses a destination buffer the caller already
+  // holds when it is large enough, and allocates one otherwise, so callers
+  // that keep their DeviceTensors between runs allocate nothing once warm.
+  // Host → this device.
   virtual void CopyToDevice(Stream& stream, const Tensor* src,
                             DeviceTensor* dst) = 0;
   // This device → host: *dst becomes a new host tensor with src's contents.
   virtual void CopyToHost(Stream& stream, const DeviceTensor* src,
                           Tensor* dst) = 0;
-  // Another device → this device (peer copy), allocating dst here.
+  // Another device → this device (peer copy).
   virtual void CopyFromPeer(Stream& stream, const DeviceTensor* src,
                             DeviceTensor* dst) = 0;
 

@@ -4,8 +4,10 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "executor/execution_state.h"
 #include "runtime/status_macros.h"
 
 namespace glint {
@@ -18,18 +20,16 @@ struct RunState {
   ExecutionRequest request;
   ExecutionCallback done;
 
-  // One stream per device the run touches, leased for the run.
+  // One stream per device the run touches, leased for the run, with its
+  // track number in a trace.
   std::map<DeviceManager*, Stream*> streams;
-  // Device-side tensors: (value name, device) → tensor. std::map keeps the
-  // addresses stable while work holds pointers to them.
-  std::map<std::pair<std::string, DeviceManager*>, DeviceTensor> tensors;
-  std::vector<std::unique_ptr<Event>> done_events;  // One per partition.
-  std::vector<Tensor> outputs;                      // Host copies.
+  std::unique_ptr<ExecutionState> state;  // From the replica's pool.
+  std::vector<Tensor> outputs;            // Host copies.
 
   std::atomic<int> pending_streams{0};
 
   DeviceTensor* Slot(const std::string& value, DeviceManager* device) {
-    return &tensors[{value, device}];
+    return &state->tensors[{value, device}];
   }
 };
 
@@ -46,11 +46,49 @@ absl::Status CheckRunnable(const ExecutionRequest& request) {
   return absl::OkStatus();
 }
 
+// Brackets work enqueued on a stream with two tiny items that time it into
+// a trace slice. Does nothing when the run is not traced.
+class StreamSlice {
+ public:
+  StreamSlice(RunTrace* trace, Stream& stream, DeviceManager* device,
+              int track, std::string name, std::string category)
+      : stream_(stream) {
+    if (trace == nullptr) return;
+    TraceSlice s;
+    s.name = std::move(name);
+    s.category = std::move(category);
+    s.process = device->id() + 1;
+    s.process_name = device->GetDeviceInfo().name;
+    s.thread = track;
+    s.thread_name = absl::StrCat("stream ", track);
+    slice_ = trace->AddSlice(std::move(s));
+    TraceSlice* slice = slice_;
+    stream_.Enqueue([slice] {
+      slice->begin = absl::Now();
+      return absl::OkStatus();
+    });
+  }
+  ~StreamSlice() {
+    if (slice_ == nullptr) return;
+    TraceSlice* slice = slice_;
+    stream_.Enqueue([slice] {
+      slice->end = absl::Now();
+      return absl::OkStatus();
+    });
+  }
+  StreamSlice(const StreamSlice&) = delete;
+  StreamSlice& operator=(const StreamSlice&) = delete;
+
+ private:
+  Stream& stream_;
+  TraceSlice* slice_ = nullptr;
+};
+
 // The first failing partition in topological order is where the run broke;
 // later ones only inherited the error through events.
 absl::Status DescribeFailure(const RunState& run, absl::Status status) {
   for (size_t i = 0; i < run.replica->partitions.size(); ++i) {
-    std::shared_ptr<EventMarker> m = run.done_events[i]->latest();
+    std::shared_ptr<EventMarker> m = run.state->done_events[i]->latest();
     if (m == nullptr || m->status().ok()) continue;
     const ProvisionedPartition& p = run.replica->partitions[i];
     return absl::Status(
@@ -62,6 +100,16 @@ absl::Status DescribeFailure(const RunState& run, absl::Status status) {
   return status;
 }
 
+void ReleaseStreams(RunState& run) {
+  for (auto& [device, stream] : run.streams) {
+    // Every item of this run has finished, so the stream can be reset for
+    // the next run; a stopped device keeps refusing work anyway.
+    (void)stream->ClearError();
+    device->ReleaseStream(stream);
+  }
+  run.streams.clear();
+}
+
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
   for (auto& [device, stream] : run->streams) {
@@ -70,14 +118,14 @@ void Finish(std::shared_ptr<RunState> run) {
   }
   if (!status.ok()) status = DescribeFailure(*run, status);
   if (status.ok()) status = CheckRunnable(run->request);
-  for (auto& [device, stream] : run->streams) {
-    // Every item of this run has finished, so the stream can be reset for
-    // the next run; a stopped device keeps refusing work anyway.
-    (void)stream->ClearError();
-    device->ReleaseStream(stream);
+  ReleaseStreams(*run);
+  // A state goes back to the pool, buffers and all, unless this run was its
+  // first and failed: then its memory is freed, so a failed run leaves the
+  // devices' memory as it found it.
+  if (status.ok() || run->state->warm) {
+    run->replica->states.Release(std::move(run->state));
   }
-  run->streams.clear();
-  run->tensors.clear();  // Frees the run's device memory.
+  run->state.reset();
   run->replica->outstanding.fetch_sub(1);
   ExecutionCallback done = std::move(run->done);
   if (status.ok()) {
@@ -87,19 +135,31 @@ void Finish(std::shared_ptr<RunState> run) {
   }
 }
 
+// Ends a run that failed before anything was enqueued.
+void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
+  ReleaseStreams(*run);
+  if (run->state != nullptr) {
+    run->replica->states.Release(std::move(run->state));
+  }
+  if (run->replica != nullptr) run->replica->outstanding.fetch_sub(1);
+  ExecutionCallback done = std::move(run->done);
+  done(std::move(status));
+}
+
 }  // namespace
 
 void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
                    ExecutionCallback done) const {
+  const absl::Time enqueue_start = absl::Now();
   auto run = std::make_shared<RunState>();
   run->network = &network;
   run->request = std::move(request);
   run->done = std::move(done);
   run->outputs.resize(run->request.outputs.size());
+  RunTrace* trace = run->request.trace.get();
 
   if (absl::Status s = CheckRunnable(run->request); !s.ok()) {
-    ExecutionCallback cb = std::move(run->done);
-    cb(s);
+    FailEarly(run, s);
     return;
   }
 
@@ -119,12 +179,9 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     if (run->streams.count(p.device) > 0) continue;
     absl::StatusOr<Stream*> stream = p.device->AcquireStream();
     if (!stream.ok()) {
-      for (auto& [device, s] : run->streams) device->ReleaseStream(s);
-      replica->outstanding.fetch_sub(1);
-      ExecutionCallback cb = std::move(run->done);
-      cb(absl::Status(stream.status().code(),
-                      absl::StrCat("partition ", p.name, ": ",
-                                   stream.status().message())));
+      FailEarly(run, absl::Status(stream.status().code(),
+                                  absl::StrCat("partition ", p.name, ": ",
+                                               stream.status().message())));
       return;
     }
     run->streams[p.device] = *stream;
@@ -149,18 +206,25 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     const std::string& name = network.outputs[index].name;
     if (producer.find(name) == producer.end() &&
         network_input.find(name) == network_input.end()) {
-      for (auto& [device, s] : run->streams) device->ReleaseStream(s);
-      replica->outstanding.fetch_sub(1);
-      ExecutionCallback cb = std::move(run->done);
-      cb(absl::InternalError(
-          absl::StrCat("no partition produces output '", name, "'")));
+      FailEarly(run, absl::InternalError(absl::StrCat(
+                         "no partition produces output '", name, "'")));
       return;
     }
   }
 
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    run->done_events.push_back(std::make_unique<Event>());
+  run->state = replica->states.Acquire();
+  ExecutionState& state = *run->state;
+  while (state.done_events.size() < partitions.size()) {
+    state.done_events.push_back(std::make_unique<Event>());
   }
+  // Track numbers of the streams in a trace: one per device here.
+  absl::flat_hash_map<DeviceManager*, int> track;
+  for (auto& [device, stream] : run->streams) {
+    track.emplace(device, static_cast<int>(track.size()));
+  }
+  // (value, device) pairs this run has made available on a device.
+  absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
+
   for (size_t i = 0; i < partitions.size(); ++i) {
     const ProvisionedPartition& p = partitions[i];
     DeviceManager* device = p.device;
@@ -169,34 +233,46 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     std::vector<const DeviceTensor*> args;
     for (const ValueInfo& in : f.inputs()) {
       DeviceTensor* slot = run->Slot(in.name, device);
+      args.push_back(slot);
+      if (!present.insert({in.name, device}).second) continue;
       auto ni = network_input.find(in.name);
       auto pi = producer.find(in.name);
       if (ni != network_input.end()) {
-        if (slot->buffer == nullptr && slot->dtype == DType::kUndefined) {
-          slot->dtype = in.dtype;  // Marks the copy as enqueued.
-          device->CopyToDevice(stream, &run->request.inputs[ni->second],
-                               slot);
-        }
+        StreamSlice s(trace, stream, device, track[device],
+                      absl::StrCat("copy ", in.name, " host->device"),
+                      "copy");
+        device->CopyToDevice(stream, &run->request.inputs[ni->second], slot);
       } else if (pi != producer.end()) {
         DeviceManager* source = partitions[pi->second].device;
-        if (source != device && slot->dtype == DType::kUndefined) {
-          slot->dtype = in.dtype;
-          stream.Wait(*run->done_events[pi->second]);
-          device->CopyFromPeer(stream, run->Slot(in.name, source), slot);
+        if (source == device) continue;  // Same stream: already in order.
+        {
+          StreamSlice s(trace, stream, device, track[device],
+                        absl::StrCat("wait ", partitions[pi->second].name),
+                        "wait");
+          stream.Wait(*state.done_events[pi->second]);
         }
+        StreamSlice s(trace, stream, device, track[device],
+                      absl::StrCat("copy ", in.name, " ",
+                                   source->GetDeviceInfo().name, "->device"),
+                      "copy");
+        device->CopyFromPeer(stream, run->Slot(in.name, source), slot);
       }
-      args.push_back(slot);
     }
     std::vector<DeviceTensor*> results;
     for (const ValueInfo& out : f.outputs()) {
       results.push_back(run->Slot(out.name, device));
+      present.insert({out.name, device});
     }
-    // Checked once the inputs are in, right before the launch: a run
-    // cancelled or late by then skips this partition and all after it.
-    const ExecutionRequest* request = &run->request;
-    stream.Enqueue([request] { return CheckRunnable(*request); });
-    device->Launch(stream, *p.function, std::move(args), std::move(results));
-    stream.Record(*run->done_events[i]);
+    {
+      StreamSlice s(trace, stream, device, track[device],
+                    absl::StrCat("partition ", p.name), "compute");
+      // Checked once the inputs are in, right before the launch: a run
+      // cancelled or late by then skips this partition and all after it.
+      const ExecutionRequest* request = &run->request;
+      stream.Enqueue([request] { return CheckRunnable(*request); });
+      device->Launch(stream, *p.function, std::move(args), std::move(results));
+    }
+    stream.Record(*state.done_events[i]);
   }
 
   // Outputs go back to the host on the stream of the partition producing
@@ -209,8 +285,21 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
       continue;
     }
     DeviceManager* device = partitions[producer.at(out.name)].device;
+    StreamSlice s(trace, *run->streams[device], device, track[device],
+                  absl::StrCat("copy ", out.name, " device->host"), "copy");
     device->CopyToHost(*run->streams[device], run->Slot(out.name, device),
                        &run->outputs[r]);
+  }
+
+  if (trace != nullptr) {
+    TraceSlice enqueue;
+    enqueue.name = "enqueue";
+    enqueue.category = "host";
+    enqueue.process_name = "host";
+    enqueue.thread_name = "executor";
+    enqueue.begin = enqueue_start;
+    enqueue.end = absl::Now();
+    trace->AddSlice(std::move(enqueue));
   }
 
   // The last stream to drain finishes the run.

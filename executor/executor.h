@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "provisioner/provisioner.h"
 #include "runtime/cancellation.h"
+#include "runtime/trace.h"
 #include "runtime/tensor.h"
 
 namespace glint {
@@ -33,6 +34,9 @@ struct ExecutionRequest {
   // (CANCELLED). A partition already running finishes.
   absl::Time deadline = absl::InfiniteFuture();
   std::shared_ptr<const CancellationToken> cancel;
+  // When set, the run adds a slice per partition, copy and wait on each
+  // device stream's track, and one for the host's enqueueing.
+  std::shared_ptr<RunTrace> trace;
 };
 
 // Called once with the requested outputs (in request order) or the run's

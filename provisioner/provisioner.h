@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "devices/device_manager.h"
+#include "executor/execution_state.h"
 #include "runtime/dag.h"
 
 namespace glint {
@@ -34,6 +35,8 @@ struct Replica {
   // Runs in flight on this replica; the executor sends a run to the
   // replica with the fewest.
   std::atomic<int> outstanding{0};
+  // Idle execution states of this replica's runs.
+  ExecutionStatePool states;
 };
 
 // A network ready to run. Destroying it evicts its functions; it must not

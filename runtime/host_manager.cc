@@ -318,6 +318,18 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   request->outputs = *outputs;
   request->deadline = options.deadline;
   request->cancel = options.cancel;
+  request->trace = options.trace;
+  TraceSlice* queued = nullptr;
+  if (options.trace != nullptr) {
+    TraceSlice slice;
+    slice.name = "admission queue";
+    slice.category = "host";
+    slice.process_name = "host";
+    slice.thread_name = "admission";
+    slice.thread = 1;
+    slice.begin = absl::Now();
+    queued = options.trace->AddSlice(std::move(slice));
+  }
 
   // Called exactly once: with the run's result once it ran, or with the
   // refusal if it never started (then it holds no admission slot).
@@ -343,7 +355,8 @@ void HostManager::RunNetworkAsync(absl::string_view name,
         if (started) Release();
         done(std::move(named));
       });
-  auto start = [this, entry, request, finish](bool admitted) {
+  auto start = [this, entry, request, finish, queued](bool admitted) {
+    if (queued != nullptr) queued->end = absl::Now();
     if (!admitted) {
       (*finish)(absl::UnavailableError("the host manager is shutting down"),
                 false);

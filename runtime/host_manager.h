@@ -29,6 +29,7 @@
 #include "runtime/device_info.h"
 #include "runtime/graph.h"
 #include "runtime/tensor.h"
+#include "runtime/trace.h"
 
 namespace glint {
 
@@ -98,6 +99,10 @@ struct RunOptions {
   // Set it to cancel the run: partitions not yet started are skipped and
   // the run fails with CANCELLED. Optional.
   std::shared_ptr<const CancellationToken> cancel;
+  // When set, the run records a trace into it (admission queue, enqueue,
+  // and each partition, copy and wait on its device stream); read it with
+  // RunTrace::ToChromeJson() once the run is done.
+  std::shared_ptr<RunTrace> trace;
 };
 
 using RunCallback =

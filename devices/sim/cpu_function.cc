@@ -132,13 +132,15 @@ class StepContext : public cpu::KernelContext {
         view.data = static_cast<char*>(memory_.arena) + slot.offset;
         break;
       case ValueSlot::Kind::kOutput: {
-        GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
-                               memory_.allocate(bytes));
-        view.data = memory_.resolve(*buffer);
         DeviceTensor* out = function_outputs_[slot.index];
+        // A buffer the caller keeps between runs (an execution state) is
+        // reused when large enough: no allocation on the hot path.
+        if (out->buffer == nullptr || out->buffer->size() < bytes) {
+          GLINT_ASSIGN_OR_RETURN(out->buffer, memory_.allocate(bytes));
+        }
+        view.data = memory_.resolve(*out->buffer);
         out->dtype = view.dtype;
         out->shape = shape;
-        out->buffer = std::move(buffer);
         break;
       }
       case ValueSlot::Kind::kDynamic: {
@@ -346,7 +348,9 @@ absl::Status CpuFunction::Execute(
   for (const auto& [index, slot_id] : passthrough_outputs_) {
     const cpu::TensorView& src = views[slot_id];
     DeviceTensor* out = outputs[index];
-    GLINT_ASSIGN_OR_RETURN(out->buffer, memory.allocate(src.num_bytes()));
+    if (out->buffer == nullptr || out->buffer->size() < src.num_bytes()) {
+      GLINT_ASSIGN_OR_RETURN(out->buffer, memory.allocate(src.num_bytes()));
+    }
     out->dtype = src.dtype;
     out->shape = src.shape;
     if (src.num_bytes() > 0) {

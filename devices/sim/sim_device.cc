@@ -384,7 +384,9 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
           "peer copy from a device that is not simulated");
     }
     const size_t bytes = src->num_bytes();
-    GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
+    if (dst->buffer == nullptr || dst->buffer->size() < bytes) {
+      GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
+    }
     dst->dtype = src->dtype;
     dst->shape = src->shape;
     void* to = HostAddress(*dst->buffer);

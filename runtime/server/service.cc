@@ -86,6 +86,7 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
   options.deadline = DeadlineFromGrpc(context->deadline());
   auto cancel = std::make_shared<CancellationToken>();
   options.cancel = cancel;
+  if (request->trace()) options.trace = std::make_shared<RunTrace>();
   absl::Notification finished;
   absl::StatusOr<std::vector<NamedTensor>> outputs;
   host_manager_->RunNetworkAsync(
@@ -104,6 +105,9 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
     absl::Status s = TensorToProto(t, response->add_outputs());
     // An output that cannot travel is the runtime's fault, not the caller's.
     if (!s.ok()) return ToGrpcStatus(absl::InternalError(s.message()));
+  }
+  if (options.trace != nullptr) {
+    response->set_trace_json(options.trace->ToChromeJson());
   }
   return grpc::Status::OK;
 }
