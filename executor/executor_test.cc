@@ -196,6 +196,84 @@ TEST_F(ExecutorTest, ManyConcurrentRunsAreIndependent) {
   }
 }
 
+// A chain of `stages` Adds, stage s on logical device s % devices:
+// y = x + stages · (1, -1, 2, -2).
+Dag ChainDag(int stages, int devices) {
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {F32("x", Shape({4}))};
+  g.values["x"] = g.inputs[0];
+  g.initializers["w"] =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, -1, 2, -2});
+  g.values["w"] = F32("w", Shape({4}));
+  std::string prev = "x";
+  for (int s = 0; s < stages; ++s) {
+    const std::string out = s + 1 == stages ? "y" : "t" + std::to_string(s);
+    g.nodes.push_back(
+        Node{"add" + std::to_string(s), "Add", "", {prev, "w"}, {out}, {}});
+    g.values[out] = F32(out, Shape({4}));
+    prev = out;
+  }
+  g.outputs = {g.values["y"]};
+  Dag dag;
+  dag.inputs = g.inputs;
+  dag.outputs = g.outputs;
+  dag.num_logical_devices = devices;
+  DeviceInfo sim;
+  sim.type = "sim";
+  dag.logical_devices.assign(devices, sim);
+  for (int s = 0; s < stages; ++s) {
+    DagNode node;
+    node.name = "p" + std::to_string(s);
+    node.graph_nodes = {s};
+    node.function = g.Subgraph(node.graph_nodes);
+    node.logical_device = s % devices;
+    if (s > 0) node.parents = {s - 1};
+    dag.nodes.push_back(std::move(node));
+  }
+  return dag;
+}
+
+TEST(ExecutorConcurrencyTest, SixtyFourRunsOverFourDevicesAndTwoNetworks) {
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  std::vector<DeviceManager*> raw;
+  for (int i = 0; i < 4; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 1 << 20;
+    devices.push_back(*SimDevice::Create(i, c));
+    raw.push_back(devices.back().get());
+  }
+  auto a = Provisioner(raw).Provision(ChainDag(4, 4));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Provisioner(raw).Provision(ChainDag(6, 4));
+  ASSERT_TRUE(b.ok()) << b.status();
+  Executor executor;
+  constexpr int kRuns = 64;
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(kRuns);
+  std::vector<absl::Notification> done(kRuns);
+  for (int r = 0; r < kRuns; ++r) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(
+        DType::kFloat32, Shape({4}), {float(r), float(-r), float(2 * r), 0})};
+    request.outputs = {0};
+    executor.Run(r % 2 == 0 ? **a : **b, std::move(request),
+                 [&, r](absl::StatusOr<std::vector<Tensor>> out) {
+                   results[r] = std::move(out);
+                   done[r].Notify();
+                 });
+  }
+  for (int r = 0; r < kRuns; ++r) {
+    done[r].WaitForNotification();
+    ASSERT_TRUE(results[r].ok()) << results[r].status();
+    const float k = r % 2 == 0 ? 4 : 6;  // Stages: each adds w once.
+    const float* y = (*results[r])[0].data<float>();
+    EXPECT_EQ(y[0], r + k);
+    EXPECT_EQ(y[1], -r - k);
+    EXPECT_EQ(y[2], 2 * r + 2 * k);
+    EXPECT_EQ(y[3], -2 * k);
+  }
+}
+
 TEST_F(ExecutorTest, StoppedDeviceFailsTheRunFast) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
