@@ -9,6 +9,7 @@
 
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
 #include "runtime/status_macros.h"
@@ -33,10 +34,13 @@ struct ConvEntry {
   memory packed_weights;
 };
 
+// Also runs glint.FusedConv: Conv + activation (a oneDNN post-op).
 class ConvKernel final : public KernelBase {
  public:
-  ConvKernel(const KernelSpec& spec, WindowAttrs attrs, int64_t group)
+  ConvKernel(const KernelSpec& spec, WindowAttrs attrs, int64_t group,
+             Activation act)
       : KernelBase(spec),
+        act_(act),
         engine_(dnnl::engine::kind::cpu, 0),
         attrs_(std::move(attrs)),
         group_(group),
@@ -77,7 +81,9 @@ class ConvKernel final : public KernelBase {
       const int64_t plane = y.num_elements() / (g.n * g.m);
       float* py = y.as<float>();
       for (int64_t i = 0; i < g.n * g.m; ++i) {
-        const float v = b != nullptr ? b->as<const float>()[i % g.m] : 0.0f;
+        float v = b != nullptr ? b->as<const float>()[i % g.m] : 0.0f;
+        // The optimiser fuses only Relu/LeakyRelu into Conv.
+        if (act_.present() && v < 0) v *= act_.alpha;
         std::fill_n(py + i * plane, plane, v);
       }
       return absl::OkStatus();
@@ -175,8 +181,14 @@ class ConvKernel final : public KernelBase {
               : dnnl::convolution_forward::desc(prop, alg, src, w_md, dst,
                                                 strides, dilations, pad_l,
                                                 pad_r);
-      const dnnl::convolution_forward::primitive_desc pd(
-          desc, UserScratchpadAttr(), engine_);
+      dnnl::primitive_attr attr = UserScratchpadAttr();
+      if (act_.present()) {
+        dnnl::post_ops ops;
+        AppendActivation(act_, ops);
+        attr.set_post_ops(ops);
+      }
+      const dnnl::convolution_forward::primitive_desc pd(desc, attr,
+                                                         engine_);
       entry->prim = dnnl::convolution_forward(pd);
       entry->src = src;
       entry->weights = pd.weights_desc();
@@ -194,6 +206,7 @@ class ConvKernel final : public KernelBase {
     return cache_.Insert(std::move(key), std::move(entry));
   }
 
+  Activation act_;
   dnnl::engine engine_;
   WindowAttrs attrs_;
   int64_t group_;
@@ -228,9 +241,17 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
   if (group < 1) {
     return InvalidArgument(node, "group must be >= 1; got ", group);
   }
+  Activation act;
+  if (spec.node->op_type == kFusedConvOp) {
+    GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
+    if (act.present() && act.alg != dnnl::algorithm::eltwise_relu) {
+      return Unimplemented(node, "FusedConv takes only Relu/LeakyRelu");
+    }
+  }
   std::unique_ptr<ConvKernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(node, [&] {
-    kernel = std::make_unique<ConvKernel>(spec, std::move(attrs), group);
+    kernel =
+        std::make_unique<ConvKernel>(spec, std::move(attrs), group, act);
     return absl::OkStatus();
   }));
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
@@ -241,6 +262,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
 
 void RegisterConvKernels(KernelRegistry* registry) {
   registry->Register("Conv", MakeConv);
+  registry->Register(kFusedConvOp, MakeConv);
 }
 
 }  // namespace glint::cpu

@@ -45,17 +45,57 @@ dnnl::primitive_attr UserScratchpadAttr() {
   return attr;
 }
 
+absl::StatusOr<Activation> ParseActivation(const Node& node) {
+  const std::string name = node.GetString("activation", "");
+  Activation act;
+  if (name.empty()) return act;
+  if (name == "Relu") {
+    act.alg = dnnl::algorithm::eltwise_relu;
+  } else if (name == "LeakyRelu") {
+    act.alg = dnnl::algorithm::eltwise_relu;
+    act.alpha = node.GetFloat("activation_alpha", 0.01f);
+  } else if (name == "Sigmoid") {
+    act.alg = dnnl::algorithm::eltwise_logistic;
+  } else if (name == "Tanh") {
+    act.alg = dnnl::algorithm::eltwise_tanh;
+  } else if (name == "Gelu") {
+    act.alg = dnnl::algorithm::eltwise_gelu_erf;
+  } else {
+    return absl::UnimplementedError(absl::StrCat(
+        node.Describe(), ": fused activation '", name, "' is not supported"));
+  }
+  return act;
+}
+
+void AppendActivation(const Activation& act, dnnl::post_ops& ops) {
+  if (act.present()) ops.append_eltwise(1.0f, act.alg, act.alpha, act.beta);
+}
+
 void ExecuteWithScratchpad(const dnnl::engine& engine,
                            const dnnl::primitive& prim,
                            const dnnl::memory::desc& scratchpad_md,
                            std::unordered_map<int, dnnl::memory> args) {
-  std::unique_ptr<void, decltype(&std::free)> scratch(nullptr, &std::free);
+  // One grow-only scratchpad per thread: a kernel's Compute runs to
+  // completion on its calling thread, so concurrent calls still never share
+  // it, and the hot path neither allocates nor page-faults fresh memory
+  // (large per-call allocations were mmap'd and zeroed by the kernel on
+  // every run).
+  struct Scratch {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    size_t bytes = 0;
+  };
+  thread_local Scratch scratch;
   const size_t bytes = scratchpad_md.get_size();
   if (bytes > 0) {
-    scratch.reset(AlignedAlloc(bytes));
-    if (scratch == nullptr) throw std::bad_alloc();
+    if (scratch.bytes < bytes) {
+      scratch.data.reset();
+      scratch.bytes = 0;
+      scratch.data.reset(AlignedAlloc(bytes));
+      if (scratch.data == nullptr) throw std::bad_alloc();
+      scratch.bytes = bytes;
+    }
     args[DNNL_ARG_SCRATCHPAD] =
-        dnnl::memory(scratchpad_md, engine, scratch.get());
+        dnnl::memory(scratchpad_md, engine, scratch.data.get());
   }
   dnnl::stream stream(engine);
   prim.execute(stream, args);

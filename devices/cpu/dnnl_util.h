@@ -21,6 +21,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "absl/status/statusor.h"
+#include "runtime/graph.h"
 #include "runtime/tensor.h"
 
 namespace glint::cpu {
@@ -52,6 +54,20 @@ dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims);
 
 // A primitive attribute with a user-managed scratchpad (see file comment).
 dnnl::primitive_attr UserScratchpadAttr();
+
+// The activation a fused node (optimize.h) applies to its result, read from
+// its "activation" attribute ("" or absent: none). Fused ops exist only
+// after the CPU graph optimiser, which writes only values listed here.
+struct Activation {
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  bool present() const { return alg != dnnl::algorithm::undef; }
+};
+// UNIMPLEMENTED naming the node for an activation oneDNN is not given here.
+absl::StatusOr<Activation> ParseActivation(const Node& node);
+// Appends `act` (when present) to `ops`.
+void AppendActivation(const Activation& act, dnnl::post_ops& ops);
 
 // Executes `prim` on a fresh stream with a scratchpad of `scratchpad_md`
 // allocated for this call, and waits for it. Throws like oneDNN does; call

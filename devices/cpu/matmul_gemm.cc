@@ -9,6 +9,7 @@
 // a sum post-op with scale beta over an output pre-filled with broadcast C.
 // Constant B is packed into oneDNN's preferred layout once per shape.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "runtime/status_macros.h"
 
@@ -35,6 +37,7 @@ struct MatMulConfig {
   memory::desc bias;
   float alpha = 1.0f;
   float sum_beta = 0.0f;  // Adds sum_beta * (prior dst) when non-zero.
+  Activation act;         // Applied last (fused nodes only).
   bool pack_weights = false;
 };
 
@@ -55,9 +58,10 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
     const void* weights) {
   dnnl::primitive_attr attr = UserScratchpadAttr();
   if (config.alpha != 1.0f) attr.set_output_scales(0, {config.alpha});
-  if (config.sum_beta != 0.0f) {
+  if (config.sum_beta != 0.0f || config.act.present()) {
     dnnl::post_ops ops;
-    ops.append_sum(config.sum_beta);
+    if (config.sum_beta != 0.0f) ops.append_sum(config.sum_beta);
+    AppendActivation(config.act, ops);
     attr.set_post_ops(ops);
   }
   const memory::desc wei_md =
@@ -167,12 +171,16 @@ absl::StatusOr<MatMulGeometry> MatMulShapes(const Shape& a, const Shape& b,
   return g;
 }
 
+// Also runs glint.FusedMatMul: MatMul + optional bias input 2 of shape [N]
+// (added to every row) + optional activation, in one primitive.
 class MatMulKernel final : public KernelBase {
  public:
-  explicit MatMulKernel(const KernelSpec& spec)
+  MatMulKernel(const KernelSpec& spec, Activation act)
       : KernelBase(spec),
         engine_(dnnl::engine::kind::cpu, 0),
-        constant_b_(spec.constant(1) != nullptr) {}
+        constant_b_(spec.constant(1) != nullptr),
+        has_bias_(spec.has_input(2)),
+        act_(act) {}
 
   // Creates the primitive now when the shapes are known.
   absl::Status Prepare(const KernelSpec& spec) {
@@ -193,25 +201,57 @@ class MatMulKernel final : public KernelBase {
                            GetInput(ctx, 0, DType::kFloat32, node()));
     GLINT_ASSIGN_OR_RETURN(const TensorView* b,
                            GetInput(ctx, 1, DType::kFloat32, node()));
+    const TensorView* bias = nullptr;
+    if (has_bias_) {
+      GLINT_ASSIGN_OR_RETURN(bias, GetInput(ctx, 2, DType::kFloat32, node()));
+    }
     GLINT_ASSIGN_OR_RETURN(MatMulGeometry g,
                            MatMulShapes(a->shape, b->shape, node()));
+    if (bias != nullptr && bias->num_elements() != g.dst.back()) {
+      return InvalidArgument(node(), "bias of shape ", bias->shape.ToString(),
+                             " for output ", g.out.ToString());
+    }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
                                                         DType::kFloat32,
                                                         node()));
     if (y.num_elements() == 0) return absl::OkStatus();
     if (g.k == 0) {
-      std::fill_n(y.as<float>(), y.num_elements(), 0.0f);
+      // Only the bias and activation remain; rare enough for a plain loop.
+      float* py = y.as<float>();
+      const int64_t n = g.dst.back();
+      for (int64_t i = 0; i < y.num_elements(); ++i) {
+        float v = bias != nullptr ? bias->as<const float>()[i % n] : 0.0f;
+        if (act_.present()) v = ApplyActivation(v);
+        py[i] = v;
+      }
       return absl::OkStatus();
     }
     GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulEntry> e,
                            GetEntry(a->shape, b->shape, b->data));
     return CatchDnnl(node(), [&] {
-      RunMatMul(engine_, *e, a->data, b->data, nullptr, y.data);
+      RunMatMul(engine_, *e, a->data, b->data,
+                bias != nullptr ? bias->data : nullptr, y.data);
       return absl::OkStatus();
     });
   }
 
  private:
+  // The k == 0 fallback of the activations ParseActivation accepts.
+  float ApplyActivation(float v) const {
+    switch (act_.alg) {
+      case dnnl::algorithm::eltwise_relu:
+        return v > 0 ? v : v * act_.alpha;
+      case dnnl::algorithm::eltwise_logistic:
+        return 1.0f / (1.0f + std::exp(-v));
+      case dnnl::algorithm::eltwise_tanh:
+        return std::tanh(v);
+      case dnnl::algorithm::eltwise_gelu_erf:
+        return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f)));
+      default:
+        return v;
+    }
+  }
+
   // `b_data` is used only to pack constant weights.
   absl::StatusOr<std::shared_ptr<const MatMulEntry>> GetEntry(
       const Shape& a, const Shape& b, const void* b_data) const {
@@ -227,6 +267,14 @@ class MatMulKernel final : public KernelBase {
       config.src = PlainF32(g.src);
       config.weights = PlainF32(g.weights);
       config.dst = PlainF32(g.dst);
+      if (has_bias_) {
+        // [1, ..., 1, N]: broadcast over every row of every batch.
+        memory::dims bias_dims(g.dst.size(), 1);
+        bias_dims.back() = g.dst.back();
+        config.has_bias = true;
+        config.bias = PlainF32(bias_dims);
+      }
+      config.act = act_;
       // Packing pays off when the same weights are reused across calls.
       config.pack_weights = constant_b_ && g.folded;
       entry = CreateMatMulEntry(engine_, config, b_data);
@@ -237,19 +285,27 @@ class MatMulKernel final : public KernelBase {
 
   dnnl::engine engine_;
   bool constant_b_;
+  bool has_bias_;
+  Activation act_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  for (int i = 0; i < 2; ++i) {
+  const bool fused = spec.node->op_type == kFusedMatMulOp;
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, fused ? 3 : 2));
+  for (int i = 0; i < spec.node->num_inputs(); ++i) {
+    if (i == 2 && !spec.has_input(2)) continue;
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  Activation act;
+  if (fused) {
+    GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
+  }
   std::unique_ptr<MatMulKernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
-    kernel = std::make_unique<MatMulKernel>(spec);
+    kernel = std::make_unique<MatMulKernel>(spec, act);
     return absl::OkStatus();
   }));
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
@@ -263,10 +319,12 @@ struct GemmGeometry {
   bool bias = false;  // C goes in as oneDNN bias [1, N].
 };
 
+// Also runs glint.FusedGemm: Gemm + activation.
 class GemmKernel final : public KernelBase {
  public:
-  explicit GemmKernel(const KernelSpec& spec)
+  GemmKernel(const KernelSpec& spec, Activation act)
       : KernelBase(spec),
+        act_(act),
         engine_(dnnl::engine::kind::cpu, 0),
         trans_a_(spec.node->GetInt("transA", 0) != 0),
         trans_b_(spec.node->GetInt("transB", 0) != 0),
@@ -327,6 +385,12 @@ class GemmKernel final : public KernelBase {
         for (int64_t i = 0; i < n; ++i) py[i] = c->as<const float>()[i % g.n];
       } else {
         for (int64_t i = 0; i < n; ++i) py[i] *= beta_;
+      }
+      if (act_.present()) {
+        // The optimiser fuses only Relu/LeakyRelu into Gemm.
+        for (int64_t i = 0; i < n; ++i) {
+          if (py[i] < 0) py[i] *= act_.alpha;
+        }
       }
       return absl::OkStatus();
     }
@@ -400,6 +464,7 @@ class GemmKernel final : public KernelBase {
           config.sum_beta = beta_;
         }
       }
+      config.act = act_;
       config.pack_weights = constant_b_;
       entry = CreateMatMulEntry(engine_, config, b_data);
       return absl::OkStatus();
@@ -407,6 +472,7 @@ class GemmKernel final : public KernelBase {
     return cache_.Insert(std::move(key), std::move(entry));
   }
 
+  Activation act_;
   dnnl::engine engine_;
   bool trans_a_;
   bool trans_b_;
@@ -426,9 +492,17 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const KernelSpec& spec) {
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kFloat32}).status());
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  Activation act;
+  if (spec.node->op_type == kFusedGemmOp) {
+    GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
+    if (act.present() && act.alg != dnnl::algorithm::eltwise_relu) {
+      return Unimplemented(spec.node->Describe(),
+                           "FusedGemm takes only Relu/LeakyRelu");
+    }
+  }
   std::unique_ptr<GemmKernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
-    kernel = std::make_unique<GemmKernel>(spec);
+    kernel = std::make_unique<GemmKernel>(spec, act);
     return absl::OkStatus();
   }));
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
@@ -440,6 +514,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const KernelSpec& spec) {
 void RegisterMatMulGemmKernels(KernelRegistry* registry) {
   registry->Register("MatMul", MakeMatMul);
   registry->Register("Gemm", MakeGemm);
+  registry->Register(kFusedMatMulOp, MakeMatMul);
+  registry->Register(kFusedGemmOp, MakeGemm);
 }
 
 }  // namespace glint::cpu

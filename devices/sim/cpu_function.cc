@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "devices/cpu/optimize.h"
 #include "runtime/op_cost.h"
 #include "runtime/status_macros.h"
 
@@ -380,8 +381,12 @@ absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
                        "') is not supported by the cpu backend"));
     }
   }
+  // Folding and fusion happen on a copy: the partition's interface stays
+  // as the partitioner fixed it, only its inside changes.
+  Graph optimized = partition;
+  GLINT_RETURN_IF_ERROR(cpu::OptimizeGraphForCpu(&optimized, kernels_));
   GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const CpuFunction> f,
-                         CpuFunction::Create(partition, kernels_));
+                         CpuFunction::Create(optimized, kernels_));
   return std::shared_ptr<const CompiledFunction>(std::move(f));
 }
 

@@ -1,0 +1,385 @@
+#include "devices/cpu/optimize.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/status_macros.h"
+
+namespace glint::cpu {
+namespace {
+
+bool IsDefaultDomain(const Node& node) {
+  return node.domain.empty() || node.domain == "ai.onnx";
+}
+
+// Who reads each value, so that a pass only fuses away a value nobody else
+// sees.
+class Uses {
+ public:
+  explicit Uses(const Graph& graph) {
+    for (const Node& node : graph.nodes) {
+      for (const std::string& in : node.inputs) {
+        if (!in.empty()) ++count_[in];
+      }
+    }
+    for (const ValueInfo& out : graph.outputs) outputs_.insert(out.name);
+  }
+
+  // True when `value` is read by exactly one node input and is not a graph
+  // output: it can disappear into a fusion.
+  bool SingleInternalUse(const std::string& value) const {
+    auto it = count_.find(value);
+    return it != count_.end() && it->second == 1 && !outputs_.contains(value);
+  }
+  bool IsGraphOutput(const std::string& value) const {
+    return outputs_.contains(value);
+  }
+
+ private:
+  absl::flat_hash_map<std::string, int> count_;
+  absl::flat_hash_set<std::string> outputs_;
+};
+
+// The index of the node reading `value`, searching after `from`; -1 if none.
+int FindConsumer(const Graph& graph, int from, const std::string& value) {
+  for (int i = from + 1; i < static_cast<int>(graph.nodes.size()); ++i) {
+    for (const std::string& in : graph.nodes[i].inputs) {
+      if (in == value) return i;
+    }
+  }
+  return -1;
+}
+
+// An initializer name not yet used in `graph`.
+std::string FreshName(const Graph& graph, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; graph.values.contains(name) ||
+                  graph.initializers.count(name) > 0;
+       ++i) {
+    name = absl::StrCat(base, "_", i);
+  }
+  return name;
+}
+
+void AddInitializer(Graph* graph, const std::string& name, Tensor tensor) {
+  graph->values[name] = ValueInfo{name, tensor.dtype(), tensor.shape()};
+  graph->initializers[name] = std::move(tensor);
+}
+
+// `producer`'s single output now is `consumer`'s; `consumer` is erased.
+// The intermediate value disappears.
+void MergeInto(Graph* graph, int producer, int consumer) {
+  Node& p = graph->nodes[producer];
+  graph->values.erase(p.outputs[0]);
+  p.outputs = {graph->nodes[consumer].outputs[0]};
+  graph->nodes.erase(graph->nodes.begin() + consumer);
+}
+
+const Tensor* FloatInitializer(const Graph& graph, const std::string& name) {
+  const Tensor* t = graph.FindInitializer(name);
+  return t != nullptr && t->dtype() == DType::kFloat32 ? t : nullptr;
+}
+
+// A KernelContext over owned tensors: how constant folding runs a kernel.
+class FoldContext : public KernelContext {
+ public:
+  FoldContext(std::vector<TensorView> inputs, std::vector<bool> present,
+              std::vector<DType> output_dtypes)
+      : inputs_(std::move(inputs)),
+        present_(std::move(present)),
+        dtypes_(std::move(output_dtypes)),
+        outputs_(dtypes_.size()) {}
+
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  const TensorView* input(int i) const override {
+    return i >= 0 && i < num_inputs() && present_[i] ? &inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return static_cast<int>(dtypes_.size()); }
+  bool output_used(int i) const override {
+    return i >= 0 && i < num_outputs() && dtypes_[i] != DType::kUndefined;
+  }
+  absl::StatusOr<TensorView> AllocateOutput(int i,
+                                            const Shape& shape) override {
+    if (!output_used(i) || outputs_[i].raw_data() != nullptr) {
+      return absl::InternalError("constant folding: bad output allocation");
+    }
+    if (static_cast<size_t>(shape.NumElements()) * DTypeSize(dtypes_[i]) >
+        kMaxFoldedBytes) {
+      // Not an error of the model: the node just stays a node.
+      return absl::ResourceExhaustedError("folded constant too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(outputs_[i], Tensor::Create(dtypes_[i], shape));
+    return TensorView{dtypes_[i], shape, outputs_[i].raw_data()};
+  }
+
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+ private:
+  std::vector<TensorView> inputs_;
+  std::vector<bool> present_;
+  std::vector<DType> dtypes_;
+  std::vector<Tensor> outputs_;
+};
+
+// Evaluates `node` (inputs all initializers). Null when the node cannot or
+// should not be folded; the graph is then left as it was.
+std::unique_ptr<std::vector<Tensor>> Evaluate(const Graph& graph,
+                                              const Node& node,
+                                              const KernelRegistry& kernels) {
+  const KernelFactory* factory = kernels.Find(node.op_type);
+  if (factory == nullptr) return nullptr;
+  KernelSpec spec;
+  spec.node = &node;
+  spec.opset_version = graph.opset_version;
+  std::vector<TensorView> views;
+  std::vector<bool> present;
+  for (const std::string& in : node.inputs) {
+    const Tensor* t = in.empty() ? nullptr : graph.FindInitializer(in);
+    spec.inputs.push_back(t != nullptr ? ValueInfo{in, t->dtype(), t->shape()}
+                                       : ValueInfo{});
+    spec.constant_inputs.push_back(t);
+    present.push_back(t != nullptr);
+    views.push_back(t != nullptr
+                        ? TensorView{t->dtype(), t->shape(),
+                                     const_cast<void*>(t->raw_data())}
+                        : TensorView{});
+  }
+  std::vector<DType> dtypes;
+  for (const std::string& out : node.outputs) {
+    const ValueInfo* info = out.empty() ? nullptr : graph.FindValue(out);
+    spec.outputs.push_back(info != nullptr ? *info : ValueInfo{});
+    dtypes.push_back(info != nullptr ? info->dtype : DType::kUndefined);
+  }
+  absl::StatusOr<std::unique_ptr<Kernel>> kernel = (*factory)(spec);
+  if (!kernel.ok()) return nullptr;
+  FoldContext ctx(std::move(views), std::move(present), dtypes);
+  if (!(*kernel)->Compute(ctx).ok()) return nullptr;
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    if (dtypes[i] != DType::kUndefined && !ctx.outputs()[i].valid()) {
+      return nullptr;  // An output the kernel did not produce.
+    }
+  }
+  return std::make_unique<std::vector<Tensor>>(std::move(ctx.outputs()));
+}
+
+std::string ActivationOf(const Node& node) {
+  return node.GetString("activation", "");
+}
+
+}  // namespace
+
+absl::Status FoldConstants(Graph* graph, const KernelRegistry& kernels) {
+  const Uses uses(*graph);
+  for (size_t i = 0; i < graph->nodes.size();) {
+    const Node& node = graph->nodes[i];
+    bool foldable = IsDefaultDomain(node) &&
+                    (node.num_inputs() > 0 || node.op_type == "Constant");
+    for (const std::string& in : node.inputs) {
+      foldable = foldable && (in.empty() || graph->IsInitializer(in));
+    }
+    for (const std::string& out : node.outputs) {
+      foldable = foldable && !uses.IsGraphOutput(out);
+    }
+    std::unique_ptr<std::vector<Tensor>> results;
+    if (foldable) results = Evaluate(*graph, node, kernels);
+    if (results == nullptr) {
+      ++i;
+      continue;
+    }
+    const std::vector<std::string> outputs = node.outputs;
+    graph->nodes.erase(graph->nodes.begin() + i);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      if (outputs[o].empty()) continue;
+      AddInitializer(graph, outputs[o], std::move((*results)[o]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FoldBatchNormIntoConv(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& conv = graph->nodes[i];
+    if (!IsDefaultDomain(conv) || conv.op_type != "Conv" ||
+        conv.outputs.size() != 1) {
+      continue;
+    }
+    const Uses uses(*graph);
+    if (!uses.SingleInternalUse(conv.outputs[0])) continue;
+    const int j = FindConsumer(*graph, i, conv.outputs[0]);
+    if (j < 0) continue;
+    const Node& bn = graph->nodes[j];
+    if (!IsDefaultDomain(bn) || bn.op_type != "BatchNormalization" ||
+        bn.inputs.size() != 5 || bn.inputs[0] != conv.outputs[0] ||
+        bn.GetInt("training_mode", 0) != 0) {
+      continue;
+    }
+    bool extra_outputs = false;
+    for (size_t o = 1; o < bn.outputs.size(); ++o) {
+      extra_outputs = extra_outputs || !bn.outputs[o].empty();
+    }
+    if (extra_outputs || bn.outputs.empty() || bn.outputs[0].empty()) continue;
+    const Tensor* w = FloatInitializer(*graph, conv.inputs[1]);
+    const Tensor* b =
+        conv.has_input(2) ? FloatInitializer(*graph, conv.inputs[2]) : nullptr;
+    if (w == nullptr || w->shape().rank() < 3 || (conv.has_input(2) && !b)) {
+      continue;
+    }
+    const int64_t m = w->shape().dim(0);
+    const Tensor* params[4];
+    bool ok = b == nullptr || b->num_elements() == m;
+    for (int p = 0; p < 4; ++p) {
+      params[p] = FloatInitializer(*graph, bn.inputs[p + 1]);
+      ok = ok && params[p] != nullptr && params[p]->num_elements() == m;
+    }
+    if (!ok) continue;
+    const float eps = bn.GetFloat("epsilon", 1e-5f);
+    const float* scale = params[0]->data<float>();
+    const float* shift = params[1]->data<float>();
+    const float* mean = params[2]->data<float>();
+    const float* var = params[3]->data<float>();
+    GLINT_ASSIGN_OR_RETURN(Tensor new_w,
+                           Tensor::Create(DType::kFloat32, w->shape()));
+    GLINT_ASSIGN_OR_RETURN(Tensor new_b,
+                           Tensor::Create(DType::kFloat32, Shape({m})));
+    const int64_t per_channel = w->num_elements() / std::max<int64_t>(m, 1);
+    for (int64_t c = 0; c < m; ++c) {
+      // BN(y) = (y - mean) * s + shift with s = scale / sqrt(var + eps);
+      // y = W*x + b, so W' = W * s and b' = (b - mean) * s + shift.
+      const float s = scale[c] / std::sqrt(var[c] + eps);
+      const float* src = w->data<float>() + c * per_channel;
+      float* dst = new_w.data<float>() + c * per_channel;
+      for (int64_t k = 0; k < per_channel; ++k) dst[k] = src[k] * s;
+      const float bias = b != nullptr ? b->data<float>()[c] : 0.0f;
+      new_b.data<float>()[c] = (bias - mean[c]) * s + shift[c];
+    }
+    const std::string w_name = FreshName(*graph, conv.name + "_bn_w");
+    AddInitializer(graph, w_name, std::move(new_w));
+    const std::string b_name = FreshName(*graph, conv.name + "_bn_b");
+    AddInitializer(graph, b_name, std::move(new_b));
+    Node& target = graph->nodes[i];
+    target.inputs.resize(3);
+    target.inputs[1] = w_name;
+    target.inputs[2] = b_name;
+    MergeInto(graph, i, j);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FuseMatMulBias(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& mm = graph->nodes[i];
+    if (!IsDefaultDomain(mm) || mm.op_type != "MatMul" ||
+        mm.outputs.size() != 1 || mm.inputs.size() != 2) {
+      continue;
+    }
+    const ValueInfo* out = graph->FindValue(mm.outputs[0]);
+    const ValueInfo* b = graph->FindValue(mm.inputs[1]);
+    if (out == nullptr || out->dtype != DType::kFloat32 ||
+        out->shape.rank() < 1 || b == nullptr || b->shape.rank() < 2) {
+      continue;
+    }
+    const int64_t n = out->shape.dims().back();
+    if (n < 0) continue;
+    const Uses uses(*graph);
+    if (!uses.SingleInternalUse(mm.outputs[0])) continue;
+    const int j = FindConsumer(*graph, i, mm.outputs[0]);
+    if (j < 0) continue;
+    const Node& add = graph->nodes[j];
+    if (!IsDefaultDomain(add) || add.op_type != "Add" ||
+        add.inputs.size() != 2 || add.outputs.size() != 1) {
+      continue;
+    }
+    const std::string& other =
+        add.inputs[0] == mm.outputs[0] ? add.inputs[1] : add.inputs[0];
+    const Tensor* bias = FloatInitializer(*graph, other);
+    if (bias == nullptr || bias->num_elements() != n ||
+        bias->shape().rank() > out->shape.rank()) {
+      continue;
+    }
+    // Only a bias along the last axis keeps Add's output shape the
+    // MatMul's: every other dim must be 1.
+    if (bias->shape().rank() > 0 && bias->shape().dims().back() != n) {
+      continue;
+    }
+    Node& fused = graph->nodes[i];
+    fused.op_type = kFusedMatMulOp;
+    fused.domain.clear();
+    fused.inputs.push_back(other);
+    MergeInto(graph, i, j);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FuseActivations(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& p = graph->nodes[i];
+    if (!IsDefaultDomain(p) || p.outputs.size() != 1 ||
+        !ActivationOf(p).empty()) {
+      continue;
+    }
+    std::string fused_type;
+    if (p.op_type == "MatMul" || p.op_type == kFusedMatMulOp) {
+      fused_type = kFusedMatMulOp;
+    } else if (p.op_type == "Gemm") {
+      fused_type = kFusedGemmOp;
+    } else if (p.op_type == "Conv") {
+      fused_type = kFusedConvOp;
+    } else {
+      continue;
+    }
+    const ValueInfo* out = graph->FindValue(p.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const Uses uses(*graph);
+    if (!uses.SingleInternalUse(p.outputs[0])) continue;
+    const int j = FindConsumer(*graph, i, p.outputs[0]);
+    if (j < 0) continue;
+    const Node& act = graph->nodes[j];
+    if (!IsDefaultDomain(act) || act.outputs.size() != 1 ||
+        (act.op_type != "Relu" && act.op_type != "LeakyRelu")) {
+      continue;
+    }
+    const float alpha =
+        act.op_type == "LeakyRelu" ? act.GetFloat("alpha", 0.01f) : 0.0f;
+    const std::string act_type = act.op_type;
+    Node& fused = graph->nodes[i];
+    fused.op_type = fused_type;
+    fused.attributes["activation"] = act_type;
+    if (act_type == "LeakyRelu") fused.attributes["activation_alpha"] = alpha;
+    MergeInto(graph, i, j);
+  }
+  return absl::OkStatus();
+}
+
+void RemoveUnusedInitializers(Graph* graph) {
+  absl::flat_hash_set<std::string> used;
+  for (const Node& node : graph->nodes) {
+    for (const std::string& in : node.inputs) used.insert(in);
+  }
+  for (const ValueInfo& out : graph->outputs) used.insert(out.name);
+  for (auto it = graph->initializers.begin();
+       it != graph->initializers.end();) {
+    if (used.contains(it->first)) {
+      ++it;
+    } else {
+      graph->values.erase(it->first);
+      it = graph->initializers.erase(it);
+    }
+  }
+}
+
+absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
+  GLINT_RETURN_IF_ERROR(FoldConstants(graph, kernels));
+  GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));
+  GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
+  GLINT_RETURN_IF_ERROR(FuseActivations(graph));
+  RemoveUnusedInitializers(graph);
+  return graph->Validate();
+}
+
+}  // namespace glint::cpu

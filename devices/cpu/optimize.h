@@ -1,0 +1,64 @@
+// Compile-time graph optimisation for the CPU kernels: work that would
+// otherwise be repeated on every run is done once, when a partition is
+// compiled.
+//
+// The passes keep the graph's interface: its inputs, outputs and their names
+// and types never change; only internal values and nodes are rewritten.
+// Fused nodes use op types of the default domain that ONNX cannot name
+// (they contain a '.'), registered only in the CPU kernel registry:
+//
+//   glint.FusedMatMul  MatMul(A, B) [+ bias] [-> activation]
+//                      inputs A, B, optional bias with N elements (N = last
+//                      dim of the result); attribute "activation".
+//   glint.FusedGemm    Gemm with attribute "activation" (Relu/LeakyRelu).
+//   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu).
+//
+// "activation" is an ONNX op name ("Relu", "LeakyRelu" with
+// "activation_alpha", "Sigmoid", "Tanh", "Gelu"); see dnnl_util.h.
+#ifndef GLINT_DEVICES_CPU_OPTIMIZE_H_
+#define GLINT_DEVICES_CPU_OPTIMIZE_H_
+
+#include <cstddef>
+
+#include "absl/status/status.h"
+#include "devices/cpu/kernel.h"
+#include "runtime/graph.h"
+
+namespace glint::cpu {
+
+inline constexpr char kFusedMatMulOp[] = "glint.FusedMatMul";
+inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
+inline constexpr char kFusedConvOp[] = "glint.FusedConv";
+
+// Constant folding refuses results larger than this, so that a generating
+// op (Expand, Tile...) cannot bloat the constant block.
+inline constexpr size_t kMaxFoldedBytes = 16 << 20;
+
+// Runs every pass below, in order. The graph stays valid (Validate()) and
+// computes the same outputs up to float rounding (BatchNormalization folded
+// into Conv weights rounds differently).
+absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels);
+
+// Nodes of the default domain whose inputs are all initializers (and whose
+// outputs are not graph outputs) are run once with `kernels`; their outputs
+// become initializers. Nodes a kernel refuses are left alone.
+absl::Status FoldConstants(Graph* graph, const KernelRegistry& kernels);
+
+// Conv (constant W and B) → BatchNormalization (inference, constant
+// parameters) becomes one Conv with scaled weights and a shifted bias.
+absl::Status FoldBatchNormIntoConv(Graph* graph);
+
+// MatMul → Add(constant bias of N elements broadcast along the last axis)
+// becomes glint.FusedMatMul with the bias as its third input.
+absl::Status FuseMatMulBias(Graph* graph);
+
+// MatMul / glint.FusedMatMul / Gemm / Conv → Relu or LeakyRelu becomes the
+// fused op with that activation.
+absl::Status FuseActivations(Graph* graph);
+
+// Drops initializers that no node reads and that are not graph outputs.
+void RemoveUnusedInitializers(Graph* graph);
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_OPTIMIZE_H_

@@ -1,0 +1,213 @@
+#include "devices/cpu/optimize.h"
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "devices/cpu/kernel_test_util.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using testing::MakeNode;
+using testing::RunKernel;
+using testing::RunKernelOptions;
+
+Tensor Random(std::vector<int64_t> dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  Shape shape(std::move(dims));
+  std::vector<float> v(shape.NumElements());
+  for (float& x : v) x = dist(rng);
+  return Tensor::FromVector(DType::kFloat32, shape, v);
+}
+
+void AddValue(Graph& g, const std::string& name, Shape shape) {
+  g.values[name] = ValueInfo{name, DType::kFloat32, std::move(shape)};
+}
+
+void AddInitializer(Graph& g, const std::string& name, Tensor t) {
+  g.values[name] = ValueInfo{name, t.dtype(), t.shape()};
+  g.initializers[name] = std::move(t);
+}
+
+Graph NewGraph(const std::string& input, Shape in_shape,
+               const std::string& output, Shape out_shape) {
+  Graph g;
+  g.name = "g";
+  g.opset_version = 17;
+  g.inputs = {{input, DType::kFloat32, in_shape}};
+  g.outputs = {{output, DType::kFloat32, out_shape}};
+  AddValue(g, input, in_shape);
+  AddValue(g, output, out_shape);
+  return g;
+}
+
+// Runs `g` node by node with the CPU kernels: the reference the optimised
+// graph must agree with.
+std::map<std::string, Tensor> Run(const Graph& g,
+                                  const std::map<std::string, Tensor>& feed) {
+  std::map<std::string, Tensor> env = feed;
+  for (const auto& [name, t] : g.initializers) env[name] = t;
+  for (const Node& node : g.nodes) {
+    RunKernelOptions options;
+    options.opset_version = g.opset_version;
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      inputs.push_back(env.at(node.inputs[i]));
+      if (g.IsInitializer(node.inputs[i])) {
+        options.constant_inputs.push_back(static_cast<int>(i));
+      }
+    }
+    for (const std::string& out : node.outputs) {
+      options.output_dtypes.push_back(g.FindValue(out)->dtype);
+    }
+    absl::StatusOr<std::vector<Tensor>> outs =
+        RunKernel(CpuKernelRegistry(), node, inputs, options);
+    EXPECT_TRUE(outs.ok()) << node.Describe() << ": " << outs.status();
+    if (!outs.ok()) return {};
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      env[node.outputs[i]] = (*outs)[i];
+    }
+  }
+  std::map<std::string, Tensor> result;
+  for (const ValueInfo& out : g.outputs) result[out.name] = env.at(out.name);
+  return result;
+}
+
+// Optimises a copy of `g` and checks it computes what `g` does on random
+// inputs; returns the optimised graph.
+Graph OptimizeAndCompare(const Graph& g, float tolerance) {
+  Graph opt = g;
+  absl::Status s = OptimizeGraphForCpu(&opt, CpuKernelRegistry());
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(opt.inputs.size(), g.inputs.size());
+  EXPECT_EQ(opt.outputs.size(), g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    EXPECT_EQ(opt.outputs[i].name, g.outputs[i].name);
+  }
+  std::map<std::string, Tensor> feed;
+  for (const ValueInfo& in : g.inputs) feed[in.name] = Random(in.shape.dims(), 7);
+  const std::map<std::string, Tensor> want = Run(g, feed);
+  const std::map<std::string, Tensor> got = Run(opt, feed);
+  for (const auto& [name, w] : want) {
+    const Tensor& t = got.at(name);
+    EXPECT_EQ(t.shape(), w.shape()) << name;
+    if (t.shape() != w.shape()) continue;
+    for (int64_t i = 0; i < w.num_elements(); ++i) {
+      const float a = w.data<float>()[i];
+      const float b = t.data<float>()[i];
+      if (std::fabs(a - b) > tolerance * (1 + std::fabs(a))) {
+        ADD_FAILURE() << name << "[" << i << "]: " << a << " vs " << b;
+        break;
+      }
+    }
+  }
+  return opt;
+}
+
+TEST(OptimizeTest, MatMulAddReluBecomesOneFusedMatMul) {
+  Graph g = NewGraph("x", Shape({2, 3, 8}), "y", Shape({2, 3, 5}));
+  AddInitializer(g, "w", Random({8, 5}, 1));
+  AddInitializer(g, "b", Random({5}, 2));
+  AddValue(g, "mm", Shape({2, 3, 5}));
+  AddValue(g, "add", Shape({2, 3, 5}));
+  g.nodes = {MakeNode("MatMul", {"x", "w"}, {"mm"}),
+             MakeNode("Add", {"b", "mm"}, {"add"}),
+             MakeNode("Relu", {"add"}, {"y"})};
+  g.nodes[0].name = "mm_node";
+  g.nodes[1].name = "add_node";
+  g.nodes[2].name = "relu_node";
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, kFusedMatMulOp);
+  EXPECT_EQ(opt.nodes[0].inputs, (std::vector<std::string>{"x", "w", "b"}));
+  EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
+  EXPECT_EQ(opt.nodes[0].GetString("activation", ""), "Relu");
+  EXPECT_EQ(opt.FindValue("mm"), nullptr);
+}
+
+TEST(OptimizeTest, GemmReluBecomesFusedGemm) {
+  Graph g = NewGraph("x", Shape({4, 6}), "y", Shape({4, 3}));
+  AddInitializer(g, "w", Random({3, 6}, 3));
+  AddInitializer(g, "b", Random({3}, 4));
+  AddValue(g, "gemm", Shape({4, 3}));
+  g.nodes = {MakeNode("Gemm", {"x", "w", "b"}, {"gemm"}, {{"transB", int64_t{1}}}),
+             MakeNode("Relu", {"gemm"}, {"y"})};
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, kFusedGemmOp);
+  EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
+}
+
+TEST(OptimizeTest, ConvBatchNormReluFoldsIntoFusedConv) {
+  Graph g = NewGraph("x", Shape({1, 3, 7, 7}), "y", Shape({1, 4, 7, 7}));
+  AddInitializer(g, "w", Random({4, 3, 3, 3}, 5));
+  AddInitializer(g, "scale", Random({4}, 6));
+  AddInitializer(g, "shift", Random({4}, 7));
+  AddInitializer(g, "mean", Random({4}, 8));
+  Tensor var = Random({4}, 9);
+  for (int i = 0; i < 4; ++i) var.data<float>()[i] = 1 + std::fabs(var.data<float>()[i]);
+  AddInitializer(g, "var", var);
+  AddValue(g, "conv", Shape({1, 4, 7, 7}));
+  AddValue(g, "bn", Shape({1, 4, 7, 7}));
+  g.nodes = {MakeNode("Conv", {"x", "w"}, {"conv"},
+                      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             MakeNode("BatchNormalization",
+                      {"conv", "scale", "shift", "mean", "var"}, {"bn"}),
+             MakeNode("Relu", {"bn"}, {"y"})};
+  g.nodes[0].name = "conv_node";
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, kFusedConvOp);
+  EXPECT_EQ(opt.nodes[0].inputs.size(), 3u);
+  // The BN parameters and the original weights are no longer needed.
+  EXPECT_EQ(opt.initializers.size(), 2u);
+  EXPECT_EQ(opt.FindInitializer("scale"), nullptr);
+}
+
+TEST(OptimizeTest, ConstantSubgraphIsFolded) {
+  Graph g = NewGraph("x", Shape({2, 4}), "y", Shape({2, 3}));
+  AddInitializer(g, "wt", Random({3, 4}, 10));
+  AddInitializer(g, "two", Tensor::FromVector(DType::kFloat32, Shape(),
+                                              std::vector<float>{2.0f}));
+  AddValue(g, "w", Shape({4, 3}));
+  AddValue(g, "w2", Shape({4, 3}));
+  g.nodes = {MakeNode("Transpose", {"wt"}, {"w"}),
+             MakeNode("Mul", {"w", "two"}, {"w2"}),
+             MakeNode("MatMul", {"x", "w2"}, {"y"})};
+  const Graph opt = OptimizeAndCompare(g, 1e-6f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, "MatMul");
+  ASSERT_NE(opt.FindInitializer("w2"), nullptr);
+  EXPECT_EQ(opt.FindInitializer("w2")->shape(), Shape({4, 3}));
+  EXPECT_EQ(opt.FindInitializer("wt"), nullptr);
+}
+
+TEST(OptimizeTest, ValuesVisibleOutsideAreNotFusedAway) {
+  // The MatMul result is a graph output too: it must stay.
+  Graph g = NewGraph("x", Shape({2, 4}), "y", Shape({2, 3}));
+  g.outputs.push_back({"mm", DType::kFloat32, Shape({2, 3})});
+  AddInitializer(g, "w", Random({4, 3}, 11));
+  AddValue(g, "mm", Shape({2, 3}));
+  g.nodes = {MakeNode("MatMul", {"x", "w"}, {"mm"}),
+             MakeNode("Relu", {"mm"}, {"y"})};
+  const Graph opt = OptimizeAndCompare(g, 0);
+  EXPECT_EQ(opt.nodes.size(), 2u);
+  EXPECT_EQ(opt.nodes[0].op_type, "MatMul");
+}
+
+TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {
+  Node node = MakeNode(kFusedMatMulOp, {"a", "b"}, {"y"},
+                       {{"activation", std::string("Nope")}});
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunKernel(CpuKernelRegistry(), node,
+                {Random({2, 2}, 1), Random({2, 2}, 2)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace glint::cpu
