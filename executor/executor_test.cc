@@ -132,6 +132,52 @@ TEST_F(ExecutorTest, WarmRunsReuseTheirExecutionState) {
   EXPECT_EQ(replica.states.idle(), 1u);
 }
 
+TEST(ExecutorReplicaTest, RunsGoToTheReplicaWithTheLeastOutstandingWork) {
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  std::vector<DeviceManager*> raw;
+  for (int i = 0; i < 4; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 1 << 20;
+    devices.push_back(*SimDevice::Create(i, c));
+    raw.push_back(devices.back().get());
+  }
+  Dag dag = TwoStageDag();
+  dag.replicas = 2;
+  auto net = Provisioner(raw).Provision(dag);
+  ASSERT_TRUE(net.ok()) << net.status();
+  ASSERT_EQ((*net)->replicas.size(), 2u);
+  // Replica 0 looks busy: the next run must go to replica 1's devices.
+  (*net)->replicas[0]->outstanding = 5;
+  std::set<int> replica1_devices;
+  for (const ProvisionedPartition& p : (*net)->replicas[1]->partitions) {
+    replica1_devices.insert(p.device->id() + 1);  // Trace pids.
+  }
+  auto trace = std::make_shared<RunTrace>();
+  absl::Notification done;
+  ExecutionRequest request;
+  request.inputs = {
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, 1, 1, 1})};
+  request.outputs = {0};
+  request.trace = trace;
+  Executor executor;
+  executor.Run(**net, std::move(request),
+               [&](absl::StatusOr<std::vector<Tensor>> r) {
+                 EXPECT_TRUE(r.ok()) << r.status();
+                 done.Notify();
+               });
+  done.WaitForNotification();
+  std::set<int> used;
+  const nlohmann::json json = nlohmann::json::parse(trace->ToChromeJson());
+  for (const auto& e : json["traceEvents"]) {
+    if (e["ph"] == "X" && e["pid"].get<int>() > 0) {
+      used.insert(e["pid"].get<int>());
+    }
+  }
+  EXPECT_EQ(used, replica1_devices);
+  EXPECT_EQ((*net)->replicas[1]->outstanding.load(), 0);
+  (*net)->replicas[0]->outstanding = 0;
+}
+
 TEST_F(ExecutorTest, TraceHasATrackPerStreamAndASlicePerStep) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
@@ -413,6 +459,40 @@ TEST_F(ExecutorFaultTest, FirstErrorNamesPartitionAndDeviceAndDeviceRecovers) {
   auto again = Run();
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ((*again)[0].data<float>()[0], 2.0f);
+}
+
+TEST_F(ExecutorFaultTest, AFailingRunLeavesOtherNetworksAlone) {
+  // Another network, whole on device 0, runs 16 times while a run of the
+  // two-device network fails on device 1.
+  Dag other = TwoStageDag();
+  for (DagNode& node : other.nodes) node.logical_device = 0;
+  other.nodes[1].parents = {0};
+  other.num_logical_devices = 1;
+  other.logical_devices = {faulty_[0]->GetDeviceInfo()};
+  auto whole = Provisioner({faulty_[0].get()}).Provision(other);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  faulty_[1]->SetFailLaunch(faulty_[1]->launch_count() + 1);
+  constexpr int kOthers = 16;
+  std::vector<absl::Notification> done(kOthers);
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(kOthers);
+  for (int r = 0; r < kOthers; ++r) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {1, 1, 1, 1})};
+    request.outputs = {0};
+    executor_.Run(**whole, std::move(request),
+                  [&, r](absl::StatusOr<std::vector<Tensor>> out) {
+                    results[r] = std::move(out);
+                    done[r].Notify();
+                  });
+  }
+  auto failing = Run();
+  EXPECT_EQ(failing.status().code(), absl::StatusCode::kInternal);
+  for (int r = 0; r < kOthers; ++r) {
+    done[r].WaitForNotification();
+    ASSERT_TRUE(results[r].ok()) << results[r].status();
+    EXPECT_EQ((*results[r])[0].data<float>()[0], 2.0f);
+  }
 }
 
 TEST_F(ExecutorFaultTest, DeadDeviceFailsFastWithUnavailable) {

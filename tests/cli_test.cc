@@ -14,6 +14,7 @@
 #include "client/tensor_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -129,6 +130,21 @@ TEST_F(CliTest, FullSession) {
   written = ReadNpyFile(dir + "/out2/y.npy");
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_EQ(testing::CompareTensors(*written, expected->tensor), "");
+
+  // --trace writes Chrome trace JSON with the partition on a device track.
+  const std::string trace = dir + "/trace.json";
+  r = Glint({"run", "relu", "--input=" + npy, "--trace", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  std::ifstream trace_file(trace);
+  const nlohmann::json json = nlohmann::json::parse(trace_file);
+  bool partition_on_device = false, copy_in = false;
+  for (const auto& e : json["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    partition_on_device |= e["name"] == "partition p0" && e["pid"] == 1;
+    copy_in |= e["name"] == "copy x host->device";
+  }
+  EXPECT_TRUE(partition_on_device) << json.dump();
+  EXPECT_TRUE(copy_in) << json.dump();
 
   // Errors from the server.
   ExpectError(Glint({"add", "relu", std::string(kRelu) + "/model.onnx"}), 1,

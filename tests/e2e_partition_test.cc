@@ -121,5 +121,28 @@ TEST(E2ePartitionTest, OptionsTravelAndShowRendersDot) {
   EXPECT_EQ(std::string(magic + 1, 3), "PNG");
 }
 
+TEST(E2eDeadlineTest, GrpcDeadlineBecomesDeadlineExceededAndDaemonServes) {
+  // A device of 40 FLOP/s makes each 512-wide MatMul take minutes of
+  // simulated time: a 300 ms deadline must cut the run short, skip the
+  // partitions not yet started, and leave the daemon serving.
+  auto daemon = GlintdProcess::Start(
+      {"--devices=sim:memory=64MiB:compute_gflops=0.00000004"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ASSERT_TRUE((*daemon)->client()
+                  .AddNetwork("slow", MakeDeepMlpModel(1, 8, 2), {})
+                  .ok());
+  const absl::Time start = absl::Now();
+  auto out = (*daemon)->client().RunNetwork(
+      "slow",
+      {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 8}),
+                                std::vector<float>(8, 1.0f))}},
+      {}, absl::Milliseconds(300));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << out.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE((*daemon)->CheckHealth(absl::Seconds(5)).ok());
+  EXPECT_TRUE((*daemon)->client().ListNetworks().ok());
+}
+
 }  // namespace
 }  // namespace glint::testing
