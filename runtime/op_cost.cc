@@ -1,5 +1,8 @@
 #include "runtime/op_cost.h"
 
+#include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
+
 namespace glint {
 
 uint64_t ValueBytes(const ValueInfo& value) {
@@ -31,24 +34,29 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     const int64_t n = v->shape.NumElements();
     if (n > 0 && out_elements == 0) out_elements = static_cast<double>(n);
   }
+  // Backends fuse ops into internal ones ("glint.FusedMatMul"...): they
+  // cost what the op they are built on costs (the fused bias or
+  // activation is noise next to it).
+  absl::string_view op = node.op_type;
+  absl::ConsumePrefix(&op, "glint.Fused");
   const ValueInfo* a = info(0);
   const ValueInfo* b = info(1);
   const bool a_static = a != nullptr && a->shape.IsStatic();
   const bool b_static = b != nullptr && b->shape.IsStatic();
-  if (node.op_type == "MatMul" && a_static && a->shape.rank() >= 1) {
+  if (op == "MatMul" && a_static && a->shape.rank() >= 1) {
     const int64_t k = a->shape.dim(a->shape.rank() - 1);
     cost.flops = 2.0 * out_elements * static_cast<double>(k);
-  } else if (node.op_type == "Gemm" && a_static && a->shape.rank() == 2) {
+  } else if (op == "Gemm" && a_static && a->shape.rank() == 2) {
     const int64_t k = node.GetInt("transA", 0) != 0 ? a->shape.dim(0)
                                                     : a->shape.dim(1);
     cost.flops = 2.0 * out_elements * static_cast<double>(k);
     if (info(2) != nullptr) cost.flops += out_elements;
-  } else if (node.op_type == "Conv" && b_static && b->shape.rank() >= 2) {
+  } else if (op == "Conv" && b_static && b->shape.rank() >= 2) {
     double per_output = 1;  // (C_in / group) · kernel elements.
     for (int d = 1; d < b->shape.rank(); ++d) per_output *= b->shape.dim(d);
     cost.flops = 2.0 * out_elements * per_output;
     if (info(2) != nullptr) cost.flops += out_elements;
-  } else if (node.op_type == "ConvTranspose" && a_static && b_static &&
+  } else if (op == "ConvTranspose" && a_static && b_static &&
              b->shape.rank() >= 2) {
     double per_input = 1;  // (C_out / group) · kernel elements.
     for (int d = 1; d < b->shape.rank(); ++d) per_input *= b->shape.dim(d);

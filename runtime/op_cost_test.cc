@@ -44,6 +44,18 @@ TEST(OpCostTest, GemmAgainstHandComputedFigures) {
   EXPECT_EQ(c.bytes_written, 16u * 32 * 4);
 }
 
+TEST(OpCostTest, FusedOpsCostWhatTheyAreBuiltOn) {
+  Graph g;
+  g.values["a"] = F32("a", Shape({4, 8}));
+  g.values["b"] = F32("b", Shape({8, 16}));
+  g.values["y"] = F32("y", Shape({4, 16}));
+  Node fused{"f", "glint.FusedMatMul", "", {"a", "b"}, {"y"}, {}};
+  Node plain{"m", "MatMul", "", {"a", "b"}, {"y"}, {}};
+  EXPECT_DOUBLE_EQ(EstimateOpCost(fused, g).flops, 2.0 * 4 * 8 * 16);
+  EXPECT_DOUBLE_EQ(EstimateOpCost(fused, g).flops,
+                   EstimateOpCost(plain, g).flops);
+}
+
 TEST(OpCostTest, ElementwiseAndUnknownSizes) {
   Graph g;
   g.values["x"] = F32("x", Shape({3, Shape::kUnknownDim}));

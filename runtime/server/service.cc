@@ -29,6 +29,28 @@ constexpr absl::Duration kCancellationPoll = absl::Milliseconds(5);
 
 }  // namespace
 
+absl::StatusOr<std::vector<NamedTensor>> RunUntilDoneOrCancelled(
+    HostManager& host_manager, absl::string_view name,
+    std::vector<NamedTensor> inputs, RunOptions options,
+    const std::function<bool()>& client_gone) {
+  auto cancel = std::make_shared<CancellationToken>();
+  options.cancel = cancel;
+  absl::Notification finished;
+  absl::StatusOr<std::vector<NamedTensor>> outputs;
+  host_manager.RunNetworkAsync(
+      name, std::move(inputs), options,
+      [&](absl::StatusOr<std::vector<NamedTensor>> result) {
+        outputs = std::move(result);
+        finished.Notify();
+      });
+  // The sync API has no cancellation callback: look at the client while
+  // waiting, and let the run skip what it has not started once it is gone.
+  while (!finished.WaitForNotificationWithTimeout(kCancellationPoll)) {
+    if (client_gone()) cancel->Cancel();
+  }
+  return outputs;
+}
+
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager)
     : host_manager_(host_manager) {}
 
@@ -84,22 +106,10 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
   options.requested_outputs.assign(request->requested_outputs().begin(),
                                    request->requested_outputs().end());
   options.deadline = DeadlineFromGrpc(context->deadline());
-  auto cancel = std::make_shared<CancellationToken>();
-  options.cancel = cancel;
   if (request->trace()) options.trace = std::make_shared<RunTrace>();
-  absl::Notification finished;
-  absl::StatusOr<std::vector<NamedTensor>> outputs;
-  host_manager_->RunNetworkAsync(
-      request->name(), *std::move(inputs), options,
-      [&](absl::StatusOr<std::vector<NamedTensor>> result) {
-        outputs = std::move(result);
-        finished.Notify();
-      });
-  // The sync API has no cancellation callback: look at the client while
-  // waiting, and let the run skip what it has not started once it is gone.
-  while (!finished.WaitForNotificationWithTimeout(kCancellationPoll)) {
-    if (context->IsCancelled()) cancel->Cancel();
-  }
+  absl::StatusOr<std::vector<NamedTensor>> outputs = RunUntilDoneOrCancelled(
+      *host_manager_, request->name(), *std::move(inputs), options,
+      [context] { return context->IsCancelled(); });
   if (!outputs.ok()) return ToGrpcStatus(outputs.status());
   for (const NamedTensor& t : *outputs) {
     absl::Status s = TensorToProto(t, response->add_outputs());

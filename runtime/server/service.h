@@ -8,6 +8,7 @@
 #define GLINT_RUNTIME_SERVER_SERVICE_H_
 
 #include <chrono>
+#include <functional>
 
 #include <grpcpp/grpcpp.h>
 
@@ -49,6 +50,14 @@ class GlintServiceImpl final : public v1::HostManager::Service {
 // A gRPC deadline as an absl::Time; "no deadline" (the far future gRPC
 // reports then) is absl::InfiniteFuture(). Exposed for tests.
 absl::Time DeadlineFromGrpc(std::chrono::system_clock::time_point deadline);
+
+// RunNetwork's core, without gRPC: runs and waits, polling `client_gone`
+// every few milliseconds; once it returns true the run is cancelled
+// (partitions not yet started are skipped; the result is CANCELLED).
+absl::StatusOr<std::vector<NamedTensor>> RunUntilDoneOrCancelled(
+    HostManager& host_manager, absl::string_view name,
+    std::vector<NamedTensor> inputs, RunOptions options,
+    const std::function<bool()>& client_gone);
 
 }  // namespace glint
 

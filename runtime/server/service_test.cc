@@ -147,5 +147,53 @@ TEST_F(ServiceTest, GetDevices) {
   EXPECT_EQ(response.devices(0).type(), "sim");
 }
 
+// A gone client cancels its run: on devices slow enough that each of the
+// two partitions takes seconds of simulated compute, the run returns
+// CANCELLED long before the second could have finished.
+TEST(RunUntilDoneOrCancelledTest, ClientGoneCancelsTheRun) {
+  std::vector<DeviceConfig> devices(2);
+  for (DeviceConfig& d : devices) {
+    d.memory_bytes = 64 * kMiB;
+    d.params["compute_gflops"] = "0.00000004";  // 40 FLOP/s.
+  }
+  auto host = HostManager::CreateFromConfigs(HostManagerOptions(), devices);
+  ASSERT_TRUE(host.ok()) << host.status();
+  AddNetworkOptions options;
+  options.partition.strategy = PartitionStrategy::kLoadBalanced;
+  options.partition.plan_devices = 2;
+  // Each 8x8 MatMul layer is 128 FLOPs: about 3 s per partition.
+  ASSERT_TRUE(
+      (*host)
+          ->AddNetwork("slow", testing::MakeDeepMlpModel(1, 8, 2), options)
+          .ok());
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<NamedTensor>> out = RunUntilDoneOrCancelled(
+      **host, "slow",
+      {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 8}),
+                                std::vector<float>(8, 1.0f))}},
+      RunOptions(), [] { return true; });
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled) << out.status();
+  // At most the first partition ran (the cancel lands within milliseconds).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(RunUntilDoneOrCancelledTest, ClientStillThereGetsTheOutputs) {
+  auto host = HostManager::CreateFromConfigs(HostManagerOptions(),
+                                             {DeviceConfig()});
+  ASSERT_TRUE(host.ok());
+  ASSERT_TRUE((*host)
+                  ->AddNetwork("mlp", testing::MakeMlpModel(1, 4, 4), {})
+                  .ok());
+  absl::StatusOr<std::vector<NamedTensor>> out = RunUntilDoneOrCancelled(
+      **host, "mlp",
+      {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 4}),
+                                std::vector<float>(4, 1.0f))}},
+      RunOptions(), [] { return false; });
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(
+      (*out)[0].tensor.data<float>()[0],
+      testing::MlpReference(std::vector<float>(4, 1.0f), 1, 4, 4)[0]);
+}
+
 }  // namespace
 }  // namespace glint
