@@ -121,8 +121,12 @@ void HostStream::Stop(absl::Status reason) {
       if (!item.callback) ++completed_;
     }
   }
-  if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) {
-    worker_.join();
+  // Joined once, whoever stops first (concurrent joins of one thread are
+  // undefined); the worker itself never joins itself.
+  if (worker_.get_id() != std::this_thread::get_id()) {
+    std::call_once(joined_, [this] {
+      if (worker_.joinable()) worker_.join();
+    });
   }
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <mutex>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -67,6 +68,7 @@ class Stream {
 // A stream backed by one host worker thread: the simulated devices' stream.
 // Stop() fails pending work with UNAVAILABLE and joins the worker; it is
 // called by the destructor and never hangs, also with waits outstanding.
+// A HostStream must not be destroyed from its own worker (its callbacks).
 class HostStream : public Stream {
  public:
   HostStream(int device_id, int priority, std::string name);
@@ -113,6 +115,7 @@ class HostStream : public Stream {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread worker_;
+  std::once_flag joined_;
 };
 
 }  // namespace glint

@@ -284,34 +284,47 @@ void HostManager::RunNetworkAsync(absl::string_view name,
                                   std::vector<NamedTensor> inputs,
                                   const RunOptions& options, RunCallback done) {
   std::shared_ptr<NetworkEntry> entry;
+  absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
-    if (shutting_down_) {
-      done(absl::UnavailableError("the host manager is shutting down"));
-      return;
-    }
     auto it = networks_.find(name);
-    if (it == networks_.end()) {
-      done(absl::NotFoundError(absl::StrCat("no network named '", name, "'")));
-      return;
+    if (shutting_down_) {
+      refused = absl::UnavailableError("the host manager is shutting down");
+    } else if (it == networks_.end()) {
+      refused = absl::NotFoundError(
+          absl::StrCat("no network named '", name, "'"));
+    } else {
+      entry = it->second;
+      // Counted while the network is still in the map: RemoveNetwork, which
+      // erases it under mu_ and then waits for in_flight to drain, can
+      // never evict the executable under a run that found it.
+      absl::MutexLock entry_lock(&entry->mu);
+      ++entry->in_flight;
     }
-    entry = it->second;
   }
+  // Callbacks run without locks held: they may call back into the manager.
+  if (!refused.ok()) {
+    done(refused);
+    return;
+  }
+  auto not_run = [&entry, &done](absl::Status status) {
+    {
+      absl::MutexLock lock(&entry->mu);
+      --entry->in_flight;
+    }
+    done(std::move(status));
+  };
   absl::StatusOr<std::vector<Tensor>> bound =
       BindInputs(entry->info, std::move(inputs));
   if (!bound.ok()) {
-    done(bound.status());
+    not_run(bound.status());
     return;
   }
   absl::StatusOr<std::vector<int>> outputs =
       BindOutputs(entry->info, options.requested_outputs);
   if (!outputs.ok()) {
-    done(outputs.status());
+    not_run(outputs.status());
     return;
-  }
-  {
-    absl::MutexLock lock(&entry->mu);
-    ++entry->in_flight;
   }
   auto request = std::make_shared<ExecutionRequest>();
   request->inputs = *std::move(bound);

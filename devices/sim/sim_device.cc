@@ -114,9 +114,11 @@ class SimDevice::SimLoadedFunction : public LoadedFunction {
     }
     return device_->Allocate(function_->arena_bytes());
   }
+  // Keeps one arena (the one reserved at load); arenas made for launches
+  // that queued concurrently are freed, so contention never pins memory.
   void ReleaseArena(std::unique_ptr<DeviceBuffer> arena) const {
     absl::MutexLock lock(&mu_);
-    free_arenas_.push_back(std::move(arena));
+    if (free_arenas_.empty()) free_arenas_.push_back(std::move(arena));
   }
 
  private:
@@ -282,10 +284,14 @@ absl::StatusOr<Stream*> SimDevice::AcquireStream() {
 
 void SimDevice::ReleaseStream(Stream* stream) {
   auto* host = static_cast<HostStream*>(stream);
-  // A released stream starts clean for its next user; one with work still
-  // pending keeps its error and is not reused (it is freed with the device).
-  if (!host->ClearError().ok()) return;
   absl::MutexLock lock(&streams_mu_);
+  // A released stream starts clean for its next user; one with work still
+  // pending keeps its error and leaves the pool (it is freed with the
+  // device), making room for a fresh one.
+  if (!host->ClearError().ok()) {
+    --pool_size_;
+    return;
+  }
   if (std::find(free_pool_.begin(), free_pool_.end(), host) != free_pool_.end()) {
     return;  // Released twice: keep one entry.
   }
@@ -390,6 +396,9 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
     dst->dtype = src->dtype;
     dst->shape = src->shape;
     void* to = HostAddress(*dst->buffer);
+    if (to == nullptr) {
+      return absl::InternalError("peer copy to a buffer of another device type");
+    }
     return TimedCopy(bytes, [&] {
       if (bytes > 0) std::memcpy(to, from, bytes);
     });
