@@ -174,7 +174,13 @@ HostManager::~HostManager() {
     absl::MutexLock lock(&mu_);
     networks.swap(networks_);
   }
-  networks.clear();  // Evicts every function before the devices go.
+  // Evict every function now, while the devices exist: a finished run's
+  // callback, still unwinding on some device's thread, may hold the last
+  // reference to an entry, and must not be the one to touch a device that
+  // is already gone. No run is active (Shutdown waited), so nothing uses
+  // the executables any more.
+  for (auto& [name, entry] : networks) entry->executable.reset();
+  networks.clear();
 }
 
 absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
