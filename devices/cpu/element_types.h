@@ -7,10 +7,12 @@
 #ifndef GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
 #define GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -198,6 +200,37 @@ absl::Status VisitBySize(DType dtype, F&& f) {
       return absl::UnimplementedError(
           absl::StrCat("no kernel for dtype ", DTypeName(dtype)));
   }
+}
+
+// Every element of `t` widened to double, for kernels that compute in
+// double precision whatever their element type.
+inline std::vector<double> LoadAsDoubles(const TensorView& t) {
+  std::vector<double> v(t.num_elements());
+  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
+    using S = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = Load<double>(t.as<const S>()[i]);
+    }
+    return absl::OkStatus();
+  });
+  return v;
+}
+
+// Writes `v` into `t` (same element count), rounding to nearest for
+// integer element types.
+inline void StoreDoubles(const std::vector<double>& v, const TensorView& t) {
+  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
+    using S = typename decltype(tag)::type;
+    using C = ComputeType<S>;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+        t.as<S>()[i] = Store<S>(static_cast<C>(std::nearbyint(v[i])));
+      } else {
+        t.as<S>()[i] = Store<S>(static_cast<C>(v[i]));
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace glint::cpu

@@ -16,26 +16,6 @@ namespace {
 
 enum class Reduction { kNone, kSum, kMean };
 
-std::vector<double> Doubles(const TensorView& t) {
-  std::vector<double> v(t.num_elements());
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    for (size_t i = 0; i < v.size(); ++i) v[i] = Load<double>(t.as<const S>()[i]);
-    return absl::OkStatus();
-  });
-  return v;
-}
-
-void Write(const std::vector<double>& v, const TensorView& t) {
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    for (size_t i = 0; i < v.size(); ++i) {
-      t.as<S>()[i] = Store<S>(static_cast<ComputeType<S>>(v[i]));
-    }
-    return absl::OkStatus();
-  });
-}
-
 class LossKernel final : public KernelBase {
  public:
   LossKernel(const KernelSpec& spec, DType dtype, bool softmax,
@@ -69,7 +49,7 @@ class LossKernel final : public KernelBase {
     if (w != nullptr && w->num_elements() != c) {
       return InvalidArgument(node(), "weight must have C elements");
     }
-    std::vector<double> xs = Doubles(*x);
+    std::vector<double> xs = LoadAsDoubles(*x);
     if (softmax_) {
       for (int64_t b = 0; b < n; ++b)
         for (int64_t i = 0; i < inner; ++i) {
@@ -89,7 +69,7 @@ class LossKernel final : public KernelBase {
         }
     }
     const std::vector<double> ws =
-        w != nullptr ? Doubles(*w) : std::vector<double>(c, 1.0);
+        w != nullptr ? LoadAsDoubles(*w) : std::vector<double>(c, 1.0);
     std::vector<double> loss(n * inner);
     double weight_sum = 0;
     for (int64_t b = 0; b < n; ++b)
@@ -112,19 +92,19 @@ class LossKernel final : public KernelBase {
     if (reduction_ == Reduction::kNone) {
       GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
           ctx, 0, t->shape, dtype_, node()));
-      Write(loss, y);
+      StoreDoubles(loss, y);
     } else {
       double total = 0;
       for (double v : loss) total += v;
       if (reduction_ == Reduction::kMean) total /= weight_sum;
       GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
           ctx, 0, Shape(), dtype_, node()));
-      Write({total}, y);
+      StoreDoubles({total}, y);
     }
     if (softmax_ && ctx.output_used(1)) {
       GLINT_ASSIGN_OR_RETURN(TensorView lp, AllocateOutput(
           ctx, 1, x->shape, dtype_, node()));
-      Write(xs, lp);
+      StoreDoubles(xs, lp);
     }
     return absl::OkStatus();
   }

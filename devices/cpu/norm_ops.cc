@@ -33,27 +33,6 @@ std::vector<double> ExpandTo(const TensorView& t, const Shape& shape) {
   return out;
 }
 
-std::vector<double> ToDoubles(const TensorView& t) {
-  std::vector<double> v(t.num_elements());
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    for (size_t i = 0; i < v.size(); ++i) v[i] = Load<double>(t.as<const S>()[i]);
-    return absl::OkStatus();
-  });
-  return v;
-}
-
-void FromDoubles(const std::vector<double>& v, const TensorView& t) {
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    using C = ComputeType<S>;
-    for (size_t i = 0; i < v.size(); ++i) {
-      t.as<S>()[i] = Store<S>(static_cast<C>(v[i]));
-    }
-    return absl::OkStatus();
-  });
-}
-
 // ------------------------------------------------------ LayerNormalization
 
 class LayerNormKernel final : public KernelBase {
@@ -101,7 +80,7 @@ class LayerNormKernel final : public KernelBase {
       GLINT_ASSIGN_OR_RETURN(inv_out, AllocateOutput(
           ctx, 2, Shape(stat_dims), stat_dtype_, node()));
     }
-    const std::vector<double> xs = ToDoubles(*x);
+    const std::vector<double> xs = LoadAsDoubles(*x);
     const std::vector<double> sc = ExpandTo(*scale, suffix);
     const std::vector<double> bs =
         bias != nullptr ? ExpandTo(*bias, suffix)
@@ -122,9 +101,9 @@ class LayerNormKernel final : public KernelBase {
       means[o] = mean;
       invs[o] = inv;
     }
-    FromDoubles(ys, y);
-    if (mean_out.data != nullptr) FromDoubles(means, mean_out);
-    if (inv_out.data != nullptr) FromDoubles(invs, inv_out);
+    StoreDoubles(ys, y);
+    if (mean_out.data != nullptr) StoreDoubles(means, mean_out);
+    if (inv_out.data != nullptr) StoreDoubles(invs, inv_out);
     return absl::OkStatus();
   }
 
@@ -174,7 +153,7 @@ absl::Status NormalizeGroups(const TensorView& x, const std::vector<bool>& reduc
     }
   }
   const int64_t groups = s;
-  const std::vector<double> xs = ToDoubles(x);
+  const std::vector<double> xs = LoadAsDoubles(x);
   std::vector<int64_t> group(xs.size());
   std::vector<int64_t> channel(xs.size(), 0);
   {
@@ -211,7 +190,7 @@ absl::Status NormalizeGroups(const TensorView& x, const std::vector<bool>& reduc
     if (scale != nullptr) v = v * (*scale)[channel[i]] + (*bias)[channel[i]];
     ys[i] = v;
   }
-  FromDoubles(ys, y);
+  StoreDoubles(ys, y);
   return absl::OkStatus();
 }
 
@@ -237,7 +216,7 @@ class InstanceNormKernel final : public KernelBase {
                                                         dtype_, node()));
     std::vector<bool> reduce(rank, true);
     reduce[0] = reduce[1] = false;
-    const std::vector<double> sc = ToDoubles(*scale), bs = ToDoubles(*bias);
+    const std::vector<double> sc = LoadAsDoubles(*scale), bs = LoadAsDoubles(*bias);
     return NormalizeGroups(*x, reduce, epsilon_, &sc, &bs, y);
   }
 
@@ -307,7 +286,7 @@ class LrnKernel final : public KernelBase {
     if (x->shape.rank() < 3) return InvalidArgument(node(), "needs rank >= 3");
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
                                                         dtype_, node()));
-    const std::vector<double> xs = ToDoubles(*x);
+    const std::vector<double> xs = LoadAsDoubles(*x);
     std::vector<double> ys(xs.size());
     const int64_t n = x->shape.dim(0), c = x->shape.dim(1);
     const int64_t inner = Product(x->shape.dims(), 2, x->shape.rank());
@@ -326,7 +305,7 @@ class LrnKernel final : public KernelBase {
                    std::pow(bias_ + alpha_ / static_cast<double>(size_) * sq,
                             static_cast<double>(beta_));
         }
-    FromDoubles(ys, y);
+    StoreDoubles(ys, y);
     return absl::OkStatus();
   }
 

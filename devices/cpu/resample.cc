@@ -16,31 +16,6 @@
 namespace glint::cpu {
 namespace {
 
-std::vector<double> Doubles(const TensorView& t) {
-  std::vector<double> v(t.num_elements());
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    for (size_t i = 0; i < v.size(); ++i) v[i] = Load<double>(t.as<const S>()[i]);
-    return absl::OkStatus();
-  });
-  return v;
-}
-
-void Write(const std::vector<double>& v, const TensorView& t) {
-  (void)VisitDType(t.dtype, [&](auto tag) -> absl::Status {
-    using S = typename decltype(tag)::type;
-    using C = ComputeType<S>;
-    for (size_t i = 0; i < v.size(); ++i) {
-      if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
-        t.as<S>()[i] = Store<S>(static_cast<C>(std::nearbyint(v[i])));
-      } else {
-        t.as<S>()[i] = Store<S>(static_cast<C>(v[i]));
-      }
-    }
-    return absl::OkStatus();
-  });
-}
-
 // ---------------------------------------------------------- ConvTranspose
 
 class ConvTransposeKernel final : public KernelBase {
@@ -116,7 +91,7 @@ class ConvTransposeKernel final : public KernelBase {
     od.insert(od.end(), out.begin(), out.end());
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape(od),
                                                         dtype_, node()));
-    const std::vector<double> xs = Doubles(*x), ws = Doubles(*w);
+    const std::vector<double> xs = LoadAsDoubles(*x), ws = LoadAsDoubles(*w);
     std::vector<double> ys(y.num_elements(), 0.0);
     const int64_t in_size = Product(in, 0, sp), k_size = Product(k, 0, sp),
                   out_size = Product(out, 0, sp);
@@ -157,14 +132,14 @@ class ConvTransposeKernel final : public KernelBase {
           }
         }
     if (b != nullptr) {
-      const std::vector<double> bs = Doubles(*b);
+      const std::vector<double> bs = LoadAsDoubles(*b);
       for (int64_t bn = 0; bn < n; ++bn)
         for (int64_t oc = 0; oc < m; ++oc)
           for (int64_t i = 0; i < out_size; ++i) {
             ys[(bn * m + oc) * out_size + i] += bs[oc];
           }
     }
-    Write(ys, y);
+    StoreDoubles(ys, y);
     return absl::OkStatus();
   }
 
@@ -226,7 +201,7 @@ class ResizeKernel final : public KernelBase {
       GLINT_ASSIGN_OR_RETURN(const TensorView* r,
                              GetOptionalInput(ctx, 1, DType::kUndefined,
                                               node()));
-      if (r != nullptr && r->num_elements() > 0) roi = Doubles(*r);
+      if (r != nullptr && r->num_elements() > 0) roi = LoadAsDoubles(*r);
       GLINT_ASSIGN_OR_RETURN(const TensorView* sz,
                              GetOptionalInput(ctx, 3, DType::kInt64, node()));
       if (sz != nullptr && sz->num_elements() > 0) {
@@ -237,7 +212,7 @@ class ResizeKernel final : public KernelBase {
       GLINT_ASSIGN_OR_RETURN(const TensorView* sc,
                              GetOptionalInput(ctx, scales_input_,
                                               DType::kUndefined, node()));
-      if (sc != nullptr && sc->num_elements() > 0) scales = Doubles(*sc);
+      if (sc != nullptr && sc->num_elements() > 0) scales = LoadAsDoubles(*sc);
     }
     std::vector<int64_t> out(rank);
     if (!sizes.empty()) {
@@ -318,7 +293,7 @@ class ResizeKernel final : public KernelBase {
         }
       }
     }
-    const std::vector<double> xs = Doubles(*x);
+    const std::vector<double> xs = LoadAsDoubles(*x);
     std::vector<double> ys(y.num_elements());
     std::vector<int64_t> in_stride(rank, 1);
     for (int a = rank - 2; a >= 0; --a) {
@@ -353,7 +328,7 @@ class ResizeKernel final : public KernelBase {
         index[a] = 0;
       }
     }
-    Write(ys, y);
+    StoreDoubles(ys, y);
     return absl::OkStatus();
   }
 
