@@ -17,6 +17,7 @@ exported at opset 17 the way frameworks export them (BatchNormalization
 nodes kept, MatMul + Add rather than fused forms) so that graph
 optimisations are exercised.
 """
+import os
 import sys
 
 import numpy as np
@@ -170,6 +171,7 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
     out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
     for name, make in [("mlp", mlp), ("resnet", resnet),
                        ("transformer", transformer)]:
         onnx.save(make(), f"{out}/{name}.onnx")

@@ -27,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "runtime/device_info.h"
 #include "runtime/host_manager.h"
 
@@ -61,7 +62,8 @@ std::string ScriptPath() {
                        : "bench/ort_run.js";
 }
 
-int Run(const std::string& dir, int threads, int iters) {
+int Run(const std::string& dir, int threads, int iters,
+        const std::vector<std::string>& models) {
   std::printf("%-12s %10s %10s %8s  %s\n", "model", "glint_ms", "ort_ms",
               "ratio", "max_rel_diff");
   DeviceConfig device;
@@ -73,7 +75,7 @@ int Run(const std::string& dir, int threads, int iters) {
     return 1;
   }
   int failures = 0;
-  for (const std::string name : {"mlp", "resnet", "transformer"}) {
+  for (const std::string& name : models) {
     const std::string path = absl::StrCat(dir, "/", name, ".onnx");
     const std::string bytes = ReadFile(path);
     if (bytes.empty()) {
@@ -155,13 +157,16 @@ int Run(const std::string& dir, int threads, int iters) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: ort_compare MODEL_DIR [threads] [iters]\n";
+    std::cerr << "usage: ort_compare MODEL_DIR [threads] [iters] [models]\n";
     return 2;
   }
   const int threads =
       argc > 2 ? std::atoi(argv[2])
                : static_cast<int>(std::thread::hardware_concurrency());
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
+  const std::vector<std::string> models =
+      argc > 4 ? absl::StrSplit(argv[4], ',')
+               : std::vector<std::string>{"mlp", "resnet", "transformer"};
   const std::string want = std::to_string(threads);
   const char* omp = std::getenv("OMP_NUM_THREADS");
   if (omp == nullptr || want != omp) {
@@ -169,5 +174,5 @@ int main(int argc, char** argv) {
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
     execv("/proc/self/exe", argv);
   }
-  return glint::Run(argv[1], threads, iters);
+  return glint::Run(argv[1], threads, iters, models);
 }

@@ -71,34 +71,41 @@ void AppendActivation(const Activation& act, dnnl::post_ops& ops) {
   if (act.present()) ops.append_eltwise(1.0f, act.alg, act.alpha, act.beta);
 }
 
+void* ThreadBuffer(ThreadBufferSlot slot, size_t bytes) {
+  struct Buffer {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    size_t bytes = 0;
+  };
+  thread_local Buffer buffers[static_cast<int>(ThreadBufferSlot::kCount)];
+  Buffer& b = buffers[static_cast<int>(slot)];
+  if (b.bytes < bytes) {
+    b.data.reset();
+    b.bytes = 0;
+    b.data.reset(AlignedAlloc(bytes));
+    if (b.data == nullptr) throw std::bad_alloc();
+    b.bytes = bytes;
+  }
+  return b.data.get();
+}
+
+void ExecuteOnStream(const dnnl::stream& stream, const dnnl::primitive& prim,
+                     const dnnl::memory::desc& scratchpad_md,
+                     std::unordered_map<int, dnnl::memory> args) {
+  const size_t bytes = scratchpad_md.get_size();
+  if (bytes > 0) {
+    args[DNNL_ARG_SCRATCHPAD] = dnnl::memory(
+        scratchpad_md, stream.get_engine(),
+        ThreadBuffer(ThreadBufferSlot::kScratchpad, bytes));
+  }
+  prim.execute(stream, args);
+}
+
 void ExecuteWithScratchpad(const dnnl::engine& engine,
                            const dnnl::primitive& prim,
                            const dnnl::memory::desc& scratchpad_md,
                            std::unordered_map<int, dnnl::memory> args) {
-  // One grow-only scratchpad per thread: a kernel's Compute runs to
-  // completion on its calling thread, so concurrent calls still never share
-  // it, and the hot path neither allocates nor page-faults fresh memory
-  // (large per-call allocations were mmap'd and zeroed by the kernel on
-  // every run).
-  struct Scratch {
-    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
-    size_t bytes = 0;
-  };
-  thread_local Scratch scratch;
-  const size_t bytes = scratchpad_md.get_size();
-  if (bytes > 0) {
-    if (scratch.bytes < bytes) {
-      scratch.data.reset();
-      scratch.bytes = 0;
-      scratch.data.reset(AlignedAlloc(bytes));
-      if (scratch.data == nullptr) throw std::bad_alloc();
-      scratch.bytes = bytes;
-    }
-    args[DNNL_ARG_SCRATCHPAD] =
-        dnnl::memory(scratchpad_md, engine, scratch.data.get());
-  }
   dnnl::stream stream(engine);
-  prim.execute(stream, args);
+  ExecuteOnStream(stream, prim, scratchpad_md, std::move(args));
   stream.wait();
 }
 

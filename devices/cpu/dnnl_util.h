@@ -69,9 +69,25 @@ absl::StatusOr<Activation> ParseActivation(const Node& node);
 // Appends `act` (when present) to `ops`.
 void AppendActivation(const Activation& act, dnnl::post_ops& ops);
 
-// Executes `prim` on a fresh stream with a scratchpad of `scratchpad_md`
-// allocated for this call, and waits for it. Throws like oneDNN does; call
+// Grow-only host buffers owned by the calling thread, one per slot: a
+// kernel's Compute runs to completion on its calling thread, so concurrent
+// calls never share one, and the hot path neither allocates nor page-faults
+// fresh memory (large per-call allocations were mmap'd and zeroed by the OS
+// on every run). They live outside device memory accounting, like oneDNN's
+// own scratch space.
+enum class ThreadBufferSlot { kScratchpad, kSource, kDestination, kCount };
+// At least `bytes` (64-byte aligned), valid until this thread asks for the
+// same slot again. Throws std::bad_alloc when memory runs out.
+void* ThreadBuffer(ThreadBufferSlot slot, size_t bytes);
+
+// Executes `prim` on `stream` with a scratchpad of `scratchpad_md` from
+// ThreadBuffer(kScratchpad). Does not wait. Throws like oneDNN does; call
 // inside CatchDnnl.
+void ExecuteOnStream(const dnnl::stream& stream, const dnnl::primitive& prim,
+                     const dnnl::memory::desc& scratchpad_md,
+                     std::unordered_map<int, dnnl::memory> args);
+
+// ExecuteOnStream on a fresh stream, then waits for it.
 void ExecuteWithScratchpad(const dnnl::engine& engine,
                            const dnnl::primitive& prim,
                            const dnnl::memory::desc& scratchpad_md,
