@@ -1,7 +1,10 @@
 #include "devices/cpu/optimize.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,6 +175,36 @@ std::string ActivationOf(const Node& node) {
   return node.GetString("activation", "");
 }
 
+// The value of a one-element float32 initializer, if `name` is one.
+std::optional<float> ScalarConstant(const Graph& graph,
+                                    const std::string& name) {
+  const Tensor* t = FloatInitializer(graph, name);
+  if (t == nullptr || t->num_elements() != 1) return std::nullopt;
+  return t->data<float>()[0];
+}
+
+bool Near(std::optional<float> v, double want) {
+  return v.has_value() && std::fabs(*v - want) <= 1e-4 * std::fabs(want);
+}
+
+// For a two-input node, the input that is not `value` ("" if neither or
+// both are).
+std::string OtherInput(const Node& node, const std::string& value) {
+  if (node.inputs.size() != 2) return "";
+  if (node.inputs[0] == value && node.inputs[1] != value) {
+    return node.inputs[1];
+  }
+  if (node.inputs[1] == value && node.inputs[0] != value) {
+    return node.inputs[0];
+  }
+  return "";
+}
+
+bool IsBinary(const Node& node, absl::string_view op) {
+  return IsDefaultDomain(node) && node.op_type == op &&
+         node.inputs.size() == 2 && node.outputs.size() == 1;
+}
+
 }  // namespace
 
 absl::Status FoldConstants(Graph* graph, const KernelRegistry& kernels) {
@@ -316,6 +349,108 @@ absl::Status FuseMatMulBias(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseGelu(Graph* graph) {
+  constexpr double kSqrt2 = 1.4142135623730951;
+  for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
+    const Node& erf = graph->nodes[e];
+    if (!IsDefaultDomain(erf) || erf.op_type != "Erf" ||
+        erf.inputs.size() != 1 || erf.outputs.size() != 1) {
+      continue;
+    }
+    const Uses uses(*graph);
+    // Every intermediate value must be read once, inside the pattern.
+    auto consumer_of = [&](int from, const std::string& v) {
+      return uses.SingleInternalUse(v) ? FindConsumer(*graph, from, v) : -1;
+    };
+    // x / sqrt(2) or x * (1 / sqrt(2)), feeding only the Erf.
+    int scale = -1;
+    for (int i = e - 1; i >= 0 && scale < 0; --i) {
+      if (!graph->nodes[i].outputs.empty() &&
+          graph->nodes[i].outputs[0] == erf.inputs[0]) {
+        scale = i;
+      }
+    }
+    if (scale < 0 || !uses.SingleInternalUse(erf.inputs[0])) continue;
+    const Node& sn = graph->nodes[scale];
+    std::string x;
+    if (IsBinary(sn, "Div") && Near(ScalarConstant(*graph, sn.inputs[1]),
+                                    kSqrt2)) {
+      x = sn.inputs[0];
+    } else if (IsBinary(sn, "Mul")) {
+      for (int k = 0; k < 2 && x.empty(); ++k) {
+        if (Near(ScalarConstant(*graph, sn.inputs[k]), 1.0 / kSqrt2)) {
+          x = sn.inputs[1 - k];
+        }
+      }
+    }
+    const ValueInfo* xi = x.empty() ? nullptr : graph->FindValue(x);
+    if (xi == nullptr || xi->dtype != DType::kFloat32) continue;
+    // 1 + erf(...)
+    const int add = consumer_of(e, erf.outputs[0]);
+    if (add < 0 || !IsBinary(graph->nodes[add], "Add") ||
+        !Near(ScalarConstant(*graph,
+                             OtherInput(graph->nodes[add], erf.outputs[0])),
+              1.0)) {
+      continue;
+    }
+    const std::string t = graph->nodes[add].outputs[0];
+    // 0.5 * x * t, in the orders exporters write it.
+    const int m1 = consumer_of(add, t);
+    if (m1 < 0 || !IsBinary(graph->nodes[m1], "Mul")) continue;
+    const std::string o = OtherInput(graph->nodes[m1], t);
+    std::vector<int> erase = {e, add, m1};
+    int last = -1;  // The node whose output the Gelu takes over.
+    if (o == x || Near(ScalarConstant(*graph, o), 0.5)) {
+      // (t * x) * 0.5 or (t * 0.5) * x.
+      const std::string m1_out = graph->nodes[m1].outputs[0];
+      const int m2 = consumer_of(m1, m1_out);
+      if (m2 < 0 || !IsBinary(graph->nodes[m2], "Mul")) continue;
+      const std::string o2 = OtherInput(graph->nodes[m2], m1_out);
+      const bool ok = o == x ? Near(ScalarConstant(*graph, o2), 0.5) : o2 == x;
+      if (!ok) continue;
+      erase.push_back(m2);
+      last = m2;
+    } else {
+      // t * (x * 0.5), the half computed by its own node.
+      int half = -1;
+      for (int i = 0; i < m1 && half < 0; ++i) {
+        if (!graph->nodes[i].outputs.empty() &&
+            graph->nodes[i].outputs[0] == o) {
+          half = i;
+        }
+      }
+      if (half < 0 || !uses.SingleInternalUse(o)) continue;
+      const Node& hn = graph->nodes[half];
+      if (!IsBinary(hn, "Mul") ||
+          !Near(ScalarConstant(*graph, OtherInput(hn, x)), 0.5)) {
+        continue;
+      }
+      erase.push_back(half);
+      last = m1;
+    }
+    const std::string out = graph->nodes[last].outputs[0];
+    // The scaling node becomes Gelu(x); everything else of the pattern goes.
+    for (int i : erase) {
+      if (graph->nodes[i].outputs[0] != out) {
+        graph->values.erase(graph->nodes[i].outputs[0]);
+      }
+    }
+    graph->values.erase(graph->nodes[scale].outputs[0]);
+    Node& gelu = graph->nodes[scale];
+    gelu.op_type = "Gelu";
+    gelu.domain.clear();
+    gelu.inputs = {x};
+    gelu.outputs = {out};
+    gelu.attributes.clear();
+    std::sort(erase.begin(), erase.end(), std::greater<int>());
+    for (int i : erase) graph->nodes.erase(graph->nodes.begin() + i);
+    // The Gelu sits where x / sqrt(2) was: after x, before every reader of
+    // the old output (they all followed the pattern's last node).
+    e = scale;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FuseActivations(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& p = graph->nodes[i];
@@ -341,7 +476,15 @@ absl::Status FuseActivations(Graph* graph) {
     if (j < 0) continue;
     const Node& act = graph->nodes[j];
     if (!IsDefaultDomain(act) || act.outputs.size() != 1 ||
-        (act.op_type != "Relu" && act.op_type != "LeakyRelu")) {
+        (act.op_type != "Relu" && act.op_type != "LeakyRelu" &&
+         act.op_type != "Gelu")) {
+      continue;
+    }
+    // oneDNN's gelu_erf post-op is the exact form; tanh-approximated Gelu
+    // stays a node. Gemm and Conv kernels take only Relu/LeakyRelu.
+    if (act.op_type == "Gelu" &&
+        (fused_type != kFusedMatMulOp ||
+         act.GetString("approximate", "none") != "none")) {
       continue;
     }
     const float alpha =
@@ -377,6 +520,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FoldConstants(graph, kernels));
   GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
+  GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();

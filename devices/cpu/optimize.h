@@ -52,8 +52,14 @@ absl::Status FoldBatchNormIntoConv(Graph* graph);
 // becomes glint.FusedMatMul with the bias as its third input.
 absl::Status FuseMatMulBias(Graph* graph);
 
+// GELU as exporters decompose it, 0.5 * x * (1 + Erf(x / sqrt(2))) (with
+// x * (1/sqrt(2)) and any order of the two products), becomes one Gelu
+// node (ONNX's opset-20 op; the CPU registry has it at every opset).
+absl::Status FuseGelu(Graph* graph);
+
 // MatMul / glint.FusedMatMul / Gemm / Conv → Relu or LeakyRelu becomes the
-// fused op with that activation.
+// fused op with that activation; MatMul / glint.FusedMatMul → Gelu (exact
+// form) too.
 absl::Status FuseActivations(Graph* graph);
 
 // Drops initializers that no node reads and that are not graph outputs.

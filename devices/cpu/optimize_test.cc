@@ -200,6 +200,82 @@ TEST(OptimizeTest, ValuesVisibleOutsideAreNotFusedAway) {
   EXPECT_EQ(opt.nodes[0].op_type, "MatMul");
 }
 
+Tensor Scalar(float v) {
+  return Tensor::FromVector(DType::kFloat32, Shape(), std::vector<float>{v});
+}
+
+// MatMul(x, w) -> GELU in one of the forms exporters write; `form` picks
+// the scaling (0: Div by sqrt(2), 1: Mul by 1/sqrt(2)) and the order of the
+// products (0: (h*0.5)*t, 1: (h*t)*0.5, 2: (t*0.5)*h).
+Graph MatMulGelu(int scaling, int order) {
+  const Shape s({3, 4});
+  Graph g = NewGraph("x", Shape({3, 5}), "y", s);
+  AddInitializer(g, "w", Random({5, 4}, 12));
+  AddInitializer(g, "c", Scalar(scaling == 0 ? 1.4142135f : 0.70710678f));
+  AddInitializer(g, "one", Scalar(1.0f));
+  AddInitializer(g, "half", Scalar(0.5f));
+  for (const char* v : {"h", "u", "e", "t", "p"}) AddValue(g, v, s);
+  g.nodes = {MakeNode("MatMul", {"x", "w"}, {"h"}),
+             MakeNode(scaling == 0 ? "Div" : "Mul", {"h", "c"}, {"u"}),
+             MakeNode("Erf", {"u"}, {"e"}),
+             MakeNode("Add", {"one", "e"}, {"t"})};
+  if (order == 0) {
+    g.nodes.push_back(MakeNode("Mul", {"h", "half"}, {"p"}));
+    g.nodes.push_back(MakeNode("Mul", {"p", "t"}, {"y"}));
+  } else if (order == 1) {
+    g.nodes.push_back(MakeNode("Mul", {"t", "h"}, {"p"}));
+    g.nodes.push_back(MakeNode("Mul", {"half", "p"}, {"y"}));
+  } else {
+    g.nodes.push_back(MakeNode("Mul", {"t", "half"}, {"p"}));
+    g.nodes.push_back(MakeNode("Mul", {"p", "h"}, {"y"}));
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, DecomposedGeluFusesIntoMatMul) {
+  for (int scaling = 0; scaling < 2; ++scaling) {
+    for (int order = 0; order < 3; ++order) {
+      SCOPED_TRACE(::testing::Message() << "scaling " << scaling << " order "
+                                        << order);
+      const Graph opt = OptimizeAndCompare(MatMulGelu(scaling, order), 1e-5f);
+      ASSERT_EQ(opt.nodes.size(), 1u);
+      EXPECT_EQ(opt.nodes[0].op_type, kFusedMatMulOp);
+      EXPECT_EQ(opt.nodes[0].GetString("activation", ""), "Gelu");
+      EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
+      for (const char* v : {"h", "u", "e", "t", "p"}) {
+        EXPECT_EQ(opt.FindValue(v), nullptr) << v;
+      }
+    }
+  }
+}
+
+TEST(OptimizeTest, GeluLookalikesStayAsTheyAre) {
+  // 0.4 instead of 0.5: not a GELU.
+  Graph g = MatMulGelu(0, 0);
+  g.initializers["half"] = Scalar(0.4f);
+  Graph opt = OptimizeAndCompare(g, 1e-5f);
+  EXPECT_EQ(opt.nodes.size(), 6u);
+  // erf(x / sqrt 2) is also a graph output: the Erf must stay.
+  g = MatMulGelu(1, 2);
+  g.outputs.push_back({"e", DType::kFloat32, Shape({3, 4})});
+  opt = OptimizeAndCompare(g, 1e-5f);
+  EXPECT_EQ(opt.nodes.size(), 6u);
+}
+
+TEST(OptimizeTest, StandaloneGeluWhereNoMatMulPrecedes) {
+  // x feeds the pattern directly: one Gelu node remains.
+  Graph g = MatMulGelu(0, 1);
+  g.nodes.erase(g.nodes.begin());
+  g.inputs = {{"h", DType::kFloat32, Shape({3, 4})}};
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, "Gelu");
+  EXPECT_EQ(opt.nodes[0].inputs, std::vector<std::string>{"h"});
+}
+
 TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {
   Node node = MakeNode(kFusedMatMulOp, {"a", "b"}, {"y"},
                        {{"activation", std::string("Nope")}});
