@@ -1,5 +1,9 @@
 #include "devices/cpu/kernel_util.h"
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
@@ -155,6 +159,24 @@ TensorView ViewOf(const Tensor& t) {
   v.shape = t.shape();
   v.data = const_cast<void*>(t.raw_data());
   return v;
+}
+
+void ParallelFor(int64_t n, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+#if defined(_OPENMP) && !defined(GLINT_SANITIZER)
+  const int threads = omp_get_max_threads();
+  const int64_t chunks =
+      std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
+  if (chunks >= 2) {
+#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      fn(n * c / chunks, n * (c + 1) / chunks);
+    }
+    return;
+  }
+#endif
+  fn(0, n);
 }
 
 }  // namespace glint::cpu

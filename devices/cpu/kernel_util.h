@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -151,6 +152,14 @@ int64_t Product(const std::vector<int64_t>& dims, int begin, int end);
 
 // A view of a host tensor, for code that mixes Tensors and views.
 TensorView ViewOf(const Tensor& t);
+
+// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on
+// the OpenMP threads oneDNN's primitives use too (one pool per calling
+// thread), when n is at least 2 * `grain` items; else once, inline. `fn` must
+// not throw. Serial in sanitizer builds, whose runtimes cannot see
+// OpenMP's synchronisation.
+void ParallelFor(int64_t n, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace glint::cpu
 

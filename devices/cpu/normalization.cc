@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
 #include "runtime/status_macros.h"
@@ -157,7 +158,15 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
 // prod(dims[axis:])] and each row normalised (default axis 1); from 13 the
 // softmax runs along the one axis (default -1).
 // Softmax, LogSoftmax and Hardmax share the axis rules and the walk.
+// float32 Softmax and LogSoftmax run on oneDNN's primitives (vectorised
+// exp, threaded), viewing the input as [outer, n, inner] normalised along
+// n; the loop below serves the other types and Hardmax.
 enum class SoftmaxMode { kSoftmax, kLogSoftmax, kHardmax };
+
+struct SoftmaxEntry {
+  dnnl::primitive prim;
+  dnnl::memory::desc data, scratchpad;
+};
 
 class SoftmaxKernel final : public KernelBase {
  public:
@@ -167,7 +176,9 @@ class SoftmaxKernel final : public KernelBase {
         dtype_(dtype),
         axis_(axis),
         coerce_2d_(coerce_2d),
-        mode_(mode) {}
+        mode_(mode),
+        use_dnnl_(dtype == DType::kFloat32 && mode != SoftmaxMode::kHardmax),
+        engine_(dnnl::engine::kind::cpu, 0) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -192,6 +203,7 @@ class SoftmaxKernel final : public KernelBase {
       inner = Product(d, axis + 1, rank);
     }
     if (outer * n * inner == 0) return absl::OkStatus();
+    if (use_dnnl_) return RunDnnl(x->data, y.data, outer, n, inner);
     return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>) {
@@ -240,10 +252,46 @@ class SoftmaxKernel final : public KernelBase {
     }
   }
 
+  absl::Status RunDnnl(const void* x, void* y, int64_t outer, int64_t n,
+                       int64_t inner) const {
+    return CatchDnnl(node(), [&] {
+      const std::vector<int64_t> key = {outer, n, inner};
+      std::shared_ptr<const SoftmaxEntry> e = cache_.Find(key);
+      if (e == nullptr) {
+        auto entry = std::make_shared<SoftmaxEntry>();
+        entry->data = PlainF32({outer, n, inner});
+        const auto prop = dnnl::prop_kind::forward_inference;
+        const dnnl::primitive_attr attr = UserScratchpadAttr();
+        if (mode_ == SoftmaxMode::kSoftmax) {
+          const dnnl::softmax_forward::primitive_desc pd(
+              {prop, entry->data, 1}, attr, engine_);
+          entry->prim = dnnl::softmax_forward(pd);
+          entry->scratchpad = pd.scratchpad_desc();
+        } else {
+          const dnnl::logsoftmax_forward::primitive_desc pd(
+              {prop, entry->data, 1}, attr, engine_);
+          entry->prim = dnnl::logsoftmax_forward(pd);
+          entry->scratchpad = pd.scratchpad_desc();
+        }
+        e = cache_.Insert(key, std::move(entry));
+      }
+      ExecuteWithScratchpad(
+          engine_, e->prim, e->scratchpad,
+          {{DNNL_ARG_SRC,
+            dnnl::memory(e->data, engine_, const_cast<void*>(x))},
+           {DNNL_ARG_DST, dnnl::memory(e->data, engine_, y)}});
+      return absl::OkStatus();
+    });
+  }
+
   DType dtype_;
   int64_t axis_;
   bool coerce_2d_;
   SoftmaxMode mode_;
+  bool use_dnnl_;
+  dnnl::engine engine_;
+  // Primitives by [outer, n, inner]; filled from const Compute().
+  mutable ShapeKeyedCache<SoftmaxEntry> cache_;
 };
 
 template <SoftmaxMode kMode>
@@ -253,8 +301,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
   const bool coerce_2d = spec.opset_version > 0 && spec.opset_version < 13;
   const int64_t axis = spec.node->GetInt("axis", coerce_2d ? 1 : -1);
-  return std::unique_ptr<Kernel>(
-      new SoftmaxKernel(spec, dtype, axis, coerce_2d, kMode));
+  std::unique_ptr<Kernel> kernel;
+  GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
+    kernel = std::make_unique<SoftmaxKernel>(spec, dtype, axis, coerce_2d,
+                                             kMode);
+    return absl::OkStatus();
+  }));
+  return kernel;
 }
 
 }  // namespace

@@ -146,5 +146,64 @@ TEST(SoftmaxTest, LargeValuesAndNegativeAxis) {
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("softmax_node"));
 }
 
+// float32 takes fast paths (oneDNN's softmax, a row-parallel LayerNorm);
+// float64 takes the reference loops. Both must agree.
+Tensor AsDouble(const Tensor& f) {
+  std::vector<double> v(f.data<float>(), f.data<float>() + f.num_elements());
+  return Tensor::FromVector(DType::kFloat64, f.shape(), v);
+}
+
+void ExpectFloatPathMatchesDouble(const Node& node,
+                                  const std::vector<Tensor>& inputs,
+                                  int64_t opset, double tolerance) {
+  RunKernelOptions options;
+  options.opset_version = opset;
+  options.runs = 4;
+  options.threads = 2;
+  std::vector<Tensor> doubles;
+  for (const Tensor& t : inputs) doubles.push_back(AsDouble(t));
+  auto f = RunKernel(CpuKernelRegistry(), node, inputs, options);
+  auto d = RunKernel(CpuKernelRegistry(), node, doubles, options);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_TRUE(d.ok()) << d.status();
+  const Tensor& a = (*f)[0];
+  const Tensor& b = (*d)[0];
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const double want = b.data<double>()[i];
+    ASSERT_NEAR(a.data<float>()[i], want, tolerance * (1 + std::fabs(want)))
+        << node.op_type << " element " << i;
+  }
+}
+
+TEST(SoftmaxTest, Float32MatchesReferenceOnEveryAxisForm) {
+  const Tensor x = RandomTensor({3, 37, 41}, 21, -8, 8);
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (int64_t axis : {0, 1, -1}) {
+      SCOPED_TRACE(::testing::Message() << op << " axis " << axis);
+      const Node node = MakeNode(op, {"x"}, {"y"}, {{"axis", axis}});
+      ExpectFloatPathMatchesDouble(node, {x}, 13, 1e-5);  // One axis.
+      ExpectFloatPathMatchesDouble(node, {x}, 11, 1e-5);  // Coerced to 2-D.
+    }
+  }
+}
+
+TEST(LayerNormTest, Float32FastPathMatchesReference) {
+  const Tensor x = RandomTensor({2, 64, 300}, 22, -3, 5);
+  const Tensor scale = RandomTensor({300}, 23);
+  const Tensor bias = RandomTensor({300}, 24);
+  const Node with_bias = MakeNode("LayerNormalization", {"x", "s", "b"}, {"y"},
+                                  {{"axis", int64_t{-1}}});
+  ExpectFloatPathMatchesDouble(with_bias, {x, scale, bias}, 17, 1e-5);
+  const Node no_bias = MakeNode("LayerNormalization", {"x", "s"}, {"y"},
+                                {{"axis", int64_t{2}}, {"epsilon", 0.1f}});
+  ExpectFloatPathMatchesDouble(no_bias, {x, scale}, 17, 1e-5);
+  // Normalising the last two axes: scale spans 64 x 300.
+  const Node two_axes = MakeNode("LayerNormalization", {"x", "s"}, {"y"},
+                                 {{"axis", int64_t{1}}});
+  ExpectFloatPathMatchesDouble(two_axes, {x, RandomTensor({64, 300}, 25)},
+                               17, 1e-5);
+}
+
 }  // namespace
 }  // namespace glint::cpu
