@@ -1,12 +1,15 @@
 // Glint vs ONNX Runtime on the generated models (bench/make_models.py):
 // each model runs in-process through HostManager on one simulated device,
-// and through onnxruntime-node (bench/ort_run.js) in the same run with the
-// same thread count; outputs must agree (rtol 1e-3, atol 1e-4) and the
-// median latencies and their ratio Glint / ORT are printed.
+// through a real glintd with one such device (loopback gRPC, the C++
+// client), and through onnxruntime-node (bench/ort_run.js), in the same run
+// with the same thread count; outputs must agree (rtol 1e-3, atol 1e-4) and
+// the median latencies and their ratios to ORT's are printed.
 //
 //   /usr/bin/python3 bench/make_models.py /tmp/models
 //   (cd bench && npm install --ignore-scripts onnxruntime-node)
-//   bazel run //bench:ort_compare -- /tmp/models [threads] [iters]
+//   bazel run //bench:ort_compare -- /tmp/models [threads] [iters] [models]
+//
+// `models` is a comma-separated subset of mlp,resnet,transformer.
 //
 // oneDNN runs on OpenMP, so the thread count is applied through
 // OMP_NUM_THREADS before anything starts (re-exec'd when it differs).
@@ -19,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -30,6 +34,7 @@
 #include "absl/strings/str_split.h"
 #include "runtime/device_info.h"
 #include "runtime/host_manager.h"
+#include "tests/process_util.h"
 
 namespace glint {
 namespace {
@@ -62,10 +67,67 @@ std::string ScriptPath() {
                        : "bench/ort_run.js";
 }
 
+// Median milliseconds of `iters` calls of `run` after 3 warm-up calls; the
+// last call's outputs land in `out`. A failing call ends the measurement.
+absl::StatusOr<double> TimeRuns(
+    int iters,
+    const std::function<absl::StatusOr<std::vector<NamedTensor>>()>& run,
+    std::vector<NamedTensor>* out) {
+  std::vector<double> times;
+  for (int i = 0; i < 3 + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<NamedTensor>> r = run();
+    const double ms = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+    if (!r.ok()) return r.status();
+    *out = *std::move(r);
+    if (i >= 3) times.push_back(ms);
+  }
+  if (times.empty()) return absl::InvalidArgumentError("no iterations");
+  return Median(times);
+}
+
+// Largest |glint - ort| / (1e-4 + |ort|); sets *agree to whether every
+// element is within atol 1e-4 + rtol 1e-3.
+double Compare(const Tensor& y, const std::string& ort_bytes, bool* agree) {
+  double max_rel = 0;
+  *agree = ort_bytes.size() == y.num_bytes() && y.dtype() == DType::kFloat32;
+  for (int64_t i = 0; *agree && i < y.num_elements(); ++i) {
+    float r;
+    std::memcpy(&r, ort_bytes.data() + i * sizeof(float), sizeof(float));
+    const double g = y.data<float>()[i];
+    const double diff = std::fabs(g - r);
+    max_rel = std::max(max_rel, diff / (1e-4 + std::fabs(r)));
+    *agree = diff <= 1e-4 + 1e-3 * std::fabs(r);
+  }
+  return max_rel;
+}
+
+// ONNX Runtime on `path`: median latency, output bytes into *out.
+absl::StatusOr<double> RunOrt(const std::string& path, const Shape& shape,
+                              int iters, int threads, std::string* out) {
+  const std::string out_path =
+      absl::StrCat("/tmp/glint_ort_", getpid(), ".bin");
+  const std::string cmd = absl::StrCat(
+      "node ", ScriptPath(), " ", path, " ", absl::StrJoin(shape.dims(), ","),
+      " ", iters, " ", threads, " ", out_path);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  double ort_ms = -1;
+  char line[256];
+  while (pipe != nullptr && std::fgets(line, sizeof(line), pipe)) {
+    std::sscanf(line, "median_ms %lf", &ort_ms);
+  }
+  if (pipe == nullptr || pclose(pipe) != 0 || ort_ms < 0) {
+    return absl::InternalError(absl::StrCat("ONNX Runtime failed: ", cmd));
+  }
+  *out = ReadFile(out_path);
+  std::remove(out_path.c_str());
+  return ort_ms;
+}
+
 int Run(const std::string& dir, int threads, int iters,
         const std::vector<std::string>& models) {
-  std::printf("%-12s %10s %10s %8s  %s\n", "model", "glint_ms", "ort_ms",
-              "ratio", "max_rel_diff");
   DeviceConfig device;
   device.memory_bytes = 8ull << 30;
   absl::StatusOr<std::unique_ptr<HostManager>> host =
@@ -74,6 +136,16 @@ int Run(const std::string& dir, int threads, int iters,
     std::cerr << host.status() << "\n";
     return 1;
   }
+  // The same single device in a real daemon, reached over loopback gRPC.
+  absl::StatusOr<std::unique_ptr<testing::GlintdProcess>> glintd =
+      testing::GlintdProcess::Start({"--devices=sim:memory=8GiB",
+                                     "--log_level=warning"});
+  if (!glintd.ok()) {
+    std::cerr << "glintd: " << glintd.status() << "\n";
+    return 1;
+  }
+  std::printf("%-12s %9s %9s %9s %8s %8s  %s\n", "model", "glint_ms",
+              "glintd_ms", "ort_ms", "ratio", "ratio_d", "max_rel_diff");
   int failures = 0;
   for (const std::string& name : models) {
     const std::string path = absl::StrCat(dir, "/", name, ".onnx");
@@ -83,8 +155,11 @@ int Run(const std::string& dir, int threads, int iters,
       return 1;
     }
     absl::StatusOr<NetworkInfo> info = (*host)->AddNetwork(name, bytes, {});
-    if (!info.ok()) {
-      std::cerr << name << ": AddNetwork: " << info.status() << "\n";
+    absl::StatusOr<NetworkInfo> remote_info =
+        (*glintd)->client().AddNetwork(name, bytes);
+    if (!info.ok() || !remote_info.ok()) {
+      std::cerr << name << ": AddNetwork: "
+                << (info.ok() ? remote_info.status() : info.status()) << "\n";
       ++failures;
       continue;
     }
@@ -93,62 +168,41 @@ int Run(const std::string& dir, int threads, int iters,
     for (int64_t i = 0; i < x.num_elements(); ++i) {
       x.data<float>()[i] = InputValue(i);
     }
-    std::vector<NamedTensor> inputs = {{in.name, x}};
-    absl::StatusOr<std::vector<NamedTensor>> out;
-    for (int i = 0; i < 3; ++i) out = (*host)->RunNetwork(name, inputs);
-    if (!out.ok()) {
-      std::cerr << name << ": RunNetwork: " << out.status() << "\n";
+    const std::vector<NamedTensor> inputs = {{in.name, x}};
+    std::vector<NamedTensor> local_out, remote_out;
+    const absl::StatusOr<double> glint_ms = TimeRuns(
+        iters, [&] { return (*host)->RunNetwork(name, inputs); }, &local_out);
+    const absl::StatusOr<double> glintd_ms = TimeRuns(
+        iters,
+        [&] { return (*glintd)->client().RunNetwork(name, inputs); },
+        &remote_out);
+    std::string ort_bytes;
+    const absl::StatusOr<double> ort_ms =
+        RunOrt(path, in.shape, iters, threads, &ort_bytes);
+    for (const absl::StatusOr<double>* r : {&glint_ms, &glintd_ms, &ort_ms}) {
+      if (!r->ok()) std::cerr << name << ": " << r->status() << "\n";
+    }
+    if (!glint_ms.ok() || !glintd_ms.ok() || !ort_ms.ok()) {
       ++failures;
       continue;
     }
-    std::vector<double> times;
-    for (int i = 0; i < iters; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      out = (*host)->RunNetwork(name, inputs);
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count());
-    }
-    const double glint_ms = Median(times);
-
-    const std::string ort_out = absl::StrCat("/tmp/glint_ort_", getpid(), "_",
-                                             name, ".bin");
-    const std::string cmd = absl::StrCat(
-        "node ", ScriptPath(), " ", path, " ",
-        absl::StrJoin(in.shape.dims(), ","), " ", iters, " ", threads, " ",
-        ort_out);
-    FILE* pipe = popen(cmd.c_str(), "r");
-    double ort_ms = -1;
-    char line[256];
-    while (pipe != nullptr && std::fgets(line, sizeof(line), pipe)) {
-      std::sscanf(line, "median_ms %lf", &ort_ms);
-    }
-    if (pipe == nullptr || pclose(pipe) != 0 || ort_ms < 0) {
-      std::cerr << name << ": ONNX Runtime failed (" << cmd << ")\n";
-      ++failures;
-      continue;
-    }
-    const std::string ort_bytes = ReadFile(ort_out);
-    std::remove(ort_out.c_str());
-    const Tensor& y = (*out)[0].tensor;
-    double max_rel = 0;
-    bool agree = ort_bytes.size() == y.num_bytes();
-    for (int64_t i = 0; agree && i < y.num_elements(); ++i) {
-      float r;
-      std::memcpy(&r, ort_bytes.data() + i * sizeof(float), sizeof(float));
-      const double g = y.data<float>()[i];
-      const double diff = std::fabs(g - r);
-      max_rel = std::max(max_rel, diff / (1e-4 + std::fabs(r)));
-      agree = diff <= 1e-4 + 1e-3 * std::fabs(r);
-    }
-    std::printf("%-12s %10.3f %10.3f %8.2f  %.2e%s\n", name.c_str(),
-                glint_ms, ort_ms, glint_ms / ort_ms, max_rel,
+    bool agree_local = false, agree_remote = false;
+    const double max_rel = std::max(
+        Compare(local_out[0].tensor, ort_bytes, &agree_local),
+        Compare(remote_out[0].tensor, ort_bytes, &agree_remote));
+    const bool agree = agree_local && agree_remote;
+    std::printf("%-12s %9.3f %9.3f %9.3f %8.2f %8.2f  %.2e%s\n",
+                name.c_str(), *glint_ms, *glintd_ms, *ort_ms,
+                *glint_ms / *ort_ms, *glintd_ms / *ort_ms, max_rel,
                 agree ? "" : "  OUTPUTS DISAGREE");
     if (!agree) ++failures;
     (void)(*host)->RemoveNetwork(name);
+    (void)(*glintd)->client().RemoveNetwork(name);
   }
-  std::printf("threads %d, %d iterations each, median latency\n", threads,
-              iters);
+  std::printf(
+      "threads %d, %d iterations each, median latency; ratio = glint / ort "
+      "(in-process), ratio_d = glintd over gRPC / ort\n",
+      threads, iters);
   return failures == 0 ? 0 : 1;
 }
 
@@ -173,6 +227,16 @@ int main(int argc, char** argv) {
     // OpenMP reads its thread count once, at start-up.
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
     execv("/proc/self/exe", argv);
+  }
+  // glintd is found in this binary's runfiles (process_util.h reads them
+  // from TEST_SRCDIR, which only `bazel test` sets).
+  if (std::getenv("TEST_SRCDIR") == nullptr) {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+      exe[n] = '\0';
+      setenv("TEST_SRCDIR", absl::StrCat(exe, ".runfiles").c_str(), 1);
+    }
   }
   return glint::Run(argv[1], threads, iters, models);
 }
