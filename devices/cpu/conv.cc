@@ -6,6 +6,11 @@
 // to on plain NCHW, which outweighs reordering source and destination
 // through per-thread buffers on every call. Constant weights are packed
 // once into the chosen implementation's layout.
+//
+// glint.FusedConv with channels_last=1 (written by the CPU optimiser's
+// ConvertToChannelsLast, optimize.h) takes X as [N, spatial..., C] and
+// writes Y as [N, spatial..., M]: oneDNN's convolutions run on that layout
+// directly, so a chain of them needs no reorder at all.
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -46,9 +51,10 @@ struct ConvEntry {
 class ConvKernel final : public KernelBase {
  public:
   ConvKernel(const KernelSpec& spec, WindowAttrs attrs, int64_t group,
-             Activation act)
+             Activation act, bool channels_last)
       : KernelBase(spec),
         act_(act),
+        channels_last_(channels_last),
         engine_(dnnl::engine::kind::cpu, 0),
         attrs_(std::move(attrs)),
         group_(group),
@@ -86,13 +92,14 @@ class ConvKernel final : public KernelBase {
                                                         node()));
     if (y.num_elements() == 0) return absl::OkStatus();
     if (g.c == 0) {  // No input channels: the result is the bias alone.
-      const int64_t plane = y.num_elements() / (g.n * g.m);
       float* py = y.as<float>();
-      for (int64_t i = 0; i < g.n * g.m; ++i) {
-        float v = b != nullptr ? b->as<const float>()[i % g.m] : 0.0f;
+      const int64_t plane = y.num_elements() / (g.n * g.m);
+      for (int64_t i = 0; i < y.num_elements(); ++i) {
+        const int64_t channel = channels_last_ ? i % g.m : (i / plane) % g.m;
+        float v = b != nullptr ? b->as<const float>()[channel] : 0.0f;
         // The optimiser fuses only Relu/LeakyRelu into Conv.
         if (act_.present() && v < 0) v *= act_.alpha;
-        std::fill_n(py + i * plane, plane, v);
+        py[i] = v;
       }
       return absl::OkStatus();
     }
@@ -137,7 +144,7 @@ class ConvKernel final : public KernelBase {
     }
     ConvGeometry g;
     g.n = x.dim(0);
-    g.c = x.dim(1);
+    g.c = channels_last_ ? x.dim(sd + 1) : x.dim(1);
     g.m = w.dim(0);
     g.group = group_;
     if (g.c % group_ != 0 || w.dim(1) * group_ != g.c ||
@@ -145,7 +152,11 @@ class ConvKernel final : public KernelBase {
       return InvalidArgument(node(), "X ", x.ToString(), " and W ",
                              w.ToString(), " do not match group=", group_);
     }
-    g.in.assign(x.dims().begin() + 2, x.dims().end());
+    if (channels_last_) {
+      g.in.assign(x.dims().begin() + 1, x.dims().end() - 1);
+    } else {
+      g.in.assign(x.dims().begin() + 2, x.dims().end());
+    }
     g.kernel.assign(w.dims().begin() + 2, w.dims().end());
     if (!attrs_.kernel.empty() && attrs_.kernel != g.kernel) {
       return InvalidArgument(node(), "kernel_shape disagrees with W ",
@@ -158,8 +169,10 @@ class ConvKernel final : public KernelBase {
     WindowAttrs a = attrs_;
     a.kernel = g.kernel;
     GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node()));
-    std::vector<int64_t> out = {g.n, g.m};
+    std::vector<int64_t> out = {g.n};
+    if (!channels_last_) out.push_back(g.m);
     out.insert(out.end(), g.window.out.begin(), g.window.out.end());
+    if (channels_last_) out.push_back(g.m);
     g.out = Shape(out);
     return g;
   }
@@ -182,18 +195,29 @@ class ConvKernel final : public KernelBase {
         w_dims = {g.m, g.c};
       }
       w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-      const memory::desc src = PlainF32(ToDnnlDims(x.dims()));
+      memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
+      src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
+      dst_dims.insert(dst_dims.end(), g.window.out.begin(),
+                      g.window.out.end());
+      const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
+                                              : PlainF32(src_dims);
       const memory::desc w_user = PlainF32(w_dims);
       const memory::desc w_md =
           constant_w_ ? memory::desc(w_dims, memory::data_type::f32,
                                      memory::format_tag::any)
                       : w_user;
-      const memory::desc dst = PlainF32(ToDnnlDims(g.out.dims()));
-      // Any layout for the primitive; reorders bridge to the plain tensors.
-      const memory::desc src_any(src.dims(), memory::data_type::f32,
-                                 memory::format_tag::any);
-      const memory::desc dst_any(dst.dims(), memory::data_type::f32,
-                                 memory::format_tag::any);
+      const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
+                                              : PlainF32(dst_dims);
+      // NC... tensors: any layout for the primitive, reorders bridge to the
+      // plain tensors. Channels-last ones are used as they are.
+      const memory::desc src_any =
+          channels_last_ ? src
+                         : memory::desc(src_dims, memory::data_type::f32,
+                                        memory::format_tag::any);
+      const memory::desc dst_any =
+          channels_last_ ? dst
+                         : memory::desc(dst_dims, memory::data_type::f32,
+                                        memory::format_tag::any);
       const memory::desc bias =
           b != nullptr ? PlainF32({g.m}) : memory::desc();
       memory::dims dilations;
@@ -249,6 +273,7 @@ class ConvKernel final : public KernelBase {
   }
 
   Activation act_;
+  bool channels_last_;
   dnnl::engine engine_;
   WindowAttrs attrs_;
   int64_t group_;
@@ -284,7 +309,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
     return InvalidArgument(node, "group must be >= 1; got ", group);
   }
   Activation act;
+  bool channels_last = false;
   if (spec.node->op_type == kFusedConvOp) {
+    channels_last = spec.node->GetInt("channels_last", 0) != 0;
     GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
     if (act.present() && act.alg != dnnl::algorithm::eltwise_relu) {
       return Unimplemented(node, "FusedConv takes only Relu/LeakyRelu");
@@ -293,7 +320,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
   std::unique_ptr<ConvKernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(node, [&] {
     kernel =
-        std::make_unique<ConvKernel>(spec, std::move(attrs), group, act);
+        std::make_unique<ConvKernel>(spec, std::move(attrs), group, act,
+                                     channels_last);
     return absl::OkStatus();
   }));
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));

@@ -39,6 +39,18 @@ dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims) {
                             RowMajorStrides(dims));
 }
 
+dnnl::memory::desc ChannelsLastF32(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims stored = {dims[0]};
+  stored.insert(stored.end(), dims.begin() + 2, dims.end());
+  stored.push_back(dims[1]);
+  const dnnl::memory::dims stored_strides = RowMajorStrides(stored);
+  dnnl::memory::dims strides(dims.size());
+  strides[0] = stored_strides[0];
+  strides[1] = stored_strides.back();
+  for (size_t i = 2; i < dims.size(); ++i) strides[i] = stored_strides[i - 1];
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
 dnnl::primitive_attr UserScratchpadAttr() {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -51,6 +51,9 @@ dnnl::memory::dims ToDnnlDims(const std::vector<int64_t>& dims);
 dnnl::memory::dims RowMajorStrides(const dnnl::memory::dims& dims);
 // A dense row-major float32 memory descriptor (any rank oneDNN takes).
 dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims);
+// A float32 descriptor of logical dims [N, C, spatial...] stored channels
+// last ([N, spatial..., C] row-major: NWC, NHWC, NDHWC).
+dnnl::memory::desc ChannelsLastF32(const dnnl::memory::dims& dims);
 
 // A primitive attribute with a user-managed scratchpad (see file comment).
 dnnl::primitive_attr UserScratchpadAttr();

@@ -205,6 +205,83 @@ bool IsBinary(const Node& node, absl::string_view op) {
          node.inputs.size() == 2 && node.outputs.size() == 1;
 }
 
+// What ConvertToChannelsLast can do with a node.
+enum class LayoutRole {
+  kNone,        // Stays NCHW.
+  kConv,        // Joins the region whatever its input's layout.
+  kFollower,    // Joins when its activation inputs are in the region.
+};
+
+bool IsStatic4DFloat(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  return info != nullptr && info->dtype == DType::kFloat32 &&
+         info->shape.rank() == 4 && info->shape.IsStatic();
+}
+
+// [N, C, H, W] -> [N, H, W, C].
+Shape ChannelsLastShape(const Shape& s) {
+  return Shape({s.dim(0), s.dim(2), s.dim(3), s.dim(1)});
+}
+
+// The inputs of `node` that are activations (laid out as NCHW or NHWC);
+// any other input (weights, bias, scalar bounds) keeps its layout.
+std::vector<int> ActivationInputs(const Node& node) {
+  if (node.op_type == "Add" || node.op_type == "Sub" ||
+      node.op_type == "Mul" || node.op_type == "Div") {
+    return {0, 1};
+  }
+  return {0};
+}
+
+LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+  if (!IsDefaultDomain(node) || node.outputs.empty() ||
+      !IsStatic4DFloat(graph, node.outputs[0])) {
+    return LayoutRole::kNone;
+  }
+  for (size_t o = 1; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o].empty()) return LayoutRole::kNone;
+  }
+  const std::string& op = node.op_type;
+  if (node.inputs.empty() || !IsStatic4DFloat(graph, node.inputs[0])) {
+    return LayoutRole::kNone;
+  }
+  if (op == "Conv" || (op == kFusedConvOp &&
+                       node.GetInt("channels_last", 0) == 0)) {
+    return LayoutRole::kConv;
+  }
+  static const absl::flat_hash_set<std::string>* const kUnary =
+      new absl::flat_hash_set<std::string>{
+          "MaxPool",  "AveragePool", "GlobalAveragePool", "Relu",
+          "LeakyRelu", "Sigmoid",    "Tanh",              "HardSigmoid",
+          "HardSwish", "Elu",        "Selu",              "Softplus",
+          "Identity"};
+  if (kUnary->contains(op)) {
+    return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    const ValueInfo* a = graph.FindValue(node.inputs[0]);
+    const ValueInfo* b = graph.FindValue(node.inputs[1]);
+    const ValueInfo* y = graph.FindValue(node.outputs[0]);
+    // No broadcasting: a per-channel operand would need its own transpose.
+    return IsStatic4DFloat(graph, node.inputs[1]) && a->shape == y->shape &&
+                   b->shape == y->shape
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
+  }
+  return LayoutRole::kNone;
+}
+
+Node TransposeNode(std::string name, std::string in, std::string out,
+                   std::vector<int64_t> perm) {
+  Node node;
+  node.name = std::move(name);
+  node.op_type = "Transpose";
+  node.inputs = {std::move(in)};
+  node.outputs = {std::move(out)};
+  node.attributes["perm"] = std::move(perm);
+  return node;
+}
+
 }  // namespace
 
 absl::Status FoldConstants(Graph* graph, const KernelRegistry& kernels) {
@@ -499,6 +576,111 @@ absl::Status FuseActivations(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status ConvertToChannelsLast(Graph* graph) {
+  // Which nodes join: every eligible Conv, then whatever follows a region
+  // value with an eligible op, in topological order.
+  std::vector<bool> joins(graph->nodes.size(), false);
+  absl::flat_hash_set<std::string> region_values;
+  bool any_conv = false;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    const Node& node = graph->nodes[i];
+    const LayoutRole role = ClassifyForChannelsLast(*graph, node);
+    bool join = role == LayoutRole::kConv;
+    if (role == LayoutRole::kFollower) {
+      join = true;
+      for (int k : ActivationInputs(node)) {
+        join = join && region_values.contains(node.inputs[k]);
+      }
+    }
+    if (!join) continue;
+    any_conv = any_conv || role == LayoutRole::kConv;
+    joins[i] = true;
+    region_values.insert(node.outputs[0]);
+  }
+  if (!any_conv) return absl::OkStatus();
+
+  // Region values read outside it (or graph outputs) leave through a
+  // Transpose that produces the original NCHW name.
+  absl::flat_hash_set<std::string> leaves;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (joins[i]) continue;
+    for (const std::string& in : graph->nodes[i].inputs) {
+      if (region_values.contains(in)) leaves.insert(in);
+    }
+  }
+  for (const ValueInfo& out : graph->outputs) {
+    if (region_values.contains(out.name)) leaves.insert(out.name);
+  }
+  absl::flat_hash_set<std::string> node_names;
+  for (const Node& node : graph->nodes) node_names.insert(node.name);
+  auto fresh_node_name = [&](const std::string& base) {
+    std::string name = base;
+    for (int i = 1; node_names.contains(name); ++i) {
+      name = absl::StrCat(base, "_", i);
+    }
+    node_names.insert(name);
+    return name;
+  };
+  // Original name -> channels-last name, for region values and for NCHW
+  // values transposed on their way in.
+  absl::flat_hash_map<std::string, std::string> nhwc;
+  auto add_nhwc_value = [&](const std::string& value) {
+    const std::string name = FreshName(*graph, value + "__nhwc");
+    ValueInfo info = *graph->FindValue(value);
+    info.name = name;
+    info.shape = ChannelsLastShape(info.shape);
+    graph->values[name] = info;
+    nhwc[value] = name;
+    return name;
+  };
+
+  std::vector<Node> nodes;
+  nodes.reserve(graph->nodes.size() + 2 * leaves.size() + 1);
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    Node node = std::move(graph->nodes[i]);
+    if (!joins[i]) {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    for (int k : ActivationInputs(node)) {
+      std::string& in = node.inputs[k];
+      auto it = nhwc.find(in);
+      if (it == nhwc.end()) {  // An NCHW value entering through a Conv.
+        const std::string name = add_nhwc_value(in);
+        nodes.push_back(TransposeNode(fresh_node_name(in + "__to_nhwc"), in,
+                                      name, {0, 2, 3, 1}));
+        in = name;
+      } else {
+        in = it->second;
+      }
+    }
+    const std::string& op = node.op_type;
+    if (op == "Conv" || op == kFusedConvOp) {
+      node.op_type = kFusedConvOp;
+      node.attributes["channels_last"] = int64_t{1};
+    } else if (op == "MaxPool") {
+      node.op_type = kChannelsLastMaxPoolOp;
+    } else if (op == "AveragePool") {
+      node.op_type = kChannelsLastAveragePoolOp;
+    } else if (op == "GlobalAveragePool") {
+      node.op_type = kChannelsLastGlobalAveragePoolOp;
+    }
+    node.outputs.resize(1);
+    const std::string out = node.outputs[0];
+    const std::string out_nhwc = add_nhwc_value(out);
+    node.outputs[0] = out_nhwc;
+    nodes.push_back(std::move(node));
+    if (leaves.contains(out)) {
+      nodes.push_back(TransposeNode(fresh_node_name(out + "__to_nchw"),
+                                    out_nhwc, out, {0, 3, 1, 2}));
+    } else {
+      graph->values.erase(out);
+    }
+  }
+  graph->nodes = std::move(nodes);
+  return absl::OkStatus();
+}
+
 void RemoveUnusedInitializers(Graph* graph) {
   absl::flat_hash_set<std::string> used;
   for (const Node& node : graph->nodes) {
@@ -522,6 +704,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
+  GLINT_RETURN_IF_ERROR(ConvertToChannelsLast(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();
 }

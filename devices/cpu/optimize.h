@@ -11,7 +11,13 @@
 //                      inputs A, B, optional bias with N elements (N = last
 //                      dim of the result); attribute "activation".
 //   glint.FusedGemm    Gemm with attribute "activation" (Relu/LeakyRelu).
-//   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu).
+//   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu)
+//                      and "channels_last" (1: X and Y are [N, spatial...,
+//                      channels]).
+//   glint.MaxPoolChannelsLast, glint.AveragePoolChannelsLast,
+//   glint.GlobalAveragePoolChannelsLast
+//                      the ONNX pools (same attributes; MaxPool without its
+//                      Indices output) on [N, spatial..., channels].
 //
 // "activation" is an ONNX op name ("Relu", "LeakyRelu" with
 // "activation_alpha", "Sigmoid", "Tanh", "Gelu"); see dnnl_util.h.
@@ -29,6 +35,11 @@ namespace glint::cpu {
 inline constexpr char kFusedMatMulOp[] = "glint.FusedMatMul";
 inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
 inline constexpr char kFusedConvOp[] = "glint.FusedConv";
+inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
+inline constexpr char kChannelsLastAveragePoolOp[] =
+    "glint.AveragePoolChannelsLast";
+inline constexpr char kChannelsLastGlobalAveragePoolOp[] =
+    "glint.GlobalAveragePoolChannelsLast";
 
 // Constant folding refuses results larger than this, so that a generating
 // op (Expand, Tile...) cannot bloat the constant block.
@@ -61,6 +72,16 @@ absl::Status FuseGelu(Graph* graph);
 // fused op with that activation; MatMul / glint.FusedMatMul → Gelu (exact
 // form) too.
 absl::Status FuseActivations(Graph* graph);
+
+// 2-D convolutions (float32, static shapes) and what lies between them —
+// pools, global average pools, unary activations, and elementwise binary
+// ops on two equally shaped channels-last values — run channels last
+// (NHWC): oneDNN's convolutions take that layout without reordering,
+// where NCHW costs a reorder on the way in and out of every Conv. A
+// Transpose enters the region where an NCHW value feeds a Conv and leaves
+// it where a value is read outside or is a graph output; value names
+// inside the region get the suffix "__nhwc".
+absl::Status ConvertToChannelsLast(Graph* graph);
 
 // Drops initializers that no node reads and that are not graph outputs.
 void RemoveUnusedInitializers(Graph* graph);

@@ -161,9 +161,11 @@ TEST(OptimizeTest, ConvBatchNormReluFoldsIntoFusedConv) {
              MakeNode("Relu", {"bn"}, {"y"})};
   g.nodes[0].name = "conv_node";
   const Graph opt = OptimizeAndCompare(g, 1e-4f);
-  ASSERT_EQ(opt.nodes.size(), 1u);
-  EXPECT_EQ(opt.nodes[0].op_type, kFusedConvOp);
-  EXPECT_EQ(opt.nodes[0].inputs.size(), 3u);
+  // Transposes to and from channels-last surround the one Conv left.
+  ASSERT_EQ(opt.nodes.size(), 3u);
+  EXPECT_EQ(opt.nodes[1].op_type, kFusedConvOp);
+  EXPECT_EQ(opt.nodes[1].GetString("activation", ""), "Relu");
+  EXPECT_EQ(opt.nodes[1].inputs.size(), 3u);
   // The BN parameters and the original weights are no longer needed.
   EXPECT_EQ(opt.initializers.size(), 2u);
   EXPECT_EQ(opt.FindInitializer("scale"), nullptr);
@@ -274,6 +276,98 @@ TEST(OptimizeTest, StandaloneGeluWhereNoMatMulPrecedes) {
   ASSERT_EQ(opt.nodes.size(), 1u);
   EXPECT_EQ(opt.nodes[0].op_type, "Gelu");
   EXPECT_EQ(opt.nodes[0].inputs, std::vector<std::string>{"h"});
+}
+
+// A small residual CNN: conv+relu -> maxpool -> conv -> add(skip) -> relu
+// -> avgpool -> global average pool; the relu output is also read by an
+// Erf (which stays outside the region) and is a graph output.
+Graph ResidualCnn(int64_t ceil_mode) {
+  Graph g = NewGraph("x", Shape({2, 3, 11, 9}), "y", Shape({2, 5, 1, 1}));
+  AddInitializer(g, "w1", Random({5, 3, 3, 3}, 31));
+  AddInitializer(g, "b1", Random({5}, 32));
+  AddInitializer(g, "w2", Random({5, 5, 3, 3}, 33));
+  AddValue(g, "c1", Shape({2, 5, 11, 9}));
+  AddValue(g, "r1", Shape({2, 5, 11, 9}));
+  const int64_t ph = ceil_mode ? 6 : 5, pw = 5;
+  AddValue(g, "p1", Shape({2, 5, ph, pw}));
+  AddValue(g, "c2", Shape({2, 5, ph, pw}));
+  AddValue(g, "a", Shape({2, 5, ph, pw}));
+  AddValue(g, "r2", Shape({2, 5, ph, pw}));
+  AddValue(g, "ap", Shape({2, 5, ph, pw}));
+  AddValue(g, "s", Shape({2, 5, 11, 9}));
+  g.outputs.push_back({"s", DType::kFloat32, Shape({2, 5, 11, 9})});
+  g.outputs.push_back({"r1", DType::kFloat32, Shape({2, 5, 11, 9})});
+  const std::vector<int64_t> pads = {1, 1, 1, 1};
+  g.nodes = {
+      MakeNode("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", pads}}),
+      MakeNode("Relu", {"c1"}, {"r1"}),
+      MakeNode("MaxPool", {"r1"}, {"p1"},
+               {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"strides", std::vector<int64_t>{2, 2}},
+                {"pads", pads},
+                {"ceil_mode", ceil_mode}}),
+      MakeNode("Conv", {"p1", "w2"}, {"c2"}, {{"pads", pads}}),
+      MakeNode("Add", {"c2", "p1"}, {"a"}),
+      MakeNode("Relu", {"a"}, {"r2"}),
+      MakeNode("AveragePool", {"r2"}, {"ap"},
+               {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"pads", pads},
+                {"count_include_pad", int64_t{1}}}),
+      MakeNode("GlobalAveragePool", {"ap"}, {"y"}),
+      MakeNode("Erf", {"r1"}, {"s"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, ConvChainsRunChannelsLast) {
+  for (int64_t ceil_mode : {0, 1}) {
+    SCOPED_TRACE(::testing::Message() << "ceil_mode " << ceil_mode);
+    const Graph opt = OptimizeAndCompare(ResidualCnn(ceil_mode), 1e-4f);
+    std::map<std::string, int> ops;
+    for (const Node& node : opt.nodes) ++ops[node.op_type];
+    EXPECT_EQ(ops[kFusedConvOp], 2);
+    EXPECT_EQ(ops[kChannelsLastMaxPoolOp], 1);
+    EXPECT_EQ(ops[kChannelsLastAveragePoolOp], 1);
+    EXPECT_EQ(ops[kChannelsLastGlobalAveragePoolOp], 1);
+    // In: x. Out: y, and r1 (a graph output that Erf reads too).
+    EXPECT_EQ(ops["Transpose"], 3);
+    EXPECT_EQ(ops["Erf"], 1);
+    for (const Node& node : opt.nodes) {
+      if (node.op_type == kFusedConvOp) {
+        EXPECT_EQ(node.GetInt("channels_last", 0), 1);
+      }
+    }
+    // Inside the region values are NHWC.
+    const ValueInfo* c2 = opt.FindValue("c2__nhwc");
+    ASSERT_NE(c2, nullptr);
+    EXPECT_EQ(c2->shape, Shape({2, ceil_mode ? 6 : 5, 5, 5}));
+    EXPECT_EQ(opt.FindValue("c2"), nullptr);
+    EXPECT_EQ(opt.FindValue("r1")->shape, Shape({2, 5, 11, 9}));
+  }
+}
+
+TEST(OptimizeTest, BroadcastingAndIndicesStayOutsideTheRegion) {
+  Graph g = NewGraph("x", Shape({1, 2, 6, 6}), "y", Shape({1, 2, 6, 6}));
+  AddInitializer(g, "w", Random({2, 2, 1, 1}, 34));
+  AddInitializer(g, "per_channel", Random({1, 2, 1, 1}, 35));
+  AddValue(g, "c", Shape({1, 2, 6, 6}));
+  AddValue(g, "m", Shape({1, 2, 6, 6}));
+  g.values["idx"] = ValueInfo{"idx", DType::kInt64, Shape({1, 2, 6, 6})};
+  g.outputs.push_back({"idx", DType::kInt64, Shape({1, 2, 6, 6})});
+  g.nodes = {MakeNode("Conv", {"x", "w"}, {"c"}),
+             MakeNode("Mul", {"c", "per_channel"}, {"m"}),
+             MakeNode("MaxPool", {"m"}, {"y", "idx"},
+                      {{"kernel_shape", std::vector<int64_t>{1, 1}}})};
+  g.nodes[1].name = "mul";
+  g.nodes[2].name = "pool";
+  Graph opt = g;
+  ASSERT_TRUE(OptimizeGraphForCpu(&opt, CpuKernelRegistry()).ok());
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", kFusedConvOp,
+                                           "Transpose", "Mul", "MaxPool"}));
 }
 
 TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {

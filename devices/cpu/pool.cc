@@ -3,6 +3,10 @@
 // right here than through oneDNN's pooling). Up to 3 spatial axes: shorter
 // ranks are run as 3-D with leading size-1 axes.
 //
+// The channels-last forms (glint.*ChannelsLast, written by the CPU optimiser,
+// optimize.h) take X as [N, spatial..., C] and walk each window once for a
+// whole row of C contiguous channels, which vectorises.
+//
 // Windows with no input element (possible only when padding >= kernel):
 // MaxPool yields the type's lowest value, AveragePool without
 // count_include_pad yields 0/0 = NaN, as onnxruntime does.
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
 #include "runtime/status_macros.h"
@@ -73,8 +78,10 @@ enum class PoolKind { kMax, kAverage };
 class PoolKernel final : public KernelBase {
  public:
   PoolKernel(const KernelSpec& spec, PoolKind kind, DType dtype,
-             WindowAttrs attrs, bool count_include_pad, int storage_order)
+             WindowAttrs attrs, bool count_include_pad, int storage_order,
+             bool channels_last)
       : KernelBase(spec),
+        channels_last_(channels_last),
         kind_(kind),
         dtype_(dtype),
         attrs_(std::move(attrs)),
@@ -91,11 +98,16 @@ class PoolKernel final : public KernelBase {
                              " for kernel_shape of ", sd, " values");
     }
     const std::vector<int64_t>& xd = x->shape.dims();
-    const std::vector<int64_t> in(xd.begin() + 2, xd.end());
+    const std::vector<int64_t> in =
+        channels_last_ ? std::vector<int64_t>(xd.begin() + 1, xd.end() - 1)
+                       : std::vector<int64_t>(xd.begin() + 2, xd.end());
+    const int64_t channels = channels_last_ ? xd.back() : xd[1];
     GLINT_ASSIGN_OR_RETURN(WindowGeometry g,
                            ComputeWindowGeometry(in, attrs_, node()));
-    std::vector<int64_t> out_dims = {xd[0], xd[1]};
+    std::vector<int64_t> out_dims = {xd[0]};
+    if (!channels_last_) out_dims.push_back(channels);
     out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
+    if (channels_last_) out_dims.push_back(channels);
     const Shape out_shape(out_dims);
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, out_shape,
                                                         dtype_, node()));
@@ -110,7 +122,7 @@ class PoolKernel final : public KernelBase {
     if (y.num_elements() == 0) return absl::OkStatus();
 
     PoolPlan plan;
-    plan.planes = xd[0] * xd[1];
+    plan.planes = xd[0] * channels;
     const int lead = kMaxSpatial - sd;  // Leading size-1 axes.
     for (int i = 0; i < sd; ++i) {
       plan.axes[lead + i] =
@@ -121,6 +133,13 @@ class PoolKernel final : public KernelBase {
 
     return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
+      if (channels_last_) {
+        if (kind_ == PoolKind::kMax || std::is_floating_point_v<T>) {
+          ChannelsLastPool(plan, xd[0], channels, x->as<const T>(),
+                           y.as<T>());
+        }
+        return absl::OkStatus();
+      }
       if (kind_ == PoolKind::kMax) {
         MaxPool(plan, x->as<const T>(), y.as<T>(),
                 want_indices ? indices.as<int64_t>() : nullptr);
@@ -180,6 +199,58 @@ class PoolKernel final : public KernelBase {
     }
   }
 
+  // Both kinds over [N, D, H, W, C] (leading spatial sizes 1 as planned),
+  // output rows of C in parallel.
+  template <typename T>
+  void ChannelsLastPool(const PoolPlan& p, int64_t n, int64_t c, const T* x,
+                        T* y) const {
+    const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
+    const int64_t D = ad.in, H = ah.in, W = aw.in;
+    const int64_t rows = n * p.out_plane();
+    ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t ow = r % aw.out;
+        const int64_t oh = (r / aw.out) % ah.out;
+        const int64_t od = (r / (aw.out * ah.out)) % ad.out;
+        const int64_t b = r / p.out_plane();
+        T* out = y + r * c;
+        if (kind_ == PoolKind::kMax) {
+          std::fill_n(out, c, std::numeric_limits<T>::lowest());
+        } else {
+          std::fill_n(out, c, T(0));
+        }
+        for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+          const int64_t id = ad.start[od] + kd * ad.dilation;
+          for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+            const int64_t ih = ah.start[oh] + kh * ah.dilation;
+            for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+              const int64_t iw = aw.start[ow] + kw * aw.dilation;
+              const T* in = x + (((b * D + id) * H + ih) * W + iw) * c;
+              if (kind_ == PoolKind::kMax) {
+                for (int64_t k = 0; k < c; ++k) {
+                  out[k] = in[k] > out[k] ? in[k] : out[k];
+                }
+              } else {
+                for (int64_t k = 0; k < c; ++k) out[k] += in[k];
+              }
+            }
+          }
+        }
+        if (kind_ == PoolKind::kAverage) {
+          const int64_t count =
+              count_include_pad_
+                  ? ad.padded_count[od] * ah.padded_count[oh] *
+                        aw.padded_count[ow]
+                  : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) *
+                        (aw.hi[ow] - aw.lo[ow]);
+          const T inv = T(1) / static_cast<T>(count);
+          for (int64_t k = 0; k < c; ++k) out[k] *= inv;
+        }
+      }
+    });
+  }
+
   template <typename T>
   void AveragePool(const PoolPlan& p, const T* x, T* y) const {
     const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
@@ -213,6 +284,7 @@ class PoolKernel final : public KernelBase {
     }
   }
 
+  bool channels_last_;
   PoolKind kind_;
   DType dtype_;
   WindowAttrs attrs_;
@@ -259,16 +331,28 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
   }
   const bool count_include_pad =
       spec.node->GetInt("count_include_pad", 0) != 0;
-  return std::unique_ptr<Kernel>(new PoolKernel(
-      spec, kKind, dtype, std::move(attrs), count_include_pad, storage_order));
+  const bool channels_last =
+      spec.node->op_type == kChannelsLastMaxPoolOp ||
+      spec.node->op_type == kChannelsLastAveragePoolOp;
+  if (channels_last && spec.node->outputs.size() > 1 &&
+      !spec.node->outputs[1].empty()) {
+    return Unimplemented(node, "channels-last MaxPool with Indices");
+  }
+  return std::unique_ptr<Kernel>(
+      new PoolKernel(spec, kKind, dtype, std::move(attrs), count_include_pad,
+                     storage_order, channels_last));
 }
 
 // GlobalAveragePool / GlobalMaxPool: the mean or maximum over every axis
 // after the first two.
 class GlobalAveragePoolKernel final : public KernelBase {
  public:
-  GlobalAveragePoolKernel(const KernelSpec& spec, DType dtype, bool max)
-      : KernelBase(spec), dtype_(dtype), max_(max) {}
+  GlobalAveragePoolKernel(const KernelSpec& spec, DType dtype, bool max,
+                          bool channels_last)
+      : KernelBase(spec),
+        dtype_(dtype),
+        max_(max),
+        channels_last_(channels_last) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -278,16 +362,42 @@ class GlobalAveragePoolKernel final : public KernelBase {
                              "; expected rank >= 2");
     }
     std::vector<int64_t> out = x->shape.dims();
-    std::fill(out.begin() + 2, out.end(), 1);
+    const int rank = x->shape.rank();
+    if (channels_last_) {
+      std::fill(out.begin() + 1, out.end() - 1, 1);
+    } else {
+      std::fill(out.begin() + 2, out.end(), 1);
+    }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape(out),
                                                         dtype_, node()));
-    const int64_t planes = out[0] * out[1];
-    const int64_t size = Product(x->shape.dims(), 2, x->shape.rank());
+    const int64_t planes = out[0] * (channels_last_ ? out.back() : out[1]);
+    const int64_t size = channels_last_
+                             ? Product(x->shape.dims(), 1, rank - 1)
+                             : Product(x->shape.dims(), 2, rank);
     return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       const T* px = x->as<const T>();
       T* py = y.as<T>();
       if constexpr (!std::is_floating_point_v<T>) return absl::OkStatus();
+      if (channels_last_) {
+        // [N, size, C] reduced over size.
+        const int64_t c = out.back();
+        for (int64_t b = 0; b < out[0]; ++b) {
+          T* row = py + b * c;
+          std::fill_n(row, c, max_ ? -std::numeric_limits<T>::infinity()
+                                   : T(0));
+          for (int64_t i = 0; i < size; ++i) {
+            const T* in = px + (b * size + i) * c;
+            for (int64_t k = 0; k < c; ++k) {
+              row[k] = max_ ? std::max(row[k], in[k]) : row[k] + in[k];
+            }
+          }
+          if (!max_) {
+            for (int64_t k = 0; k < c; ++k) row[k] /= static_cast<T>(size);
+          }
+        }
+        return absl::OkStatus();
+      }
       for (int64_t p = 0; p < planes; ++p) {
         if (max_) {
           T m = -std::numeric_limits<T>::infinity();
@@ -306,6 +416,7 @@ class GlobalAveragePoolKernel final : public KernelBase {
  private:
   DType dtype_;
   bool max_;
+  bool channels_last_;
 };
 
 template <bool kMax>
@@ -314,7 +425,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalPool(
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
-  return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(spec, dtype, kMax));
+  return std::unique_ptr<Kernel>(new GlobalAveragePoolKernel(
+      spec, dtype, kMax,
+      spec.node->op_type == kChannelsLastGlobalAveragePoolOp));
 }
 
 }  // namespace
@@ -324,6 +437,10 @@ void RegisterPoolKernels(KernelRegistry* registry) {
   registry->Register("AveragePool", MakePool<PoolKind::kAverage>);
   registry->Register("GlobalAveragePool", MakeGlobalPool<false>);
   registry->Register("GlobalMaxPool", MakeGlobalPool<true>);
+  registry->Register(kChannelsLastMaxPoolOp, MakePool<PoolKind::kMax>);
+  registry->Register(kChannelsLastAveragePoolOp,
+                     MakePool<PoolKind::kAverage>);
+  registry->Register(kChannelsLastGlobalAveragePoolOp, MakeGlobalPool<false>);
 }
 
 }  // namespace glint::cpu
