@@ -120,27 +120,35 @@ class LayerNormKernel final : public KernelBase {
   }
 
  private:
-  // Rows in parallel; statistics accumulate in double, as the general path.
+  // Rows in parallel. Sums are float32 SIMD reductions (vector partial
+  // sums), accurate to float rounding for the row lengths models use.
   void RunFloat(const float* x, const float* scale, const float* bias,
                 float* y, int64_t outer, int64_t inner) const {
-    ParallelFor(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(
+    ParallelFor(outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(
                                                    inner, 1)),
                 [&](int64_t begin, int64_t end) {
+      const float n = static_cast<float>(inner);
       for (int64_t o = begin; o < end; ++o) {
         const float* p = x + o * inner;
-        double sum = 0, sum_sq = 0;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
         for (int64_t i = 0; i < inner; ++i) sum += p[i];
-        const double mean = sum / static_cast<double>(inner);
+        const float mean = sum / n;
+        float sum_sq = 0;
+#pragma omp simd reduction(+ : sum_sq)
         for (int64_t i = 0; i < inner; ++i) {
-          const double d = p[i] - mean;
-          sum_sq += d * d;
+          sum_sq += (p[i] - mean) * (p[i] - mean);
         }
-        const float inv = static_cast<float>(
-            1.0 / std::sqrt(sum_sq / static_cast<double>(inner) + epsilon_));
-        const float m = static_cast<float>(mean);
+        const float inv = 1.0f / std::sqrt(sum_sq / n + epsilon_);
         float* q = y + o * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          q[i] = (p[i] - m) * inv * scale[i] + (bias != nullptr ? bias[i] : 0);
+        if (bias != nullptr) {
+          for (int64_t i = 0; i < inner; ++i) {
+            q[i] = (p[i] - mean) * inv * scale[i] + bias[i];
+          }
+        } else {
+          for (int64_t i = 0; i < inner; ++i) {
+            q[i] = (p[i] - mean) * inv * scale[i];
+          }
         }
       }
     });
