@@ -54,6 +54,12 @@ std::vector<float> Node::GetFloats(absl::string_view attr,
   return v == nullptr ? fallback : *v;
 }
 
+std::vector<std::string> Node::GetStrings(
+    absl::string_view attr, std::vector<std::string> fallback) const {
+  const auto* v = GetAs<std::vector<std::string>>(*this, attr);
+  return v == nullptr ? fallback : *v;
+}
+
 const Tensor* Node::GetTensor(absl::string_view attr) const {
   return GetAs<Tensor>(*this, attr);
 }

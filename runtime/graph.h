@@ -54,6 +54,8 @@ struct Node {
                                std::vector<int64_t> fallback = {}) const;
   std::vector<float> GetFloats(absl::string_view attr,
                                std::vector<float> fallback = {}) const;
+  std::vector<std::string> GetStrings(
+      absl::string_view attr, std::vector<std::string> fallback = {}) const;
   const Tensor* GetTensor(absl::string_view attr) const;
 
   // Number of inputs that are present (non-empty names, trailing included).

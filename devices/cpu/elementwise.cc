@@ -13,16 +13,23 @@
 // undefined on overflow; integer Div truncates toward zero (as C++ and
 // onnxruntime do) and a zero divisor, for Div and Mod, is INVALID_ARGUMENT.
 // Float division by zero follows IEEE 754 (inf/nan).
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "runtime/status_macros.h"
 
@@ -921,7 +928,156 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeCastLike(const KernelSpec& spec) {
   return std::unique_ptr<Kernel>(new CastKernel(spec, from, to));
 }
 
+// ------------------------------------------------------ ElementwiseChain
+//
+// glint.ElementwiseChain (optimize.h): the input is copied block by block
+// into the output, and each step runs over the block while it is in cache.
+// Steps reuse the op structs above, so results equal the unfused nodes'.
+
+using ChainStep = std::function<void(float*, int64_t)>;
+using ChainStepFactory = std::function<ChainStep(const Node&)>;
+
+template <typename Op>
+ChainStepFactory UnaryStep() {
+  return [](const Node& node) -> ChainStep {
+    const Op op(node);
+    return [op](float* b, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) b[i] = op(b[i]);
+    };
+  };
+}
+
+template <typename Op>
+ChainStep ScalarStep(float c, bool scalar_first) {
+  const Op op{};
+  if (scalar_first) {
+    return [op, c](float* b, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) b[i] = op(c, b[i]);
+    };
+  }
+  return [op, c](float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) b[i] = op(b[i], c);
+  };
+}
+
+const std::map<std::string, ChainStepFactory, std::less<>>& UnarySteps() {
+  static const auto* const kSteps =
+      new std::map<std::string, ChainStepFactory, std::less<>>{
+          {"Abs", UnaryStep<AbsOp>()},
+          {"Ceil", UnaryStep<CeilOp>()},
+          {"Celu", UnaryStep<CeluOp>()},
+          {"Cos", UnaryStep<CosOp>()},
+          {"Elu", UnaryStep<EluOp>()},
+          {"Erf", UnaryStep<ErfOp>()},
+          {"Exp", UnaryStep<ExpOp>()},
+          {"Floor", UnaryStep<FloorOp>()},
+          {"Gelu", UnaryStep<GeluOp>()},
+          {"HardSigmoid", UnaryStep<HardSigmoidOp>()},
+          {"HardSwish", UnaryStep<HardSwishOp>()},
+          {"LeakyRelu", UnaryStep<LeakyReluOp>()},
+          {"Log", UnaryStep<LogOp>()},
+          {"Neg", UnaryStep<NegOp>()},
+          {"Reciprocal", UnaryStep<ReciprocalOp>()},
+          {"Relu", UnaryStep<ReluOp>()},
+          {"Round", UnaryStep<RoundOp>()},
+          {"Selu", UnaryStep<SeluOp>()},
+          {"Sigmoid", UnaryStep<SigmoidOp>()},
+          {"Sin", UnaryStep<SinOp>()},
+          {"Softplus", UnaryStep<SoftplusOp>()},
+          {"Softsign", UnaryStep<SoftsignOp>()},
+          {"Sqrt", UnaryStep<SqrtOp>()},
+          {"Tanh", UnaryStep<TanhOp>()},
+          {"ThresholdedRelu", UnaryStep<ThresholdedReluOp>()},
+      };
+  return *kSteps;
+}
+
+class ElementwiseChainKernel final : public KernelBase {
+ public:
+  ElementwiseChainKernel(const KernelSpec& spec, std::vector<ChainStep> steps)
+      : KernelBase(spec), steps_(std::move(steps)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, x->shape, DType::kFloat32,
+                                          node()));
+    const float* px = x->as<const float>();
+    float* py = y.as<float>();
+    constexpr int64_t kBlock = 1024;
+    ParallelFor(x->num_elements(), 16 * kBlock,
+                [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; b += kBlock) {
+        const int64_t n = std::min(kBlock, end - b);
+        std::copy_n(px + b, n, py + b);
+        for (const ChainStep& step : steps_) step(py + b, n);
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<ChainStep> steps_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeElementwiseChain(
+    const KernelSpec& spec) {
+  const Node& node = *spec.node;
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_RETURN_IF_ERROR(
+      SpecInputDType(spec, 0, {DType::kFloat32}).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  const std::vector<std::string> ops = node.GetStrings("ops");
+  const std::vector<float> scalars = node.GetFloats("scalars");
+  const std::vector<int64_t> first = node.GetInts("scalar_first");
+  if (ops.empty() || scalars.size() != ops.size() ||
+      first.size() != ops.size()) {
+    return InvalidArgument(node.Describe(),
+                           "ops, scalars and scalar_first must have one "
+                           "entry per step");
+  }
+  std::vector<ChainStep> steps;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string& op = ops[i];
+    const bool f = first[i] != 0;
+    if (op == "Add") {
+      steps.push_back(ScalarStep<AddOp>(scalars[i], f));
+    } else if (op == "Sub") {
+      steps.push_back(ScalarStep<SubOp>(scalars[i], f));
+    } else if (op == "Mul") {
+      steps.push_back(ScalarStep<MulOp>(scalars[i], f));
+    } else if (op == "Div") {
+      steps.push_back(ScalarStep<DivOp>(scalars[i], f));
+    } else if (auto it = UnarySteps().find(op); it != UnarySteps().end()) {
+      // The step's own attributes, under their ONNX names.
+      Node step;
+      step.op_type = op;
+      const std::string prefix = absl::StrCat(i, ":");
+      for (const auto& [name, value] : node.attributes) {
+        if (absl::StartsWith(name, prefix)) {
+          step.attributes[name.substr(prefix.size())] = value;
+        }
+      }
+      steps.push_back(it->second(step));
+    } else {
+      return Unimplemented(node.Describe(), "elementwise chain step '", op,
+                           "'");
+    }
+  }
+  return std::unique_ptr<Kernel>(
+      new ElementwiseChainKernel(spec, std::move(steps)));
+}
+
 }  // namespace
+
+bool IsChainableUnaryOp(absl::string_view op) {
+  return UnarySteps().count(op) > 0;
+}
+
+bool IsChainableScalarOp(absl::string_view op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
+}
 
 void RegisterElementwiseKernels(KernelRegistry* registry) {
   registry->Register("Add", BinaryFactory<AddOp>());
@@ -958,6 +1114,7 @@ void RegisterElementwiseKernels(KernelRegistry* registry) {
   registry->Register("CastLike", MakeCastLike);
 
   registry->Register("Relu", MakeUnary<ReluOp>);
+  registry->Register(kElementwiseChainOp, MakeElementwiseChain);
   registry->Register("Neg", MakeUnary<NegOp>);
   registry->Register("Abs", MakeUnary<AbsOp>);
   registry->Register("Sign", MakeUnary<SignOp>);

@@ -254,7 +254,7 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
           "MaxPool",  "AveragePool", "GlobalAveragePool", "Relu",
           "LeakyRelu", "Sigmoid",    "Tanh",              "HardSigmoid",
           "HardSwish", "Elu",        "Selu",              "Softplus",
-          "Identity"};
+          "Identity",  kElementwiseChainOp};
   if (kUnary->contains(op)) {
     return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
   }
@@ -576,6 +576,90 @@ absl::Status FuseActivations(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseElementwiseChains(Graph* graph) {
+  // The input a chainable node transforms ("" if the node is not one): a
+  // float32 value of the output's shape; a scalar operand is a constant.
+  struct Step {
+    std::string data;
+    float scalar = 0;
+    bool scalar_first = false;
+  };
+  auto as_step = [&](const Node& node) -> std::optional<Step> {
+    if (!IsDefaultDomain(node) || node.outputs.size() != 1) return std::nullopt;
+    const ValueInfo* out = graph->FindValue(node.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32) return std::nullopt;
+    Step step;
+    if (IsChainableUnaryOp(node.op_type) && node.inputs.size() == 1) {
+      step.data = node.inputs[0];
+    } else if (IsChainableScalarOp(node.op_type) && node.inputs.size() == 2) {
+      for (int k = 0; k < 2 && step.data.empty(); ++k) {
+        const std::optional<float> c = ScalarConstant(*graph, node.inputs[k]);
+        if (c.has_value() && !graph->IsInitializer(node.inputs[1 - k])) {
+          step.data = node.inputs[1 - k];
+          step.scalar = *c;
+          step.scalar_first = k == 0;
+        }
+      }
+    }
+    const ValueInfo* in =
+        step.data.empty() ? nullptr : graph->FindValue(step.data);
+    if (in == nullptr || in->dtype != DType::kFloat32 ||
+        in->shape != out->shape) {
+      return std::nullopt;
+    }
+    return step;
+  };
+  for (int head = 0; head < static_cast<int>(graph->nodes.size()); ++head) {
+    std::optional<Step> first = as_step(graph->nodes[head]);
+    if (!first.has_value()) continue;
+    // Nodes are in topological order, so the first chainable node met is
+    // its chain's head: extend it while each value has one reader, the
+    // next step.
+    const Uses uses(*graph);
+    std::vector<int> chain = {head};
+    std::vector<Step> steps = {*first};
+    for (;;) {
+      const std::string& out = graph->nodes[chain.back()].outputs[0];
+      if (!uses.SingleInternalUse(out)) break;
+      const int next = FindConsumer(*graph, chain.back(), out);
+      if (next < 0) break;
+      std::optional<Step> step = as_step(graph->nodes[next]);
+      if (!step.has_value() || step->data != out) break;
+      chain.push_back(next);
+      steps.push_back(*step);
+    }
+    if (chain.size() < 2) continue;
+    Node fused;
+    fused.name = graph->nodes[chain.back()].name;
+    fused.op_type = kElementwiseChainOp;
+    fused.inputs = {first->data};
+    fused.outputs = graph->nodes[chain.back()].outputs;
+    std::vector<std::string> ops;
+    std::vector<float> scalars;
+    std::vector<int64_t> scalar_first;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      const Node& node = graph->nodes[chain[i]];
+      ops.push_back(node.op_type);
+      scalars.push_back(steps[i].scalar);
+      scalar_first.push_back(steps[i].scalar_first ? 1 : 0);
+      for (const auto& [name, value] : node.attributes) {
+        fused.attributes[absl::StrCat(i, ":", name)] = value;
+      }
+      if (i + 1 < chain.size()) graph->values.erase(node.outputs[0]);
+    }
+    fused.attributes["ops"] = std::move(ops);
+    fused.attributes["scalars"] = std::move(scalars);
+    fused.attributes["scalar_first"] = std::move(scalar_first);
+    // The fused node takes the tail's place (its input precedes the head);
+    // the other links go.
+    graph->nodes[chain.back()] = std::move(fused);
+    for (int i = static_cast<int>(chain.size()) - 2; i >= 0; --i) {
+      graph->nodes.erase(graph->nodes.begin() + chain[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ConvertToChannelsLast(Graph* graph) {
   // Which nodes join: every eligible Conv, then whatever follows a region
   // value with an eligible op, in topological order.
@@ -704,6 +788,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
+  GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));
   GLINT_RETURN_IF_ERROR(ConvertToChannelsLast(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();

@@ -14,6 +14,12 @@
 //   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu)
 //                      and "channels_last" (1: X and Y are [N, spatial...,
 //                      channels]).
+//   glint.ElementwiseChain
+//                      one float32 input through a sequence of elementwise
+//                      steps in one pass: attribute "ops" (ONNX op names),
+//                      "scalars" and "scalar_first" (for Add/Sub/Mul/Div:
+//                      the constant operand and whether it comes first),
+//                      and each step's own attributes as "<step>:<name>".
 //   glint.MaxPoolChannelsLast, glint.AveragePoolChannelsLast,
 //   glint.GlobalAveragePoolChannelsLast
 //                      the ONNX pools (same attributes; MaxPool without its
@@ -27,6 +33,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "devices/cpu/kernel.h"
 #include "runtime/graph.h"
 
@@ -35,6 +42,7 @@ namespace glint::cpu {
 inline constexpr char kFusedMatMulOp[] = "glint.FusedMatMul";
 inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
 inline constexpr char kFusedConvOp[] = "glint.FusedConv";
+inline constexpr char kElementwiseChainOp[] = "glint.ElementwiseChain";
 inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
 inline constexpr char kChannelsLastAveragePoolOp[] =
     "glint.AveragePoolChannelsLast";
@@ -72,6 +80,18 @@ absl::Status FuseGelu(Graph* graph);
 // fused op with that activation; MatMul / glint.FusedMatMul → Gelu (exact
 // form) too.
 absl::Status FuseActivations(Graph* graph);
+
+// Whether `op` can be a step of glint.ElementwiseChain: a float unary op
+// (IsChainableUnaryOp), or Add/Sub/Mul/Div with a one-element constant
+// (IsChainableScalarOp). Defined with the kernels, in elementwise.cc.
+bool IsChainableUnaryOp(absl::string_view op);
+bool IsChainableScalarOp(absl::string_view op);
+
+// Chains of two or more such float32 nodes, each intermediate value read
+// only by the next, become one glint.ElementwiseChain: one pass over memory
+// instead of one per node. Runs after FuseGelu and FuseActivations, which
+// make better use of the patterns they know.
+absl::Status FuseElementwiseChains(Graph* graph);
 
 // 2-D convolutions (float32, static shapes) and what lies between them —
 // pools, global average pools, unary activations, and elementwise binary
