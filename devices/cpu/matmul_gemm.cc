@@ -180,6 +180,9 @@ class MatMulKernel final : public KernelBase {
         engine_(dnnl::engine::kind::cpu, 0),
         constant_b_(spec.constant(1) != nullptr),
         has_bias_(spec.has_input(2)),
+        alpha_(spec.node->op_type == kFusedMatMulOp
+                   ? spec.node->GetFloat("alpha", 1.0f)
+                   : 1.0f),
         act_(act) {}
 
   // Creates the primitive now when the shapes are known.
@@ -274,6 +277,7 @@ class MatMulKernel final : public KernelBase {
         config.has_bias = true;
         config.bias = PlainF32(bias_dims);
       }
+      config.alpha = alpha_;
       config.act = act_;
       // Packing pays off when the same weights are reused across calls.
       config.pack_weights = constant_b_ && g.folded;
@@ -286,6 +290,7 @@ class MatMulKernel final : public KernelBase {
   dnnl::engine engine_;
   bool constant_b_;
   bool has_bias_;
+  float alpha_;  // Scales the product (the optimiser uses it without bias).
   Activation act_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;

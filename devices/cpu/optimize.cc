@@ -426,6 +426,41 @@ absl::Status FuseMatMulBias(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseMatMulScale(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& mm = graph->nodes[i];
+    if (!IsDefaultDomain(mm) || mm.op_type != "MatMul" ||
+        mm.outputs.size() != 1 || mm.inputs.size() != 2) {
+      continue;
+    }
+    const ValueInfo* out = graph->FindValue(mm.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const Uses uses(*graph);
+    if (!uses.SingleInternalUse(mm.outputs[0])) continue;
+    const int j = FindConsumer(*graph, i, mm.outputs[0]);
+    if (j < 0) continue;
+    const Node& scale = graph->nodes[j];
+    const bool mul = IsBinary(scale, "Mul");
+    // Mul commutes; Div only by the constant (x / c).
+    if (!mul && !(IsBinary(scale, "Div") &&
+                  scale.inputs[0] == mm.outputs[0])) {
+      continue;
+    }
+    const std::optional<float> c =
+        ScalarConstant(*graph, OtherInput(scale, mm.outputs[0]));
+    const ValueInfo* scaled = graph->FindValue(scale.outputs[0]);
+    if (!c.has_value() || (!mul && *c == 0.0f) || scaled == nullptr ||
+        scaled->shape != out->shape) {
+      continue;
+    }
+    Node& fused = graph->nodes[i];
+    fused.op_type = kFusedMatMulOp;
+    fused.attributes["alpha"] = mul ? *c : 1.0f / *c;
+    MergeInto(graph, i, j);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FuseGelu(Graph* graph) {
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
@@ -786,6 +821,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FoldConstants(graph, kernels));
   GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
+  GLINT_RETURN_IF_ERROR(FuseMatMulScale(graph));
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));

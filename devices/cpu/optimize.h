@@ -7,9 +7,10 @@
 // Fused nodes use op types of the default domain that ONNX cannot name
 // (they contain a '.'), registered only in the CPU kernel registry:
 //
-//   glint.FusedMatMul  MatMul(A, B) [+ bias] [-> activation]
+//   glint.FusedMatMul  alpha * MatMul(A, B) [+ bias] [-> activation]
 //                      inputs A, B, optional bias with N elements (N = last
-//                      dim of the result); attribute "activation".
+//                      dim of the result); attributes "activation" and
+//                      "alpha" (default 1).
 //   glint.FusedGemm    Gemm with attribute "activation" (Relu/LeakyRelu).
 //   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu)
 //                      and "channels_last" (1: X and Y are [N, spatial...,
@@ -70,6 +71,10 @@ absl::Status FoldBatchNormIntoConv(Graph* graph);
 // MatMul → Add(constant bias of N elements broadcast along the last axis)
 // becomes glint.FusedMatMul with the bias as its third input.
 absl::Status FuseMatMulBias(Graph* graph);
+
+// MatMul (no bias yet) -> Mul or Div by a one-element constant (attention's
+// 1/sqrt(d) scaling) becomes glint.FusedMatMul with "alpha".
+absl::Status FuseMatMulScale(Graph* graph);
 
 // GELU as exporters decompose it, 0.5 * x * (1 + Erf(x / sqrt(2))) (with
 // x * (1/sqrt(2)) and any order of the two products), becomes one Gelu

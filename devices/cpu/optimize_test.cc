@@ -432,6 +432,31 @@ TEST(OptimizeTest, ChainRefusesMalformedAttributes) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OptimizeTest, AttentionScaleBecomesMatMulAlpha) {
+  for (const char* op : {"Mul", "Div"}) {
+    SCOPED_TRACE(op);
+    Graph g = NewGraph("q", Shape({2, 4, 6, 8}), "y", Shape({2, 4, 6, 6}));
+    g.inputs.push_back({"k", DType::kFloat32, Shape({2, 4, 8, 6})});
+    AddValue(g, "k", Shape({2, 4, 8, 6}));
+    AddValue(g, "s", Shape({2, 4, 6, 6}));
+    AddInitializer(g, "c", Scalar(std::string(op) == "Mul" ? 0.125f : 8.0f));
+    g.nodes = {MakeNode("MatMul", {"q", "k"}, {"s"}),
+               MakeNode(op, {"s", "c"}, {"y"})};
+    const Graph opt = OptimizeAndCompare(g, 1e-6f);
+    ASSERT_EQ(opt.nodes.size(), 1u);
+    EXPECT_EQ(opt.nodes[0].op_type, kFusedMatMulOp);
+    EXPECT_FLOAT_EQ(opt.nodes[0].GetFloat("alpha", 1), 0.125f);
+  }
+  // c / x is no scaling of x.
+  Graph g = NewGraph("a", Shape({3, 5}), "y", Shape({3, 4}));
+  AddInitializer(g, "w", Random({5, 4}, 40));
+  AddInitializer(g, "c", Scalar(2.0f));
+  AddValue(g, "s", Shape({3, 4}));
+  g.nodes = {MakeNode("MatMul", {"a", "w"}, {"s"}),
+             MakeNode("Div", {"c", "s"}, {"y"})};
+  EXPECT_EQ(OptimizeAndCompare(g, 1e-6f).nodes.size(), 2u);
+}
+
 TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {
   Node node = MakeNode(kFusedMatMulOp, {"a", "b"}, {"y"},
                        {{"activation", std::string("Nope")}});
