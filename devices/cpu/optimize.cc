@@ -59,6 +59,14 @@ int FindConsumer(const Graph& graph, int from, const std::string& value) {
   return -1;
 }
 
+// The node that alone reads node `i`'s first output, which is no graph
+// output either (so a fusion may swallow the value); -1 if there is none.
+int SoleConsumer(const Graph& graph, int i) {
+  const std::string& value = graph.nodes[i].outputs[0];
+  return Uses(graph).SingleInternalUse(value) ? FindConsumer(graph, i, value)
+                                              : -1;
+}
+
 // An initializer name not yet used in `graph`.
 std::string FreshName(const Graph& graph, const std::string& base) {
   std::string name = base;
@@ -319,9 +327,7 @@ absl::Status FoldBatchNormIntoConv(Graph* graph) {
         conv.outputs.size() != 1) {
       continue;
     }
-    const Uses uses(*graph);
-    if (!uses.SingleInternalUse(conv.outputs[0])) continue;
-    const int j = FindConsumer(*graph, i, conv.outputs[0]);
+    const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& bn = graph->nodes[j];
     if (!IsDefaultDomain(bn) || bn.op_type != "BatchNormalization" ||
@@ -396,9 +402,7 @@ absl::Status FuseMatMulBias(Graph* graph) {
     }
     const int64_t n = out->shape.dims().back();
     if (n < 0) continue;
-    const Uses uses(*graph);
-    if (!uses.SingleInternalUse(mm.outputs[0])) continue;
-    const int j = FindConsumer(*graph, i, mm.outputs[0]);
+    const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& add = graph->nodes[j];
     if (!IsDefaultDomain(add) || add.op_type != "Add" ||
@@ -435,9 +439,7 @@ absl::Status FuseMatMulScale(Graph* graph) {
     }
     const ValueInfo* out = graph->FindValue(mm.outputs[0]);
     if (out == nullptr || out->dtype != DType::kFloat32) continue;
-    const Uses uses(*graph);
-    if (!uses.SingleInternalUse(mm.outputs[0])) continue;
-    const int j = FindConsumer(*graph, i, mm.outputs[0]);
+    const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& scale = graph->nodes[j];
     const bool mul = IsBinary(scale, "Mul");
@@ -582,9 +584,7 @@ absl::Status FuseActivations(Graph* graph) {
     }
     const ValueInfo* out = graph->FindValue(p.outputs[0]);
     if (out == nullptr || out->dtype != DType::kFloat32) continue;
-    const Uses uses(*graph);
-    if (!uses.SingleInternalUse(p.outputs[0])) continue;
-    const int j = FindConsumer(*graph, i, p.outputs[0]);
+    const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& act = graph->nodes[j];
     if (!IsDefaultDomain(act) || act.outputs.size() != 1 ||

@@ -199,6 +199,18 @@ class PoolKernel final : public KernelBase {
     }
   }
 
+  // AveragePool's divisor for one output position: the taps inside the
+  // input, or with count_include_pad those inside input + padding.
+  int64_t AverageDivisor(const PoolPlan& p, int64_t od, int64_t oh,
+                         int64_t ow) const {
+    const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
+    if (count_include_pad_) {
+      return ad.padded_count[od] * ah.padded_count[oh] * aw.padded_count[ow];
+    }
+    return (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) *
+           (aw.hi[ow] - aw.lo[ow]);
+  }
+
   // Both kinds over [N, D, H, W, C] (leading spatial sizes 1 as planned),
   // output rows of C in parallel.
   template <typename T>
@@ -238,13 +250,7 @@ class PoolKernel final : public KernelBase {
           }
         }
         if (kind_ == PoolKind::kAverage) {
-          const int64_t count =
-              count_include_pad_
-                  ? ad.padded_count[od] * ah.padded_count[oh] *
-                        aw.padded_count[ow]
-                  : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) *
-                        (aw.hi[ow] - aw.lo[ow]);
-          const T inv = T(1) / static_cast<T>(count);
+          const T inv = T(1) / static_cast<T>(AverageDivisor(p, od, oh, ow));
           for (int64_t k = 0; k < c; ++k) out[k] *= inv;
         }
       }
@@ -271,13 +277,7 @@ class PoolKernel final : public KernelBase {
                 }
               }
             }
-            const int64_t count =
-                count_include_pad_
-                    ? ad.padded_count[od] * ah.padded_count[oh] *
-                          aw.padded_count[ow]
-                    : (ad.hi[od] - ad.lo[od]) * (ah.hi[oh] - ah.lo[oh]) *
-                          (aw.hi[ow] - aw.lo[ow]);
-            y[o] = sum / static_cast<T>(count);
+            y[o] = sum / static_cast<T>(AverageDivisor(p, od, oh, ow));
           }
         }
       }
