@@ -67,6 +67,17 @@ int SoleConsumer(const Graph& graph, int i) {
                                               : -1;
 }
 
+// The float32 output of `node` when it is a plain two-input MatMul (no
+// fusion yet), else null.
+const ValueInfo* PlainMatMulOutput(const Graph& graph, const Node& node) {
+  if (!IsDefaultDomain(node) || node.op_type != "MatMul" ||
+      node.outputs.size() != 1 || node.inputs.size() != 2) {
+    return nullptr;
+  }
+  const ValueInfo* out = graph.FindValue(node.outputs[0]);
+  return out != nullptr && out->dtype == DType::kFloat32 ? out : nullptr;
+}
+
 // An initializer name not yet used in `graph`.
 std::string FreshName(const Graph& graph, const std::string& base) {
   std::string name = base;
@@ -390,14 +401,11 @@ absl::Status FoldBatchNormIntoConv(Graph* graph) {
 absl::Status FuseMatMulBias(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& mm = graph->nodes[i];
-    if (!IsDefaultDomain(mm) || mm.op_type != "MatMul" ||
-        mm.outputs.size() != 1 || mm.inputs.size() != 2) {
-      continue;
-    }
-    const ValueInfo* out = graph->FindValue(mm.outputs[0]);
-    const ValueInfo* b = graph->FindValue(mm.inputs[1]);
-    if (out == nullptr || out->dtype != DType::kFloat32 ||
-        out->shape.rank() < 1 || b == nullptr || b->shape.rank() < 2) {
+    const ValueInfo* out = PlainMatMulOutput(*graph, mm);
+    const ValueInfo* b = out != nullptr ? graph->FindValue(mm.inputs[1])
+                                        : nullptr;
+    if (out == nullptr || out->shape.rank() < 1 || b == nullptr ||
+        b->shape.rank() < 2) {
       continue;
     }
     const int64_t n = out->shape.dims().back();
@@ -433,12 +441,8 @@ absl::Status FuseMatMulBias(Graph* graph) {
 absl::Status FuseMatMulScale(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& mm = graph->nodes[i];
-    if (!IsDefaultDomain(mm) || mm.op_type != "MatMul" ||
-        mm.outputs.size() != 1 || mm.inputs.size() != 2) {
-      continue;
-    }
-    const ValueInfo* out = graph->FindValue(mm.outputs[0]);
-    if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const ValueInfo* out = PlainMatMulOutput(*graph, mm);
+    if (out == nullptr) continue;
     const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& scale = graph->nodes[j];
