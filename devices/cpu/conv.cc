@@ -10,8 +10,14 @@
 // glint.FusedConv with channels_last=1 (written by the CPU optimiser's
 // ConvertToChannelsLast, optimize.h) takes X as [N, spatial..., C] and
 // writes Y as [N, spatial..., M]: oneDNN's convolutions run on that layout
-// directly, so a chain of them needs no reorder at all.
+// directly, so a chain of them needs no reorder at all. Its optional input
+// 3 (Z, Y's shape and layout) is added before the activation: a residual
+// connection with no pass of its own over memory. Channels last, Y is the
+// primitive's own dst: Z is copied into it and added by a sum post-op,
+// which keeps oneDNN's fastest (brgemm) convolutions; NCHW, the dst may be
+// a reordered buffer and Z goes in as a binary post-op instead.
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -39,6 +45,9 @@ struct ConvEntry {
   // src/dst: the primitive's layouts; *_user: the plain NC... tensors.
   memory::desc src, src_user, weights, bias, dst, dst_user, scratchpad;
   bool has_bias = false;
+  // The binary post-op's index, if Z is added as one.
+  int addend_post_op = -1;
+  bool addend_sum = false;  // Z is copied into Y and added by sum.
   bool packed = false;
   memory packed_weights;
   // Set where the primitive's layout differs from the plain one.
@@ -47,7 +56,7 @@ struct ConvEntry {
   dnnl::reorder src_reorder, dst_reorder;
 };
 
-// Also runs glint.FusedConv: Conv + activation (a oneDNN post-op).
+// Also runs glint.FusedConv: Conv + addend + activation (oneDNN post-ops).
 class ConvKernel final : public KernelBase {
  public:
   ConvKernel(const KernelSpec& spec, WindowAttrs attrs, int64_t group,
@@ -58,7 +67,8 @@ class ConvKernel final : public KernelBase {
         engine_(dnnl::engine::kind::cpu, 0),
         attrs_(std::move(attrs)),
         group_(group),
-        constant_w_(spec.constant(1) != nullptr) {}
+        constant_w_(spec.constant(1) != nullptr),
+        has_addend_(spec.has_input(3)) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
     const Shape& x = spec.inputs[0].shape;
@@ -87,6 +97,15 @@ class ConvKernel final : public KernelBase {
     const Shape* b_shape = b != nullptr ? &b->shape : nullptr;
     GLINT_ASSIGN_OR_RETURN(ConvGeometry g,
                            Geometry(x->shape, w->shape, b_shape));
+    const TensorView* z = nullptr;
+    if (has_addend_) {
+      GLINT_ASSIGN_OR_RETURN(z, GetInput(ctx, 3, DType::kFloat32, node()));
+      if (z->shape != g.out) {
+        return InvalidArgument(node(), "addend of shape ",
+                               z->shape.ToString(), " for output ",
+                               g.out.ToString());
+      }
+    }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
                                                         DType::kFloat32,
                                                         node()));
@@ -97,6 +116,7 @@ class ConvKernel final : public KernelBase {
       for (int64_t i = 0; i < y.num_elements(); ++i) {
         const int64_t channel = channels_last_ ? i % g.m : (i / plane) % g.m;
         float v = b != nullptr ? b->as<const float>()[channel] : 0.0f;
+        if (z != nullptr) v += z->as<const float>()[i];
         // The optimiser fuses only Relu/LeakyRelu into Conv.
         if (act_.present() && v < 0) v *= act_.alpha;
         py[i] = v;
@@ -127,6 +147,13 @@ class ConvKernel final : public KernelBase {
           e->packed ? e->packed_weights : memory(e->weights, engine_, w->data);
       if (e->has_bias) args[DNNL_ARG_BIAS] = memory(e->bias, engine_, b->data);
       args[DNNL_ARG_DST] = dst;
+      if (e->addend_sum) {
+        std::memcpy(y.data, z->data, y.num_bytes());
+      } else if (e->addend_post_op >= 0) {
+        args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(e->addend_post_op) |
+             DNNL_ARG_SRC_1] =
+            memory(e->dst_user, engine_, const_cast<void*>(z->data));
+      }
       ExecuteOnStream(stream, e->prim, e->scratchpad, std::move(args));
       if (e->reorder_dst) e->dst_reorder.execute(stream, dst, y_user);
       stream.wait();
@@ -236,8 +263,16 @@ class ConvKernel final : public KernelBase {
                                                 dst_any, strides, dilations,
                                                 pad_l, pad_r);
       dnnl::primitive_attr attr = UserScratchpadAttr();
-      if (act_.present()) {
+      if (has_addend_ || act_.present()) {
         dnnl::post_ops ops;
+        if (has_addend_ && channels_last_) {
+          entry->addend_sum = true;
+          ops.append_sum(1.0f);
+        } else if (has_addend_) {
+          // Z is a user tensor: laid out as Y, whatever the primitive's dst.
+          entry->addend_post_op = ops.len();
+          ops.append_binary(dnnl::algorithm::binary_add, dst);
+        }
         AppendActivation(act_, ops);
         attr.set_post_ops(ops);
       }
@@ -278,18 +313,18 @@ class ConvKernel final : public KernelBase {
   WindowAttrs attrs_;
   int64_t group_;
   bool constant_w_;
+  bool has_addend_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<ConvEntry> cache_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
   const std::string node = spec.node->Describe();
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 3));
-  for (int i = 0; i < 2; ++i) {
+  const bool fused = spec.node->op_type == kFusedConvOp;
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, fused ? 4 : 3));
+  for (int i = 0; i < spec.node->num_inputs(); ++i) {
+    if (i >= 2 && !spec.has_input(i)) continue;
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
-  }
-  if (spec.has_input(2)) {
-    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kFloat32}).status());
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
   // The spatial rank comes from W's declared rank, else from kernel_shape.
@@ -310,7 +345,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
   }
   Activation act;
   bool channels_last = false;
-  if (spec.node->op_type == kFusedConvOp) {
+  if (fused) {
     channels_last = spec.node->GetInt("channels_last", 0) != 0;
     GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
     if (act.present() && act.alg != dnnl::algorithm::eltwise_relu) {

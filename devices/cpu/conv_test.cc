@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "devices/cpu/kernel.h"
@@ -121,6 +123,39 @@ TEST_P(ConvTest, MatchesNaiveReference) {
     EXPECT_EQ((*out)[0].shape(), want.shape());
     EXPECT_LT(MaxRelativeError((*out)[0], want), kTolerance);
   }
+
+  // glint.FusedConv with an addend (a residual input, laid out as Y) and
+  // Relu after it: Relu(conv + Z), the primitive's dst layout whatever
+  // oneDNN picks.
+  Node fused = node;
+  fused.op_type = "glint.FusedConv";
+  fused.attributes["activation"] = std::string("Relu");
+  fused.inputs.resize(3);
+  fused.inputs.push_back("z");
+  inputs.resize(3);
+  inputs.push_back(RandomTensor(want.shape().dims(), 24));
+  Tensor want_fused = want;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const float v = want.data<float>()[i] + inputs[3].data<float>()[i];
+    want_fused.data<float>()[i] = v > 0 ? v : 0;
+  }
+  for (RunKernelOptions options : variants) {
+    if (!p.bias) {
+      options.constant_inputs.erase(
+          std::remove(options.constant_inputs.begin(),
+                      options.constant_inputs.end(), 2),
+          options.constant_inputs.end());
+    }
+    auto out = RunKernel(CpuKernelRegistry(), fused, inputs, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(MaxRelativeError((*out)[0], want_fused), kTolerance);
+  }
+  // Z must have Y's shape.
+  inputs[3] = RandomTensor({1}, 25);
+  auto out = RunKernel(CpuKernelRegistry(), fused, inputs, variants[0]);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("addend of shape"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

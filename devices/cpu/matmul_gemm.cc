@@ -37,7 +37,9 @@ struct MatMulConfig {
   memory::desc bias;
   float alpha = 1.0f;
   float sum_beta = 0.0f;  // Adds sum_beta * (prior dst) when non-zero.
-  Activation act;         // Applied last (fused nodes only).
+  // Adds a tensor laid out as dst (a residual connection), after the sum.
+  bool has_addend = false;
+  Activation act;  // Applied last (fused nodes only).
   bool pack_weights = false;
 };
 
@@ -45,6 +47,7 @@ struct MatMulEntry {
   dnnl::matmul prim;
   memory::desc src, weights, dst, bias, scratchpad;
   bool has_bias = false;
+  int addend_post_op = -1;  // The binary post-op's index, if any.
   // Set when the weights were packed at creation; then the weights input is
   // not read at run time.
   bool packed = false;
@@ -58,9 +61,14 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
     const void* weights) {
   dnnl::primitive_attr attr = UserScratchpadAttr();
   if (config.alpha != 1.0f) attr.set_output_scales(0, {config.alpha});
-  if (config.sum_beta != 0.0f || config.act.present()) {
+  int addend_post_op = -1;
+  if (config.sum_beta != 0.0f || config.has_addend || config.act.present()) {
     dnnl::post_ops ops;
     if (config.sum_beta != 0.0f) ops.append_sum(config.sum_beta);
+    if (config.has_addend) {
+      addend_post_op = ops.len();
+      ops.append_binary(dnnl::algorithm::binary_add, config.dst);
+    }
     AppendActivation(config.act, ops);
     attr.set_post_ops(ops);
   }
@@ -81,6 +89,7 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
   entry->dst = config.dst;
   entry->bias = config.bias;
   entry->has_bias = config.has_bias;
+  entry->addend_post_op = addend_post_op;
   entry->scratchpad = pd.scratchpad_desc();
   if (config.pack_weights) {
     entry->packed_weights =
@@ -90,10 +99,10 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
   return entry;
 }
 
-// Throws dnnl::error.
+// `addend` is read only when the entry has one. Throws dnnl::error.
 void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
                const void* src, const void* weights, const void* bias,
-               void* dst) {
+               void* dst, const void* addend = nullptr) {
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = memory(e.src, engine, const_cast<void*>(src));
   args[DNNL_ARG_WEIGHTS] =
@@ -103,6 +112,10 @@ void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
     args[DNNL_ARG_BIAS] = memory(e.bias, engine, const_cast<void*>(bias));
   }
   args[DNNL_ARG_DST] = memory(e.dst, engine, dst);
+  if (e.addend_post_op >= 0) {
+    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(e.addend_post_op) | DNNL_ARG_SRC_1] =
+        memory(e.dst, engine, const_cast<void*>(addend));
+  }
   ExecuteWithScratchpad(engine, e.prim, e.scratchpad, std::move(args));
 }
 
@@ -172,7 +185,8 @@ absl::StatusOr<MatMulGeometry> MatMulShapes(const Shape& a, const Shape& b,
 }
 
 // Also runs glint.FusedMatMul: MatMul + optional bias input 2 of shape [N]
-// (added to every row) + optional activation, in one primitive.
+// (added to every row) + optional addend input 3 of the result's shape (a
+// residual connection) + optional activation, in one primitive.
 class MatMulKernel final : public KernelBase {
  public:
   MatMulKernel(const KernelSpec& spec, Activation act)
@@ -180,6 +194,7 @@ class MatMulKernel final : public KernelBase {
         engine_(dnnl::engine::kind::cpu, 0),
         constant_b_(spec.constant(1) != nullptr),
         has_bias_(spec.has_input(2)),
+        has_addend_(spec.has_input(3)),
         alpha_(spec.node->op_type == kFusedMatMulOp
                    ? spec.node->GetFloat("alpha", 1.0f)
                    : 1.0f),
@@ -208,11 +223,21 @@ class MatMulKernel final : public KernelBase {
     if (has_bias_) {
       GLINT_ASSIGN_OR_RETURN(bias, GetInput(ctx, 2, DType::kFloat32, node()));
     }
+    const TensorView* addend = nullptr;
+    if (has_addend_) {
+      GLINT_ASSIGN_OR_RETURN(addend,
+                             GetInput(ctx, 3, DType::kFloat32, node()));
+    }
     GLINT_ASSIGN_OR_RETURN(MatMulGeometry g,
                            MatMulShapes(a->shape, b->shape, node()));
     if (bias != nullptr && bias->num_elements() != g.dst.back()) {
       return InvalidArgument(node(), "bias of shape ", bias->shape.ToString(),
                              " for output ", g.out.ToString());
+    }
+    if (addend != nullptr && addend->shape != g.out) {
+      return InvalidArgument(node(), "addend of shape ",
+                             addend->shape.ToString(), " for output ",
+                             g.out.ToString());
     }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
                                                         DType::kFloat32,
@@ -224,6 +249,7 @@ class MatMulKernel final : public KernelBase {
       const int64_t n = g.dst.back();
       for (int64_t i = 0; i < y.num_elements(); ++i) {
         float v = bias != nullptr ? bias->as<const float>()[i % n] : 0.0f;
+        if (addend != nullptr) v += addend->as<const float>()[i];
         if (act_.present()) v = ApplyActivation(v);
         py[i] = v;
       }
@@ -233,7 +259,8 @@ class MatMulKernel final : public KernelBase {
                            GetEntry(a->shape, b->shape, b->data));
     return CatchDnnl(node(), [&] {
       RunMatMul(engine_, *e, a->data, b->data,
-                bias != nullptr ? bias->data : nullptr, y.data);
+                bias != nullptr ? bias->data : nullptr, y.data,
+                addend != nullptr ? addend->data : nullptr);
       return absl::OkStatus();
     });
   }
@@ -278,6 +305,7 @@ class MatMulKernel final : public KernelBase {
         config.bias = PlainF32(bias_dims);
       }
       config.alpha = alpha_;
+      config.has_addend = has_addend_;
       config.act = act_;
       // Packing pays off when the same weights are reused across calls.
       config.pack_weights = constant_b_ && g.folded;
@@ -290,6 +318,7 @@ class MatMulKernel final : public KernelBase {
   dnnl::engine engine_;
   bool constant_b_;
   bool has_bias_;
+  bool has_addend_;
   float alpha_;  // Scales the product (the optimiser uses it without bias).
   Activation act_;
   // Filled lazily from const Compute(); synchronised internally.
@@ -298,9 +327,9 @@ class MatMulKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelSpec& spec) {
   const bool fused = spec.node->op_type == kFusedMatMulOp;
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, fused ? 3 : 2));
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, fused ? 4 : 2));
   for (int i = 0; i < spec.node->num_inputs(); ++i) {
-    if (i == 2 && !spec.has_input(2)) continue;
+    if (i >= 2 && !spec.has_input(i)) continue;
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());

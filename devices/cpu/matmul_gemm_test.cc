@@ -84,6 +84,23 @@ TEST_P(MatMulTest, MatchesNaiveReference) {
     EXPECT_EQ((*out)[0].shape(), want.shape());
     EXPECT_LT(MaxRelativeError((*out)[0], want), kTolerance);
   }
+
+  // glint.FusedMatMul with an addend Z of the result's shape (a residual
+  // connection), then Relu: Relu(A·B + Z).
+  const Tensor z = RandomTensor(want.shape().dims(), 3);
+  Tensor want_fused = want;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const float v = want.data<float>()[i] + z.data<float>()[i];
+    want_fused.data<float>()[i] = v > 0 ? v : 0;
+  }
+  const Node fused = MakeNode("glint.FusedMatMul", {"a", "b", "", "z"},
+                              {"y"}, {{"activation", std::string("Relu")}});
+  for (const RunKernelOptions& options : variants) {
+    auto out = RunKernel(CpuKernelRegistry(), fused, {a, b, Tensor(), z},
+                         options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_LT(MaxRelativeError((*out)[0], want_fused), kTolerance);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -132,6 +149,14 @@ TEST(MatMulTest, Errors) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("float64"));
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("matmul_node"));
+  // An addend that is not the result's shape (no broadcasting).
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("glint.FusedMatMul", {"a", "b", "", "z"}, {"y"}),
+                  {RandomTensor({3, 4}, 1), RandomTensor({4, 2}, 2), Tensor(),
+                   RandomTensor({1, 2}, 3)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("addend of shape [1, 2]"));
 }
 
 TEST(MatMulTest, ConcurrentComputeAndShapeChanges) {

@@ -581,7 +581,7 @@ absl::Status FuseActivations(Graph* graph) {
       fused_type = kFusedMatMulOp;
     } else if (p.op_type == "Gemm") {
       fused_type = kFusedGemmOp;
-    } else if (p.op_type == "Conv") {
+    } else if (p.op_type == "Conv" || p.op_type == kFusedConvOp) {
       fused_type = kFusedConvOp;
     } else {
       continue;
@@ -804,6 +804,48 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseResidualAdd(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& p = graph->nodes[i];
+    const bool matmul = p.op_type == "MatMul" || p.op_type == kFusedMatMulOp;
+    const bool conv = p.op_type == "Conv" || p.op_type == kFusedConvOp;
+    // The addend goes in before the activation, so there must be none yet.
+    if (!IsDefaultDomain(p) || (!matmul && !conv) || p.outputs.size() != 1 ||
+        p.inputs.size() > 3 || !ActivationOf(p).empty()) {
+      continue;
+    }
+    const ValueInfo* out = graph->FindValue(p.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32 ||
+        !out->shape.IsStatic()) {
+      continue;
+    }
+    const int j = SoleConsumer(*graph, i);
+    if (j < 0 || !IsBinary(graph->nodes[j], "Add")) continue;
+    const Node& add = graph->nodes[j];
+    const std::string z = OtherInput(add, p.outputs[0]);
+    const ValueInfo* zi = z.empty() ? nullptr : graph->FindValue(z);
+    const ValueInfo* sum = graph->FindValue(add.outputs[0]);
+    // No broadcasting either way: Z is read as one more output-shaped
+    // tensor.
+    if (zi == nullptr || zi->dtype != DType::kFloat32 ||
+        zi->shape != out->shape || sum == nullptr || sum->shape != out->shape) {
+      continue;
+    }
+    Node fused = std::move(graph->nodes[i]);
+    graph->values.erase(fused.outputs[0]);
+    fused.op_type = matmul ? kFusedMatMulOp : kFusedConvOp;
+    fused.inputs.resize(3);  // An absent bias stays "".
+    fused.inputs.push_back(z);
+    fused.outputs = {add.outputs[0]};
+    // Z may be computed after the producer: the fused node takes the Add's
+    // place, where every input of both is ready.
+    graph->nodes[j] = std::move(fused);
+    graph->nodes.erase(graph->nodes.begin() + i);
+    --i;
+  }
+  return absl::OkStatus();
+}
+
 void RemoveUnusedInitializers(Graph* graph) {
   absl::flat_hash_set<std::string> used;
   for (const Node& node : graph->nodes) {
@@ -830,6 +872,9 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));
   GLINT_RETURN_IF_ERROR(ConvertToChannelsLast(graph));
+  GLINT_RETURN_IF_ERROR(FuseResidualAdd(graph));
+  // A Relu after a residual Add now follows the fused node.
+  GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();
 }

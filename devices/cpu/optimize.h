@@ -7,14 +7,16 @@
 // Fused nodes use op types of the default domain that ONNX cannot name
 // (they contain a '.'), registered only in the CPU kernel registry:
 //
-//   glint.FusedMatMul  alpha * MatMul(A, B) [+ bias] [-> activation]
+//   glint.FusedMatMul  alpha * MatMul(A, B) [+ bias] [+ Z] [-> activation]
 //                      inputs A, B, optional bias with N elements (N = last
-//                      dim of the result); attributes "activation" and
-//                      "alpha" (default 1).
+//                      dim of the result), optional Z of the result's
+//                      shape; attributes "activation" and "alpha"
+//                      (default 1).
 //   glint.FusedGemm    Gemm with attribute "activation" (Relu/LeakyRelu).
-//   glint.FusedConv    Conv with attribute "activation" (Relu/LeakyRelu)
-//                      and "channels_last" (1: X and Y are [N, spatial...,
-//                      channels]).
+//   glint.FusedConv    Conv [+ Z] with attribute "activation" (Relu/
+//                      LeakyRelu, applied after Z) and "channels_last" (1: X,
+//                      Y and Z are [N, spatial..., channels]); optional
+//                      input 3, Z, of Y's shape.
 //   glint.ElementwiseChain
 //                      one float32 input through a sequence of elementwise
 //                      steps in one pass: attribute "ops" (ONNX op names),
@@ -107,6 +109,15 @@ absl::Status FuseElementwiseChains(Graph* graph);
 // it where a value is read outside or is a graph output; value names
 // inside the region get the suffix "__nhwc".
 absl::Status ConvertToChannelsLast(Graph* graph);
+
+// MatMul / glint.FusedMatMul / Conv / glint.FusedConv without an activation
+// whose output only feeds Add(output, Z), Z of the same shape (a residual
+// connection), takes Z as its addend input: oneDNN adds it as the result is
+// written. The fused node takes the Add's place in the order, as Z may be
+// computed after the producer. Runs after ConvertToChannelsLast, so that
+// the Add is already channels last where the Conv is; FuseActivations runs
+// again after it, for the Relu that follows a ResNet block's Add.
+absl::Status FuseResidualAdd(Graph* graph);
 
 // Drops initializers that no node reads and that are not graph outputs.
 void RemoveUnusedInitializers(Graph* graph);

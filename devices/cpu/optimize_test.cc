@@ -57,6 +57,10 @@ std::map<std::string, Tensor> Run(const Graph& g,
     options.opset_version = g.opset_version;
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i].empty()) {  // An absent optional input.
+        inputs.emplace_back();
+        continue;
+      }
       inputs.push_back(env.at(node.inputs[i]));
       if (g.IsInitializer(node.inputs[i])) {
         options.constant_inputs.push_back(static_cast<int>(i));
@@ -343,16 +347,28 @@ TEST(OptimizeTest, ConvChainsRunChannelsLast) {
     // In: x. Out: y, and r1 (a graph output that Erf reads too).
     EXPECT_EQ(ops["Transpose"], 3);
     EXPECT_EQ(ops["Erf"], 1);
+    // The second Conv took the residual Add (Z = the pooled value) and the
+    // Relu after it.
+    std::vector<const Node*> convs;
     for (const Node& node : opt.nodes) {
       if (node.op_type == kFusedConvOp) {
         EXPECT_EQ(node.GetInt("channels_last", 0), 1);
+        convs.push_back(&node);
       }
     }
+    ASSERT_EQ(convs.size(), 2u);
+    EXPECT_EQ(convs[1]->inputs,
+              (std::vector<std::string>{"p1__nhwc", "w2", "", "p1__nhwc"}));
+    EXPECT_EQ(convs[1]->outputs, std::vector<std::string>{"r2__nhwc"});
+    EXPECT_EQ(convs[1]->GetString("activation", ""), "Relu");
+    EXPECT_EQ(ops["Add"], 0);
     // Inside the region values are NHWC.
-    const ValueInfo* c2 = opt.FindValue("c2__nhwc");
-    ASSERT_NE(c2, nullptr);
-    EXPECT_EQ(c2->shape, Shape({2, ceil_mode ? 6 : 5, 5, 5}));
-    EXPECT_EQ(opt.FindValue("c2"), nullptr);
+    const ValueInfo* p1 = opt.FindValue("p1__nhwc");
+    ASSERT_NE(p1, nullptr);
+    EXPECT_EQ(p1->shape, Shape({2, ceil_mode ? 6 : 5, 5, 5}));
+    for (const char* gone : {"p1", "c2", "c2__nhwc", "a", "a__nhwc"}) {
+      EXPECT_EQ(opt.FindValue(gone), nullptr) << gone;
+    }
     EXPECT_EQ(opt.FindValue("r1")->shape, Shape({2, 5, 11, 9}));
   }
 }
@@ -430,6 +446,59 @@ TEST(OptimizeTest, ChainRefusesMalformedAttributes) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OptimizeTest, ResidualAddBecomesMatMulAddend) {
+  // A transformer's residual: y = x + (x·w1 + b), then Relu. The second
+  // residual's other operand, a Sigmoid, is computed after its MatMul, so
+  // the fused node must move to the Add's place. The third Add follows a
+  // MatMul + Gelu (the addend would come after the activation) and the
+  // fourth broadcasts: both stay Adds.
+  const Shape s({2, 3, 8});
+  Graph g = NewGraph("x", s, "y", s);
+  AddInitializer(g, "w1", Random({8, 8}, 41));
+  AddInitializer(g, "b1", Random({8}, 42));
+  AddInitializer(g, "w2", Random({8, 8}, 43));
+  AddInitializer(g, "w3", Random({8, 8}, 44));
+  AddInitializer(g, "w4", Random({8, 8}, 45));
+  for (const char* v : {"m1", "o1", "r1", "h", "m2", "sg", "r2", "m3", "ge",
+                        "r3", "m4"}) {
+    AddValue(g, v, s);
+  }
+  AddValue(g, "row", Shape({1, 1, 8}));
+  g.nodes = {MakeNode("MatMul", {"x", "w1"}, {"m1"}),
+             MakeNode("Add", {"m1", "b1"}, {"o1"}),
+             MakeNode("Add", {"x", "o1"}, {"r1"}),
+             MakeNode("Relu", {"r1"}, {"h"}),
+             MakeNode("MatMul", {"h", "w2"}, {"m2"}),
+             MakeNode("Sigmoid", {"h"}, {"sg"}),
+             MakeNode("Add", {"m2", "sg"}, {"r2"}),
+             MakeNode("MatMul", {"r2", "w3"}, {"m3"}),
+             MakeNode("Gelu", {"m3"}, {"ge"}),
+             MakeNode("Add", {"ge", "r2"}, {"r3"}),
+             MakeNode("ReduceMean", {"r3"}, {"row"},
+                      {{"axes", std::vector<int64_t>{0, 1}}}),
+             MakeNode("MatMul", {"r3", "w4"}, {"m4"}),
+             MakeNode("Add", {"m4", "row"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     kFusedMatMulOp, "Sigmoid", kFusedMatMulOp,
+                     kFusedMatMulOp, "Add", "ReduceMean", "MatMul", "Add"}));
+  ASSERT_EQ(ops.size(), opt.nodes.size());
+  EXPECT_EQ(opt.nodes[0].inputs,
+            (std::vector<std::string>{"x", "w1", "b1", "x"}));
+  EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"h"});
+  EXPECT_EQ(opt.nodes[0].GetString("activation", ""), "Relu");
+  EXPECT_EQ(opt.nodes[2].inputs,
+            (std::vector<std::string>{"h", "w2", "", "sg"}));
+  EXPECT_EQ(opt.nodes[2].outputs, std::vector<std::string>{"r2"});
+  EXPECT_EQ(opt.nodes[3].inputs, (std::vector<std::string>{"r2", "w3"}));
+  EXPECT_EQ(opt.nodes[3].GetString("activation", ""), "Gelu");
 }
 
 TEST(OptimizeTest, AttentionScaleBecomesMatMulAlpha) {
