@@ -35,6 +35,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterIndexingKernels(registry);
   RegisterLossKernels(registry);
   RegisterResampleKernels(registry);
+  RegisterAttentionKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -467,6 +467,178 @@ absl::Status FuseMatMulScale(Graph* graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The index of the node that produces `value`, searching before `before`;
+// -1 if none (a graph input or initializer).
+int FindProducer(const Graph& graph, int before, const std::string& value) {
+  for (int i = std::min<int>(before, graph.nodes.size()) - 1; i >= 0; --i) {
+    for (const std::string& out : graph.nodes[i].outputs) {
+      if (out == value) return i;
+    }
+  }
+  return -1;
+}
+
+std::vector<int64_t> TransposePerm(const Node& node) {
+  return node.GetInts("perm", {});
+}
+
+}  // namespace
+
+absl::Status FuseTransposes(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& inner = graph->nodes[i];
+    if (!IsDefaultDomain(inner) || inner.op_type != "Transpose" ||
+        inner.inputs.size() != 1 || inner.outputs.size() != 1) {
+      continue;
+    }
+    const int j = SoleConsumer(*graph, i);
+    if (j < 0) continue;
+    const Node& outer = graph->nodes[j];
+    if (!IsDefaultDomain(outer) || outer.op_type != "Transpose" ||
+        outer.inputs.size() != 1 || outer.outputs.size() != 1) {
+      continue;
+    }
+    // An absent perm reverses the axes: both must be explicit here.
+    const std::vector<int64_t> p1 = TransposePerm(inner);
+    const std::vector<int64_t> p2 = TransposePerm(outer);
+    if (p1.empty() || p1.size() != p2.size()) continue;
+    std::vector<int64_t> perm(p1.size());
+    bool valid = true;
+    for (size_t k = 0; k < p2.size() && valid; ++k) {
+      valid = p2[k] >= 0 && p2[k] < static_cast<int64_t>(p1.size());
+      if (valid) perm[k] = p1[p2[k]];
+    }
+    if (!valid) continue;
+    graph->nodes[i].attributes["perm"] = std::move(perm);
+    MergeInto(graph, i, j);
+    --i;  // The merged node may meet a third Transpose.
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FuseAttention(Graph* graph) {
+  for (int sm = 0; sm < static_cast<int>(graph->nodes.size()); ++sm) {
+    const Node& softmax = graph->nodes[sm];
+    if (!IsDefaultDomain(softmax) || softmax.op_type != "Softmax" ||
+        softmax.inputs.size() != 1 || softmax.outputs.size() != 1) {
+      continue;
+    }
+    const ValueInfo* scores = graph->FindValue(softmax.inputs[0]);
+    if (scores == nullptr || scores->dtype != DType::kFloat32 ||
+        scores->shape.rank() != 4 || !scores->shape.IsStatic()) {
+      continue;
+    }
+    // Before opset 13 Softmax flattens from `axis` on, which for the last
+    // axis is the same thing.
+    const int64_t axis = softmax.GetInt("axis", -1);
+    if (axis != -1 && axis != 3) continue;
+    const Uses uses(*graph);
+    // The node producing `value`, which nothing else reads; -1 otherwise.
+    auto sole_producer = [&](const std::string& value) {
+      return uses.SingleInternalUse(value)
+                 ? FindProducer(*graph, static_cast<int>(graph->nodes.size()),
+                                value)
+                 : -1;
+    };
+    auto sole_consumer = [&](int i) {
+      const std::string& value = graph->nodes[i].outputs[0];
+      return uses.SingleInternalUse(value) ? FindConsumer(*graph, i, value)
+                                           : -1;
+    };
+    auto is = [&](int i, const char* op) {
+      return i >= 0 && IsDefaultDomain(graph->nodes[i]) &&
+             graph->nodes[i].op_type == op &&
+             graph->nodes[i].outputs.size() == 1;
+    };
+    // Transpose(Reshape(X, [B, L, H, D]), perm) with X [B, L, H*D]: the
+    // nodes and X, or nothing.
+    struct Head {
+      int transpose = -1, reshape = -1;
+      std::string x;
+      std::vector<int64_t> split;  // [B, L, H, D]
+    };
+    auto head = [&](const std::string& value,
+                    const std::vector<int64_t>& perm) -> std::optional<Head> {
+      Head h;
+      h.transpose = sole_producer(value);
+      if (!is(h.transpose, "Transpose") ||
+          TransposePerm(graph->nodes[h.transpose]) != perm) {
+        return std::nullopt;
+      }
+      h.reshape = sole_producer(graph->nodes[h.transpose].inputs[0]);
+      if (!is(h.reshape, "Reshape")) return std::nullopt;
+      const Node& r = graph->nodes[h.reshape];
+      const ValueInfo* x = graph->FindValue(r.inputs[0]);
+      const ValueInfo* split = graph->FindValue(r.outputs[0]);
+      if (x == nullptr || split == nullptr || x->dtype != DType::kFloat32 ||
+          x->shape.rank() != 3 || !x->shape.IsStatic() ||
+          split->shape.rank() != 4 || !split->shape.IsStatic()) {
+        return std::nullopt;
+      }
+      h.split = split->shape.dims();
+      if (x->shape.dim(0) != h.split[0] || x->shape.dim(1) != h.split[1] ||
+          x->shape.dim(2) != h.split[2] * h.split[3]) {
+        return std::nullopt;
+      }
+      h.x = r.inputs[0];
+      return h;
+    };
+    const int mm1 = sole_producer(softmax.inputs[0]);
+    if (!is(mm1, "MatMul") && !is(mm1, kFusedMatMulOp)) continue;
+    const Node& qk = graph->nodes[mm1];
+    if (qk.inputs.size() != 2 || !ActivationOf(qk).empty()) continue;
+    const int mm2 = sole_consumer(sm);
+    if (!is(mm2, "MatMul") || graph->nodes[mm2].inputs.size() != 2 ||
+        graph->nodes[mm2].inputs[0] != softmax.outputs[0]) {
+      continue;
+    }
+    const int out_t = sole_consumer(mm2);
+    if (!is(out_t, "Transpose") ||
+        TransposePerm(graph->nodes[out_t]) !=
+            std::vector<int64_t>{0, 2, 1, 3}) {
+      continue;
+    }
+    const int merge = sole_consumer(out_t);
+    if (!is(merge, "Reshape")) continue;
+    const std::optional<Head> q = head(qk.inputs[0], {0, 2, 1, 3});
+    const std::optional<Head> k = head(qk.inputs[1], {0, 2, 3, 1});
+    const std::optional<Head> v =
+        head(graph->nodes[mm2].inputs[1], {0, 2, 1, 3});
+    const ValueInfo* y = graph->FindValue(graph->nodes[merge].outputs[0]);
+    if (!q || !k || !v || y == nullptr) continue;
+    // Same batch, heads and head size everywhere; K and V of one length.
+    const int64_t batch = q->split[0], heads = q->split[2];
+    if (k->split[0] != batch || v->split[0] != batch ||
+        k->split[2] != heads || v->split[2] != heads ||
+        k->split[3] != q->split[3] || v->split[3] != q->split[3] ||
+        v->split[1] != k->split[1] ||
+        y->shape != graph->FindValue(q->x)->shape) {
+      continue;
+    }
+    Node attention;
+    attention.name = graph->nodes[merge].name;
+    attention.op_type = kAttentionOp;
+    attention.inputs = {q->x, k->x, v->x};
+    attention.outputs = graph->nodes[merge].outputs;
+    attention.attributes["num_heads"] = heads;
+    attention.attributes["scale"] = qk.GetFloat("alpha", 1.0f);
+    // The node takes the last one's place, where Q, K and V are all ready;
+    // the rest of the pattern and its values go.
+    std::vector<int> erase = {q->transpose, q->reshape, k->transpose,
+                              k->reshape,   v->transpose, v->reshape,
+                              mm1,          sm,           mm2,
+                              out_t};
+    for (int i : erase) graph->values.erase(graph->nodes[i].outputs[0]);
+    graph->nodes[merge] = std::move(attention);
+    std::sort(erase.begin(), erase.end(), std::greater<int>());
+    for (int i : erase) graph->nodes.erase(graph->nodes.begin() + i);
+    sm = -1;  // Indices moved; rescan (each match removes its Softmax).
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FuseGelu(Graph* graph) {
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
@@ -865,9 +1037,11 @@ void RemoveUnusedInitializers(Graph* graph) {
 
 absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FoldConstants(graph, kernels));
+  GLINT_RETURN_IF_ERROR(FuseTransposes(graph));
   GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulScale(graph));
+  GLINT_RETURN_IF_ERROR(FuseAttention(graph));
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));

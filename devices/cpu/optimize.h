@@ -23,6 +23,11 @@
 //                      "scalars" and "scalar_first" (for Add/Sub/Mul/Div:
 //                      the constant operand and whether it comes first),
 //                      and each step's own attributes as "<step>:<name>".
+//   glint.Attention    multi-head scaled dot-product attention: inputs Q
+//                      [B, S, H*D], K and V [B, T, H*D] (heads side by side
+//                      in the last axis); attributes "num_heads" (H) and
+//                      "scale"; output [B, S, H*D], each head's
+//                      softmax(scale * Q K^T) V in its own D columns.
 //   glint.MaxPoolChannelsLast, glint.AveragePoolChannelsLast,
 //   glint.GlobalAveragePoolChannelsLast
 //                      the ONNX pools (same attributes; MaxPool without its
@@ -46,6 +51,7 @@ inline constexpr char kFusedMatMulOp[] = "glint.FusedMatMul";
 inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
 inline constexpr char kFusedConvOp[] = "glint.FusedConv";
 inline constexpr char kElementwiseChainOp[] = "glint.ElementwiseChain";
+inline constexpr char kAttentionOp[] = "glint.Attention";
 inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
 inline constexpr char kChannelsLastAveragePoolOp[] =
     "glint.AveragePoolChannelsLast";
@@ -77,6 +83,22 @@ absl::Status FuseMatMulBias(Graph* graph);
 // MatMul (no bias yet) -> Mul or Div by a one-element constant (attention's
 // 1/sqrt(d) scaling) becomes glint.FusedMatMul with "alpha".
 absl::Status FuseMatMulScale(Graph* graph);
+
+// Transpose(Transpose(x, p1), p2), the inner one read only by the outer,
+// becomes Transpose(x, p1 ∘ p2): one pass instead of two (PyTorch writes
+// k.transpose(1, 2).transpose(2, 3) for attention's K^T).
+absl::Status FuseTransposes(Graph* graph);
+
+// Multi-head attention as exporters write it, every intermediate read once:
+//   Qh = Transpose(Reshape(Q, [B, S, H, D]), [0, 2, 1, 3])
+//   Kt = Transpose(Reshape(K, [B, T, H, D]), [0, 2, 3, 1])
+//   Vh = Transpose(Reshape(V, [B, T, H, D]), [0, 2, 1, 3])
+//   P  = Softmax(MatMul(Qh, Kt) [scaled: glint.FusedMatMul alpha], axis -1)
+//   Y  = Reshape(Transpose(MatMul(P, Vh), [0, 2, 1, 3]), [B, S, H*D])
+// becomes glint.Attention(Q, K, V): no transposed copies, and each head's
+// scores stay in cache. Runs after FuseMatMulScale (the scale is alpha by
+// then). Masked attention (an Add before the Softmax) stays as it is.
+absl::Status FuseAttention(Graph* graph);
 
 // GELU as exporters decompose it, 0.5 * x * (1 + Erf(x / sqrt(2))) (with
 // x * (1/sqrt(2)) and any order of the two products), becomes one Gelu

@@ -501,6 +501,105 @@ TEST(OptimizeTest, ResidualAddBecomesMatMulAddend) {
   EXPECT_EQ(opt.nodes[3].GetString("activation", ""), "Gelu");
 }
 
+// Self-attention as PyTorch exports it: B 2, S 5, 3 heads of 4. K^T is two
+// Transposes (FuseTransposes merges them), the scale a Div after the
+// scores' MatMul. `mask` adds a constant before the Softmax; `axis` is the
+// Softmax's.
+Graph AttentionGraph(bool mask, int64_t axis) {
+  const Shape s({2, 5, 12});
+  Graph g = NewGraph("x", s, "y", s);
+  for (const char* w : {"wq", "wk", "wv"}) {
+    AddInitializer(g, w, Random({12, 12}, 50 + w[1]));
+  }
+  AddInitializer(g, "split",
+                 testing::MakeTensor<int64_t>({4}, {2, 5, 3, 4}));
+  AddInitializer(g, "merge", testing::MakeTensor<int64_t>({3}, {2, 5, 12}));
+  AddInitializer(g, "root_d", Scalar(2.0f));
+  AddInitializer(g, "mask", Random({1, 1, 5, 5}, 60));
+  for (const char* v : {"q", "k", "v"}) AddValue(g, v, s);
+  for (const char* v : {"qs", "ks", "vs"}) AddValue(g, v, Shape({2, 5, 3, 4}));
+  for (const char* v : {"qh", "kh", "vh", "o"}) {
+    AddValue(g, v, Shape({2, 3, 5, 4}));
+  }
+  AddValue(g, "kt", Shape({2, 3, 4, 5}));
+  for (const char* v : {"sc", "scd", "masked", "p"}) {
+    AddValue(g, v, Shape({2, 3, 5, 5}));
+  }
+  AddValue(g, "ot", Shape({2, 5, 3, 4}));
+  const std::vector<int64_t> heads = {0, 2, 1, 3};
+  g.nodes = {MakeNode("MatMul", {"x", "wq"}, {"q"}),
+             MakeNode("MatMul", {"x", "wk"}, {"k"}),
+             MakeNode("MatMul", {"x", "wv"}, {"v"}),
+             MakeNode("Reshape", {"q", "split"}, {"qs"}),
+             MakeNode("Transpose", {"qs"}, {"qh"}, {{"perm", heads}}),
+             MakeNode("Reshape", {"k", "split"}, {"ks"}),
+             MakeNode("Transpose", {"ks"}, {"kh"}, {{"perm", heads}}),
+             MakeNode("Transpose", {"kh"}, {"kt"},
+                      {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}),
+             MakeNode("Reshape", {"v", "split"}, {"vs"}),
+             MakeNode("Transpose", {"vs"}, {"vh"}, {{"perm", heads}}),
+             MakeNode("MatMul", {"qh", "kt"}, {"sc"}),
+             MakeNode("Div", {"sc", "root_d"}, {"scd"}),
+             MakeNode("Add", {"scd", "mask"}, {"masked"}),
+             MakeNode("Softmax", {mask ? "masked" : "scd"}, {"p"},
+                      {{"axis", axis}}),
+             MakeNode("MatMul", {"p", "vh"}, {"o"}),
+             MakeNode("Transpose", {"o"}, {"ot"}, {{"perm", heads}}),
+             MakeNode("Reshape", {"ot", "merge"}, {"y"})};
+  if (!mask) g.nodes.erase(g.nodes.begin() + 12);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, AttentionBecomesOneNode) {
+  for (int64_t axis : {-1, 3}) {
+    const Graph opt = OptimizeAndCompare(AttentionGraph(false, axis), 1e-5f);
+    std::vector<std::string> ops;
+    for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+    ASSERT_EQ(ops, (std::vector<std::string>{"MatMul", "MatMul", "MatMul",
+                                             kAttentionOp}));
+    const Node& attention = opt.nodes[3];
+    EXPECT_EQ(attention.inputs, (std::vector<std::string>{"q", "k", "v"}));
+    EXPECT_EQ(attention.outputs, std::vector<std::string>{"y"});
+    EXPECT_EQ(attention.GetInt("num_heads", 0), 3);
+    EXPECT_FLOAT_EQ(attention.GetFloat("scale", 0), 0.5f);
+    for (const char* gone : {"qs", "qh", "kh", "kt", "sc", "p", "ot"}) {
+      EXPECT_EQ(opt.FindValue(gone), nullptr) << gone;
+    }
+    // The Reshapes' shapes went with them.
+    EXPECT_FALSE(opt.IsInitializer("split"));
+  }
+}
+
+TEST(OptimizeTest, MaskedOrOtherAxisAttentionStaysAsItIs) {
+  for (bool mask : {true, false}) {
+    const Graph opt =
+        OptimizeAndCompare(AttentionGraph(mask, mask ? -1 : 2), 1e-5f);
+    for (const Node& node : opt.nodes) {
+      EXPECT_NE(node.op_type, kAttentionOp) << "mask " << mask;
+    }
+  }
+}
+
+TEST(OptimizeTest, ConsecutiveTransposesBecomeOne) {
+  Graph g = NewGraph("x", Shape({2, 3, 4}), "y", Shape({4, 2, 3}));
+  AddValue(g, "t", Shape({3, 4, 2}));
+  g.nodes = {
+      MakeNode("Transpose", {"x"}, {"t"},
+               {{"perm", std::vector<int64_t>{1, 2, 0}}}),
+      MakeNode("Transpose", {"t"}, {"y"},
+               {{"perm", std::vector<int64_t>{1, 2, 0}}})};
+  g.nodes[0].name = "t0";
+  g.nodes[1].name = "t1";
+  const Graph opt = OptimizeAndCompare(g, 0.0f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].GetInts("perm", {}),
+            (std::vector<int64_t>{2, 0, 1}));
+  EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
+}
+
 TEST(OptimizeTest, AttentionScaleBecomesMatMulAlpha) {
   for (const char* op : {"Mul", "Div"}) {
     SCOPED_TRACE(op);

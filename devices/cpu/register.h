@@ -19,6 +19,7 @@ void RegisterIndexingKernels(KernelRegistry* registry);     // indexing.cc
 void RegisterMoreNormalizationKernels(KernelRegistry* registry);  // norm_ops.cc
 void RegisterLossKernels(KernelRegistry* registry);         // loss.cc
 void RegisterResampleKernels(KernelRegistry* registry);     // resample.cc
+void RegisterAttentionKernels(KernelRegistry* registry);    // attention.cc
 
 }  // namespace glint::cpu
 
