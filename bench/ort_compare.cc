@@ -8,6 +8,7 @@
 //   /usr/bin/python3 bench/make_models.py /tmp/models
 //   (cd bench && npm install --ignore-scripts onnxruntime-node)
 //   bazel run //bench:ort_compare -- /tmp/models [threads] [iters] [models]
+//       [rounds]
 //
 // `models` is a comma-separated subset of mlp,resnet,transformer.
 //
@@ -67,13 +68,13 @@ std::string ScriptPath() {
                        : "bench/ort_run.js";
 }
 
-// Median milliseconds of `iters` calls of `run` after 3 warm-up calls; the
-// last call's outputs land in `out`. A failing call ends the measurement.
-absl::StatusOr<double> TimeRuns(
+// Appends to *times the milliseconds of `iters` calls of `run` after 3
+// warm-up calls; the last call's outputs land in `out`. A failing call ends
+// the measurement.
+absl::Status TimeRuns(
     int iters,
     const std::function<absl::StatusOr<std::vector<NamedTensor>>()>& run,
-    std::vector<NamedTensor>* out) {
-  std::vector<double> times;
+    std::vector<NamedTensor>* out, std::vector<double>* times) {
   for (int i = 0; i < 3 + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<NamedTensor>> r = run();
@@ -82,10 +83,9 @@ absl::StatusOr<double> TimeRuns(
                           .count();
     if (!r.ok()) return r.status();
     *out = *std::move(r);
-    if (i >= 3) times.push_back(ms);
+    if (i >= 3) times->push_back(ms);
   }
-  if (times.empty()) return absl::InvalidArgumentError("no iterations");
-  return Median(times);
+  return absl::OkStatus();
 }
 
 // Largest |glint - ort| / (1e-4 + |ort|); sets *agree to whether every
@@ -104,29 +104,31 @@ double Compare(const Tensor& y, const std::string& ort_bytes, bool* agree) {
   return max_rel;
 }
 
-// ONNX Runtime on `path`: median latency, output bytes into *out.
-absl::StatusOr<double> RunOrt(const std::string& path, const Shape& shape,
-                              int iters, int threads, std::string* out) {
+// ONNX Runtime on `path`: latencies appended to *times, output bytes into
+// *out.
+absl::Status RunOrt(const std::string& path, const Shape& shape, int iters,
+                    int threads, std::string* out, std::vector<double>* times) {
   const std::string out_path =
       absl::StrCat("/tmp/glint_ort_", getpid(), ".bin");
   const std::string cmd = absl::StrCat(
       "node ", ScriptPath(), " ", path, " ", absl::StrJoin(shape.dims(), ","),
       " ", iters, " ", threads, " ", out_path);
   FILE* pipe = popen(cmd.c_str(), "r");
-  double ort_ms = -1;
+  const size_t before = times->size();
   char line[256];
   while (pipe != nullptr && std::fgets(line, sizeof(line), pipe)) {
-    std::sscanf(line, "median_ms %lf", &ort_ms);
+    double ms;
+    if (std::sscanf(line, "ms %lf", &ms) == 1) times->push_back(ms);
   }
-  if (pipe == nullptr || pclose(pipe) != 0 || ort_ms < 0) {
+  if (pipe == nullptr || pclose(pipe) != 0 || times->size() == before) {
     return absl::InternalError(absl::StrCat("ONNX Runtime failed: ", cmd));
   }
   *out = ReadFile(out_path);
   std::remove(out_path.c_str());
-  return ort_ms;
+  return absl::OkStatus();
 }
 
-int Run(const std::string& dir, int threads, int iters,
+int Run(const std::string& dir, int threads, int iters, int rounds,
         const std::vector<std::string>& models) {
   DeviceConfig device;
   device.memory_bytes = 8ull << 30;
@@ -170,39 +172,48 @@ int Run(const std::string& dir, int threads, int iters,
     }
     const std::vector<NamedTensor> inputs = {{in.name, x}};
     std::vector<NamedTensor> local_out, remote_out;
-    const absl::StatusOr<double> glint_ms = TimeRuns(
-        iters, [&] { return (*host)->RunNetwork(name, inputs); }, &local_out);
-    const absl::StatusOr<double> glintd_ms = TimeRuns(
-        iters,
-        [&] { return (*glintd)->client().RunNetwork(name, inputs); },
-        &remote_out);
     std::string ort_bytes;
-    const absl::StatusOr<double> ort_ms =
-        RunOrt(path, in.shape, iters, threads, &ort_bytes);
-    for (const absl::StatusOr<double>* r : {&glint_ms, &glintd_ms, &ort_ms}) {
-      if (!r->ok()) std::cerr << name << ": " << r->status() << "\n";
+    // The three ways take turns, `rounds` times: this machine's noise comes
+    // and goes, and should fall on each of them alike.
+    std::vector<double> local_times, remote_times, ort_times;
+    absl::Status status;
+    for (int r = 0; r < rounds && status.ok(); ++r) {
+      status.Update(TimeRuns(
+          iters, [&] { return (*host)->RunNetwork(name, inputs); },
+          &local_out, &local_times));
+      status.Update(TimeRuns(
+          iters, [&] { return (*glintd)->client().RunNetwork(name, inputs); },
+          &remote_out, &remote_times));
+      if (status.ok()) {
+        status.Update(RunOrt(path, in.shape, iters, threads, &ort_bytes,
+                             &ort_times));
+      }
     }
-    if (!glint_ms.ok() || !glintd_ms.ok() || !ort_ms.ok()) {
+    if (!status.ok()) {
+      std::cerr << name << ": " << status << "\n";
       ++failures;
       continue;
     }
+    const double glint_ms = Median(local_times);
+    const double glintd_ms = Median(remote_times);
+    const double ort_ms = Median(ort_times);
     bool agree_local = false, agree_remote = false;
     const double max_rel = std::max(
         Compare(local_out[0].tensor, ort_bytes, &agree_local),
         Compare(remote_out[0].tensor, ort_bytes, &agree_remote));
     const bool agree = agree_local && agree_remote;
     std::printf("%-12s %9.3f %9.3f %9.3f %8.2f %8.2f  %.2e%s\n",
-                name.c_str(), *glint_ms, *glintd_ms, *ort_ms,
-                *glint_ms / *ort_ms, *glintd_ms / *ort_ms, max_rel,
+                name.c_str(), glint_ms, glintd_ms, ort_ms,
+                glint_ms / ort_ms, glintd_ms / ort_ms, max_rel,
                 agree ? "" : "  OUTPUTS DISAGREE");
     if (!agree) ++failures;
     (void)(*host)->RemoveNetwork(name);
     (void)(*glintd)->client().RemoveNetwork(name);
   }
   std::printf(
-      "threads %d, %d iterations each, median latency; ratio = glint / ort "
-      "(in-process), ratio_d = glintd over gRPC / ort\n",
-      threads, iters);
+      "threads %d, %d rounds of %d iterations each way, median latency; "
+      "ratio = glint / ort (in-process), ratio_d = glintd over gRPC / ort\n",
+      threads, rounds, iters);
   return failures == 0 ? 0 : 1;
 }
 
@@ -211,7 +222,8 @@ int Run(const std::string& dir, int threads, int iters,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: ort_compare MODEL_DIR [threads] [iters] [models]\n";
+    std::cerr << "usage: ort_compare MODEL_DIR [threads] [iters] [models] "
+                 "[rounds]\n";
     return 2;
   }
   const int threads =
@@ -221,6 +233,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> models =
       argc > 4 ? absl::StrSplit(argv[4], ',')
                : std::vector<std::string>{"mlp", "resnet", "transformer"};
+  const int rounds = argc > 5 ? std::max(1, std::atoi(argv[5])) : 5;
   const std::string want = std::to_string(threads);
   const char* omp = std::getenv("OMP_NUM_THREADS");
   if (omp == nullptr || want != omp) {
@@ -238,5 +251,5 @@ int main(int argc, char** argv) {
       setenv("TEST_SRCDIR", absl::StrCat(exe, ".runfiles").c_str(), 1);
     }
   }
-  return glint::Run(argv[1], threads, iters, models);
+  return glint::Run(argv[1], threads, iters, rounds, models);
 }

@@ -1,8 +1,7 @@
 // Runs one ONNX model through ONNX Runtime (onnxruntime-node) for
 // ort_compare: the input is filled with the same deterministic pattern
 // Glint's side uses, the output is written as raw float32 to OUT, and the
-// median latency of ITERS runs (after warm-up) is printed as
-// "median_ms <value>".
+// latency of each of ITERS runs (after warm-up) is printed as "ms <value>".
 //
 //   node bench/ort_run.js MODEL DIMS(comma-separated) ITERS THREADS OUT
 'use strict';
@@ -33,10 +32,9 @@ async function main() {
     result = await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
-  times.sort((a, b) => a - b);
   const y = result.output.data;
   fs.writeFileSync(out, Buffer.from(y.buffer, y.byteOffset, y.byteLength));
-  console.log(`median_ms ${times[Math.floor(times.length / 2)]}`);
+  for (const t of times) console.log(`ms ${t}`);
 }
 
 main().catch((e) => {
