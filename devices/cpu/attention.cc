@@ -3,7 +3,9 @@
 // / MatMul / Softmax / MatMul / Transpose / Reshape chain exporters emit.
 //
 // Q [B, S, H*D], K and V [B, T, H*D] (heads side by side in the last axis,
-// as the projections write them) give Y [B, S, H*D]:
+// as the projections write them), or for self-attention one packed QKV
+// [B, S, 3*H*D] (Q, K, V side by side: one projection GEMM instead of
+// three), give Y [B, S, H*D]:
 //   Y[b, :, h] = softmax(scale * Q[b, :, h] · K[b, :, h]^T) · V[b, :, h]
 // where [b, :, h] is head h's D columns. Heads are read and written in
 // place through leading dimensions (no transposes), and one head's scores
@@ -69,22 +71,47 @@ void SoftmaxRows(float* data, int64_t rows, int64_t cols) {
 class AttentionKernel final : public KernelBase {
  public:
   AttentionKernel(const KernelSpec& spec, int64_t heads, float scale)
-      : KernelBase(spec), heads_(heads), scale_(scale) {}
+      : KernelBase(spec),
+        heads_(heads),
+        scale_(scale),
+        packed_(spec.node->num_inputs() == 1) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
-    const TensorView* in[3];
-    for (int i = 0; i < 3; ++i) {
-      GLINT_ASSIGN_OR_RETURN(in[i], GetInput(ctx, i, DType::kFloat32, node()));
-    }
-    const Shape& q = in[0]->shape;
-    const Shape& k = in[1]->shape;
-    const Shape& v = in[2]->shape;
-    if (q.rank() != 3 || k.rank() != 3 || v != k || k.dim(0) != q.dim(0) ||
-        k.dim(2) != q.dim(2) || q.dim(2) % heads_ != 0) {
-      return InvalidArgument(node(), "expected Q [B, S, E] and K, V [B, T, E]"
-                             " with E a multiple of num_heads=", heads_,
-                             "; got ", q.ToString(), ", ", k.ToString(), ", ",
-                             v.ToString());
+    // Where each operand's rows start and how far apart they are: packed,
+    // one [B, S, 3E] tensor holds a row of Q, K and V side by side.
+    const float* base[3];
+    int64_t ld = 0;
+    Shape q, k;
+    if (packed_) {
+      GLINT_ASSIGN_OR_RETURN(const TensorView* qkv,
+                             GetInput(ctx, 0, DType::kFloat32, node()));
+      if (qkv->shape.rank() != 3 || qkv->shape.dim(2) % (3 * heads_) != 0) {
+        return InvalidArgument(node(), "expected packed QKV [B, S, 3E] with E"
+                               " a multiple of num_heads=", heads_, "; got ",
+                               qkv->shape.ToString());
+      }
+      const int64_t e = qkv->shape.dim(2) / 3;
+      q = k = Shape({qkv->shape.dim(0), qkv->shape.dim(1), e});
+      for (int i = 0; i < 3; ++i) base[i] = qkv->as<const float>() + i * e;
+      ld = 3 * e;
+    } else {
+      const TensorView* in[3];
+      for (int i = 0; i < 3; ++i) {
+        GLINT_ASSIGN_OR_RETURN(in[i],
+                               GetInput(ctx, i, DType::kFloat32, node()));
+        base[i] = in[i]->as<const float>();
+      }
+      q = in[0]->shape;
+      k = in[1]->shape;
+      const Shape& v = in[2]->shape;
+      if (q.rank() != 3 || k.rank() != 3 || v != k || k.dim(0) != q.dim(0) ||
+          k.dim(2) != q.dim(2) || q.dim(2) % heads_ != 0) {
+        return InvalidArgument(node(), "expected Q [B, S, E] and K, V [B, T, "
+                               "E] with E a multiple of num_heads=", heads_,
+                               "; got ", q.ToString(), ", ", k.ToString(),
+                               ", ", v.ToString());
+      }
+      ld = q.dim(2);
     }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, q,
                                                         DType::kFloat32,
@@ -96,9 +123,6 @@ class AttentionKernel final : public KernelBase {
       std::fill_n(y.as<float>(), y.num_elements(), 0.0f);
       return absl::OkStatus();
     }
-    const float* pq = in[0]->as<const float>();
-    const float* pk = in[1]->as<const float>();
-    const float* pv = in[2]->as<const float>();
     float* py = y.as<float>();
     // Nothing may throw out of a parallel task: failures are recorded.
     std::atomic<int> failed{dnnl_success};
@@ -114,17 +138,17 @@ class AttentionKernel final : public KernelBase {
       }
       for (int64_t p = begin; p < end; ++p) {
         const int64_t b = p / heads_, h = p % heads_;
-        const float* qh = pq + b * s * e + h * d;
-        const float* kh = pk + b * t * e + h * d;
-        const float* vh = pv + b * t * e + h * d;
+        const float* qh = base[0] + b * s * ld + h * d;
+        const float* kh = base[1] + b * t * ld + h * d;
+        const float* vh = base[2] + b * t * ld + h * d;
         float* yh = py + b * s * e + h * d;
-        // scores = scale * Qh · Kh^T, rows of Qh and Kh e floats apart.
-        dnnl_status_t st = dnnl_sgemm('N', 'T', s, t, d, scale_, qh, e, kh, e,
-                                      0.0f, scores, t);
+        // scores = scale * Qh · Kh^T, rows of Qh and Kh ld floats apart.
+        dnnl_status_t st = dnnl_sgemm('N', 'T', s, t, d, scale_, qh, ld, kh,
+                                      ld, 0.0f, scores, t);
         SoftmaxRows(scores, s, t);
         if (st == dnnl_success) {
-          st = dnnl_sgemm('N', 'N', s, d, t, 1.0f, scores, t, vh, e, 0.0f, yh,
-                          e);
+          st = dnnl_sgemm('N', 'N', s, d, t, 1.0f, scores, t, vh, ld, 0.0f,
+                          yh, e);
         }
         if (st != dnnl_success) failed = st;
       }
@@ -146,11 +170,16 @@ class AttentionKernel final : public KernelBase {
  private:
   int64_t heads_;
   float scale_;
+  bool packed_;  // One [B, S, 3E] input (self-attention) instead of three.
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeAttention(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
-  for (int i = 0; i < 3; ++i) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 3));
+  if (spec.node->num_inputs() == 2) {
+    return InvalidArgument(spec.node->Describe(),
+                           "takes Q, K, V or one packed QKV; got 2 inputs");
+  }
+  for (int i = 0; i < spec.node->num_inputs(); ++i) {
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -82,6 +83,25 @@ TEST_P(AttentionTest, MatchesNaiveReference) {
     EXPECT_EQ((*out)[0].shape(), want.shape());
     EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5);
   }
+  if (c.s != c.t) return;
+  // Self-attention's packed form: one [B, S, 3E] input, Q K V side by side.
+  const int64_t e = c.heads * c.d;
+  Tensor qkv = *Tensor::Create(DType::kFloat32, Shape({c.batch, c.s, 3 * e}));
+  for (int64_t row = 0; row < c.batch * c.s; ++row) {
+    int i = 0;
+    for (const Tensor* part : {&q, &k, &v}) {
+      std::copy_n(part->data<float>() + row * e, e,
+                  qkv.data<float>() + row * 3 * e + i++ * e);
+    }
+  }
+  const Node packed = MakeNode(kAttentionOp, {"qkv"}, {"y"},
+                               {{"num_heads", c.heads}, {"scale", c.scale}});
+  for (const RunKernelOptions& options : variants) {
+    auto out = RunKernel(CpuKernelRegistry(), packed, {qkv}, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].shape(), want.shape());
+    EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -133,6 +153,13 @@ TEST(AttentionTest, Errors) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(out.status().message()),
               HasSubstr("num_heads must be >= 1"));
+  // Packed QKV whose last axis is no multiple of 3 * num_heads.
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode(kAttentionOp, {"qkv"}, {"y"},
+                           {{"num_heads", int64_t{2}}}),
+                  {RandomTensor({1, 2, 9}, 1)});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("packed QKV"));
   // float64 is not taken.
   out = RunKernel(CpuKernelRegistry(), node,
                   {testing::MakeTensor<double>({1, 1, 3}, {1, 2, 3}),

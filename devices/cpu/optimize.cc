@@ -639,6 +639,97 @@ absl::Status FuseAttention(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseAttentionProjections(Graph* graph) {
+  for (int a = 0; a < static_cast<int>(graph->nodes.size()); ++a) {
+    const Node& attention = graph->nodes[a];
+    if (attention.op_type != kAttentionOp || attention.inputs.size() != 3) {
+      continue;
+    }
+    const Uses uses(*graph);
+    int producers[3];
+    const Tensor* weights[3];
+    const Tensor* biases[3];
+    bool ok = attention.inputs[0] != attention.inputs[1] &&
+              attention.inputs[1] != attention.inputs[2] &&
+              attention.inputs[0] != attention.inputs[2];
+    for (int i = 0; i < 3 && ok; ++i) {
+      const std::string& value = attention.inputs[i];
+      producers[i] = uses.SingleInternalUse(value)
+                         ? FindProducer(*graph, a, value)
+                         : -1;
+      if (producers[i] < 0) {
+        ok = false;
+        break;
+      }
+      const Node& mm = graph->nodes[producers[i]];
+      ok = (PlainMatMulOutput(*graph, mm) != nullptr ||
+            (mm.op_type == kFusedMatMulOp && mm.inputs.size() == 3 &&
+             ActivationOf(mm).empty() && mm.GetFloat("alpha", 1.0f) == 1.0f)) &&
+           mm.inputs[0] == graph->nodes[producers[0]].inputs[0];
+      weights[i] = ok ? FloatInitializer(*graph, mm.inputs[1]) : nullptr;
+      biases[i] = ok && mm.has_input(2)
+                      ? FloatInitializer(*graph, mm.inputs[2])
+                      : nullptr;
+      ok = ok && weights[i] != nullptr && weights[i]->shape().rank() == 2 &&
+           weights[i]->shape() == weights[0]->shape() &&
+           (!mm.has_input(2) ||
+            (biases[i] != nullptr &&
+             biases[i]->num_elements() == weights[i]->shape().dim(1)));
+    }
+    const ValueInfo* q = ok ? graph->FindValue(attention.inputs[0]) : nullptr;
+    if (q == nullptr || q->shape.rank() != 3 || !q->shape.IsStatic()) continue;
+    const int64_t k = weights[0]->shape().dim(0);
+    const int64_t e = weights[0]->shape().dim(1);
+    // W [K, 3E]: each row is the three projections' rows side by side.
+    GLINT_ASSIGN_OR_RETURN(Tensor w,
+                           Tensor::Create(DType::kFloat32, Shape({k, 3 * e})));
+    GLINT_ASSIGN_OR_RETURN(Tensor b,
+                           Tensor::Create(DType::kFloat32, Shape({3 * e})));
+    bool any_bias = false;
+    for (int i = 0; i < 3; ++i) {
+      for (int64_t r = 0; r < k; ++r) {
+        std::copy_n(weights[i]->data<float>() + r * e, e,
+                    w.data<float>() + r * 3 * e + i * e);
+      }
+      float* bias = b.data<float>() + i * e;
+      if (biases[i] != nullptr) {
+        std::copy_n(biases[i]->data<float>(), e, bias);
+        any_bias = true;
+      } else {
+        std::fill_n(bias, e, 0.0f);
+      }
+    }
+    Node fused = graph->nodes[producers[0]];
+    fused.name = attention.name + "_qkv";
+    fused.op_type = kFusedMatMulOp;
+    fused.attributes.clear();
+    const std::string w_name = FreshName(*graph, fused.name + "_w");
+    AddInitializer(graph, w_name, std::move(w));
+    fused.inputs = {fused.inputs[0], w_name};
+    if (any_bias) {
+      const std::string b_name = FreshName(*graph, fused.name + "_b");
+      AddInitializer(graph, b_name, std::move(b));
+      fused.inputs.push_back(b_name);
+    }
+    const std::string qkv = FreshName(*graph, fused.name);
+    graph->values[qkv] = ValueInfo{
+        qkv, DType::kFloat32,
+        Shape({q->shape.dim(0), q->shape.dim(1), 3 * e})};
+    fused.outputs = {qkv};
+    for (const std::string& value : attention.inputs) {
+      graph->values.erase(value);
+    }
+    graph->nodes[a].inputs = {qkv};
+    // The first projection's place: A is ready there.
+    std::sort(producers, producers + 3);
+    graph->nodes[producers[0]] = std::move(fused);
+    graph->nodes.erase(graph->nodes.begin() + producers[2]);
+    graph->nodes.erase(graph->nodes.begin() + producers[1]);
+    a -= 2;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FuseGelu(Graph* graph) {
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
@@ -1042,6 +1133,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulScale(graph));
   GLINT_RETURN_IF_ERROR(FuseAttention(graph));
+  GLINT_RETURN_IF_ERROR(FuseAttentionProjections(graph));
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));

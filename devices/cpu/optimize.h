@@ -25,8 +25,9 @@
 //                      and each step's own attributes as "<step>:<name>".
 //   glint.Attention    multi-head scaled dot-product attention: inputs Q
 //                      [B, S, H*D], K and V [B, T, H*D] (heads side by side
-//                      in the last axis); attributes "num_heads" (H) and
-//                      "scale"; output [B, S, H*D], each head's
+//                      in the last axis), or one input QKV [B, S, 3*H*D]
+//                      (the three side by side); attributes "num_heads"
+//                      (H) and "scale"; output [B, S, H*D], each head's
 //                      softmax(scale * Q K^T) V in its own D columns.
 //   glint.MaxPoolChannelsLast, glint.AveragePoolChannelsLast,
 //   glint.GlobalAveragePoolChannelsLast
@@ -99,6 +100,12 @@ absl::Status FuseTransposes(Graph* graph);
 // scores stay in cache. Runs after FuseMatMulScale (the scale is alpha by
 // then). Masked attention (an Add before the Softmax) stays as it is.
 absl::Status FuseAttention(Graph* graph);
+
+// glint.Attention whose Q, K and V are each MatMul(X, W_i) [+ b_i] of the
+// same X with constant [K, E] weights (self-attention), read by nothing
+// else, reads one packed QKV instead: a single MatMul with the weights side
+// by side ([K, 3E]) and one wider GEMM instead of three narrow ones.
+absl::Status FuseAttentionProjections(Graph* graph);
 
 // GELU as exporters decompose it, 0.5 * x * (1 + Erf(x / sqrt(2))) (with
 // x * (1/sqrt(2)) and any order of the two products), becomes one Gelu

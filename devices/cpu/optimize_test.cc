@@ -558,19 +558,58 @@ TEST(OptimizeTest, AttentionBecomesOneNode) {
     const Graph opt = OptimizeAndCompare(AttentionGraph(false, axis), 1e-5f);
     std::vector<std::string> ops;
     for (const Node& node : opt.nodes) ops.push_back(node.op_type);
-    ASSERT_EQ(ops, (std::vector<std::string>{"MatMul", "MatMul", "MatMul",
-                                             kAttentionOp}));
-    const Node& attention = opt.nodes[3];
-    EXPECT_EQ(attention.inputs, (std::vector<std::string>{"q", "k", "v"}));
+    // The three projections became one MatMul with the weights side by
+    // side, whose output the attention reads packed.
+    ASSERT_EQ(ops, (std::vector<std::string>{kFusedMatMulOp, kAttentionOp}));
+    const Node& qkv = opt.nodes[0];
+    ASSERT_EQ(qkv.inputs.size(), 2u);  // No biases.
+    EXPECT_EQ(opt.FindInitializer(qkv.inputs[1])->shape(), Shape({12, 36}));
+    EXPECT_EQ(opt.FindValue(qkv.outputs[0])->shape, Shape({2, 5, 36}));
+    const Node& attention = opt.nodes[1];
+    EXPECT_EQ(attention.inputs, qkv.outputs);
     EXPECT_EQ(attention.outputs, std::vector<std::string>{"y"});
     EXPECT_EQ(attention.GetInt("num_heads", 0), 3);
     EXPECT_FLOAT_EQ(attention.GetFloat("scale", 0), 0.5f);
-    for (const char* gone : {"qs", "qh", "kh", "kt", "sc", "p", "ot"}) {
+    for (const char* gone : {"q", "k", "v", "qs", "qh", "kh", "kt", "sc", "p",
+                             "ot"}) {
       EXPECT_EQ(opt.FindValue(gone), nullptr) << gone;
     }
     // The Reshapes' shapes went with them.
     EXPECT_FALSE(opt.IsInitializer("split"));
   }
+}
+
+TEST(OptimizeTest, AttentionProjectionsPackWithTheirBiases) {
+  // Q and V have biases, K none (zeros in the packed bias).
+  Graph g = AttentionGraph(false, -1);
+  AddInitializer(g, "bq", Random({12}, 70));
+  AddInitializer(g, "bv", Random({12}, 71));
+  for (const char* v : {"q0", "v0"}) AddValue(g, v, Shape({2, 5, 12}));
+  g.nodes[0].outputs = {"q0"};
+  g.nodes[2].outputs = {"v0"};
+  g.nodes.insert(g.nodes.begin() + 3,
+                 {MakeNode("Add", {"q0", "bq"}, {"q"}),
+                  MakeNode("Add", {"bv", "v0"}, {"v"})});
+  g.nodes[3].name = "add_q";
+  g.nodes[4].name = "add_v";
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  ASSERT_EQ(opt.nodes.size(), 2u);
+  ASSERT_EQ(opt.nodes[0].inputs.size(), 3u);
+  const Tensor* b = opt.FindInitializer(opt.nodes[0].inputs[2]);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->shape(), Shape({36}));
+  EXPECT_EQ(b->data<float>()[12], 0.0f);  // K's part.
+  EXPECT_EQ(b->data<float>()[0], g.initializers.at("bq").data<float>()[0]);
+  EXPECT_EQ(b->data<float>()[24], g.initializers.at("bv").data<float>()[0]);
+
+  // K's projection is also a graph output: the three stay apart.
+  Graph shared = AttentionGraph(false, -1);
+  shared.outputs.push_back({"k", DType::kFloat32, Shape({2, 5, 12})});
+  const Graph opt2 = OptimizeAndCompare(shared, 1e-5f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt2.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{"MatMul", "MatMul", "MatMul",
+                                           kAttentionOp}));
 }
 
 TEST(OptimizeTest, MaskedOrOtherAxisAttentionStaysAsItIs) {
