@@ -224,6 +224,11 @@ bool IsBinary(const Node& node, absl::string_view op) {
          node.inputs.size() == 2 && node.outputs.size() == 1;
 }
 
+bool IsUnary(const Node& node, absl::string_view op) {
+  return IsDefaultDomain(node) && node.op_type == op &&
+         node.inputs.size() == 1 && node.outputs.size() == 1;
+}
+
 // What ConvertToChannelsLast can do with a node.
 enum class LayoutRole {
   kNone,        // Stays NCHW.
@@ -489,17 +494,10 @@ std::vector<int64_t> TransposePerm(const Node& node) {
 absl::Status FuseTransposes(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& inner = graph->nodes[i];
-    if (!IsDefaultDomain(inner) || inner.op_type != "Transpose" ||
-        inner.inputs.size() != 1 || inner.outputs.size() != 1) {
-      continue;
-    }
+    if (!IsUnary(inner, "Transpose")) continue;
     const int j = SoleConsumer(*graph, i);
-    if (j < 0) continue;
+    if (j < 0 || !IsUnary(graph->nodes[j], "Transpose")) continue;
     const Node& outer = graph->nodes[j];
-    if (!IsDefaultDomain(outer) || outer.op_type != "Transpose" ||
-        outer.inputs.size() != 1 || outer.outputs.size() != 1) {
-      continue;
-    }
     // An absent perm reverses the axes: both must be explicit here.
     const std::vector<int64_t> p1 = TransposePerm(inner);
     const std::vector<int64_t> p2 = TransposePerm(outer);
@@ -521,10 +519,7 @@ absl::Status FuseTransposes(Graph* graph) {
 absl::Status FuseAttention(Graph* graph) {
   for (int sm = 0; sm < static_cast<int>(graph->nodes.size()); ++sm) {
     const Node& softmax = graph->nodes[sm];
-    if (!IsDefaultDomain(softmax) || softmax.op_type != "Softmax" ||
-        softmax.inputs.size() != 1 || softmax.outputs.size() != 1) {
-      continue;
-    }
+    if (!IsUnary(softmax, "Softmax")) continue;
     const ValueInfo* scores = graph->FindValue(softmax.inputs[0]);
     if (scores == nullptr || scores->dtype != DType::kFloat32 ||
         scores->shape.rank() != 4 || !scores->shape.IsStatic()) {
