@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <new>
 #include <cstdint>
 #include <memory>
+#include <new>
 
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"

@@ -59,6 +59,17 @@ int FindConsumer(const Graph& graph, int from, const std::string& value) {
   return -1;
 }
 
+// The index of the node that produces `value`, searching before `before`;
+// -1 if none (a graph input or initializer).
+int FindProducer(const Graph& graph, int before, const std::string& value) {
+  for (int i = std::min<int>(before, graph.nodes.size()) - 1; i >= 0; --i) {
+    for (const std::string& out : graph.nodes[i].outputs) {
+      if (out == value) return i;
+    }
+  }
+  return -1;
+}
+
 // The node that alone reads node `i`'s first output, which is no graph
 // output either (so a fusion may swallow the value); -1 if there is none.
 int SoleConsumer(const Graph& graph, int i) {
@@ -474,17 +485,6 @@ absl::Status FuseMatMulScale(Graph* graph) {
 
 namespace {
 
-// The index of the node that produces `value`, searching before `before`;
-// -1 if none (a graph input or initializer).
-int FindProducer(const Graph& graph, int before, const std::string& value) {
-  for (int i = std::min<int>(before, graph.nodes.size()) - 1; i >= 0; --i) {
-    for (const std::string& out : graph.nodes[i].outputs) {
-      if (out == value) return i;
-    }
-  }
-  return -1;
-}
-
 std::vector<int64_t> TransposePerm(const Node& node) {
   return node.GetInts("perm", {});
 }
@@ -525,9 +525,10 @@ absl::Status FuseAttention(Graph* graph) {
         scores->shape.rank() != 4 || !scores->shape.IsStatic()) {
       continue;
     }
-    // Before opset 13 Softmax flattens from `axis` on, which for the last
-    // axis is the same thing.
-    const int64_t axis = softmax.GetInt("axis", -1);
+    // Before opset 13 Softmax flattens from `axis` on (default 1), which
+    // for the last axis is the same thing.
+    const int64_t axis =
+        softmax.GetInt("axis", graph->opset_version >= 13 ? -1 : 1);
     if (axis != -1 && axis != 3) continue;
     const Uses uses(*graph);
     // The node producing `value`, which nothing else reads; -1 otherwise.
@@ -739,13 +740,7 @@ absl::Status FuseGelu(Graph* graph) {
       return uses.SingleInternalUse(v) ? FindConsumer(*graph, from, v) : -1;
     };
     // x / sqrt(2) or x * (1 / sqrt(2)), feeding only the Erf.
-    int scale = -1;
-    for (int i = e - 1; i >= 0 && scale < 0; --i) {
-      if (!graph->nodes[i].outputs.empty() &&
-          graph->nodes[i].outputs[0] == erf.inputs[0]) {
-        scale = i;
-      }
-    }
+    const int scale = FindProducer(*graph, e, erf.inputs[0]);
     if (scale < 0 || !uses.SingleInternalUse(erf.inputs[0])) continue;
     const Node& sn = graph->nodes[scale];
     std::string x;

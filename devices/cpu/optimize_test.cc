@@ -620,6 +620,21 @@ TEST(OptimizeTest, MaskedOrOtherAxisAttentionStaysAsItIs) {
       EXPECT_NE(node.op_type, kAttentionOp) << "mask " << mask;
     }
   }
+  // Before opset 13 a Softmax without "axis" flattens from axis 1: not the
+  // attention's row softmax. With axis -1 it is.
+  for (bool with_axis : {false, true}) {
+    Graph g = AttentionGraph(false, -1);
+    g.opset_version = 11;
+    for (Node& node : g.nodes) {
+      if (node.op_type == "Softmax" && !with_axis) {
+        node.attributes.erase("axis");
+      }
+    }
+    const Graph opt = OptimizeAndCompare(g, 1e-5f);
+    int attention = 0;
+    for (const Node& node : opt.nodes) attention += node.op_type == kAttentionOp;
+    EXPECT_EQ(attention, with_axis ? 1 : 0) << "with_axis " << with_axis;
+  }
 }
 
 TEST(OptimizeTest, ConsecutiveTransposesBecomeOne) {
