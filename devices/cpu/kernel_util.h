@@ -153,11 +153,6 @@ int64_t Product(const std::vector<int64_t>& dims, int begin, int end);
 // A view of a host tensor, for code that mixes Tensors and views.
 TensorView ViewOf(const Tensor& t);
 
-// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on
-// the OpenMP threads oneDNN's primitives use too (one pool per calling
-// thread), when n is at least 2 * `grain` items; else once, inline. `fn` must
-// not throw. Serial in sanitizer builds, whose runtimes cannot see
-// OpenMP's synchronisation.
 // Put before a hot, vectorisable, non-template function: GCC compiles it
 // also for AVX2 and AVX-512 machines and picks the best at load time (the
 // build's baseline is x86-64-v2, SSE4.2, so that it runs anywhere). Off
@@ -169,6 +164,11 @@ TensorView ViewOf(const Tensor& t);
 #define GLINT_VECTOR_CLONES
 #endif
 
+// Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on
+// the OpenMP threads oneDNN's primitives use too (one pool per calling
+// thread), when n is at least 2 * `grain` items; else once, inline. `fn` must
+// not throw. Serial in sanitizer builds, whose runtimes cannot see
+// OpenMP's synchronisation.
 void ParallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -381,13 +382,35 @@ absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
                        "') is not supported by the cpu backend"));
     }
   }
-  // Folding and fusion happen on a copy: the partition's interface stays
-  // as the partitioner fixed it, only its inside changes.
-  Graph optimized = partition;
-  GLINT_RETURN_IF_ERROR(cpu::OptimizeGraphForCpu(&optimized, kernels_));
-  GLINT_ASSIGN_OR_RETURN(std::shared_ptr<const CpuFunction> f,
-                         CpuFunction::Create(optimized, kernels_));
-  return std::shared_ptr<const CompiledFunction>(std::move(f));
+  // Folding constants and creating oneDNN primitives run parallel regions,
+  // and OpenMP keeps a worker pool for every thread that starts one, for
+  // as long as that thread lives. On the caller's thread (a gRPC handler,
+  // a user's) that pool would outlive the compilation and count against
+  // the cores, which makes libgomp stop spinning in every pool, the device
+  // engines' included (devices/compute_engine.h). A thread that ends with
+  // the compilation takes its pool with it. (Compiling with one OpenMP
+  // thread instead would not do: oneDNN sizes a primitive's work split by
+  // the thread count at its creation.)
+  absl::StatusOr<std::shared_ptr<const CompiledFunction>> result;
+  std::thread compiler([&] {
+    // Folding and fusion happen on a copy: the partition's interface stays
+    // as the partitioner fixed it, only its inside changes.
+    Graph optimized = partition;
+    absl::Status s = cpu::OptimizeGraphForCpu(&optimized, kernels_);
+    if (!s.ok()) {
+      result = std::move(s);
+      return;
+    }
+    absl::StatusOr<std::shared_ptr<const CpuFunction>> f =
+        CpuFunction::Create(optimized, kernels_);
+    if (!f.ok()) {
+      result = f.status();
+      return;
+    }
+    result = std::shared_ptr<const CompiledFunction>(*std::move(f));
+  });
+  compiler.join();
+  return result;
 }
 
 }  // namespace glint

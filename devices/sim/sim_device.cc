@@ -440,14 +440,15 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
     memory.arena = HostAddress(*arena);
     memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
     memory.resolve = &SimDevice::HostAddress;
-    absl::Status s;
-    {
-      PriorityLockHolder engine(compute_engine_, priority);
-      const absl::Time start = absl::Now();
-      s = loaded->cpu_function().Execute(memory, inputs, outputs);
-      WaitOutModel(start,
-                   timing_.ComputeTime(loaded->cpu_function().flops()));
-    }
+    const absl::Status s =
+        compute_engine_.Run(priority, [&]() -> absl::Status {
+          const absl::Time start = absl::Now();
+          absl::Status result =
+              loaded->cpu_function().Execute(memory, inputs, outputs);
+          WaitOutModel(start,
+                       timing_.ComputeTime(loaded->cpu_function().flops()));
+          return result;
+        });
     loaded->ReleaseArena(std::move(arena));
     return s;
   });

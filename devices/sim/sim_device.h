@@ -15,7 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "devices/device_manager.h"
-#include "devices/priority_lock.h"
+#include "devices/compute_engine.h"
 #include "devices/sim/cpu_function.h"
 
 namespace glint {
@@ -121,9 +121,10 @@ class SimDevice : public DeviceManager {
   std::atomic<int> loaded_functions_{0};
 
   // The engines streams compete for: launches run one at a time on the
-  // compute engine, copies one at a time on the copy engine; the two
-  // overlap, as a DMA engine and the SMs of a GPU do.
-  PriorityLock compute_engine_;
+  // compute engine (a thread of its own, see compute_engine.h), copies one
+  // at a time on the copy engine; the two overlap, as a DMA engine and the
+  // SMs of a GPU do.
+  ComputeEngine compute_engine_;
   absl::Mutex copy_engine_;
 
   mutable absl::Mutex memory_mu_;
