@@ -200,21 +200,32 @@ void TransposeCopy(const U* x, U* y, const std::vector<int64_t>& out_dims,
   const int64_t inner_stride = in_strides_by_out[rank - 1];
   int64_t rows = 1;
   for (int i = 0; i + 1 < rank; ++i) rows *= out_dims[i];
-  std::vector<int64_t> index(rank, 0);
-  int64_t offset = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const U* src = x + offset;
-    U* dst = y + r * inner;
-    for (int64_t i = 0; i < inner; ++i) dst[i] = src[i * inner_stride];
+  // Output rows in parallel chunks of at least ~16K elements; each chunk
+  // finds its first row's input offset by decomposing its row number.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1));
+  ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> index(rank, 0);
+    int64_t offset = 0;
+    int64_t r0 = begin;
     for (int d = rank - 2; d >= 0; --d) {
-      if (++index[d] < out_dims[d]) {
-        offset += in_strides_by_out[d];
-        break;
-      }
-      offset -= in_strides_by_out[d] * (out_dims[d] - 1);
-      index[d] = 0;
+      index[d] = r0 % out_dims[d];
+      r0 /= out_dims[d];
+      offset += index[d] * in_strides_by_out[d];
     }
-  }
+    for (int64_t r = begin; r < end; ++r) {
+      const U* src = x + offset;
+      U* dst = y + r * inner;
+      for (int64_t i = 0; i < inner; ++i) dst[i] = src[i * inner_stride];
+      for (int d = rank - 2; d >= 0; --d) {
+        if (++index[d] < out_dims[d]) {
+          offset += in_strides_by_out[d];
+          break;
+        }
+        offset -= in_strides_by_out[d] * (out_dims[d] - 1);
+        index[d] = 0;
+      }
+    }
+  });
 }
 
 class TransposeKernel final : public KernelBase {
