@@ -4,6 +4,7 @@
 
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_test_util.h"
+#include "devices/cpu/optimize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -90,6 +91,52 @@ TEST_P(PoolTest, MaxAndAverageMatchNaiveReference) {
   }
 }
 
+// [N, C, H, W] <-> [N, H, W, C].
+Tensor ToChannelsLast(const Tensor& x) {
+  const int64_t n = x.shape().dim(0), c = x.shape().dim(1);
+  const int64_t hw = x.shape().dim(2) * x.shape().dim(3);
+  Tensor y = *Tensor::Create(
+      DType::kFloat32,
+      Shape({n, x.shape().dim(2), x.shape().dim(3), c}));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < hw; ++i) {
+        y.data<float>()[(b * hw + i) * c + ch] =
+            x.data<float>()[(b * c + ch) * hw + i];
+      }
+  return y;
+}
+
+// The channels-last forms the optimiser writes (float32 MaxPool runs on
+// oneDNN's pooling where it can, the rest on loops) give the same values.
+TEST_P(PoolTest, ChannelsLastFormsMatchNaiveReference) {
+  const PoolCase& p = GetParam();
+  const Tensor x = RandomTensor(p.x, 37);
+  for (bool max : {true, false}) {
+    if (!max && p.d != Ints{1, 1}) continue;
+    std::map<std::string, Attribute> attrs = {
+        {"kernel_shape", p.k},
+        {"strides", p.s},
+        {"pads", p.pads},
+        {"ceil_mode", int64_t{p.ceil}}};
+    if (max) {
+      attrs["dilations"] = p.d;
+    } else {
+      attrs["count_include_pad"] = int64_t{p.count_include_pad};
+    }
+    const Node node = MakeNode(
+        max ? kChannelsLastMaxPoolOp : kChannelsLastAveragePoolOp, {"x"},
+        {"y"}, attrs);
+    auto out = RunKernel(CpuKernelRegistry(), node, {ToChannelsLast(x)});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor want = ToChannelsLast(NaivePool2D(
+        x, max, p.k, p.s, p.d, p.pads, p.out, p.count_include_pad));
+    EXPECT_EQ((*out)[0].shape().ToString(), want.shape().ToString())
+        << node.op_type;
+    EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5) << node.op_type;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Geometry, PoolTest,
     ::testing::Values(
@@ -108,7 +155,12 @@ INSTANTIATE_TEST_SUITE_P(
         PoolCase{"CeilDropsLastWindow", {1, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1},
                  {0, 0, 1, 1}, true, false, {3, 3}},
         PoolCase{"Dilated", {1, 2, 8, 9}, {2, 3}, {1, 2}, {2, 2},
-                 {1, 0, 1, 2}, false, false, {8, 4}}),
+                 {1, 0, 1, 2}, false, false, {8, 4}},
+        // ResNet's stem pool: many channels, rows split across threads.
+        PoolCase{"ResNetStem", {2, 64, 28, 27}, {3, 3}, {2, 2}, {1, 1},
+                 {1, 1, 1, 1}, false, false, {14, 14}},
+        PoolCase{"ResNetStemCeil", {1, 48, 27, 27}, {3, 3}, {2, 2}, {1, 1},
+                 {0, 0, 0, 0}, true, false, {13, 13}}),
     [](const ::testing::TestParamInfo<PoolCase>& info) {
       return info.param.name;
     });
