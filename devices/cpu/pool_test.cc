@@ -64,21 +64,26 @@ struct PoolCase {
 
 class PoolTest : public ::testing::TestWithParam<PoolCase> {};
 
+// MaxPool takes dilations, AveragePool count_include_pad.
+std::map<std::string, Attribute> PoolAttributes(const PoolCase& p, bool max) {
+  std::map<std::string, Attribute> attrs = {{"kernel_shape", p.k},
+                                            {"strides", p.s},
+                                            {"pads", p.pads},
+                                            {"ceil_mode", int64_t{p.ceil}}};
+  if (max) {
+    attrs["dilations"] = p.d;
+  } else {
+    attrs["count_include_pad"] = int64_t{p.count_include_pad};
+  }
+  return attrs;
+}
+
 TEST_P(PoolTest, MaxAndAverageMatchNaiveReference) {
   const PoolCase& p = GetParam();
   const Tensor x = RandomTensor(p.x, 31);
   for (bool max : {true, false}) {
     if (!max && p.d != Ints{1, 1}) continue;
-    std::map<std::string, Attribute> attrs = {
-        {"kernel_shape", p.k},
-        {"strides", p.s},
-        {"pads", p.pads},
-        {"ceil_mode", int64_t{p.ceil}}};
-    if (max) {
-      attrs["dilations"] = p.d;
-    } else {
-      attrs["count_include_pad"] = int64_t{p.count_include_pad};
-    }
+    const std::map<std::string, Attribute> attrs = PoolAttributes(p, max);
     const Node node =
         MakeNode(max ? "MaxPool" : "AveragePool", {"x"}, {"y"}, attrs);
     auto out = RunKernel(CpuKernelRegistry(), node, {x});
@@ -114,16 +119,7 @@ TEST_P(PoolTest, ChannelsLastFormsMatchNaiveReference) {
   const Tensor x = RandomTensor(p.x, 37);
   for (bool max : {true, false}) {
     if (!max && p.d != Ints{1, 1}) continue;
-    std::map<std::string, Attribute> attrs = {
-        {"kernel_shape", p.k},
-        {"strides", p.s},
-        {"pads", p.pads},
-        {"ceil_mode", int64_t{p.ceil}}};
-    if (max) {
-      attrs["dilations"] = p.d;
-    } else {
-      attrs["count_include_pad"] = int64_t{p.count_include_pad};
-    }
+    const std::map<std::string, Attribute> attrs = PoolAttributes(p, max);
     const Node node = MakeNode(
         max ? kChannelsLastMaxPoolOp : kChannelsLastAveragePoolOp, {"x"},
         {"y"}, attrs);
