@@ -29,8 +29,10 @@ namespace glint {
 // as the same primitive run alone). With one engine thread per device,
 // each device has exactly one pool.
 //
-// Thread-safe. The destructor waits for the running job and refuses
-// nothing: destroy the engine only once no Run() can be in flight.
+// Thread-safe. The destructor runs every job already handed over, then
+// ends the thread; a Run() that starts after that would never return, so
+// destroy the engine only once no Run() can begin. A job must not call
+// Run() on its own engine (it would wait for itself).
 class ComputeEngine {
  public:
   ComputeEngine();
@@ -40,10 +42,11 @@ class ComputeEngine {
 
   // Runs `job` on the engine's thread once every job ahead of it has run;
   // returns what it returned.
-  absl::Status Run(int priority, absl::FunctionRef<absl::Status()> job);
+  absl::Status Run(int priority, absl::FunctionRef<absl::Status()> job)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Jobs handed over and not yet started (for tests of the ordering).
-  int waiting() const;
+  int waiting() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Job {
@@ -53,7 +56,7 @@ class ComputeEngine {
   };
   using Key = std::pair<int, uint64_t>;  // (-priority, arrival).
 
-  void Loop();
+  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<Key, Job*> queue_ ABSL_GUARDED_BY(mu_);

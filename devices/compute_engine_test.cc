@@ -95,7 +95,9 @@ TEST(ComputeEngineTest, ManyCallersEachGetTheirOwnResult) {
     });
   }
   for (std::thread& t : callers) t.join();
-  for (int c = 0; c < kCallers; ++c) EXPECT_EQ(sums[c], kJobs * (kJobs - 1) / 2);
+  for (int c = 0; c < kCallers; ++c) {
+    EXPECT_EQ(sums[c], kJobs * (kJobs - 1) / 2);
+  }
 }
 
 }  // namespace

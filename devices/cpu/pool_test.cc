@@ -96,7 +96,7 @@ TEST_P(PoolTest, MaxAndAverageMatchNaiveReference) {
   }
 }
 
-// [N, C, H, W] <-> [N, H, W, C].
+// [N, C, H, W] -> [N, H, W, C].
 Tensor ToChannelsLast(const Tensor& x) {
   const int64_t n = x.shape().dim(0), c = x.shape().dim(1);
   const int64_t hw = x.shape().dim(2) * x.shape().dim(3);
@@ -147,16 +147,17 @@ INSTANTIATE_TEST_SUITE_P(
         PoolCase{"Ceil", {1, 2, 6, 6}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0},
                  true, false, {3, 3}},
         // The window that would start in the end padding is dropped:
-        // (5 + 1 - 2) / 2 rounded up + 1 = 3, but window 3 starts at 5 >= 5.
-        PoolCase{"CeilDropsLastWindow", {1, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1},
-                 {0, 0, 1, 1}, true, false, {3, 3}},
+        // (5 + 2 - 3) / 3 rounded up + 1 = 3, but window 2 starts at 6 >= 5.
+        PoolCase{"CeilDropsLastWindow", {1, 3, 5, 5}, {3, 3}, {3, 3}, {1, 1},
+                 {0, 0, 2, 2}, true, false, {2, 2}},
         PoolCase{"Dilated", {1, 2, 8, 9}, {2, 3}, {1, 2}, {2, 2},
                  {1, 0, 1, 2}, false, false, {8, 4}},
         // ResNet's stem pool: many channels, rows split across threads.
         PoolCase{"ResNetStem", {2, 64, 28, 27}, {3, 3}, {2, 2}, {1, 1},
                  {1, 1, 1, 1}, false, false, {14, 14}},
-        PoolCase{"ResNetStemCeil", {1, 48, 27, 27}, {3, 3}, {2, 2}, {1, 1},
-                 {0, 0, 0, 0}, true, false, {13, 13}}),
+        // ceil_mode adds a window: floor gives 13.
+        PoolCase{"ResNetStemCeil", {1, 48, 28, 28}, {3, 3}, {2, 2}, {1, 1},
+                 {0, 0, 0, 0}, true, false, {14, 14}}),
     [](const ::testing::TestParamInfo<PoolCase>& info) {
       return info.param.name;
     });

@@ -201,8 +201,10 @@ void TransposeCopy(const U* x, U* y, const std::vector<int64_t>& out_dims,
   int64_t rows = 1;
   for (int i = 0; i + 1 < rank; ++i) rows *= out_dims[i];
   // Output rows in parallel chunks of at least ~16K elements; each chunk
-  // finds its first row's input offset by decomposing its row number.
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1));
+  // finds its first row's input offset by decomposing its row number
+  // (callers pass no zero-size dims: the kernel returns before).
+  const int64_t grain =
+      std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1));
   ParallelFor(rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> index(rank, 0);
     int64_t offset = 0;

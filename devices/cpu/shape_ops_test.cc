@@ -1,3 +1,5 @@
+#include <omp.h>
+
 #include <vector>
 
 #include "devices/cpu/kernel.h"
@@ -127,7 +129,11 @@ TEST(TransposeTest, DefaultAndExplicitPerm) {
 
 // Large enough to be split across threads, with chunk boundaries that fall
 // inside every output axis (odd sizes): each chunk must find its own start.
+// Four threads even on a one-core machine, so that the rows are chunked
+// (sanitizer builds run ParallelFor serially).
 TEST(TransposeTest, LargeFourDimensionalPermutations) {
+  const int saved_threads = omp_get_max_threads();
+  omp_set_num_threads(4);
   const Ints dims = {3, 37, 41, 29};
   const int n = 3 * 37 * 41 * 29;
   const Tensor x = MakeTensor<float>(dims, Ramp(n));
@@ -155,6 +161,7 @@ TEST(TransposeTest, LargeFourDimensionalPermutations) {
     EXPECT_EQ(mismatches, 0) << "perm " << perm[0] << perm[1] << perm[2]
                              << perm[3];
   }
+  omp_set_num_threads(saved_threads);
 }
 
 TEST(ConcatTest, NegativeAxisAndErrors) {

@@ -14,8 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "devices/device_manager.h"
 #include "devices/compute_engine.h"
+#include "devices/device_manager.h"
 #include "devices/sim/cpu_function.h"
 
 namespace glint {
@@ -123,7 +123,10 @@ class SimDevice : public DeviceManager {
   // The engines streams compete for: launches run one at a time on the
   // compute engine (a thread of its own, see compute_engine.h), copies one
   // at a time on the copy engine; the two overlap, as a DMA engine and the
-  // SMs of a GPU do.
+  // SMs of a GPU do. A stream's thread may be inside compute_engine_.Run()
+  // until the stream is joined: the destructor's Stop() joins them all, and
+  // the engine is declared before the streams so that it outlives them
+  // even so.
   ComputeEngine compute_engine_;
   absl::Mutex copy_engine_;
 
@@ -132,7 +135,8 @@ class SimDevice : public DeviceManager {
 
   absl::Mutex streams_mu_;
   // Every live stream, so Stop() reaches them all.
-  std::vector<std::shared_ptr<HostStream>> streams_ ABSL_GUARDED_BY(streams_mu_);
+  std::vector<std::shared_ptr<HostStream>> streams_
+      ABSL_GUARDED_BY(streams_mu_);
   std::vector<HostStream*> free_pool_ ABSL_GUARDED_BY(streams_mu_);
   int pool_size_ ABSL_GUARDED_BY(streams_mu_) = 0;
   std::shared_ptr<HostStream> default_stream_;
