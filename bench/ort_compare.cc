@@ -241,15 +241,5 @@ int main(int argc, char** argv) {
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
     execv("/proc/self/exe", argv);
   }
-  // glintd is found in this binary's runfiles (process_util.h reads them
-  // from TEST_SRCDIR, which only `bazel test` sets).
-  if (std::getenv("TEST_SRCDIR") == nullptr) {
-    char exe[4096];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-      exe[n] = '\0';
-      setenv("TEST_SRCDIR", absl::StrCat(exe, ".runfiles").c_str(), 1);
-    }
-  }
   return glint::Run(argv[1], threads, iters, rounds, models);
 }

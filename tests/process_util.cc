@@ -103,14 +103,24 @@ int ExitCode(int wait_status) {
   return WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
 }
 
+// `bazel test` sets TEST_SRCDIR, `bazel run` RUNFILES_DIR; a binary started
+// by hand (a benchmark) finds its runfiles beside itself.
+std::string RunfilesRoot() {
+  for (const char* var : {"TEST_SRCDIR", "RUNFILES_DIR"}) {
+    if (const char* dir = std::getenv(var)) return dir;
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return ".";
+  return absl::StrCat(absl::string_view(exe, n), ".runfiles");
+}
+
 }  // namespace
 
 std::string RunfilePath(const std::string& workspace_relative) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  return absl::StrCat(srcdir ? srcdir : ".", "/",
-                      workspace ? workspace : "glint", "/",
-                      workspace_relative);
+  return absl::StrCat(RunfilesRoot(), "/", workspace ? workspace : "glint",
+                      "/", workspace_relative);
 }
 
 std::string NewTempDir(const std::string& prefix) {

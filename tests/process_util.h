@@ -21,7 +21,8 @@ namespace glint {
 namespace testing {
 
 // Absolute path of `workspace_relative` (e.g. "runtime/server/glintd") in
-// the test's runfiles ($TEST_SRCDIR/$TEST_WORKSPACE/...).
+// the test's runfiles ($TEST_SRCDIR/$TEST_WORKSPACE/...); outside `bazel
+// test`, in $RUNFILES_DIR or the running binary's own .runfiles folder.
 std::string RunfilePath(const std::string& workspace_relative);
 
 // A fresh directory under $TEST_TMPDIR.

@@ -1,0 +1,225 @@
+// Serving overhead: what glintd adds to a bare gRPC call of the same bytes.
+// Prints figures and ratios; asserts nothing.
+//
+//   bazel run //bench:serving_bench -- [iters] [rounds] [kib,kib,...]
+//
+// For each tensor size, three ways run the same request with the same
+// client code (GlintClient::RunNetwork):
+//  - echo:      a gRPC server (a child process) whose RunNetwork returns
+//               the request's tensors as outputs; no runtime. The floor:
+//               gRPC, HTTP/2 over loopback and protobuf on both sides.
+//  - glintd:    a real glintd (one sim device) running y = Relu(x).
+//  - in-process: HostManager::RunNetwork on the same network, no gRPC.
+// `overhead` = glintd - echo: the daemon's own cost per call (conversions,
+// admission, the executor, device copies and the Relu itself, which
+// `in-process` bounds).
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/glint_client.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/glint.grpc.pb.h"
+#include "proto/limits.h"
+#include "runtime/device_info.h"
+#include "runtime/host_manager.h"
+#include "runtime/test_models.h"
+#include "tests/process_util.h"
+
+namespace glint {
+namespace {
+
+// RunNetwork answers with the request's tensors; nothing else is served.
+class EchoService final : public v1::HostManager::Service {
+ public:
+  grpc::Status RunNetwork(grpc::ServerContext* /*context*/,
+                          const v1::RunNetworkRequest* request,
+                          v1::RunNetworkResponse* response) override {
+    *response->mutable_outputs() = request->inputs();
+    for (v1::Tensor& t : *response->mutable_outputs()) t.set_name("y");
+    return grpc::Status::OK;
+  }
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Appends `iters` latencies in microseconds, after 3 warm-up calls.
+absl::Status TimeCalls(
+    int iters,
+    const std::function<absl::StatusOr<std::vector<NamedTensor>>()>& call,
+    std::vector<double>* micros) {
+  for (int i = 0; i < 3 + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<NamedTensor>> r = call();
+    const double us = std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+    if (!r.ok()) return r.status();
+    if (r->size() != 1) return absl::InternalError("expected one output");
+    if (i >= 3) micros->push_back(us);
+  }
+  return absl::OkStatus();
+}
+
+// Serves EchoService on a loopback port in a child process of its own, as
+// glintd is one: a server in the client's process would share its gRPC
+// threads. Forked before this process creates any gRPC state; the child
+// writes its port to a pipe and dies with its parent.
+pid_t StartEchoServer(int* port) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(fds[0]);
+    EchoService echo;
+    grpc::ServerBuilder builder;
+    int echo_port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &echo_port);
+    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+    builder.SetMaxSendMessageSize(kMaxMessageBytes);
+    builder.RegisterService(&echo);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (server == nullptr) echo_port = 0;
+    if (write(fds[1], &echo_port, sizeof(echo_port)) != sizeof(echo_port) ||
+        server == nullptr) {
+      _exit(1);
+    }
+    close(fds[1]);
+    server->Wait();
+    _exit(0);
+  }
+  close(fds[1]);
+  if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port) ||
+      *port == 0) {
+    close(fds[0]);
+    return -1;
+  }
+  close(fds[0]);
+  return pid;
+}
+
+int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
+  int echo_port = 0;
+  const pid_t echo_pid = StartEchoServer(&echo_port);
+  if (echo_pid < 0) {
+    std::cerr << "cannot start the echo server\n";
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<GlintClient>> echo_client =
+      GlintClient::Connect(absl::StrCat("127.0.0.1:", echo_port));
+  if (!echo_client.ok()) {
+    std::cerr << "echo server: " << echo_client.status() << "\n";
+    return 1;
+  }
+
+  absl::StatusOr<std::unique_ptr<testing::GlintdProcess>> glintd =
+      testing::GlintdProcess::Start(
+          {"--devices=sim:memory=4GiB", "--log_level=warning"});
+  if (!glintd.ok()) {
+    std::cerr << "glintd: " << glintd.status() << "\n";
+    return 1;
+  }
+  DeviceConfig device;
+  device.memory_bytes = 4ull << 30;
+  absl::StatusOr<std::unique_ptr<HostManager>> host =
+      HostManager::CreateFromConfigs({}, {device});
+  if (!host.ok()) {
+    std::cerr << host.status() << "\n";
+    return 1;
+  }
+
+  std::printf("%9s %9s %9s %11s %11s %7s\n", "size_kib", "echo_us",
+              "glintd_us", "in_proc_us", "overhead_us", "ratio");
+  for (int64_t kib : sizes_kib) {
+    const int64_t n = kib * 1024 / sizeof(float);
+    const std::string name = absl::StrCat("relu", kib);
+    testing::OnnxModelBuilder b;
+    b.Input("x", 1, {n}).Output("y", 1, {n});
+    b.Node("Relu", {"x"}, {"y"});
+    const std::string onnx = b.Serialize();
+    absl::StatusOr<NetworkInfo> local = (*host)->AddNetwork(name, onnx, {});
+    absl::StatusOr<NetworkInfo> remote =
+        (*glintd)->client().AddNetwork(name, onnx);
+    if (!local.ok() || !remote.ok()) {
+      std::cerr << name << ": "
+                << (local.ok() ? remote.status() : local.status()) << "\n";
+      return 1;
+    }
+    Tensor x = *Tensor::Create(DType::kFloat32, Shape({n}));
+    for (int64_t i = 0; i < n; ++i) {
+      x.data<float>()[i] = static_cast<float>(i % 7) - 3;
+    }
+    const std::vector<NamedTensor> inputs = {{"x", x}};
+    std::vector<double> echo_us, glintd_us, local_us;
+    absl::Status status;
+    // The ways take turns so that this machine's slow spells fall on each.
+    for (int r = 0; r < rounds && status.ok(); ++r) {
+      status.Update(TimeCalls(
+          iters, [&] { return (*echo_client)->RunNetwork(name, inputs); },
+          &echo_us));
+      status.Update(TimeCalls(
+          iters, [&] { return (*glintd)->client().RunNetwork(name, inputs); },
+          &glintd_us));
+      status.Update(TimeCalls(
+          iters, [&] { return (*host)->RunNetwork(name, inputs); },
+          &local_us));
+    }
+    if (!status.ok()) {
+      std::cerr << name << ": " << status << "\n";
+      return 1;
+    }
+    const double e = Median(echo_us), g = Median(glintd_us);
+    std::printf("%9lld %9.0f %9.0f %11.0f %11.0f %7.2f\n",
+                static_cast<long long>(kib), e, g, Median(local_us), g - e,
+                g / e);
+    (void)(*host)->RemoveNetwork(name);
+    (void)(*glintd)->client().RemoveNetwork(name);
+  }
+  std::printf(
+      "%d rounds of %d calls each way, median latency; overhead = glintd - "
+      "echo, ratio = glintd / echo (same client, same bytes each way)\n",
+      rounds, iters);
+  kill(echo_pid, SIGKILL);
+  waitpid(echo_pid, nullptr, 0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace glint
+
+int main(int argc, char** argv) {
+  const int iters = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
+  const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  std::vector<int64_t> sizes = {4, 64, 1024, 4096};
+  if (argc > 3) {
+    sizes.clear();
+    for (absl::string_view s : absl::StrSplit(argv[3], ',')) {
+      int64_t kib = 0;
+      if (!absl::SimpleAtoi(s, &kib) || kib <= 0) {
+        std::cerr << "bad size '" << s << "' (KiB, e.g. 4,64,1024)\n";
+        return 2;
+      }
+      sizes.push_back(kib);
+    }
+  }
+  return glint::Run(iters, rounds, sizes);
+}
