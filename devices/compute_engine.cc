@@ -2,7 +2,8 @@
 
 namespace glint {
 
-ComputeEngine::ComputeEngine() : thread_([this] { Loop(); }) {}
+ComputeEngine::ComputeEngine(std::function<void()> on_start)
+    : thread_([this, on_start = std::move(on_start)] { Loop(on_start); }) {}
 
 ComputeEngine::~ComputeEngine() {
   {
@@ -26,7 +27,8 @@ int ComputeEngine::waiting() const {
   return static_cast<int>(queue_.size());
 }
 
-void ComputeEngine::Loop() {
+void ComputeEngine::Loop(const std::function<void()>& on_start) {
+  if (on_start) on_start();
   absl::MutexLock lock(&mu_);
   while (true) {
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

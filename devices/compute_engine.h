@@ -4,6 +4,7 @@
 #define GLINT_DEVICES_COMPUTE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <thread>
 #include <utility>
@@ -35,7 +36,9 @@ namespace glint {
 // Run() on its own engine (it would wait for itself).
 class ComputeEngine {
  public:
-  ComputeEngine();
+  // `on_start`, when set, runs first on the engine's thread, before any
+  // job: per-thread settings of what the jobs call (a kernel thread count).
+  explicit ComputeEngine(std::function<void()> on_start = nullptr);
   ~ComputeEngine();
   ComputeEngine(const ComputeEngine&) = delete;
   ComputeEngine& operator=(const ComputeEngine&) = delete;
@@ -56,7 +59,7 @@ class ComputeEngine {
   };
   using Key = std::pair<int, uint64_t>;  // (-priority, arrival).
 
-  void Loop() ABSL_LOCKS_EXCLUDED(mu_);
+  void Loop(const std::function<void()>& on_start) ABSL_LOCKS_EXCLUDED(mu_);
 
   mutable absl::Mutex mu_;
   std::map<Key, Job*> queue_ ABSL_GUARDED_BY(mu_);

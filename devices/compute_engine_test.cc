@@ -37,6 +37,29 @@ TEST(ComputeEngineTest, RunsJobsOnOneThreadOfItsOwnAndReturnsTheirStatus) {
   EXPECT_EQ(from_other_caller, first);
 }
 
+thread_local int thread_setting = 0;
+
+TEST(ComputeEngineTest, OnStartRunsOnTheEngineThreadBeforeAnyJob) {
+  std::thread::id started_on;
+  ComputeEngine engine([&] {
+    started_on = std::this_thread::get_id();
+    thread_setting = 7;
+  });
+  int seen = 0;
+  std::thread::id ran_on;
+  ASSERT_TRUE(engine
+                  .Run(0,
+                       [&] {
+                         seen = thread_setting;
+                         ran_on = std::this_thread::get_id();
+                         return absl::OkStatus();
+                       })
+                  .ok());
+  EXPECT_EQ(seen, 7);
+  EXPECT_EQ(ran_on, started_on);
+  EXPECT_EQ(thread_setting, 0);  // The caller's own copy is untouched.
+}
+
 TEST(ComputeEngineTest, WaitingJobsRunMostUrgentFirstThenInArrivalOrder) {
   ComputeEngine engine;
   absl::Notification busy, release;

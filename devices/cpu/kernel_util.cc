@@ -179,4 +179,18 @@ void ParallelFor(int64_t n, int64_t grain,
   fn(0, n);
 }
 
+void SetKernelThreads(int threads) {
+#if defined(_OPENMP)
+  omp_set_num_threads(std::max(threads, 1));
+#endif
+}
+
+int KernelThreads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
 }  // namespace glint::cpu

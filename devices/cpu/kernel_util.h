@@ -172,6 +172,15 @@ TensorView ViewOf(const Tensor& t);
 void ParallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn);
 
+// Kernels run from the calling thread from now on use at most `threads`
+// threads (> 0): ParallelFor, oneDNN's primitives created afterwards (they
+// fix their work split at creation) and its GEMMs. It is a per-thread
+// setting (OpenMP's nthreads-var): call it on the thread that compiles and
+// on the one that executes. Threads not told use every core.
+void SetKernelThreads(int threads);
+// What SetKernelThreads last set on this thread, else the core count.
+int KernelThreads();
+
 }  // namespace glint::cpu
 
 #endif  // GLINT_DEVICES_CPU_KERNEL_UTIL_H_

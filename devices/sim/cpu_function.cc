@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "runtime/op_cost.h"
 #include "runtime/status_macros.h"
@@ -362,9 +363,11 @@ absl::Status CpuFunction::Execute(
   return absl::OkStatus();
 }
 
-CpuBackend::CpuBackend(std::vector<std::string> unsupported_ops)
+CpuBackend::CpuBackend(std::vector<std::string> unsupported_ops,
+                       int threads)
     : kernels_(cpu::CpuKernelRegistry()),
-      unsupported_ops_(std::move(unsupported_ops)) {}
+      unsupported_ops_(std::move(unsupported_ops)),
+      threads_(threads) {}
 
 bool CpuBackend::IsOpSupported(absl::string_view op_type) const {
   for (const std::string& op : unsupported_ops_) {
@@ -393,6 +396,7 @@ absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
   // the thread count at its creation.)
   absl::StatusOr<std::shared_ptr<const CompiledFunction>> result;
   std::thread compiler([&] {
+    if (threads_ > 0) cpu::SetKernelThreads(threads_);
     // Folding and fusion happen on a copy: the partition's interface stays
     // as the partitioner fixed it, only its inside changes.
     Graph optimized = partition;

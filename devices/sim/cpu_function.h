@@ -95,8 +95,11 @@ class CpuFunction : public CompiledFunction {
 class CpuBackend : public Backend {
  public:
   // `unsupported_ops` lets a device type pretend it lacks ops (to exercise
-  // heterogeneous placement).
-  explicit CpuBackend(std::vector<std::string> unsupported_ops = {});
+  // heterogeneous placement). `threads` > 0 sizes compiled kernels for that
+  // many threads (the executing thread must be set alike, see
+  // cpu::SetKernelThreads); 0 means every core.
+  explicit CpuBackend(std::vector<std::string> unsupported_ops = {},
+                      int threads = 0);
 
   absl::string_view name() const override { return "cpu"; }
   bool IsOpSupported(absl::string_view op_type) const override;
@@ -106,6 +109,7 @@ class CpuBackend : public Backend {
  private:
   const cpu::KernelRegistry& kernels_;
   std::vector<std::string> unsupported_ops_;
+  const int threads_;
 };
 
 }  // namespace glint

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "devices/cpu/kernel_util.h"
 #include "runtime/status_macros.h"
 
 namespace glint {
@@ -39,6 +40,9 @@ absl::StatusOr<double> ParsePositive(const std::string& key,
   }
   return v;
 }
+
+// Beyond any host this runs on; keeps a typo from asking for millions.
+constexpr int kMaxThreads = 1024;
 
 }  // namespace
 
@@ -169,9 +173,17 @@ absl::StatusOr<std::unique_ptr<SimDevice>> SimDevice::Create(
   }
   std::vector<std::string> unsupported;
   SimTimingModel timing;
+  int threads = 0;
   for (const auto& [key, value] : config.params) {
     if (key == "unsupported_ops") {
       unsupported = absl::StrSplit(value, '+', absl::SkipEmpty());
+    } else if (key == "threads") {
+      if (!absl::SimpleAtoi(value, &threads) || threads < 1 ||
+          threads > kMaxThreads) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device ", id, ": sim device parameter threads='", value,
+            "' is not a thread count from 1 to ", kMaxThreads));
+      }
     } else if (key == "compute_gflops") {
       GLINT_ASSIGN_OR_RETURN(double v, ParsePositive(key, value));
       timing.compute_flops = v * 1e9;
@@ -184,24 +196,27 @@ absl::StatusOr<std::unique_ptr<SimDevice>> SimDevice::Create(
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "device ", id, ": unknown sim device parameter '", key,
-          "' (known: compute_gflops, link_gbps, link_latency_us, "
+          "' (known: compute_gflops, link_gbps, link_latency_us, threads, "
           "unsupported_ops)"));
     }
   }
   DeviceConfig named = config;
   if (named.name.empty()) named.name = absl::StrCat(config.type, ":", id);
   return std::unique_ptr<SimDevice>(new SimDevice(
-      id, std::move(named), options, timing, std::move(unsupported)));
+      id, std::move(named), options, timing, std::move(unsupported), threads));
 }
 
 SimDevice::SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
                      SimTimingModel timing,
-                     std::vector<std::string> unsupported_ops)
+                     std::vector<std::string> unsupported_ops, int threads)
     : id_(id),
       config_(std::move(config)),
       options_(options),
       timing_(timing),
-      backend_(std::move(unsupported_ops)) {
+      backend_(std::move(unsupported_ops), threads),
+      compute_engine_([threads] {
+        if (threads > 0) cpu::SetKernelThreads(threads);
+      }) {
   default_stream_ = NewStream(kDefaultStreamPriority);
 }
 
@@ -292,7 +307,8 @@ void SimDevice::ReleaseStream(Stream* stream) {
     --pool_size_;
     return;
   }
-  if (std::find(free_pool_.begin(), free_pool_.end(), host) != free_pool_.end()) {
+  if (std::find(free_pool_.begin(), free_pool_.end(), host) !=
+      free_pool_.end()) {
     return;  // Released twice: keep one entry.
   }
   free_pool_.push_back(host);
@@ -397,7 +413,8 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
     dst->shape = src->shape;
     void* to = HostAddress(*dst->buffer);
     if (to == nullptr) {
-      return absl::InternalError("peer copy to a buffer of another device type");
+      return absl::InternalError(
+          "peer copy to a buffer of another device type");
     }
     return TimedCopy(bytes, [&] {
       if (bytes > 0) std::memcpy(to, from, bytes);

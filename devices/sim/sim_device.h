@@ -50,6 +50,10 @@ struct SimDeviceOptions {
 //   compute_gflops=G     compute engine at G GFLOP/s
 //   link_gbps=B          copies at B GB/s (10^9 bytes per second)
 //   link_latency_us=U    plus U microseconds per copy
+//   threads=T            kernels use T host threads (default: every core);
+//                        with several devices on one host, giving each a
+//                        share keeps their OpenMP pools from outnumbering
+//                        the cores (see compute_engine.h)
 //   unsupported_ops=A+B  the backend refuses ops A and B
 class SimDevice : public DeviceManager {
  public:
@@ -101,7 +105,8 @@ class SimDevice : public DeviceManager {
   friend class OwnedStream;
 
   SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
-            SimTimingModel timing, std::vector<std::string> unsupported_ops);
+            SimTimingModel timing, std::vector<std::string> unsupported_ops,
+            int threads);
 
   void ReturnMemory(size_t bytes);
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }

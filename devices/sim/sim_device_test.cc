@@ -1,5 +1,7 @@
 #include "devices/sim/sim_device.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -34,6 +36,73 @@ TEST(SimDeviceTest, RejectsUnknownParameters) {
   config.params["turbo"] = "on";
   EXPECT_EQ(SimDevice::Create(0, config).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SimDeviceTest, ThreadsMustBeACount) {
+  for (const char* bad : {"0", "-2", "two", "1.5", "100000", ""}) {
+    DeviceConfig config;
+    config.params["threads"] = bad;
+    EXPECT_EQ(SimDevice::Create(0, config).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << "threads=" << bad;
+  }
+}
+
+// y = x · w for x [64, 96], w [96, 48] (a oneDNN GEMM, sized at compile
+// for the device's thread count), checked against a naive product.
+TEST(SimDeviceTest, KernelsComputeTheSameWithAnyThreadShare) {
+  constexpr int64_t kM = 64, kK = 96, kN = 48;
+  std::vector<float> xv(kM * kK), wv(kK * kN);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = (i % 13) * 0.25f - 1.5f;
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = (i % 7) * 0.5f - 1.0f;
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {{"x", DType::kFloat32, Shape({kM, kK})}};
+  g.outputs = {{"y", DType::kFloat32, Shape({kM, kN})}};
+  g.initializers["w"] =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({kK, kN}), wv);
+  g.nodes = {Node{"mm", "MatMul", "", {"x", "w"}, {"y"}, {}}};
+  g.values["x"] = g.inputs[0];
+  g.values["w"] = {"w", DType::kFloat32, Shape({kK, kN})};
+  g.values["y"] = g.outputs[0];
+  const Tensor x =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({kM, kK}), xv);
+
+  for (const char* threads : {"1", "3"}) {
+    DeviceConfig config;
+    config.memory_bytes = 1 << 20;
+    config.params["threads"] = threads;
+    auto device = SimDevice::Create(0, config);
+    ASSERT_TRUE(device.ok()) << device.status();
+    auto compiled = (*device)->backend().Compile(g);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    auto loaded = (*device)->Load(*compiled);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    DeviceTensor dx, dy;
+    Tensor y;
+    Stream* s = *(*device)->AcquireStream();
+    (*device)->CopyToDevice(*s, &x, &dx);
+    (*device)->Launch(*s, **loaded, {&dx}, {&dy});
+    (*device)->CopyToHost(*s, &dy, &y);
+    ASSERT_TRUE(s->Synchronize().ok());
+    (*device)->ReleaseStream(s);
+    ASSERT_EQ(y.shape(), Shape({kM, kN}));
+    double max_error = 0;
+    for (int64_t i = 0; i < kM; ++i) {
+      for (int64_t j = 0; j < kN; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < kK; ++k) {
+          want += xv[i * kK + k] * wv[k * kN + j];
+        }
+        max_error = std::max(
+            max_error, std::abs(want - y.data<float>()[i * kN + j]));
+      }
+    }
+    EXPECT_LT(max_error, 1e-3) << "threads=" << threads;
+    dx.buffer.reset();
+    dy.buffer.reset();
+    loaded->reset();
+  }
 }
 
 TEST(SimDeviceTest, CopiesRoundTripThroughTwoDevices) {
