@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,12 +32,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/timing.h"
 #include "runtime/device_info.h"
 #include "runtime/host_manager.h"
 #include "tests/process_util.h"
 
 namespace glint {
 namespace {
+
+using bench::Median;
+using bench::TimeRuns;
 
 // Must match ort_run.js.
 float InputValue(int64_t i) {
@@ -52,11 +55,6 @@ std::string ReadFile(const std::string& path) {
   return buf.str();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // The node script next to this binary's sources: the runfiles copy under
 // `bazel run`, else the workspace's.
 std::string ScriptPath() {
@@ -66,26 +64,6 @@ std::string ScriptPath() {
   const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   return ws != nullptr ? std::string(ws) + "/bench/ort_run.js"
                        : "bench/ort_run.js";
-}
-
-// Appends to *times the milliseconds of `iters` calls of `run` after 3
-// warm-up calls; the last call's outputs land in `out`. A failing call ends
-// the measurement.
-absl::Status TimeRuns(
-    int iters,
-    const std::function<absl::StatusOr<std::vector<NamedTensor>>()>& run,
-    std::vector<NamedTensor>* out, std::vector<double>* times) {
-  for (int i = 0; i < 3 + iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<NamedTensor>> r = run();
-    const double ms = std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
-    if (!r.ok()) return r.status();
-    *out = *std::move(r);
-    if (i >= 3) times->push_back(ms);
-  }
-  return absl::OkStatus();
 }
 
 // Largest |glint - ort| / (1e-4 + |ort|); sets *agree to whether every
@@ -175,15 +153,15 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
     std::string ort_bytes;
     // The three ways take turns, `rounds` times: this machine's noise comes
     // and goes, and should fall on each of them alike.
-    std::vector<double> local_times, remote_times, ort_times;
+    std::vector<double> local_us, remote_us, ort_times;  // ORT's in ms.
     absl::Status status;
     for (int r = 0; r < rounds && status.ok(); ++r) {
       status.Update(TimeRuns(
           iters, [&] { return (*host)->RunNetwork(name, inputs); },
-          &local_out, &local_times));
+          &local_out, &local_us));
       status.Update(TimeRuns(
           iters, [&] { return (*glintd)->client().RunNetwork(name, inputs); },
-          &remote_out, &remote_times));
+          &remote_out, &remote_us));
       if (status.ok()) {
         status.Update(RunOrt(path, in.shape, iters, threads, &ort_bytes,
                              &ort_times));
@@ -194,8 +172,8 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
       ++failures;
       continue;
     }
-    const double glint_ms = Median(local_times);
-    const double glintd_ms = Median(remote_times);
+    const double glint_ms = Median(local_us) / 1000;
+    const double glintd_ms = Median(remote_us) / 1000;
     const double ort_ms = Median(ort_times);
     bool agree_local = false, agree_remote = false;
     const double max_rel = std::max(

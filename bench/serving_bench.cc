@@ -19,10 +19,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -31,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/timing.h"
 #include "client/glint_client.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/glint.grpc.pb.h"
@@ -42,6 +41,9 @@
 
 namespace glint {
 namespace {
+
+using bench::Median;
+using bench::TimeRuns;
 
 // RunNetwork answers with the request's tensors; nothing else is served.
 class EchoService final : public v1::HostManager::Service {
@@ -55,25 +57,18 @@ class EchoService final : public v1::HostManager::Service {
   }
 };
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// Appends `iters` latencies in microseconds, after 3 warm-up calls.
-absl::Status TimeCalls(
-    int iters,
-    const std::function<absl::StatusOr<std::vector<NamedTensor>>()>& call,
-    std::vector<double>* micros) {
-  for (int i = 0; i < 3 + iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<std::vector<NamedTensor>> r = call();
-    const double us = std::chrono::duration<double, std::micro>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
-    if (!r.ok()) return r.status();
-    if (r->size() != 1) return absl::InternalError("expected one output");
-    if (i >= 3) micros->push_back(us);
+// The one output must be x (the echo) or Relu(x).
+absl::Status CheckOutput(const std::vector<NamedTensor>& out, const Tensor& x,
+                         bool relu) {
+  if (out.size() != 1 || out[0].tensor.dtype() != DType::kFloat32 ||
+      out[0].tensor.num_elements() != x.num_elements()) {
+    return absl::InternalError("expected one float output the size of x");
+  }
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const float v = x.data<float>()[i];
+    if (out[0].tensor.data<float>()[i] != (relu ? std::max(v, 0.0f) : v)) {
+      return absl::InternalError(absl::StrCat("wrong output at ", i));
+    }
   }
   return absl::OkStatus();
 }
@@ -170,18 +165,24 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
     }
     const std::vector<NamedTensor> inputs = {{"x", x}};
     std::vector<double> echo_us, glintd_us, local_us;
+    std::vector<NamedTensor> echo_out, glintd_out, local_out;
     absl::Status status;
     // The ways take turns so that this machine's slow spells fall on each.
     for (int r = 0; r < rounds && status.ok(); ++r) {
-      status.Update(TimeCalls(
+      status.Update(TimeRuns(
           iters, [&] { return (*echo_client)->RunNetwork(name, inputs); },
-          &echo_us));
-      status.Update(TimeCalls(
+          &echo_out, &echo_us));
+      status.Update(TimeRuns(
           iters, [&] { return (*glintd)->client().RunNetwork(name, inputs); },
-          &glintd_us));
-      status.Update(TimeCalls(
+          &glintd_out, &glintd_us));
+      status.Update(TimeRuns(
           iters, [&] { return (*host)->RunNetwork(name, inputs); },
-          &local_us));
+          &local_out, &local_us));
+    }
+    if (status.ok()) {
+      status.Update(CheckOutput(echo_out, x, /*relu=*/false));
+      status.Update(CheckOutput(glintd_out, x, /*relu=*/true));
+      status.Update(CheckOutput(local_out, x, /*relu=*/true));
     }
     if (!status.ok()) {
       std::cerr << name << ": " << status << "\n";

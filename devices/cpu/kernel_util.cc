@@ -185,12 +185,4 @@ void SetKernelThreads(int threads) {
 #endif
 }
 
-int KernelThreads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
 }  // namespace glint::cpu

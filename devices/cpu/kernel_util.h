@@ -178,8 +178,6 @@ void ParallelFor(int64_t n, int64_t grain,
 // setting (OpenMP's nthreads-var): call it on the thread that compiles and
 // on the one that executes. Threads not told use every core.
 void SetKernelThreads(int threads);
-// What SetKernelThreads last set on this thread, else the core count.
-int KernelThreads();
 
 }  // namespace glint::cpu
 

@@ -1,0 +1,46 @@
+// Timing helpers shared by the benchmarks that run networks.
+#ifndef GLINT_BENCH_TIMING_H_
+#define GLINT_BENCH_TIMING_H_
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/host_manager.h"
+
+namespace glint::bench {
+
+// The middle sample (the upper one of an even count); 0 when empty.
+inline double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+using RunFn = std::function<absl::StatusOr<std::vector<NamedTensor>>()>;
+
+// Appends to *micros the microseconds of `iters` calls of `run` after 3
+// warm-up calls; the last call's outputs land in `out` (when not null). A
+// failing call ends the timing with its status.
+inline absl::Status TimeRuns(int iters, const RunFn& run,
+                             std::vector<NamedTensor>* out,
+                             std::vector<double>* micros) {
+  for (int i = 0; i < 3 + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::vector<NamedTensor>> r = run();
+    const double us = std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count();
+    if (!r.ok()) return r.status();
+    if (out != nullptr) *out = *std::move(r);
+    if (i >= 3) micros->push_back(us);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace glint::bench
+
+#endif  // GLINT_BENCH_TIMING_H_
