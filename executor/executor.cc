@@ -205,7 +205,8 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   for (int index : run->request.outputs) {
     const std::string& name = network.outputs[index].name;
     if (producer.find(name) == producer.end() &&
-        network_input.find(name) == network_input.end()) {
+        network_input.find(name) == network_input.end() &&
+        network.constant_outputs.count(name) == 0) {
       FailEarly(run, absl::InternalError(absl::StrCat(
                          "no partition produces output '", name, "'")));
       return;
@@ -279,9 +280,16 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   // them, right behind its launch.
   for (size_t r = 0; r < run->request.outputs.size(); ++r) {
     const ValueInfo& out = network.outputs[run->request.outputs[r]];
+    // Outputs no partition computes are answered on the host, as copies:
+    // the caller owns what it gets back, and an input may be borrowed.
+    auto constant = network.constant_outputs.find(out.name);
+    if (constant != network.constant_outputs.end()) {
+      run->outputs[r] = constant->second.Clone();
+      continue;
+    }
     auto ni = network_input.find(out.name);
     if (ni != network_input.end() && producer.find(out.name) == producer.end()) {
-      run->outputs[r] = run->request.inputs[ni->second];
+      run->outputs[r] = run->request.inputs[ni->second].Clone();
       continue;
     }
     DeviceManager* device = partitions[producer.at(out.name)].device;
@@ -302,6 +310,12 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     trace->AddSlice(std::move(enqueue));
   }
 
+  // A network of no partition (outputs are inputs or constants) has no
+  // stream to finish it: it is done already.
+  if (run->streams.empty()) {
+    Finish(run);
+    return;
+  }
   // The last stream to drain finishes the run.
   run->pending_streams.store(static_cast<int>(run->streams.size()));
   std::vector<Stream*> streams;

@@ -371,6 +371,12 @@ class Planner {
     Dag dag;
     dag.inputs = graph_.inputs;
     dag.outputs = graph_.outputs;
+    for (const ValueInfo& out : graph_.outputs) {
+      auto it = graph_.initializers.find(out.name);
+      if (it != graph_.initializers.end()) {
+        dag.constant_outputs.emplace(out.name, it->second);
+      }
+    }
     dag.replicas = options_.replicas;
     dag.num_logical_devices = static_cast<int>(a.models.size());
     dag.logical_devices = a.models;
@@ -533,7 +539,7 @@ absl::Status ValidateProducedBeforeConsumed(const Dag& dag) {
   }
   for (const ValueInfo& out : dag.outputs) {
     if (!producer.contains(out.name) && !network_inputs.contains(out.name)) {
-      bool constant = false;
+      bool constant = dag.constant_outputs.count(out.name) > 0;
       for (const DagNode& node : dag.nodes) {
         constant = constant || node.function.IsInitializer(out.name);
       }

@@ -93,6 +93,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   auto network = std::make_unique<ExecutableNetwork>();
   network->inputs = dag.inputs;
   network->outputs = dag.outputs;
+  network->constant_outputs = dag.constant_outputs;
   // Each partition compiles once per backend; replicas share the result.
   // If anything fails, `network` is destroyed on return, evicting every
   // function this call loaded.

@@ -7,6 +7,7 @@
 #define GLINT_PROVISIONER_PROVISIONER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,6 +46,8 @@ struct Replica {
 struct ExecutableNetwork {
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  // Outputs that are constants (Dag::constant_outputs), on the host.
+  std::map<std::string, Tensor> constant_outputs;
   std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
 };
 

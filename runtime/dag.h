@@ -3,6 +3,7 @@
 #define GLINT_RUNTIME_DAG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct Dag {
   std::vector<DagNode> nodes;
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  // Network outputs that are constants of the model (initializers): no
+  // partition computes them, the host answers them from here.
+  std::map<std::string, Tensor> constant_outputs;
   // Devices one copy of the network spans. logical_devices[l] describes the
   // device logical device l was planned for (its type, capacity, rates);
   // the provisioner maps it to a physical device of that type.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -16,6 +17,7 @@
 #include "runtime/logging.h"
 #include "runtime/onnx_importer.h"
 #include "runtime/status_macros.h"
+#include "runtime/text.h"
 
 namespace glint {
 
@@ -79,12 +81,12 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
       std::vector<std::string> names;
       for (const ValueInfo& v : info.inputs) names.push_back(v.name);
       return absl::InvalidArgumentError(absl::StrCat(
-          "network '", info.name, "' has no input '", in.name,
+          "network '", Clip(info.name), "' has no input '", Clip(in.name),
           "' (inputs: ", absl::StrJoin(names, ", "), ")"));
     }
     if (seen[i]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input '", in.name, "' is given twice"));
+          absl::StrCat("input '", Clip(in.name), "' is given twice"));
     }
     const ValueInfo& want = info.inputs[i];
     if (in.tensor.dtype() != want.dtype) {
@@ -129,7 +131,7 @@ absl::StatusOr<std::vector<int>> BindOutputs(
     while (i < info.outputs.size() && info.outputs[i].name != name) ++i;
     if (i == info.outputs.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "network '", info.name, "' has no output '", name, "'"));
+          "network '", Clip(info.name), "' has no output '", Clip(name), "'"));
     }
     indices.push_back(static_cast<int>(i));
   }
@@ -189,6 +191,10 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
   if (name.empty()) {
     return absl::InvalidArgumentError("a network needs a name");
   }
+  if (!IsValidUtf8(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "network name '", Clip(absl::CHexEscape(name)), "' is not UTF-8"));
+  }
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) {
@@ -196,13 +202,14 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
     }
     if (networks_.contains(name) || adding_.contains(name)) {
       return absl::AlreadyExistsError(
-          absl::StrCat("a network named '", name, "' already exists"));
+          absl::StrCat("a network named '", Clip(name), "' already exists"));
     }
     adding_[std::string(name)] = true;
   }
   auto build = [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
     ImportOptions import;
     import.input_shapes = options.input_shapes;
+    import.run_inference = options_.run_onnx_inference;
     import.is_supported = [this](absl::string_view op) {
       for (const auto& d : devices_) {
         if (d->backend().IsOpSupported(op)) return true;
@@ -241,7 +248,7 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
     auto it = networks_.find(name);
     if (it == networks_.end()) {
       return absl::NotFoundError(
-          absl::StrCat("no network named '", name, "'"));
+          absl::StrCat("no network named '", Clip(name), "'"));
     }
     entry = std::move(it->second);
     networks_.erase(it);
@@ -275,7 +282,8 @@ absl::StatusOr<NetworkInfo> HostManager::GetNetwork(
   absl::MutexLock lock(&mu_);
   auto it = networks_.find(name);
   if (it == networks_.end()) {
-    return absl::NotFoundError(absl::StrCat("no network named '", name, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("no network named '", Clip(name), "'"));
   }
   return it->second->info;
 }
@@ -298,7 +306,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
       refused = absl::UnavailableError("the host manager is shutting down");
     } else if (it == networks_.end()) {
       refused = absl::NotFoundError(
-          absl::StrCat("no network named '", name, "'"));
+          absl::StrCat("no network named '", Clip(name), "'"));
     } else {
       entry = it->second;
       // Counted while the network is still in the map: RemoveNetwork, which

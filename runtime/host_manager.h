@@ -28,6 +28,7 @@
 #include "runtime/cancellation.h"
 #include "runtime/device_info.h"
 #include "runtime/graph.h"
+#include "runtime/onnx_importer.h"
 #include "runtime/tensor.h"
 #include "runtime/trace.h"
 
@@ -43,6 +44,10 @@ struct HostManagerOptions {
   // Runs waiting for a slot; beyond it RunNetwork fails fast with
   // RESOURCE_EXHAUSTED rather than blocking.
   int max_queue_size = 1024;
+  // Where AddNetwork runs ONNX's checker and shape inference (see
+  // ImportOptions::run_inference). Unset: in this process, trusting every
+  // model; glintd runs them in a helper process (runtime/import_sandbox.h).
+  InferenceRunner run_onnx_inference;
 };
 
 struct AddNetworkOptions {

@@ -1,12 +1,14 @@
 #include "runtime/host_manager.h"
 
+#include <atomic>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "gtest/gtest.h"
-#include "onnx/onnx_pb.h"
 #include "devices/device_registry.h"
 #include "devices/sim/sim_device.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
 #include "runtime/test_models.h"
 
 namespace glint {
@@ -39,6 +41,95 @@ void ExpectNear(const Tensor& got, const std::vector<float>& want) {
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_NEAR(got.data<float>()[i], want[i], 1e-4f * (1 + std::abs(want[i])))
         << "element " << i;
+  }
+}
+
+// Degenerate graphs have no partition, so no stream reports their end: each
+// must still run to completion (or be refused at add time), including
+// many at once, and be removable afterwards.
+TEST(HostManagerTest, NetworksWithoutPartitionsRunAndEnd) {
+  std::unique_ptr<HostManager> host = MakeHost();
+  constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
+
+  OnnxModelBuilder empty;
+  OnnxModelBuilder pass;
+  pass.Input("x", kFloat, {2}).Output("x", kFloat, {2});
+  OnnxModelBuilder constant;
+  constant.FloatInitializer("c", {2}, {1.0f, 2.0f}).Output("c", kFloat, {2});
+  OnnxModelBuilder mixed;  // A node, a pass-through and a constant output.
+  mixed.Input("x", kFloat, {2}).FloatInitializer("c", {2}, {1.0f, 2.0f});
+  mixed.Node("Relu", {"x"}, {"y"});
+  mixed.Output("y", kFloat, {2})
+      .Output("x", kFloat, {2})
+      .Output("c", kFloat, {2});
+  for (auto [name, model] :
+       std::vector<std::pair<std::string, const OnnxModelBuilder*>>{
+           {"empty", &empty},
+           {"pass", &pass},
+           {"constant", &constant},
+           {"mixed", &mixed}}) {
+    absl::StatusOr<NetworkInfo> info =
+        host->AddNetwork(name, model->Serialize(), {});
+    ASSERT_TRUE(info.ok()) << name << ": " << info.status();
+  }
+  EXPECT_EQ(host->GetNetwork("empty")->partitions.size(), 0u);
+  EXPECT_EQ(host->GetNetwork("mixed")->partitions.size(), 1u);
+
+  OnnxModelBuilder duplicate;
+  duplicate.Input("x", kFloat, {2})
+      .Output("x", kFloat, {2})
+      .Output("x", kFloat, {2});
+  absl::StatusOr<NetworkInfo> refused =
+      host->AddNetwork("duplicate", duplicate.Serialize(), {});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto x = [] {
+    return Tensor::FromVector(DType::kFloat32, Shape({2}),
+                              std::vector<float>{-1.5f, 2.0f});
+  };
+  auto check =
+      [](absl::StatusOr<std::vector<NamedTensor>> out,
+         const std::vector<std::pair<std::string, std::vector<float>>>& want) {
+        ASSERT_TRUE(out.ok()) << out.status();
+        ASSERT_EQ(out->size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          EXPECT_EQ((*out)[i].name, want[i].first);
+          ExpectNear((*out)[i].tensor, want[i].second);
+        }
+      };
+  check(host->RunNetwork("empty", {}), {});
+  check(host->RunNetwork("constant", {}), {{"c", {1.0f, 2.0f}}});
+  check(host->RunNetwork("mixed", {{"x", x()}}),
+        {{"y", {0.0f, 2.0f}}, {"x", {-1.5f, 2.0f}}, {"c", {1.0f, 2.0f}}});
+
+  // Outputs are the caller's own: changing one changes no later run.
+  Tensor in = x();
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      host->RunNetwork("pass", {{"x", in}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  (*out)[0].tensor.data<float>()[0] = 99.0f;
+  EXPECT_EQ(in.data<float>()[0], -1.5f);
+  absl::StatusOr<std::vector<NamedTensor>> again =
+      host->RunNetwork("constant", {});
+  ASSERT_TRUE(again.ok());
+  (*again)[0].tensor.data<float>()[0] = 99.0f;
+  check(host->RunNetwork("constant", {}), {{"c", {1.0f, 2.0f}}});
+
+  // Far more runs than admission slots, all at once: every one ends.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        if (host->RunNetwork("pass", {{"x", x()}}).ok()) ++ok;
+        if (host->RunNetwork("empty", {}).ok()) ++ok;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 400);
+  for (const char* name : {"empty", "pass", "constant", "mixed"}) {
+    EXPECT_TRUE(host->RemoveNetwork(name).ok()) << name;
   }
 }
 

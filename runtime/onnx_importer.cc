@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "onnx/checker.h"
@@ -27,9 +28,18 @@
 #include "runtime/logging.h"
 #include "runtime/onnx_tensor.h"
 #include "runtime/status_macros.h"
+#include "runtime/text.h"
 
 namespace glint {
 namespace {
+
+// The largest DepthToSpace/SpaceToDepth block: ONNX 1.12 squares it in int
+// arithmetic, and no real model comes near it.
+constexpr int64_t kMaxBlockSize = 1 << 15;
+// Initializers up to this size travel to the inference helper with their
+// data (shape-like values that inference reads); larger ones go as typed
+// inputs, so a 100 MB model is not copied to the helper.
+constexpr size_t kInlineInitializerBytes = 1 << 20;
 
 // ---------------------------------------------------------------------------
 // TensorProto -> Tensor
@@ -189,6 +199,38 @@ void AssignNodeNames(onnx::GraphProto* graph) {
     taken.insert(name);
     node->set_name(std::move(name));
   }
+}
+
+// Names travel back to clients in protobuf strings (ListNetworks, DOT),
+// which must be UTF-8: a model naming a value in other bytes would make
+// every later listing fail. Refused here, at the edge.
+absl::Status CheckNamesAreUtf8(const onnx::GraphProto& graph) {
+  auto check = [](const std::string& name, absl::string_view what) {
+    if (IsValidUtf8(name)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " name '", Clip(absl::CHexEscape(name)), "' is not UTF-8"));
+  };
+  GLINT_RETURN_IF_ERROR(check(graph.name(), "the graph's"));
+  for (const auto& v : graph.input())
+    GLINT_RETURN_IF_ERROR(check(v.name(), "an input's"));
+  for (const auto& v : graph.output())
+    GLINT_RETURN_IF_ERROR(check(v.name(), "an output's"));
+  for (const auto& v : graph.value_info())
+    GLINT_RETURN_IF_ERROR(check(v.name(), "a value's"));
+  for (const auto& t : graph.initializer())
+    GLINT_RETURN_IF_ERROR(check(t.name(), "an initializer's"));
+  for (const onnx::NodeProto& node : graph.node()) {
+    GLINT_RETURN_IF_ERROR(check(node.name(), "a node's"));
+    GLINT_RETURN_IF_ERROR(check(node.op_type(), "an op type's"));
+    GLINT_RETURN_IF_ERROR(check(node.domain(), "a domain's"));
+    for (const std::string& v : node.input())
+      GLINT_RETURN_IF_ERROR(check(v, "a value's"));
+    for (const std::string& v : node.output())
+      GLINT_RETURN_IF_ERROR(check(v, "a value's"));
+    for (const auto& a : node.attribute())
+      GLINT_RETURN_IF_ERROR(check(a.name(), "an attribute's"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckAttributeKinds(const onnx::NodeProto& node) {
@@ -625,8 +667,11 @@ onnx::TypeProto* FindMutableType(onnx::GraphProto* graph,
 // the target shape is a run-time value, although the static length of that
 // 1-D input is the output's rank (newer ONNX releases infer it). Giving
 // those outputs their rank lets the next inference pass give every
-// downstream value a rank too. Returns whether anything changed.
-bool RecoverRanks(onnx::GraphProto* graph) {
+// downstream value a rank too. Returns whether anything changed;
+// INVALID_ARGUMENT for a rank over kMaxTensorRank (a hostile model
+// declares its shape operand with billions of elements to make this
+// allocate billions of dims).
+absl::StatusOr<bool> RecoverRanks(onnx::GraphProto* graph) {
   const auto types = IndexTypes(*graph);
   struct Patch {
     std::string value;
@@ -655,7 +700,13 @@ bool RecoverRanks(onnx::GraphProto* graph) {
         !t.shape().dim(0).has_dim_value()) {
       continue;
     }
-    patches.push_back({node.output(0), t.shape().dim(0).dim_value()});
+    const int64_t rank = t.shape().dim(0).dim_value();
+    if (rank > kMaxTensorRank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeNode(node), ": its shape operand has ", rank,
+          " elements, over Glint's rank limit of ", kMaxTensorRank));
+    }
+    patches.push_back({node.output(0), rank});
   }
   bool changed = false;
   for (const Patch& p : patches) {
@@ -716,6 +767,149 @@ absl::StatusOr<ValueInfo> NodeOutputInfo(
     unknown_rank->push_back(value);
   }
   return info;
+}
+
+// Attribute values that ONNX 1.12's shape inference divides by, shifts by
+// or indexes with unchecked (SIGFPE/SIGSEGV in the process that runs it),
+// and that Glint's kernels and cost model would misuse the same way.
+// Refused before inference runs.
+absl::Status CheckAttributeValues(const onnx::GraphProto& graph) {
+  // Declared lengths of 1-D graph inputs and initializers, for the shape
+  // operands checked below.
+  absl::flat_hash_map<std::string, int64_t> length;
+  for (const auto& init : graph.initializer()) {
+    if (init.dims_size() == 1) length[init.name()] = init.dims(0);
+  }
+  for (const auto& in : graph.input()) {
+    const auto& t = in.type().tensor_type();
+    if (t.has_shape() && t.shape().dim_size() == 1 &&
+        t.shape().dim(0).has_dim_value()) {
+      length[in.name()] = t.shape().dim(0).dim_value();
+    }
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      const std::string& name = attr.name();
+      auto bad = [&](absl::string_view why) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(DescribeNode(node), ": attribute '", name, "' ", why));
+      };
+      if (name == "strides" || name == "dilations" || name == "kernel_shape") {
+        for (int64_t v : attr.ints()) {
+          if (v < 1 || v > INT32_MAX) {
+            return bad(absl::StrCat("holds ", v, "; each must be in [1, ",
+                                    INT32_MAX, "]"));
+          }
+        }
+      } else if (name == "pads" || name == "output_padding") {
+        for (int64_t v : attr.ints()) {
+          if (v < 0 || v > INT32_MAX) {
+            return bad(absl::StrCat("holds ", v, "; each must be in [0, ",
+                                    INT32_MAX, "]"));
+          }
+        }
+      } else if (name == "group" && attr.has_i() &&
+                 (attr.i() < 1 || attr.i() > INT32_MAX)) {
+        return bad(absl::StrCat("is ", attr.i(), "; it must be positive"));
+      } else if (name == "blocksize" &&
+                 (attr.i() < 1 || attr.i() > kMaxBlockSize)) {
+        return bad(absl::StrCat("is ", attr.i(), "; it must be in [1, ",
+                                kMaxBlockSize, "]"));
+      } else if (name == "batch_dims" &&
+                 (attr.i() < 0 || attr.i() > kMaxTensorRank)) {
+        return bad(absl::StrCat("is ", attr.i(), "; it must be in [0, ",
+                                kMaxTensorRank, "]"));
+      }
+    }
+    // Operands that give an output's rank by their length.
+    int shape_operand = -1;
+    if (node.op_type() == "ConstantOfShape") shape_operand = 0;
+    if (node.op_type() == "Expand" || node.op_type() == "Reshape" ||
+        node.op_type() == "Tile") {
+      shape_operand = 1;
+    }
+    if (shape_operand >= 0 && node.input_size() > shape_operand) {
+      auto it = length.find(node.input(shape_operand));
+      if (it != length.end() && it->second > kMaxTensorRank) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            DescribeNode(node), ": operand '", node.input(shape_operand),
+            "' has ", it->second, " elements, over Glint's rank limit of ",
+            kMaxTensorRank));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Runs ONNX's checker and shape inference over `model` (the importer's
+// prepared model) and leaves every inferred type in its value_info and
+// outputs. This is where untrusted models meet third-party code.
+absl::Status InferTypes(onnx::ModelProto* model) {
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& imp : model->opset_import()) {
+    opsets[imp.domain()] = static_cast<int>(imp.version());
+  }
+  onnx::GraphProto* graph = model->mutable_graph();
+  GLINT_RETURN_IF_ERROR(CheckAttributeValues(*graph));
+  GLINT_RETURN_IF_ERROR(CheckNodes(*model, opsets));
+  std::vector<std::pair<int, int64_t>> layer_norm_axes;
+  GLINT_RETURN_IF_ERROR(NormalizeLayerNormAxes(model, &layer_norm_axes));
+  GLINT_RETURN_IF_ERROR(CheckConvTransposeRanks(*model));
+  GLINT_RETURN_IF_ERROR(RunShapeInference(model));
+  // Each round gives a rank to at least one more value, and ranks only flow
+  // forward, so a few rounds cover any realistic chain of reshapes.
+  for (int round = 0; round < 4; ++round) {
+    GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanks(graph));
+    if (!changed) break;
+    GLINT_RETURN_IF_ERROR(RunShapeInference(model));
+  }
+  for (const auto& [i, axis] : layer_norm_axes) {
+    for (onnx::AttributeProto& a :
+         *graph->mutable_node(i)->mutable_attribute()) {
+      if (a.name() == "axis") a.set_i(axis);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// InferTypes through `run` (a helper process, typically): sends the model
+// (big initializers as bare typed inputs: inference needs the values of
+// small shape-like tensors only), and takes back the inferred types.
+absl::Status InferTypesElsewhere(onnx::ModelProto* model,
+                                 const InferenceRunner& run) {
+  onnx::GraphProto* graph = model->mutable_graph();
+  absl::flat_hash_set<std::string> inputs;
+  for (const auto& in : graph->input()) inputs.insert(in.name());
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+  for (onnx::TensorProto& init : *graph->mutable_initializer()) {
+    if (init.ByteSizeLong() <= kInlineInitializerBytes) {
+      *kept.Add() = std::move(init);
+      continue;
+    }
+    if (inputs.contains(init.name())) continue;  // Typed by the importer.
+    onnx::ValueInfoProto* in = graph->add_input();
+    in->set_name(init.name());
+    onnx::TypeProto_Tensor* type = in->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(init.data_type());
+    for (int64_t d : init.dims()) {
+      type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+  }
+  graph->mutable_initializer()->Swap(&kept);
+  GLINT_ASSIGN_OR_RETURN(std::string reply, run(model->SerializeAsString()));
+  onnx::GraphProto inferred;
+  if (!inferred.ParseFromString(reply) ||
+      inferred.output_size() != graph->output_size()) {
+    return absl::InternalError("the import helper's reply is malformed");
+  }
+  for (int i = 0; i < graph->output_size(); ++i) {
+    if (inferred.output(i).name() != graph->output(i).name()) {
+      return absl::InternalError("the import helper's reply is malformed");
+    }
+  }
+  graph->mutable_value_info()->Swap(inferred.mutable_value_info());
+  graph->mutable_output()->Swap(inferred.mutable_output());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr,
@@ -794,6 +988,7 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   for (onnx::NodeProto& node : *graph->mutable_node()) {
     if (IsDefaultDomain(node.domain())) node.set_domain("");
   }
+  GLINT_RETURN_IF_ERROR(CheckNamesAreUtf8(*graph));
   AssignNodeNames(graph);
   // Before the opset check: a model made only of another domain's ops
   // (training ops, contrib ops) is told so rather than "no opset".
@@ -900,6 +1095,8 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
     info.name = name;
     info.dtype = *dtype;
     GLINT_ASSIGN_OR_RETURN(info.shape, BindInputShape(name, type, options));
+    GLINT_RETURN_IF_ERROR(CheckTensorSize(
+        info.dtype, info.shape, absl::StrCat("graph input '", name, "'")));
     result.values[name] = info;
     result.inputs.push_back(std::move(info));
   }
@@ -909,22 +1106,12 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   }
 
   GLINT_RETURN_IF_ERROR(SortNodes(graph, graph_values));
-  GLINT_RETURN_IF_ERROR(CheckNodes(model, opsets));
-  std::vector<std::pair<int, int64_t>> layer_norm_axes;
-  GLINT_RETURN_IF_ERROR(NormalizeLayerNormAxes(&model, &layer_norm_axes));
-  GLINT_RETURN_IF_ERROR(CheckConvTransposeRanks(model));
-  GLINT_RETURN_IF_ERROR(RunShapeInference(&model));
-  // Each round gives a rank to at least one more value, and ranks only flow
-  // forward, so a few rounds cover any realistic chain of reshapes.
-  for (int round = 0; round < 4 && RecoverRanks(graph); ++round) {
-    GLINT_RETURN_IF_ERROR(RunShapeInference(&model));
+  if (options.run_inference) {
+    GLINT_RETURN_IF_ERROR(InferTypesElsewhere(&model, options.run_inference));
+  } else {
+    GLINT_RETURN_IF_ERROR(InferTypes(&model));
   }
 
-  for (const auto& [i, axis] : layer_norm_axes) {
-    for (onnx::AttributeProto& a : *graph->mutable_node(i)->mutable_attribute()) {
-      if (a.name() == "axis") a.set_i(axis);
-    }
-  }
   const auto types = IndexTypes(*graph);
   std::vector<std::string> unknown_rank;
   result.nodes.reserve(graph->node_size());
@@ -995,21 +1182,11 @@ absl::StatusOr<Tensor> TensorFromOnnxProto(const onnx::TensorProto& proto) {
   const int64_t elem_size = static_cast<int64_t>(DTypeSize(*dtype));
   // Checked before allocating: a few bytes of hostile proto must not make
   // us reserve (and zero) terabytes.
-  const int64_t max_elements = std::numeric_limits<int64_t>::max() / 16;
-  int64_t count = 1;
-  for (int64_t d : proto.dims()) {
-    if (d < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(TensorLabel(proto), " has negative dimension ", d));
-    }
-    if (d != 0 && count > max_elements / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(TensorLabel(proto), " has too many elements"));
-    }
-    count *= d;
-  }
   const Shape shape(
       std::vector<int64_t>(proto.dims().begin(), proto.dims().end()));
+  GLINT_RETURN_IF_ERROR(CheckTensorSize(*dtype, shape, TensorLabel(proto)));
+  const int64_t count = shape.NumElements();
+
   if (proto.has_raw_data()) {
     const int64_t want = count * elem_size;
     if (static_cast<int64_t>(proto.raw_data().size()) != want) {
@@ -1064,6 +1241,27 @@ absl::Status TensorToOnnxProto(const Tensor& tensor, onnx::TensorProto* proto) {
   proto->set_raw_data(
       std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> RunOnnxInference(absl::string_view request) {
+  try {
+    onnx::ModelProto model;
+    if (request.size() > static_cast<size_t>(INT_MAX) ||
+        !model.ParseFromArray(request.data(),
+                              static_cast<int>(request.size())) ||
+        !model.has_graph()) {
+      return absl::InvalidArgumentError(
+          "the inference request is not a prepared ONNX model");
+    }
+    GLINT_RETURN_IF_ERROR(InferTypes(&model));
+    onnx::GraphProto inferred;
+    inferred.mutable_value_info()->Swap(
+        model.mutable_graph()->mutable_value_info());
+    inferred.mutable_output()->Swap(model.mutable_graph()->mutable_output());
+    return inferred.SerializeAsString();
+  } catch (...) {
+    return StatusFromException("ONNX shape inference failed");
+  }
 }
 
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes,

@@ -1,7 +1,9 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,11 +19,50 @@ bool Shape::IsStatic() const {
 
 int64_t Shape::NumElements() const {
   int64_t n = 1;
+  bool saturated = false;
   for (int64_t d : dims_) {
     if (d < 0) return -1;
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n)) saturated = true;
+  }
+  // A zero dimension makes the product 0 even after an overflow.
+  if (saturated) {
+    for (int64_t d : dims_) {
+      if (d == 0) return 0;
+    }
+    return std::numeric_limits<int64_t>::max();
   }
   return n;
+}
+
+absl::Status CheckTensorSize(DType dtype, const Shape& shape,
+                             absl::string_view what) {
+  if (shape.rank() > kMaxTensorRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " has rank ", shape.rank(),
+                     ", over Glint's limit of ", kMaxTensorRank));
+  }
+  // Bytes of one element times every known dimension; a zero dimension
+  // makes the tensor empty whatever the others are.
+  int64_t bytes = std::max<int64_t>(1, DTypeSize(dtype));
+  bool over = false;
+  for (int64_t d : shape.dims()) {
+    if (d == 0) return absl::OkStatus();
+    if (d < 0 && d != Shape::kUnknownDim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has negative dimension ", d));
+    }
+    if (d > 0 &&
+        (__builtin_mul_overflow(bytes, d, &bytes) || bytes > kMaxTensorBytes)) {
+      over = true;
+    }
+  }
+  if (over) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " of shape ", shape.ToString(), " and type ",
+                     DTypeName(dtype), " would exceed Glint's limit of ",
+                     kMaxTensorBytes >> 30, " GiB per tensor"));
+  }
+  return absl::OkStatus();
 }
 
 std::string Shape::ToString() const {
@@ -50,6 +91,7 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot allocate a tensor of dtype ", DTypeName(dtype)));
   }
+  if (absl::Status s = CheckTensorSize(dtype, shape); !s.ok()) return s;
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
@@ -75,13 +117,19 @@ Tensor Tensor::Borrow(DType dtype, Shape shape, void* data) {
 
 absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, Shape shape,
                                          absl::Span<const uint8_t> bytes) {
+  // Sizes are checked before allocating: a few bytes claiming a huge shape
+  // must not make the host reserve and zero it first.
+  if (absl::Status s = CheckTensorSize(dtype, shape); !s.ok()) return s;
+  if (shape.IsStatic() && DTypeSize(dtype) != 0 &&
+      static_cast<uint64_t>(shape.NumElements()) * DTypeSize(dtype) !=
+          bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", DTypeName(dtype), " tensor of shape ", shape.ToString(),
+        " needs ", shape.NumElements() * DTypeSize(dtype), " bytes, got ",
+        bytes.size()));
+  }
   auto t = Create(dtype, std::move(shape));
   if (!t.ok()) return t.status();
-  if (t->num_bytes() != bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a ", DTypeName(dtype), " tensor of shape ", t->shape().ToString(),
-        " needs ", t->num_bytes(), " bytes, got ", bytes.size()));
-  }
   if (!bytes.empty()) std::memcpy(t->raw_data(), bytes.data(), bytes.size());
   return t;
 }

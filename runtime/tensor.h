@@ -9,11 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "runtime/dtype.h"
 
 namespace glint {
+
+// Ceilings on what any tensor may be, checked wherever a shape comes from
+// outside (a model, a request, a kernel computing an output shape from
+// data) before anything is allocated or multiplied: 1 TiB and rank 64. They
+// are far beyond real models and keep every size Glint computes from shapes
+// (elements, bytes, sums of a few million of them) inside int64 arithmetic.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+inline constexpr int kMaxTensorRank = 64;
 
 // Dimensions of a tensor. A dimension of kUnknownDim is not known until run
 // time (a symbolic or data-dependent size); a Shape with none is "static".
@@ -32,6 +42,8 @@ class Shape {
 
   bool IsStatic() const;
   // Product of the dimensions (1 for a scalar); -1 if any is unknown.
+  // Saturates at INT64_MAX instead of overflowing: such a shape fails
+  // CheckTensorSize, which every shape from outside passes through.
   int64_t NumElements() const;
   // "[2, 3, ?]".
   std::string ToString() const;
@@ -44,6 +56,14 @@ class Shape {
  private:
   std::vector<int64_t> dims_;
 };
+
+// OK if a tensor of `dtype` and `shape` may exist: rank at most
+// kMaxTensorRank, no negative dimension other than kUnknownDim, and the
+// known dimensions' product in bytes at most kMaxTensorBytes (computed
+// with overflow checks). INVALID_ARGUMENT naming the shape otherwise.
+// `what` names the tensor in the message ("input 'x'").
+absl::Status CheckTensorSize(DType dtype, const Shape& shape,
+                             absl::string_view what = "a tensor");
 
 // Alignment of every buffer Glint allocates; enough for AVX-512 and oneDNN.
 inline constexpr size_t kTensorAlignment = 64;
@@ -58,7 +78,9 @@ class Tensor {
   Tensor() = default;  // An empty float32 scalar with no buffer (!valid()).
 
   // Allocates an owned, zero-filled buffer. INVALID_ARGUMENT for an
-  // unknown/negative dimension or an element type without a size.
+  // unknown/negative dimension, an element type without a size or a shape
+  // over the ceilings (CheckTensorSize); RESOURCE_EXHAUSTED when the host
+  // has no memory for it.
   static absl::StatusOr<Tensor> Create(DType dtype, Shape shape);
   // Wraps memory owned by the caller, which must outlive the tensor and
   // every copy of it. `data` need not be aligned.

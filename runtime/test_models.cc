@@ -31,6 +31,30 @@ OnnxModelBuilder::OnnxModelBuilder(int64_t opset) {
   model_.mutable_graph()->set_name("test");
 }
 
+OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name,
+                                           int32_t elem_type) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_output();
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  return *this;
+}
+
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  int64_t value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
 OnnxModelBuilder& OnnxModelBuilder::Input(const std::string& name,
                                           int32_t elem_type,
                                           const std::vector<int64_t>& dims) {

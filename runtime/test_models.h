@@ -21,6 +21,8 @@ class OnnxModelBuilder {
                           const std::vector<int64_t>& dims);
   OnnxModelBuilder& Output(const std::string& name, int32_t elem_type,
                            const std::vector<int64_t>& dims);
+  // An output whose shape (even its rank) is left to inference.
+  OnnxModelBuilder& Output(const std::string& name, int32_t elem_type);
   OnnxModelBuilder& FloatInitializer(const std::string& name,
                                      const std::vector<int64_t>& dims,
                                      const std::vector<float>& values);
@@ -31,6 +33,7 @@ class OnnxModelBuilder {
                         const std::string& name = "");
 
   const onnx::ModelProto& proto() const { return model_; }
+  onnx::ModelProto& mutable_proto() { return model_; }
   std::string Serialize() const;
 
  private:
@@ -49,6 +52,12 @@ std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
 // width² floats: 512 wide is 1 MiB per layer, for partitioning tests.
 // Weights are fixed pseudo-random values scaled to keep activations O(1).
 std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers);
+
+// Sets an int or ints attribute on `node`.
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  int64_t value);
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  const std::vector<int64_t>& values);
 
 }  // namespace glint::testing
 

@@ -1,10 +1,13 @@
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/dtype.h"
 #include "runtime/graph.h"
 #include "runtime/tensor.h"
+#include "runtime/text.h"
 
 namespace glint {
 namespace {
@@ -35,6 +38,87 @@ TEST(ShapeTest, StaticAndElementCounts) {
   EXPECT_FALSE(Shape({2, Shape::kUnknownDim}).IsStatic());
   EXPECT_EQ(Shape({2, Shape::kUnknownDim}).NumElements(), -1);
   EXPECT_EQ(Shape({2, Shape::kUnknownDim}).ToString(), "[2, ?]");
+}
+
+TEST(ShapeTest, ElementCountsSaturateInsteadOfOverflowing) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(Shape({3, big, big}).NumElements(),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Shape({big, big, big, 0}).NumElements(), 0);
+  EXPECT_EQ(Shape({big, 4}).NumElements(), big * 4);
+}
+
+TEST(ShapeTest, CheckTensorSizeEnforcesTheCeilings) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({1024, 1024})).ok());
+  // Exactly the ceiling is allowed, one element more is not.
+  EXPECT_TRUE(CheckTensorSize(DType::kUInt8, Shape({kMaxTensorBytes})).ok());
+  EXPECT_EQ(CheckTensorSize(DType::kUInt8, Shape({kMaxTensorBytes + 1})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      CheckTensorSize(DType::kFloat32, Shape({kMaxTensorBytes / 2})).code(),
+      absl::StatusCode::kInvalidArgument);
+  // Products that overflow int64 are caught, not wrapped.
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({3, big, big})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({(int64_t{1} << 62) + 1, 4}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Empty tensors are fine whatever the other dims; unknown dims are
+  // skipped; other negative dims and ranks past the limit are not.
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({0, big, big, big})).ok());
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({-1, 3})).ok());
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({-2, 3})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32,
+                            Shape(std::vector<int64_t>(kMaxTensorRank + 1, 1)))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, HugeShapesAreRefusedBeforeAllocating) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(
+      Tensor::Create(DType::kFloat32, Shape({3, big, big})).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  // 16 bytes claiming 2^62+1 x 4 floats: refused without reserving them.
+  const std::vector<uint8_t> bytes(16);
+  EXPECT_EQ(Tensor::FromBytes(DType::kFloat32,
+                              Shape({(int64_t{1} << 62) + 1, 4}), bytes)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // 40 GB claimed by 16 bytes: under the ceiling, but the size check comes
+  // first, so nothing is allocated (this test would take 40 GB otherwise).
+  EXPECT_EQ(Tensor::FromBytes(DType::kFloat32, Shape({10'000'000'000}), bytes)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TextTest, Utf8Validity) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain"));
+  EXPECT_TRUE(
+      IsValidUtf8("gr\xc3\xbc\xc3\x9f"
+                  "e \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("x\xff\xfe"));
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // Truncated.
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // Overlong '/'.
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // A surrogate.
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // Past U+10FFFF.
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // A lone continuation.
+}
+
+TEST(TextTest, ClipKeepsShortTextAndCutsLongAtCharacters) {
+  EXPECT_EQ(Clip("name"), "name");
+  const std::string long_name(65536, 'a');
+  const std::string clipped = Clip(long_name);
+  EXPECT_EQ(clipped, std::string(kMaxQuotedBytes, 'a') + "...(65536 bytes)");
+  // Never cut inside a character: 'e' then 3 euro signs, cut at 3 bytes.
+  const std::string clipped_euro = Clip("e\xe2\x82\xac\xe2\x82\xac", 3);
+  EXPECT_EQ(clipped_euro, "e...(7 bytes)");
+  EXPECT_TRUE(IsValidUtf8(clipped_euro));
 }
 
 TEST(TensorTest, CreateIsAlignedAndZeroed) {

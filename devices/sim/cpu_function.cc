@@ -108,10 +108,20 @@ class StepContext : public cpu::KernelContext {
       return absl::InternalError(absl::StrCat(
           node_.Describe(), " allocated output ", i, " twice"));
     }
+    // Shapes computed from run-time data (Resize sizes, Tile repeats,
+    // Expand shapes...) are the request's doing: a negative dimension or a
+    // tensor over the ceilings is a bad input, never an internal error.
     if (!shape.IsStatic()) {
-      return absl::InternalError(
-          absl::StrCat(node_.Describe(), " allocated output '",
-                       slot.info.name, "' with shape ", shape.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(node_.Describe(), " computed shape ", shape.ToString(),
+                       " for output '", slot.info.name,
+                       "' from its inputs: dimensions must not be negative"));
+    }
+    if (absl::Status s = CheckTensorSize(
+            slot.info.dtype, shape,
+            absl::StrCat(node_.Describe(), ": output '", slot.info.name, "'"));
+        !s.ok()) {
+      return s;
     }
     // A known inferred dim must match what the kernel computed.
     bool matches = shape.rank() == slot.info.shape.rank();

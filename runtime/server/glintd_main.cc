@@ -3,10 +3,18 @@
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
+//          [--import_memory_limit=8GiB] [--import_time_limit=120s]
+//   glintd --serve_import_helper   (internal: see runtime/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -17,10 +25,6 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/grpcpp.h>
-#include <grpcpp/health_check_service_interface.h>
-
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
@@ -29,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
+#include "runtime/import_sandbox.h"
 #include "runtime/logging.h"
 #include "runtime/server/device_spec.h"
 #include "runtime/server/service.h"
@@ -46,9 +51,18 @@ ABSL_FLAG(std::string, devices, glint::kDefaultDeviceSpec,
           "'sim*2:memory=2GiB' or 'sim:memory=512MiB,sim:memory=4GiB'.");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off.");
+ABSL_FLAG(std::string, import_memory_limit, "8GiB",
+          "Address space of the helper process that checks and shape-infers "
+          "each added model (ONNX's own code, which hostile models can "
+          "crash or exhaust); a model needing more fails with "
+          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
+          "CPU and wall-clock time the import helper gets per model.");
 
 namespace glint {
 namespace {
+
+constexpr absl::string_view kServeImportHelperFlag = "--serve_import_helper";
 
 // How long in-flight RPCs get to finish once a shutdown signal arrives;
 // after it they are cancelled and their clients see CANCELLED/UNAVAILABLE.
@@ -70,6 +84,76 @@ absl::Status WritePortFile(const std::string& path, int port) {
         absl::StrCat("cannot rename ", tmp, " to ", path));
   }
   return absl::OkStatus();
+}
+
+// Every model is imported by a fresh copy of this program started as
+// `glintd --serve_import_helper`, under the import limits.
+absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
+    uint64_t import_memory, absl::Duration import_time) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) {
+    return absl::InternalError("cannot find glintd's own executable");
+  }
+  if (import_time <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--import_time_limit must be positive");
+  }
+  ImportSandboxOptions sandbox;
+  sandbox.argv = {std::string(self, static_cast<size_t>(n)),
+                  std::string(kServeImportHelperFlag)};
+  sandbox.max_address_space_bytes = import_memory;
+  sandbox.max_cpu_time = import_time;
+  sandbox.max_wall_time = import_time;
+  HostManagerOptions options;
+  options.run_onnx_inference = [sandbox](const std::string& request) {
+    return RunImportHelper(sandbox, request);
+  };
+  return options;
+}
+
+// gRPC binds a wildcard host such as 0.0.0.0 once per address family, and
+// with port 0 each bind picks its own port, of which only one is reported.
+// So a free port is chosen here first and the same one bound everywhere.
+// (Another process could take it in between; the bind then fails loudly.)
+absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || listen.substr(colon + 1) != "0") {
+    return listen;
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), "0", &hints, &found) !=
+          0 ||
+      found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve the --listen host '", host, "'"));
+  }
+  int port = 0;
+  for (addrinfo* a = found; a != nullptr && port == 0; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage bound{};
+    socklen_t size = sizeof(bound);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) == 0) {
+      port = ntohs(bound.ss_family == AF_INET6
+                       ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                       : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  if (port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("no free port to listen on at ", listen));
+  }
+  return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
 std::string DescribeDevices(const std::vector<DeviceInfo>& devices) {
@@ -101,8 +185,21 @@ int Run() {
     GLINT_LOG_ERROR("{}", configs.status().ToString());
     return 1;
   }
+  absl::StatusOr<uint64_t> import_memory =
+      ParseByteSize(absl::GetFlag(FLAGS_import_memory_limit));
+  if (!import_memory.ok()) {
+    GLINT_LOG_ERROR("--import_memory_limit: {}",
+                    import_memory.status().ToString());
+    return 1;
+  }
+  absl::StatusOr<HostManagerOptions> options = MakeHostManagerOptions(
+      *import_memory, absl::GetFlag(FLAGS_import_time_limit));
+  if (!options.ok()) {
+    GLINT_LOG_ERROR("{}", options.status().ToString());
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<HostManager>> host_manager =
-      HostManager::CreateFromConfigs(HostManagerOptions(), *configs);
+      HostManager::CreateFromConfigs(*std::move(options), *configs);
   if (!host_manager.ok()) {
     GLINT_LOG_ERROR("cannot create the devices: {}",
                     host_manager.status().ToString());
@@ -113,7 +210,13 @@ int Run() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  const std::string listen = absl::GetFlag(FLAGS_listen);
+  absl::StatusOr<std::string> chosen =
+      ChooseListenPort(absl::GetFlag(FLAGS_listen));
+  if (!chosen.ok()) {
+    GLINT_LOG_ERROR("{}", chosen.status().ToString());
+    return 1;
+  }
+  const std::string listen = *chosen;
   int port = 0;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
@@ -155,6 +258,10 @@ int Run() {
 }  // namespace glint
 
 int main(int argc, char** argv) {
+  // The import helper: one request on stdin, its reply on stdout.
+  if (argc == 2 && argv[1] == glint::kServeImportHelperFlag) {
+    return glint::ServeImportHelper();
+  }
   absl::SetProgramUsageMessage(
       "glintd: the Glint graph runtime daemon (gRPC service glint.v1)");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);

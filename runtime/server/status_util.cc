@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "runtime/text.h"
+
 namespace glint {
 
 // Explicit switches rather than a cast: the two enums agree today, but a
@@ -70,8 +72,11 @@ absl::StatusCode FromGrpcCode(grpc::StatusCode code) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
+  // The message travels in a header (grpc-message), and clients refuse
+  // headers past their metadata limit (8 KiB by default): a message that
+  // repeats user input must never reach it, whatever the core let through.
   return grpc::Status(ToGrpcCode(status.code()),
-                      std::string(status.message()));
+                      Clip(status.message(), kMaxStatusMessageBytes));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -6,11 +6,17 @@
 
 #include <grpcpp/support/status.h>
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 
 namespace glint {
 
-// Same code, same message. Codes outside the canonical 0..16 become UNKNOWN.
+// The longest error message sent to a client; longer ones are clipped.
+inline constexpr size_t kMaxStatusMessageBytes = 4096;
+
+// Same code, same message (clipped to kMaxStatusMessageBytes). Codes
+// outside the canonical 0..16 become UNKNOWN.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
