@@ -9,7 +9,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libbenchmark-dev libdnnl-dev libonnx-dev libonnx-testdata
-  nlohmann-json3-dev
+  nlohmann-json3-dev libssl-dev
   python3 python3-onnx python3-numpy python3-grpcio
   graphviz
 )
