@@ -88,6 +88,9 @@ std::string FormatBytes(uint64_t bytes) {
 
 std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
   std::string out = absl::StrCat("network ", network.name, "\n");
+  if (!network.unavailable_reason.empty()) {
+    absl::StrAppend(&out, "  UNAVAILABLE: ", network.unavailable_reason, "\n");
+  }
   for (const ValueInfo& v : network.inputs) {
     absl::StrAppend(&out, "  input  ", v.ToString(), "\n");
   }

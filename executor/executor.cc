@@ -37,6 +37,9 @@ struct RunState {
 // stream, and everything waiting on it elsewhere) once the run is cancelled
 // or past its deadline.
 absl::Status CheckRunnable(const ExecutionRequest& request) {
+  if (request.shutdown != nullptr && request.shutdown->cancelled()) {
+    return absl::UnavailableError("the host manager is shutting down");
+  }
   if (request.cancel != nullptr && request.cancel->cancelled()) {
     return absl::CancelledError("the run was cancelled");
   }

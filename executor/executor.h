@@ -34,6 +34,9 @@ struct ExecutionRequest {
   // (CANCELLED). A partition already running finishes.
   absl::Time deadline = absl::InfiniteFuture();
   std::shared_ptr<const CancellationToken> cancel;
+  // Set when the host shuts down: the run stops the same way and fails
+  // UNAVAILABLE, which tells a client to retry elsewhere.
+  std::shared_ptr<const CancellationToken> shutdown;
   // When set, the run adds a slice per partition, copy and wait on each
   // device stream's track, and one for the host's enqueueing.
   std::shared_ptr<RunTrace> trace;

@@ -188,6 +188,32 @@ HostManager::~HostManager() {
 absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
     absl::string_view name, absl::string_view onnx_model,
     const AddNetworkOptions& options) {
+  return Add(name, onnx_model, options, /*record=*/true);
+}
+
+absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
+    absl::string_view name, absl::string_view onnx_model,
+    const AddNetworkOptions& options) {
+  absl::StatusOr<NetworkInfo> info =
+      Add(name, onnx_model, options, /*record=*/false);
+  if (info.ok() || info.status().code() == absl::StatusCode::kAlreadyExists ||
+      name.empty() || !IsValidUtf8(name)) {
+    return info;
+  }
+  auto entry = std::make_shared<NetworkEntry>();
+  entry->info.name = std::string(name);
+  entry->info.unavailable_reason = std::string(info.status().message());
+  absl::MutexLock lock(&mu_);
+  if (!networks_.contains(name) && !adding_.contains(name)) {
+    networks_[std::string(name)] = std::move(entry);
+  }
+  return info;
+}
+
+absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
+                                             absl::string_view onnx_model,
+                                             const AddNetworkOptions& options,
+                                             bool record) {
   if (name.empty()) {
     return absl::InvalidArgumentError("a network needs a name");
   }
@@ -215,7 +241,7 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
         if (d->backend().IsOpSupported(op)) return true;
       }
       return false;
-    };
+};
     GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
     GLINT_ASSIGN_OR_RETURN(Dag dag,
                            Partition(graph, GetDevices(), options.partition));
@@ -228,6 +254,16 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
     return entry;
   };
   absl::StatusOr<std::shared_ptr<NetworkEntry>> entry = build();
+  // Durable before it is visible: once a client could see it, a restart
+  // must not lose it. The name is still reserved, so no remove or add of
+  // the same name interleaves with the journal.
+  if (entry.ok() && record && options_.journal != nullptr) {
+    if (absl::Status s = options_.journal->Record(name, onnx_model, options);
+        !s.ok()) {
+      (*entry)->executable.reset();
+      entry = s;
+    }
+  }
   absl::MutexLock lock(&mu_);
   adding_.erase(std::string(name));
   if (!entry.ok()) {
@@ -246,10 +282,30 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
   {
     absl::MutexLock lock(&mu_);
     auto it = networks_.find(name);
-    if (it == networks_.end()) {
+    if (it == networks_.end() || adding_.contains(name)) {
       return absl::NotFoundError(
           absl::StrCat("no network named '", Clip(name), "'"));
     }
+    if (options_.journal == nullptr) {
+      entry = std::move(it->second);
+      networks_.erase(it);
+    } else {
+      // Held like a name being added while the journal forgets it: a
+      // concurrent add or remove of the same name waits its turn by
+      // failing, and runs go on until the network leaves the map.
+      adding_[std::string(name)] = true;
+    }
+  }
+  if (entry == nullptr) {
+    const absl::Status erased = options_.journal->Erase(name);
+    absl::MutexLock lock(&mu_);
+    adding_.erase(std::string(name));
+    if (!erased.ok()) {
+      return absl::Status(erased.code(),
+                          absl::StrCat("cannot remove network '", Clip(name),
+                                       "': ", erased.message()));
+    }
+    auto it = networks_.find(name);
     entry = std::move(it->second);
     networks_.erase(it);
   }
@@ -307,6 +363,10 @@ void HostManager::RunNetworkAsync(absl::string_view name,
     } else if (it == networks_.end()) {
       refused = absl::NotFoundError(
           absl::StrCat("no network named '", Clip(name), "'"));
+    } else if (it->second->executable == nullptr) {
+      refused = absl::UnavailableError(absl::StrCat(
+          "network '", Clip(name),
+          "' is unavailable: ", it->second->info.unavailable_reason));
     } else {
       entry = it->second;
       // Counted while the network is still in the map: RemoveNetwork, which
@@ -345,6 +405,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   request->outputs = *outputs;
   request->deadline = options.deadline;
   request->cancel = options.cancel;
+  request->shutdown = shutdown_token_;
   request->trace = options.trace;
   TraceSlice* queued = nullptr;
   if (options.trace != nullptr) {
@@ -453,6 +514,7 @@ void HostManager::Shutdown() {
     shutting_down_ = true;
     refused.swap(pending_);
   }
+  shutdown_token_->Cancel();
   for (auto& start : refused) start(false);
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(

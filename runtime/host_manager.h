@@ -38,6 +38,24 @@ class DeviceManager;
 class Executor;
 struct NetworkEntry;
 
+struct AddNetworkOptions;
+
+// Keeps added networks across restarts (glintd backs it with its
+// NetworkStore). HostManager calls it with the network's name held, so the
+// calls for one name never overlap; it must be thread-safe across names.
+class NetworkJournal {
+ public:
+  virtual ~NetworkJournal() = default;
+  // Makes the network durable before AddNetwork acknowledges it; an error
+  // fails the AddNetwork, which then leaves no trace.
+  virtual absl::Status Record(absl::string_view name,
+                              absl::string_view onnx_model,
+                              const AddNetworkOptions& options) = 0;
+  // Forgets it durably before RemoveNetwork acknowledges; an error fails
+  // the RemoveNetwork, which then leaves the network serving.
+  virtual absl::Status Erase(absl::string_view name) = 0;
+};
+
 struct HostManagerOptions {
   // Runs executing at once; further runs wait in the queue.
   int max_active_requests = 64;
@@ -48,6 +66,9 @@ struct HostManagerOptions {
   // ImportOptions::run_inference). Unset: in this process, trusting every
   // model; glintd runs them in a helper process (runtime/import_sandbox.h).
   InferenceRunner run_onnx_inference;
+  // Where added networks are recorded to survive restarts; borrowed, must
+  // outlive the HostManager. Unset: networks live as long as the process.
+  NetworkJournal* journal = nullptr;
 };
 
 struct AddNetworkOptions {
@@ -92,6 +113,10 @@ struct NetworkInfo {
   std::string strategy;  // The partitioning strategy that made the plan.
   int replicas = 1;
   std::string dot;       // The DAG in Graphviz DOT.
+  // Empty while the network serves; otherwise why it cannot (a restored
+  // network that no longer imports or fits, say), and its runs fail
+  // UNAVAILABLE with this reason until it is removed.
+  std::string unavailable_reason;
 };
 
 struct RunOptions {
@@ -140,8 +165,17 @@ class HostManager {
                                          absl::string_view onnx_model,
                                          const AddNetworkOptions& options);
 
+  // AddNetwork for a network the journal already holds (glintd's restore
+  // at start): not recorded again. If it cannot be added, it stays listed,
+  // unavailable with the reason (see NetworkInfo::unavailable_reason), so
+  // that an operator sees it and can remove it; the error is returned too.
+  absl::StatusOr<NetworkInfo> RestoreNetwork(absl::string_view name,
+                                             absl::string_view onnx_model,
+                                             const AddNetworkOptions& options);
+
   // NOT_FOUND if unknown. Waits for the network's in-flight runs to finish;
-  // runs arriving meanwhile fail with NOT_FOUND.
+  // runs arriving meanwhile fail with NOT_FOUND. With a journal, the
+  // network is erased from it first; if that fails, it keeps serving.
   absl::Status RemoveNetwork(absl::string_view name);
 
   std::vector<NetworkInfo> ListNetworks() const;  // Sorted by name.
@@ -160,13 +194,27 @@ class HostManager {
 
   std::vector<DeviceInfo> GetDevices() const;
 
-  // Refuses new runs (UNAVAILABLE) and waits for the in-flight ones. Called
-  // by glintd on SIGINT/SIGTERM; idempotent.
+  // Refuses new runs and adds (UNAVAILABLE), fails the queued runs, stops
+  // the in-flight ones before their next partition (UNAVAILABLE; a
+  // partition already computing finishes) and waits for them. Called by
+  // glintd on SIGINT/SIGTERM; idempotent.
   void Shutdown();
+
+  // Cancelled when Shutdown begins, for work outside runs that should stop
+  // then too (glintd's import helpers).
+  std::shared_ptr<const CancellationToken> shutdown_token() const {
+    return shutdown_token_;
+  }
 
  private:
   HostManager(HostManagerOptions options,
               std::vector<std::unique_ptr<DeviceManager>> devices);
+
+  // AddNetwork and RestoreNetwork: `record` says whether to journal it.
+  absl::StatusOr<NetworkInfo> Add(absl::string_view name,
+                                  absl::string_view onnx_model,
+                                  const AddNetworkOptions& options,
+                                  bool record);
 
   // Admission control. Starts `start(true)` now if fewer than
   // max_active_requests run, else queues it (never blocking the caller);
@@ -188,6 +236,8 @@ class HostManager {
   int active_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<std::function<void(bool)>> pending_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  const std::shared_ptr<CancellationToken> shutdown_token_ =
+      std::make_shared<CancellationToken>();
 };
 
 }  // namespace glint

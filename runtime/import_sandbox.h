@@ -14,12 +14,14 @@
 #define GLINT_RUNTIME_IMPORT_SANDBOX_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "runtime/cancellation.h"
 
 namespace glint {
 
@@ -34,6 +36,9 @@ struct ImportSandboxOptions {
   absl::Duration max_wall_time = absl::Seconds(120);
   // Replies longer than this are refused (the types of a huge graph).
   uint64_t max_reply_bytes = uint64_t{1} << 30;
+  // When set and cancelled (the daemon shutting down), a running helper is
+  // killed and the import fails UNAVAILABLE.
+  std::shared_ptr<const CancellationToken> cancel;
 };
 
 // Runs RunOnnxInference(request) in a new helper process under `options`'

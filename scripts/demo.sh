@@ -17,7 +17,11 @@ mkdir -p "$work"
 glintd=bazel-bin/runtime/server/glintd
 glint=bazel-bin/client/glint
 rm -f "$work/port"
-"$glintd" --listen=127.0.0.1:0 --port_file="$work/port" >"$work/glintd.log" 2>&1 &
+# A store of its own, emptied first: the demo adds its network afresh and
+# never meets a daemon left running by a previous demo.
+rm -rf "$work/store"
+"$glintd" --listen=127.0.0.1:0 --port_file="$work/port" --store_dir="$work/store" \
+  >"$work/glintd.log" 2>&1 &
 pid=$!
 echo "$pid" >"$work/glintd.pid"
 # Wait (bounded) for glintd to publish its port.

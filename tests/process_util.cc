@@ -1,6 +1,8 @@
 #include "tests/process_util.h"
 
 #include <fcntl.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,10 +16,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/grpcpp.h>
-
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -165,6 +165,13 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
   std::vector<std::string> argv = {RunfilePath("runtime/server/glintd"),
                                    "--listen=127.0.0.1:0",
                                    "--port_file=" + port_file};
+  // Each daemon keeps its networks in its own folder unless told where: the
+  // default (~/.glint/store) would be shared, and locked, by every daemon.
+  bool has_store = false;
+  for (const std::string& a : extra_args) {
+    has_store = has_store || absl::StartsWith(a, "--store_dir");
+  }
+  if (!has_store) argv.push_back("--store_dir=" + dir + "/store");
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<pid_t> pid = Spawn(argv, p->log_path_, p->log_path_);
   if (!pid.ok()) return pid.status();
@@ -202,7 +209,13 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
       GlintClient::Connect(p->address(), options);
   if (!client.ok()) return client.status();
   p->client_ = *std::move(client);
-  if (absl::Status s = p->CheckHealth(absl::Seconds(5)); !s.ok()) return s;
+  // SERVING once stored networks are restored.
+  for (;;) {
+    absl::Status s = p->CheckHealth(absl::Seconds(5));
+    if (s.ok()) break;
+    if (absl::Now() >= deadline) return s;
+    absl::SleepFor(kPollInterval);
+  }
   absl::StatusOr<std::vector<NetworkInfo>> networks =
       p->client_->ListNetworks();
   if (!networks.ok()) return networks.status();

@@ -43,10 +43,11 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 // A glintd child process. The destructor kills it if still running.
 class GlintdProcess {
  public:
-  // Starts glintd with --listen=127.0.0.1:0 --port_file=... plus
-  // `extra_args`, then waits (bounded by `timeout`) until the port file
-  // exists, the channel connects, grpc.health.v1 says SERVING and
-  // ListNetworks succeeds. Errors include the tail of glintd's log.
+  // Starts glintd with --listen=127.0.0.1:0 --port_file=... (and a fresh
+  // --store_dir unless `extra_args` names one) plus `extra_args`, then
+  // waits (bounded by `timeout`) until the port file exists, the channel
+  // connects, grpc.health.v1 says SERVING (stored networks are restored)
+  // and ListNetworks succeeds. Errors include the tail of glintd's log.
   static absl::StatusOr<std::unique_ptr<GlintdProcess>> Start(
       const std::vector<std::string>& extra_args,
       absl::Duration timeout = absl::Seconds(30));

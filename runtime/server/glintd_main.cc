@@ -3,7 +3,8 @@
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
-//          [--import_memory_limit=8GiB] [--import_time_limit=120s]
+//          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
+//          [--import_time_limit=120s]
 //   glintd --serve_import_helper   (internal: see runtime/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
@@ -32,10 +33,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "proto/limits.h"
+#include "runtime/cancellation.h"
 #include "runtime/host_manager.h"
 #include "runtime/import_sandbox.h"
 #include "runtime/logging.h"
+#include "runtime/network_store.h"
 #include "runtime/server/device_spec.h"
+#include "runtime/server/network_journal.h"
 #include "runtime/server/service.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -51,6 +55,10 @@ ABSL_FLAG(std::string, devices, glint::kDefaultDeviceSpec,
           "'sim*2:memory=2GiB' or 'sim:memory=512MiB,sim:memory=4GiB'.");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error or off.");
+ABSL_FLAG(std::string, store_dir, "~/.glint/store",
+          "Folder where added networks are kept so that a restart restores "
+          "them (AddNetwork answers once the model is on disk). A leading ~ "
+          "is $HOME. Empty: keep nothing across restarts.");
 ABSL_FLAG(std::string, import_memory_limit, "8GiB",
           "Address space of the helper process that checks and shape-infers "
           "each added model (ONNX's own code, which hostile models can "
@@ -89,7 +97,8 @@ absl::Status WritePortFile(const std::string& path, int port) {
 // Every model is imported by a fresh copy of this program started as
 // `glintd --serve_import_helper`, under the import limits.
 absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
-    uint64_t import_memory, absl::Duration import_time) {
+    uint64_t import_memory, absl::Duration import_time,
+    std::shared_ptr<const CancellationToken> cancel) {
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) {
@@ -104,6 +113,7 @@ absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
   sandbox.max_address_space_bytes = import_memory;
   sandbox.max_cpu_time = import_time;
   sandbox.max_wall_time = import_time;
+  sandbox.cancel = std::move(cancel);
   HostManagerOptions options;
   options.run_onnx_inference = [sandbox](const std::string& request) {
     return RunImportHelper(sandbox, request);
@@ -156,6 +166,12 @@ absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
+std::string ExpandHome(const std::string& path) {
+  if (path.empty() || path[0] != '~') return path;
+  const char* home = getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : "", path.substr(1));
+}
+
 std::string DescribeDevices(const std::vector<DeviceInfo>& devices) {
   return absl::StrJoin(devices, ", ", [](std::string* out,
                                          const DeviceInfo& d) {
@@ -192,11 +208,27 @@ int Run() {
                     import_memory.status().ToString());
     return 1;
   }
+  // Cancelled on SIGINT/SIGTERM: an import in progress then stops at once.
+  auto stopping = std::make_shared<CancellationToken>();
   absl::StatusOr<HostManagerOptions> options = MakeHostManagerOptions(
-      *import_memory, absl::GetFlag(FLAGS_import_time_limit));
+      *import_memory, absl::GetFlag(FLAGS_import_time_limit), stopping);
   if (!options.ok()) {
     GLINT_LOG_ERROR("{}", options.status().ToString());
     return 1;
+  }
+  std::unique_ptr<NetworkStore> store;
+  std::unique_ptr<StoreJournal> journal;
+  if (const std::string dir = ExpandHome(absl::GetFlag(FLAGS_store_dir));
+      !dir.empty()) {
+    absl::StatusOr<std::unique_ptr<NetworkStore>> opened =
+        NetworkStore::Open(dir);
+    if (!opened.ok()) {
+      GLINT_LOG_ERROR("--store_dir: {}", opened.status().ToString());
+      return 1;
+    }
+    store = *std::move(opened);
+    journal = std::make_unique<StoreJournal>(store.get());
+    options->journal = journal.get();
   }
   absl::StatusOr<std::unique_ptr<HostManager>> host_manager =
       HostManager::CreateFromConfigs(*std::move(options), *configs);
@@ -240,15 +272,42 @@ int Run() {
     }
   }
 
-  std::thread signal_thread([&server, &shutdown_signals] {
+  // Stored networks come back before the daemon reports itself ready:
+  // until then health checks say NOT_SERVING (clients and load balancers
+  // wait), while calls are already answered.
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(false);
+  std::thread restore_thread([&] {
+    if (store != nullptr) {
+      const absl::Time start = absl::Now();
+      const RestoreReport report = RestoreNetworks(*store, **host_manager);
+      GLINT_LOG_INFO(
+          "restored {} networks from {} in {} ({} unavailable, {} unreadable)",
+          report.restored, store->dir(),
+          absl::FormatDuration(absl::Now() - start), report.unavailable,
+          report.unreadable);
+    }
+    health->SetServingStatus(true);
+  });
+
+  std::thread signal_thread([&] {
     int signal = 0;
     sigwait(&shutdown_signals, &signal);
+    const absl::Time start = absl::Now();
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
-    // Stops accepting calls; in-flight ones get kShutdownGrace to finish.
+    health->Shutdown();  // NOT_SERVING from now on.
+    // No new work; queued runs fail, in-flight ones stop before their next
+    // partition and imports in progress are killed, all UNAVAILABLE, so
+    // their RPCs end well within the grace period.
+    stopping->Cancel();
+    (*host_manager)->Shutdown();
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    GLINT_LOG_INFO("stopped serving in {}",
+                   absl::FormatDuration(absl::Now() - start));
   });
   server->Wait();
   signal_thread.join();
+  restore_thread.join();
   (*host_manager)->Shutdown();
   GLINT_LOG_INFO("glintd stopped");
   return 0;

@@ -183,6 +183,7 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
   proto->set_strategy(info.strategy);
   proto->set_replicas(info.replicas);
   if (include_dot) proto->set_dot(info.dot);
+  proto->set_unavailable_reason(info.unavailable_reason);
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
@@ -236,6 +237,7 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   info.strategy = proto.strategy();
   info.replicas = proto.replicas();
   info.dot = proto.dot();
+  info.unavailable_reason = proto.unavailable_reason();
   for (const v1::ValueInfo& v : proto.inputs()) {
     info.inputs.push_back(ValueInfoFromProto(v));
   }

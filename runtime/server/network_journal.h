@@ -1,0 +1,43 @@
+// glintd's durability: HostManager's NetworkJournal over a NetworkStore
+// (options kept as glint.v1.AddNetworkOptions), and the restore at start.
+#ifndef GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
+#define GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "runtime/host_manager.h"
+#include "runtime/network_store.h"
+
+namespace glint {
+
+// Thread-safe (NetworkStore is, and HostManager never overlaps calls for
+// one name). Borrows the store.
+class StoreJournal : public NetworkJournal {
+ public:
+  explicit StoreJournal(NetworkStore* store) : store_(store) {}
+
+  absl::Status Record(absl::string_view name, absl::string_view onnx_model,
+                      const AddNetworkOptions& options) override;
+  // A name the store does not hold is already forgotten: OK.
+  absl::Status Erase(absl::string_view name) override;
+
+ private:
+  NetworkStore* const store_;
+};
+
+struct RestoreReport {
+  int restored = 0;
+  // Records that came back unavailable (listed with their reason) or that
+  // could not be read at all (logged with the file and reason).
+  int unavailable = 0;
+  int unreadable = 0;
+};
+
+// Re-adds every network `store` holds to `host` (HostManager::
+// RestoreNetwork), each independently: one that fails is listed with its
+// reason and never stops the others.
+RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host);
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
