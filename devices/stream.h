@@ -63,6 +63,25 @@ class Stream {
   // Clears the sticky error once its owner has seen it, so that a pooled
   // stream can serve the next run. FAILED_PRECONDITION with work pending.
   virtual absl::Status ClearError() = 0;
+
+  // A check the device makes right before a launch of this stream starts
+  // computing, after any wait for the device's compute engine: an error
+  // fails the launch (and so the stream) without computing. A run that is
+  // cancelled or shut down then stops even where its launch was already
+  // queued behind other runs' work. Set by whoever leases the stream, before
+  // enqueueing; null clears it.
+  void SetLaunchCheck(std::function<absl::Status()> check) {
+    absl::MutexLock lock(&launch_check_mu_);
+    launch_check_ = std::move(check);
+  }
+  absl::Status CheckLaunch() const {
+    absl::MutexLock lock(&launch_check_mu_);
+    return launch_check_ ? launch_check_() : absl::OkStatus();
+  }
+
+ private:
+  mutable absl::Mutex launch_check_mu_;
+  std::function<absl::Status()> launch_check_ ABSL_GUARDED_BY(launch_check_mu_);
 };
 
 // A stream backed by one host worker thread: the simulated devices' stream.

@@ -108,6 +108,7 @@ void ReleaseStreams(RunState& run) {
     // Every item of this run has finished, so the stream can be reset for
     // the next run; a stopped device keeps refusing work anyway.
     (void)stream->ClearError();
+    stream->SetLaunchCheck(nullptr);
     device->ReleaseStream(stream);
   }
   run.streams.clear();
@@ -187,6 +188,10 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
                                                stream.status().message())));
       return;
     }
+    // Checked again right before each launch computes: a launch queued
+    // behind other runs' work is skipped once this run is cancelled.
+    (*stream)->SetLaunchCheck(
+        [request = &run->request] { return CheckRunnable(*request); });
     run->streams[p.device] = *stream;
   }
 

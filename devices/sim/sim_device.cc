@@ -444,7 +444,7 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
                        std::vector<DeviceTensor*> outputs) {
   const auto* loaded = dynamic_cast<const SimLoadedFunction*>(&function);
   const int priority = stream.priority();
-  stream.Enqueue([this, loaded, priority, inputs = std::move(inputs),
+  stream.Enqueue([this, &stream, loaded, priority, inputs = std::move(inputs),
                   outputs = std::move(outputs)]() -> absl::Status {
     if (loaded == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -457,15 +457,14 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
     memory.arena = HostAddress(*arena);
     memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
     memory.resolve = &SimDevice::HostAddress;
-    const absl::Status s =
-        compute_engine_.Run(priority, [&]() -> absl::Status {
-          const absl::Time start = absl::Now();
-          absl::Status result =
-              loaded->cpu_function().Execute(memory, inputs, outputs);
-          WaitOutModel(start,
-                       timing_.ComputeTime(loaded->cpu_function().flops()));
-          return result;
-        });
+    const absl::Status s = compute_engine_.Run(priority, [&]() -> absl::Status {
+      GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
+      const absl::Time start = absl::Now();
+      absl::Status result =
+          loaded->cpu_function().Execute(memory, inputs, outputs);
+      WaitOutModel(start, timing_.ComputeTime(loaded->cpu_function().flops()));
+      return result;
+    });
     loaded->ReleaseArena(std::move(arena));
     return s;
   });

@@ -1,0 +1,139 @@
+// Nothing acknowledged is lost across a crash: glintd is SIGKILLed in the
+// middle of a storm of AddNetwork and RemoveNetwork calls, restarted on the
+// same --store_dir, and exactly the networks whose add was acknowledged and
+// whose remove was not are back, computing the same outputs. (A call in
+// flight at the kill may have landed or not; either is accepted.)
+#include <signal.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/test_models.h"
+#include "tests/process_util.h"
+#include "tests/test_util.h"
+
+namespace glint {
+namespace {
+
+using testing::GlintdProcess;
+
+enum class State { kPresent, kAbsent, kUnknown };
+
+// Network k is an MLP of input width 4 + k % 5, so outputs tell them apart.
+int64_t Width(int k) { return 4 + k % 5; }
+
+void ExpectComputes(GlintClient& client, const std::string& name, int k) {
+  const int64_t in = Width(k);
+  std::vector<float> x(in);
+  for (int64_t i = 0; i < in; ++i) x[i] = 0.25f * static_cast<float>(i) - 0.5f;
+  absl::StatusOr<std::vector<NamedTensor>> out = client.RunNetwork(
+      name, {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, in}), x)}});
+  ASSERT_TRUE(out.ok()) << name << ": " << out.status();
+  const std::vector<float> want = testing::MlpReference(x, 1, in, 3);
+  ASSERT_EQ((*out)[0].tensor.num_elements(), 3) << name;
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_NEAR((*out)[0].tensor.data<float>()[j], want[j], 1e-4) << name;
+  }
+}
+
+TEST(RestartTest, AcknowledgedNetworksSurviveAKillNineAmidAddsAndRemoves) {
+  const std::string store = testing::NewTempDir("store");
+  const std::vector<std::string> args = {"--store_dir=" + store};
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> d = GlintdProcess::Start(args);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string address = (*d)->address();
+
+  std::mutex mu;
+  std::map<std::string, std::pair<State, int>> states;  // name -> state, k.
+  std::atomic<int> acknowledged{0};
+  std::vector<std::thread> clients;
+  constexpr int kClients = 6;
+  for (int t = 0; t < kClients; ++t) {
+    clients.emplace_back([&, t] {
+      GlintClient client(GlintClient::CreateChannel(address), ClientOptions());
+      for (int i = 0;; ++i) {
+        const int k = t * 1000 + i;
+        const std::string name = absl::StrCat("net_", t, "_", i % 12);
+        // Re-adding a name removes it first; every third add is removed.
+        bool remove_first;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          remove_first =
+              states.count(name) > 0 && states[name].first == State::kPresent;
+          states[name].first = State::kUnknown;
+        }
+        if (remove_first) {
+          if (!client.RemoveNetwork(name).ok()) return;  // Killed.
+          std::lock_guard<std::mutex> lock(mu);
+          states[name].first = State::kAbsent;
+          ++acknowledged;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          states[name] = {State::kUnknown, k};
+        }
+        if (!client.AddNetwork(name, testing::MakeMlpModel(1, Width(k), 3))
+                 .ok()) {
+          return;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          states[name].first = State::kPresent;
+          ++acknowledged;
+        }
+        if (i % 3 == 2) {
+          {
+            std::lock_guard<std::mutex> lock(mu);
+            states[name].first = State::kUnknown;
+          }
+          if (!client.RemoveNetwork(name).ok()) return;
+          std::lock_guard<std::mutex> lock(mu);
+          states[name].first = State::kAbsent;
+          ++acknowledged;
+        }
+      }
+    });
+  }
+  // Kill once a good number of operations has been acknowledged.
+  while (acknowledged.load() < 120) absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_EQ(kill((*d)->pid(), SIGKILL), 0);
+  for (std::thread& t : clients) t.join();
+  d->reset();
+
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> again =
+      GlintdProcess::Start(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<std::vector<NetworkInfo>> listed =
+      (*again)->client().ListNetworks();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::map<std::string, const NetworkInfo*> back;
+  for (const NetworkInfo& n : *listed) back[n.name] = &n;
+  int present = 0;
+  for (const auto& [name, state_k] : states) {
+    const auto [state, k] = state_k;
+    if (state == State::kPresent) {
+      ++present;
+      ASSERT_EQ(back.count(name), 1u) << name << " was acknowledged but lost";
+      EXPECT_TRUE(back[name]->unavailable_reason.empty()) << name;
+      ExpectComputes((*again)->client(), name, k);
+    } else if (state == State::kAbsent) {
+      EXPECT_EQ(back.count(name), 0u) << name << " was removed but is back";
+    } else if (back.count(name) > 0) {
+      ExpectComputes((*again)->client(), name, k);  // Landed before the kill.
+    }
+  }
+  EXPECT_GT(present, 0);
+  for (const auto& [name, info] : back) {
+    EXPECT_EQ(states.count(name), 1u) << name << " was never added";
+  }
+}
+
+}  // namespace
+}  // namespace glint
