@@ -132,6 +132,9 @@ std::string FormatDevice(const DeviceInfo& device) {
                    "  memory ", FormatBytes(device.memory_bytes), ", ",
                    FormatBytes(device.available_memory_bytes), " available, ",
                    device.loaded_functions, " partitions loaded");
+  if (!device.unhealthy_reason.empty()) {
+    absl::StrAppend(&out, "  UNHEALTHY: ", device.unhealthy_reason);
+  }
   if (device.compute_flops > 0) {
     absl::StrAppend(&out, absl::StrFormat("  compute %.4g FLOP/s",
                                           device.compute_flops));

@@ -37,6 +37,9 @@ class DeviceManager {
 
   virtual int id() const = 0;
   virtual DeviceInfo GetDeviceInfo() const = 0;
+  // False once the device has died (then GetDeviceInfo() says why): runs
+  // avoid it and nothing new is placed on it. Cheap: asked on every run.
+  virtual bool healthy() const { return true; }
   virtual const Backend& backend() const = 0;
 
   // Stops the device: pending work fails with UNAVAILABLE, later calls fail

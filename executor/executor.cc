@@ -167,13 +167,24 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     return;
   }
 
-  // The replica with the least outstanding work takes the run.
-  Replica* replica = network.replicas.front().get();
+  // The replica with the least outstanding work takes the run, among
+  // those whose devices are all healthy if any is (a replica on a dead
+  // device would fail the run; the others keep serving).
+  auto healthy = [](const Replica& r) {
+    for (const ProvisionedPartition& p : r.partitions) {
+      if (!p.device->healthy()) return false;
+    }
+    return true;
+  };
+  Replica* replica = nullptr;
   for (const auto& r : network.replicas) {
-    if (r->outstanding.load() < replica->outstanding.load()) {
+    if (!healthy(*r)) continue;
+    if (replica == nullptr ||
+        r->outstanding.load() < replica->outstanding.load()) {
       replica = r.get();
     }
   }
+  if (replica == nullptr) replica = network.replicas.front().get();
   replica->outstanding.fetch_add(1);
   run->replica = replica;
   const std::vector<ProvisionedPartition>& partitions = replica->partitions;

@@ -28,6 +28,9 @@ struct DeviceConfig {
 // A snapshot of a device's description and state.
 struct DeviceInfo {
   int id = -1;  // Index in the HostManager's device list.
+  // The kind of device plans target (devices of one type are
+  // interchangeable for placement): the registered type, except that a
+  // wrapper such as the fault-injecting device reports what it wraps.
   std::string type;
   std::string name;
   uint64_t memory_bytes = 0;            // Capacity.
@@ -41,6 +44,9 @@ struct DeviceInfo {
   // Compiled functions (partitions) loaded on the device now: its load,
   // which placement spreads.
   int loaded_functions = 0;
+  // Empty while the device works; otherwise why it does not (it died).
+  // Nothing new is placed on an unhealthy device, and runs avoid it.
+  std::string unhealthy_reason;
 };
 
 }  // namespace glint

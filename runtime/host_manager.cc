@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -11,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
+#include "devices/fault/fault_injecting_device.h"
 #include "executor/executor.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
@@ -24,12 +26,34 @@ namespace glint {
 // A network added to the HostManager. Shared by the map and by its runs, so
 // RemoveNetwork can drop it from the map while runs finish.
 struct NetworkEntry {
+  // name, inputs and outputs never change; the rest (the plan) is replaced
+  // under HostManager::mu_ when the network is re-provisioned.
   NetworkInfo info;
-  std::unique_ptr<ExecutableNetwork> executable;
+  // What it was added from, to re-provision it when a device dies.
+  std::string model;
+  AddNetworkOptions options;
 
   absl::Mutex mu;
+  // Null while unavailable. Each run holds a reference (taken and dropped
+  // under `mu`) until it ends, so re-provisioning can swap it under them
+  // and wait for the old one's runs.
+  std::shared_ptr<ExecutableNetwork> executable ABSL_GUARDED_BY(mu);
   int in_flight ABSL_GUARDED_BY(mu) = 0;
 };
+
+namespace {
+
+// Whether any partition of `network` sits on `device`.
+bool Uses(const ExecutableNetwork& network, const DeviceManager* device) {
+  for (const auto& replica : network.replicas) {
+    for (const ProvisionedPartition& p : replica->partitions) {
+      if (p.device == device) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 namespace {
 
@@ -158,6 +182,9 @@ absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
 absl::StatusOr<std::unique_ptr<HostManager>> HostManager::CreateFromConfigs(
     HostManagerOptions options, const std::vector<DeviceConfig>& configs) {
   RegisterBuiltinDeviceTypes();
+  // The fault-injecting type too, for drills (--devices=faulty:...).
+  GLINT_RETURN_IF_ERROR(
+      RegisterFaultInjectingDeviceType(DeviceRegistry::Global()));
   GLINT_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<DeviceManager>> devices,
                          DeviceRegistry::Global().CreateAll(configs));
   return Create(options, std::move(devices));
@@ -167,10 +194,17 @@ HostManager::HostManager(HostManagerOptions options,
                          std::vector<std::unique_ptr<DeviceManager>> devices)
     : options_(options),
       devices_(std::move(devices)),
-      executor_(std::make_unique<Executor>()) {}
+      executor_(std::make_unique<Executor>()) {
+  monitor_ = std::thread([this] { MonitorDevices(); });
+}
 
 HostManager::~HostManager() {
   Shutdown();
+  {
+    absl::MutexLock lock(&monitor_mu_);
+    monitor_stop_ = true;
+  }
+  monitor_.join();
   absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks;
   {
     absl::MutexLock lock(&mu_);
@@ -181,7 +215,10 @@ HostManager::~HostManager() {
   // reference to an entry, and must not be the one to touch a device that
   // is already gone. No run is active (Shutdown waited), so nothing uses
   // the executables any more.
-  for (auto& [name, entry] : networks) entry->executable.reset();
+  for (auto& [name, entry] : networks) {
+    absl::MutexLock lock(&entry->mu);
+    entry->executable.reset();
+  }
   networks.clear();
 }
 
@@ -189,6 +226,127 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
     absl::string_view name, absl::string_view onnx_model,
     const AddNetworkOptions& options) {
   return Add(name, onnx_model, options, /*record=*/true);
+}
+
+void HostManager::RequestDeviceCheck() {
+  absl::MutexLock lock(&monitor_mu_);
+  check_requested_ = true;
+}
+
+void HostManager::MonitorDevices() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&monitor_mu_);
+      monitor_mu_.Await(absl::Condition(
+          +[](HostManager* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(h->monitor_mu_) {
+            return h->check_requested_ || h->monitor_stop_;
+          },
+          this));
+      if (monitor_stop_) return;
+      check_requested_ = false;
+    }
+    for (const auto& device : devices_) {
+      if (device->healthy()) continue;
+      {
+        absl::MutexLock lock(&monitor_mu_);
+        if (!failed_devices_.insert(device.get()).second) continue;
+      }
+      const DeviceInfo info = device->GetDeviceInfo();
+      GLINT_LOG_ERROR("device {} failed ({}); re-provisioning its networks",
+                      info.name, info.unhealthy_reason);
+      std::vector<std::shared_ptr<NetworkEntry>> affected;
+      {
+        absl::MutexLock lock(&mu_);
+        for (const auto& [name, entry] : networks_) {
+          absl::MutexLock entry_lock(&entry->mu);
+          if (entry->executable != nullptr &&
+              Uses(*entry->executable, device.get())) {
+            affected.push_back(entry);
+          }
+        }
+      }
+      for (const auto& entry : affected) Reprovision(entry, info.name);
+    }
+  }
+}
+
+void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
+                              const std::string& failed_device) {
+  // The same plan request on the healthy devices, with fewer replicas if
+  // the requested number no longer fits.
+  AddNetworkOptions options = entry->options;
+  NetworkInfo info;
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
+      absl::UnavailableError("not tried");
+  for (int replicas = std::max(1, options.partition.replicas); replicas >= 1;
+       --replicas) {
+    options.partition.replicas = replicas;
+    built = Build(entry->info.name, entry->model, options, &info);
+    if (built.ok() || !absl::IsResourceExhausted(built.status())) break;
+  }
+  std::shared_ptr<ExecutableNetwork> old;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::MutexLock entry_lock(&entry->mu);
+    old = std::move(entry->executable);
+    if (built.ok()) {
+      entry->executable = *std::move(built);
+      info.unavailable_reason.clear();
+      entry->info = std::move(info);
+      GLINT_LOG_INFO(
+          "network '{}' re-provisioned after {} failed ({} "
+          "replicas)",
+          entry->info.name, failed_device, entry->info.replicas);
+    } else {
+      entry->info.unavailable_reason =
+          absl::StrCat("device ", failed_device,
+                       " failed and the network fits no healthy devices: ",
+                       built.status().message());
+      GLINT_LOG_ERROR("network '{}' is unavailable: {}", entry->info.name,
+                      entry->info.unavailable_reason);
+    }
+  }
+  // Runs already on the old plan end (those on the dead device fail fast);
+  // then its partitions are unloaded.
+  absl::MutexLock entry_lock(&entry->mu);
+  entry->mu.Await(absl::Condition(
+      +[](std::shared_ptr<ExecutableNetwork>* p) {
+        return p->use_count() <= 1;
+      },
+      &old));
+  old.reset();
+}
+
+absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
+    absl::string_view name, absl::string_view onnx_model,
+    const AddNetworkOptions& options, NetworkInfo* info) const {
+  ImportOptions import;
+  import.input_shapes = options.input_shapes;
+  import.run_inference = options_.run_onnx_inference;
+  import.is_supported = [this](absl::string_view op) {
+    for (const auto& d:devices_) {
+      if (d->backend().IsOpSupported(op)) return true;
+}
+return false;
+};  // namespace glint
+GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
+// Only healthy devices are planned for and placed on.
+std::vector<DeviceInfo> infos;
+std::vector<DeviceManager*> devices;
+for (const auto& d : devices_) {
+  DeviceInfo info = d->GetDeviceInfo();
+  if (!info.unhealthy_reason.empty()) continue;
+  infos.push_back(std::move(info));
+  devices.push_back(d.get());
+}
+if (devices.empty()) {
+  return absl::UnavailableError("no healthy device is left");
+}
+GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, infos, options.partition));
+GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
+                       Provisioner(std::move(devices)).Provision(dag));
+*info = DescribeNetwork(name, dag, *executable);
+return executable;
 }
 
 absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
@@ -232,34 +390,24 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
     }
     adding_[std::string(name)] = true;
   }
-  auto build = [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
-    ImportOptions import;
-    import.input_shapes = options.input_shapes;
-    import.run_inference = options_.run_onnx_inference;
-    import.is_supported = [this](absl::string_view op) {
-      for (const auto& d : devices_) {
-        if (d->backend().IsOpSupported(op)) return true;
-      }
-      return false;
-};
-    GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
-    GLINT_ASSIGN_OR_RETURN(Dag dag,
-                           Partition(graph, GetDevices(), options.partition));
-    std::vector<DeviceManager*> devices;
-    for (const auto& d : devices_) devices.push_back(d.get());
+  absl::StatusOr<std::shared_ptr<NetworkEntry>> entry =
+      [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
     auto entry = std::make_shared<NetworkEntry>();
-    GLINT_ASSIGN_OR_RETURN(entry->executable,
-                           Provisioner(std::move(devices)).Provision(dag));
-    entry->info = DescribeNetwork(name, dag, *entry->executable);
+    GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
+                           Build(name, onnx_model, options, &entry->info));
+    entry->model = std::string(onnx_model);
+    entry->options = options;
+    absl::MutexLock lock(&entry->mu);
+    entry->executable = std::move(executable);
     return entry;
-  };
-  absl::StatusOr<std::shared_ptr<NetworkEntry>> entry = build();
+  }();
   // Durable before it is visible: once a client could see it, a restart
   // must not lose it. The name is still reserved, so no remove or add of
   // the same name interleaves with the journal.
   if (entry.ok() && record && options_.journal != nullptr) {
     if (absl::Status s = options_.journal->Record(name, onnx_model, options);
         !s.ok()) {
+      absl::MutexLock lock(&(*entry)->mu);
       (*entry)->executable.reset();
       entry = s;
     }
@@ -354,6 +502,9 @@ void HostManager::RunNetworkAsync(absl::string_view name,
                                   std::vector<NamedTensor> inputs,
                                   const RunOptions& options, RunCallback done) {
   std::shared_ptr<NetworkEntry> entry;
+  // The run's reference to the executable it runs on, dropped under
+  // entry->mu when the run ends (see NetworkEntry::executable).
+  auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
   absl::Status refused;
   {
     absl::MutexLock lock(&mu_);
@@ -363,17 +514,20 @@ void HostManager::RunNetworkAsync(absl::string_view name,
     } else if (it == networks_.end()) {
       refused = absl::NotFoundError(
           absl::StrCat("no network named '", Clip(name), "'"));
-    } else if (it->second->executable == nullptr) {
-      refused = absl::UnavailableError(absl::StrCat(
-          "network '", Clip(name),
-          "' is unavailable: ", it->second->info.unavailable_reason));
     } else {
-      entry = it->second;
       // Counted while the network is still in the map: RemoveNetwork, which
       // erases it under mu_ and then waits for in_flight to drain, can
       // never evict the executable under a run that found it.
-      absl::MutexLock entry_lock(&entry->mu);
-      ++entry->in_flight;
+      absl::MutexLock entry_lock(&it->second->mu);
+      if (it->second->executable == nullptr) {
+        refused = absl::UnavailableError(absl::StrCat(
+            "network '", Clip(name),
+            "' is unavailable: ", it->second->info.unavailable_reason));
+      } else {
+        entry = it->second;
+        *executable = entry->executable;
+        ++entry->in_flight;
+      }
     }
   }
   // Callbacks run without locks held: they may call back into the manager.
@@ -381,9 +535,10 @@ void HostManager::RunNetworkAsync(absl::string_view name,
     done(refused);
     return;
   }
-  auto not_run = [&entry, &done](absl::Status status) {
+  auto not_run = [&entry, &executable, &done](absl::Status status) {
     {
       absl::MutexLock lock(&entry->mu);
+      executable->reset();
       --entry->in_flight;
     }
     done(std::move(status));
@@ -421,9 +576,9 @@ void HostManager::RunNetworkAsync(absl::string_view name,
 
   // Called exactly once: with the run's result once it ran, or with the
   // refusal if it never started (then it holds no admission slot).
-  auto finish = std::make_shared<std::function<void(
-      absl::StatusOr<std::vector<Tensor>>, bool)>>(
-      [this, entry, outputs = *outputs, done = std::move(done)](
+  auto finish = std::make_shared<
+      std::function<void(absl::StatusOr<std::vector<Tensor>>, bool)>>(
+      [this, entry, executable, outputs = *outputs, done = std::move(done)](
           absl::StatusOr<std::vector<Tensor>> result, bool started) {
         absl::StatusOr<std::vector<NamedTensor>> named;
         if (result.ok()) {
@@ -438,19 +593,25 @@ void HostManager::RunNetworkAsync(absl::string_view name,
         }
         {
           absl::MutexLock lock(&entry->mu);
+          executable->reset();
           --entry->in_flight;
         }
         if (started) Release();
+        // A device that fails runs may have died: look at the devices.
+        if (!named.ok() &&
+            named.status().code() == absl::StatusCode::kUnavailable) {
+          RequestDeviceCheck();
+        }
         done(std::move(named));
       });
-  auto start = [this, entry, request, finish, queued](bool admitted) {
+  auto start = [this, executable, request, finish, queued](bool admitted) {
     if (queued != nullptr) queued->end = absl::Now();
     if (!admitted) {
       (*finish)(absl::UnavailableError("the host manager is shutting down"),
                 false);
       return;
     }
-    executor_->Run(*entry->executable, std::move(*request),
+    executor_->Run(**executable, std::move(*request),
                    [finish](absl::StatusOr<std::vector<Tensor>> result) {
                      (*finish)(std::move(result), true);
                    });

@@ -15,10 +15,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -36,6 +38,7 @@ namespace glint {
 
 class DeviceManager;
 class Executor;
+struct ExecutableNetwork;
 struct NetworkEntry;
 
 struct AddNetworkOptions;
@@ -210,6 +213,22 @@ class HostManager {
   HostManager(HostManagerOptions options,
               std::vector<std::unique_ptr<DeviceManager>> devices);
 
+  // Imports, partitions and provisions a network on the healthy devices;
+  // fills `info`.
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Build(
+      absl::string_view name, absl::string_view onnx_model,
+      const AddNetworkOptions& options, NetworkInfo* info) const;
+
+  // Device failure. A run that fails UNAVAILABLE asks for a check; the
+  // monitor thread then finds devices that died and re-provisions every
+  // network with a partition on one onto the healthy devices (fewer
+  // replicas if all do not fit), swapping it in under its runs; a network
+  // that fits nowhere becomes unavailable, saying why.
+  void RequestDeviceCheck() ABSL_LOCKS_EXCLUDED(monitor_mu_);
+  void MonitorDevices() ABSL_LOCKS_EXCLUDED(monitor_mu_, mu_);
+  void Reprovision(const std::shared_ptr<NetworkEntry>& entry,
+                   const std::string& failed_device) ABSL_LOCKS_EXCLUDED(mu_);
+
   // AddNetwork and RestoreNetwork: `record` says whether to journal it.
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,
                                   absl::string_view onnx_model,
@@ -238,6 +257,16 @@ class HostManager {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   const std::shared_ptr<CancellationToken> shutdown_token_ =
       std::make_shared<CancellationToken>();
+
+  // Lock order: mu_, then a NetworkEntry's mu; monitor_mu_ is never held
+  // with either.
+  absl::Mutex monitor_mu_;
+  bool check_requested_ ABSL_GUARDED_BY(monitor_mu_) = false;
+  bool monitor_stop_ ABSL_GUARDED_BY(monitor_mu_) = false;
+  // Devices found dead, whose networks were re-provisioned.
+  absl::flat_hash_set<const DeviceManager*> failed_devices_
+      ABSL_GUARDED_BY(monitor_mu_);
+  std::thread monitor_;  // Runs MonitorDevices(); joined by the destructor.
 };
 
 }  // namespace glint

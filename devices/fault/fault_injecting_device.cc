@@ -77,6 +77,8 @@ absl::StatusOr<DeviceConfig> FaultInjectingDevice::ParseConfig(
       GLINT_ASSIGN_OR_RETURN(parsed.fail_launch, ParseCount(key, value));
     } else if (key == "hang_launch") {
       GLINT_ASSIGN_OR_RETURN(parsed.hang_launch, ParseCount(key, value));
+    } else if (key == "kill_at_launch") {
+      GLINT_ASSIGN_OR_RETURN(parsed.kill_at_launch, ParseCount(key, value));
     } else if (key == "launch_delay_ms") {
       double ms = 0;
       if (!absl::SimpleAtod(value, &ms) || !(ms >= 0) || ms > 3.6e6) {
@@ -142,8 +144,12 @@ int64_t FaultInjectingDevice::launch_count() const {
 }
 
 DeviceInfo FaultInjectingDevice::GetDeviceInfo() const {
+  // The wrapped device's type: apart from its faults the wrapper is that
+  // device, so plans and placement treat it as one of its kind (a drill
+  // device among sims takes sim partitions). Its name (faulty:N by
+  // default) tells it apart.
   DeviceInfo info = inner_->GetDeviceInfo();
-  info.type = std::string(kTypeName);
+  if (dead()) info.unhealthy_reason = "the device died (injected fault)";
   return info;
 }
 
@@ -304,6 +310,20 @@ void FaultInjectingDevice::Launch(Stream& stream,
           "injected hang of launch ", n, " ended: device stopped"));
     });
     return;
+  }
+  if (n == faults.kill_at_launch) {
+    // Dead from now on, but without Kill()'s Stop(): this call may come
+    // from one of the device's own stream threads (a queued run started by
+    // a finishing one), which Stop() would join. Work already queued on the
+    // wrapped device drains; everything new fails fast.
+    {
+      absl::MutexLock lock(&mu_);
+      dead_ = true;
+      stopped_ = true;
+    }
+    return EnqueueFailure(
+        stream, absl::UnavailableError(absl::StrCat(
+                    "the device died during launch ", n, " (injected fault)")));
   }
   if (n == faults.fail_launch) {
     return EnqueueFailure(

@@ -38,6 +38,11 @@ struct FaultOptions {
   // The k-th Launch call blocks its stream until the device is stopped or
   // killed, then fails with UNAVAILABLE. 0: none.
   int64_t hang_launch = 0;
+  // The k-th Launch call kills the device: it fails with UNAVAILABLE, and
+  // so does every later call, as when a real accelerator falls off the bus
+  // mid-run (work queued before it still drains). 0: never. For drills
+  // through --devices.
+  int64_t kill_at_launch = 0;
   // Every launch is preceded on its stream by an item that takes this long
   // (a simulated slow device). Cut short, with UNAVAILABLE, by Stop/Kill.
   absl::Duration launch_delay = absl::ZeroDuration();
@@ -76,6 +81,7 @@ class FaultInjectingDevice : public DeviceManager {
   //   inner=TYPE                   the wrapped type (default "sim")
   //   fail_alloc_after_bytes=N     FaultOptions::fail_alloc_after_bytes
   //   fail_launch=K, hang_launch=K FaultOptions::fail_launch/hang_launch
+  //   kill_at_launch=K             FaultOptions::kill_at_launch
   //   launch_delay_ms=D            FaultOptions::launch_delay
   //   dead=true|false              FaultOptions::dead
   // and returns the wrapped device's config: `config` with type=TYPE and
@@ -103,7 +109,9 @@ class FaultInjectingDevice : public DeviceManager {
 
   // --- DeviceManager -----------------------------------------------------
   int id() const override { return inner_->id(); }
+  // Unhealthy (with why) once killed.
   DeviceInfo GetDeviceInfo() const override;
+  bool healthy() const override { return !dead(); }
   const Backend& backend() const override { return inner_->backend(); }
   void Stop() override;
 

@@ -98,7 +98,9 @@ TEST(FaultInjectingDeviceTest, PassThroughForwardsInnerParams) {
   auto device = MakeFaulty({{"compute_gflops", "5"}});
   ASSERT_NE(device, nullptr);
   DeviceInfo info = device->GetDeviceInfo();
-  EXPECT_EQ(info.type, "faulty");
+  // Placement must treat it as the device it wraps; the name tells it apart.
+  EXPECT_EQ(info.type, "sim");
+  EXPECT_EQ(info.name.rfind("faulty:", 0), 0u) << info.name;
   EXPECT_EQ(info.compute_flops, 5e9);
   EXPECT_EQ(info.memory_bytes, kCapacity);
   EXPECT_NE(dynamic_cast<SimDevice*>(&device->inner()), nullptr);

@@ -219,6 +219,7 @@ void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto) {
     proto->add_unsupported_ops(op);
   }
   proto->set_loaded_functions(info.loaded_functions);
+  proto->set_unhealthy_reason(info.unhealthy_reason);
 }
 
 ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
@@ -277,6 +278,7 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.unsupported_ops.assign(proto.unsupported_ops().begin(),
                               proto.unsupported_ops().end());
   info.loaded_functions = proto.loaded_functions();
+  info.unhealthy_reason = proto.unhealthy_reason();
   return info;
 }
 
