@@ -39,9 +39,35 @@ struct NetworkEntry {
   // and wait for the old one's runs.
   std::shared_ptr<ExecutableNetwork> executable ABSL_GUARDED_BY(mu);
   int in_flight ABSL_GUARDED_BY(mu) = 0;
+  // Runs that arrived while every replica sat on a dead device, waiting
+  // for the re-provisioned plan (or the network's removal, or shutdown) to
+  // start them again.
+  std::vector<std::function<void()>> parked ABSL_GUARDED_BY(mu);
 };
 
 namespace {
+
+// Whether every replica of `network` has a partition on a dead device.
+bool NoHealthyReplica(const ExecutableNetwork& network) {
+  for (const auto& replica : network.replicas) {
+    bool healthy = true;
+    for (const ProvisionedPartition& p : replica->partitions) {
+      healthy = healthy && p.device->healthy();
+    }
+    if (healthy) return false;
+  }
+  return true;
+}
+
+// Starts runs parked on `entry` (see NetworkEntry::parked) again.
+void Unpark(NetworkEntry& entry) {
+  std::vector<std::function<void()>> parked;
+  {
+    absl::MutexLock lock(&entry.mu);
+    parked.swap(entry.parked);
+  }
+  for (auto& run : parked) run();
+}
 
 // Whether any partition of `network` sits on `device`.
 bool Uses(const ExecutableNetwork& network, const DeviceManager* device) {
@@ -245,28 +271,36 @@ void HostManager::MonitorDevices() {
       if (monitor_stop_) return;
       check_requested_ = false;
     }
+    std::vector<const DeviceManager*> dead;
+    std::string dead_names;
     for (const auto& device : devices_) {
       if (device->healthy()) continue;
-      {
-        absl::MutexLock lock(&monitor_mu_);
-        if (!failed_devices_.insert(device.get()).second) continue;
-      }
+      dead.push_back(device.get());
       const DeviceInfo info = device->GetDeviceInfo();
-      GLINT_LOG_ERROR("device {} failed ({}); re-provisioning its networks",
-                      info.name, info.unhealthy_reason);
-      std::vector<std::shared_ptr<NetworkEntry>> affected;
-      {
-        absl::MutexLock lock(&mu_);
-        for (const auto& [name, entry] : networks_) {
-          absl::MutexLock entry_lock(&entry->mu);
-          if (entry->executable != nullptr &&
-              Uses(*entry->executable, device.get())) {
+      absl::StrAppend(&dead_names, dead_names.empty() ? "" : ", ", info.name);
+      absl::MutexLock lock(&monitor_mu_);
+      if (failed_devices_.insert(device.get()).second) {
+        GLINT_LOG_ERROR("device {} failed ({}); re-provisioning its networks",
+                        info.name, info.unhealthy_reason);
+      }
+    }
+    // Every network still on a dead device, also one placed there in the
+    // moment between the death and its discovery.
+    std::vector<std::shared_ptr<NetworkEntry>> affected;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [name, entry] : networks_) {
+        absl::MutexLock entry_lock(&entry->mu);
+        if (entry->executable == nullptr) continue;
+        for (const DeviceManager* device : dead) {
+          if (Uses(*entry->executable, device)) {
             affected.push_back(entry);
+            break;
           }
         }
       }
-      for (const auto& entry : affected) Reprovision(entry, info.name);
     }
+    for (const auto& entry : affected) Reprovision(entry, dead_names);
   }
 }
 
@@ -306,6 +340,7 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
                       entry->info.unavailable_reason);
     }
   }
+  Unpark(*entry);
   // Runs already on the old plan end (those on the dead device fail fast);
   // then its partitions are unloaded.
   absl::MutexLock entry_lock(&entry->mu);
@@ -457,7 +492,9 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
     entry = std::move(it->second);
     networks_.erase(it);
   }
-  // New runs can no longer find it; wait for the ones in flight.
+  // New runs can no longer find it: parked ones learn so now. Wait for the
+  // ones in flight.
+  Unpark(*entry);
   absl::MutexLock lock(&entry->mu);
   entry->mu.Await(absl::Condition(
       +[](int* n) { return *n == 0; }, &entry->in_flight));
@@ -506,6 +543,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   // entry->mu when the run ends (see NetworkEntry::executable).
   auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
   absl::Status refused;
+  bool parked = false;
   {
     absl::MutexLock lock(&mu_);
     auto it = networks_.find(name);
@@ -523,12 +561,26 @@ void HostManager::RunNetworkAsync(absl::string_view name,
         refused = absl::UnavailableError(absl::StrCat(
             "network '", Clip(name),
             "' is unavailable: ", it->second->info.unavailable_reason));
+      } else if (NoHealthyReplica(*it->second->executable)) {
+        // A device it needs has died and the monitor is (or will be, once
+        // asked) re-provisioning it: the run waits for the new plan rather
+        // than fail on the dead device too.
+        it->second->parked.push_back([this, name = std::string(name),
+                                      inputs = std::move(inputs), options,
+                                      done = std::move(done)]() mutable {
+          RunNetworkAsync(name, std::move(inputs), options, std::move(done));
+        });
+        parked = true;
       } else {
         entry = it->second;
         *executable = entry->executable;
         ++entry->in_flight;
       }
     }
+  }
+  if (parked) {
+    RequestDeviceCheck();
+    return;
   }
   // Callbacks run without locks held: they may call back into the manager.
   if (!refused.ok()) {
@@ -677,6 +729,12 @@ void HostManager::Shutdown() {
   }
   shutdown_token_->Cancel();
   for (auto& start : refused) start(false);
+  std::vector<std::shared_ptr<NetworkEntry>> entries;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : networks_) entries.push_back(entry);
+  }
+  for (const auto& entry : entries) Unpark(*entry);  // Refused now.
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](int* active) { return *active == 0; }, &active_));
