@@ -33,6 +33,7 @@ Talks to a glintd daemon (default server 127.0.0.1:50051).
 commands:
   add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
       [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
+      [--reuse moo|match|override|graph] [--user_config TEXT]
                      add an ONNX model as network NAME. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
@@ -243,7 +244,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   };
   const Command commands[] = {
       {"add",
-       {"input_shape", "strategy", "plan_devices", "replicas", "place"},
+       {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
+        "user_config"},
        {},
        &Cli::Add},
       {"run", {"input", "output", "output_dir", "trace"}, {}, &Cli::RunNetwork},
@@ -306,6 +308,14 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   if (!partition.user_plan.empty() &&
       partition.strategy == PartitionStrategy::kAuto) {
     partition.strategy = PartitionStrategy::kUser;
+  }
+  if (std::optional<std::string> reuse = args.Last("reuse")) {
+    absl::StatusOr<PlanReuse> parsed = ParsePlanReuse(*reuse);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    options.reuse = *parsed;
+  }
+  if (std::optional<std::string> config = args.Last("user_config")) {
+    options.user_config = *config;
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();

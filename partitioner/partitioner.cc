@@ -90,25 +90,13 @@ class Planner {
       }
     }
     Assignment a;
-    switch (strategy) {
-      case PartitionStrategy::kWhole: {
-        GLINT_ASSIGN_OR_RETURN(a, PlanWhole());
-        break;
-      }
-      case PartitionStrategy::kMemory: {
-        GLINT_ASSIGN_OR_RETURN(a, PlanMemory());
-        break;
-      }
-      case PartitionStrategy::kLoadBalanced: {
-        GLINT_ASSIGN_OR_RETURN(a, PlanLoadBalanced());
-        break;
-      }
-      case PartitionStrategy::kUser: {
-        GLINT_ASSIGN_OR_RETURN(a, PlanUser());
-        break;
-      }
-      case PartitionStrategy::kAuto:
-        return absl::InternalError("unresolved strategy");
+    if (!options_.fixed_assignment.empty()) {
+      GLINT_ASSIGN_OR_RETURN(a, PlanFixed());
+      strategy = options_.strategy == PartitionStrategy::kAuto
+                     ? PartitionStrategy::kUser
+                     : options_.strategy;
+    } else {
+      GLINT_ASSIGN_OR_RETURN(a, Plan(strategy));
     }
     GLINT_RETURN_IF_ERROR(PlaceUnsupported(a));
     Dag dag = BuildDag(a);
@@ -290,6 +278,45 @@ class Planner {
     return a;
   }
 
+  absl::StatusOr<Assignment> Plan(PartitionStrategy strategy) const {
+    switch (strategy) {
+      case PartitionStrategy::kWhole:
+        return PlanWhole();
+      case PartitionStrategy::kMemory:
+        return PlanMemory();
+      case PartitionStrategy::kLoadBalanced:
+        return PlanLoadBalanced();
+      case PartitionStrategy::kUser:
+        return PlanUser();
+      case PartitionStrategy::kAuto:
+        break;
+    }
+    return absl::InternalError("unresolved strategy");
+  }
+
+  absl::StatusOr<Assignment> PlanFixed() const {
+    const std::vector<int>& fixed = options_.fixed_assignment;
+    if (static_cast<int>(fixed.size()) != costs_.num_nodes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the plan to replay assigns ", fixed.size(),
+                       " nodes; the graph has ", costs_.num_nodes()));
+    }
+    const int usable = UsableLogical();
+    Assignment a;
+    int highest = 0;
+    for (int l : fixed) {
+      if (l < 0 || l >= usable) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("the plan to replay names logical device ", l, " but ",
+                         usable, " devices are available to each replica"));
+      }
+      highest = std::max(highest, l);
+    }
+    a.logical = fixed;
+    for (int l = 0; l <= highest; ++l) a.models.push_back(Model(l));
+    return a;
+  }
+
   absl::StatusOr<Assignment> PlanUser() const {
     if (options_.user_plan.empty()) {
       return absl::InvalidArgumentError(
@@ -378,6 +405,7 @@ class Planner {
       }
     }
     dag.replicas = options_.replicas;
+    dag.assignment = a.logical;
     dag.num_logical_devices = static_cast<int>(a.models.size());
     dag.logical_devices = a.models;
     const int n = costs_.num_nodes();

@@ -50,6 +50,11 @@ struct PartitionOptions {
   int replicas = 1;
   // For kUser: first matching rule wins; every node must match one.
   std::vector<UserPlacement> user_plan;
+  // Replays a plan made before (Dag::assignment, from the plan cache): the
+  // logical device of each node, in the graph's order. When set, the
+  // strategy and user plan are not consulted; INVALID_ARGUMENT if it does
+  // not give every node a logical device the replicas can have.
+  std::vector<int> fixed_assignment;
 };
 
 // Cost-model rates for devices without a timing model (DeviceInfo rates of

@@ -67,9 +67,30 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   std::vector<std::vector<DeviceManager*>> physical(
       dag.replicas, std::vector<DeviceManager*>(logical_count, nullptr));
   std::vector<bool> taken(devices_.size(), false);
+  // A replayed placement is kept where it still holds (the device exists,
+  // is free in this plan and can run the partitions); elsewhere the usual
+  // choice decides.
+  auto replayed = [&](int r, int l) -> int {
+    if (r >= static_cast<int>(dag.placement.size()) ||
+        l >= static_cast<int>(dag.placement[r].size())) {
+      return -1;
+    }
+    for (size_t d = 0; d < devices_.size(); ++d) {
+      if (devices_[d]->id() == dag.placement[r][l] && !taken[d] &&
+          CanRun(*devices_[d], dag.logical_devices[l], by_logical[l])) {
+        return static_cast<int>(d);
+      }
+    }
+    return -1;
+  };
   for (int r = 0; r < dag.replicas; ++r) {
     for (int l = 0; l < logical_count; ++l) {
-      int best = -1;
+      int best = replayed(r, l);
+      if (best >= 0) {
+        taken[best] = true;
+        physical[r][l] = devices_[best];
+        continue;
+      }
       for (size_t d = 0; d < devices_.size(); ++d) {
         if (taken[d] ||
             !CanRun(*devices_[d], dag.logical_devices[l], by_logical[l])) {
@@ -94,6 +115,10 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   network->inputs = dag.inputs;
   network->outputs = dag.outputs;
   network->constant_outputs = dag.constant_outputs;
+  for (const auto& replica : physical) {
+    std::vector<int>& ids = network->placement.emplace_back();
+    for (DeviceManager* d : replica) ids.push_back(d->id());
+  }
   // Each partition compiles once per backend; replicas share the result.
   // If anything fails, `network` is destroyed on return, evicting every
   // function this call loaded.

@@ -48,6 +48,8 @@ struct ExecutableNetwork {
   std::vector<ValueInfo> outputs;
   // Outputs that are constants (Dag::constant_outputs), on the host.
   std::map<std::string, Tensor> constant_outputs;
+  // Per replica, the device id of each logical device (see Dag::placement).
+  std::vector<std::vector<int>> placement;
   std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
 };
 

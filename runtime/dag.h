@@ -47,6 +47,14 @@ struct Dag {
   // Copies of the whole plan, each on its own physical devices.
   int replicas = 1;
   std::string strategy;  // The strategy that made the plan, for reports.
+  // The plan in its smallest form, to cache and replay it: the logical
+  // device of each node of the partitioned Graph (PartitionOptions::
+  // fixed_assignment takes it back).
+  std::vector<int> assignment;
+  // Where to place it, when replaying a cached plan: per replica, the
+  // device id each logical device goes to. Empty: the provisioner chooses
+  // (and fills ExecutableNetwork::placement with its choice).
+  std::vector<std::vector<int>> placement;
 };
 
 }  // namespace glint

@@ -1,12 +1,14 @@
 #include "runtime/host_manager.h"
 
 #include <algorithm>
+#include <optional>
 #include <deque>
 #include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -17,6 +19,7 @@
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
 #include "runtime/logging.h"
+#include "runtime/network_store.h"
 #include "runtime/onnx_importer.h"
 #include "runtime/status_macros.h"
 #include "runtime/text.h"
@@ -190,6 +193,30 @@ absl::StatusOr<std::vector<int>> BindOutputs(
 
 }  // namespace
 
+absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name) {
+  for (PlanReuse reuse : {PlanReuse::kMatch, PlanReuse::kOverride,
+                          PlanReuse::kMatchOrOverride, PlanReuse::kGraph}) {
+    if (absl::EqualsIgnoreCase(name, PlanReuseName(reuse))) return reuse;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown plan reuse policy '", Clip(name),
+      "' (expected match, override, moo or graph)"));
+}
+
+absl::string_view PlanReuseName(PlanReuse reuse) {
+  switch (reuse) {
+    case PlanReuse::kMatch:
+      return "match";
+    case PlanReuse::kOverride:
+      return "override";
+    case PlanReuse::kMatchOrOverride:
+      return "moo";
+    case PlanReuse::kGraph:
+      return "graph";
+  }
+  return "moo";
+}
+
 absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
     HostManagerOptions options,
     std::vector<std::unique_ptr<DeviceManager>> devices) {
@@ -264,7 +291,7 @@ void HostManager::MonitorDevices() {
     {
       absl::MutexLock lock(&monitor_mu_);
       monitor_mu_.Await(absl::Condition(
-          +[](HostManager* h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(h->monitor_mu_) {
+          +[](HostManager* h) {
             return h->check_requested_ || h->monitor_stop_;
           },
           this));
@@ -354,34 +381,103 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
     absl::string_view name, absl::string_view onnx_model,
-    const AddNetworkOptions& options, NetworkInfo* info) const {
+    const AddNetworkOptions& options, NetworkInfo* info,
+    const CachedPlan* types, const CachedPlan* plan, CachedPlan* made) const {
   ImportOptions import;
   import.input_shapes = options.input_shapes;
   import.run_inference = options_.run_onnx_inference;
+  std::string inferred;
+  if (types != nullptr) {
+    // Replayed: neither a helper process nor ONNX's inference runs. The
+    // importer still checks that the reply fits the model.
+    import.run_inference = [types](const std::string&) {
+      return absl::StatusOr<std::string>(types->inferred_types);
+    };
+  } else if (made != nullptr) {
+    // Kept for the cache: the same step, its reply recorded.
+    InferenceRunner run = options_.run_onnx_inference;
+    import.run_inference = [run, &inferred](const std::string& request) {
+      absl::StatusOr<std::string> reply =
+          run ? run(request) : RunOnnxInference(request);
+      if (reply.ok()) inferred = *reply;
+      return reply;
+    };
+  }
   import.is_supported = [this](absl::string_view op) {
-    for (const auto& d:devices_) {
+    for (const auto& d : devices_) {
       if (d->backend().IsOpSupported(op)) return true;
+    }
+    return false;
+  };
+  const absl::Time start = absl::Now();
+  GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
+  const absl::Time imported = absl::Now();
+  // Only healthy devices are planned for and placed on.
+  std::vector<DeviceInfo> infos;
+  std::vector<DeviceManager*> devices;
+  for (const auto& d : devices_) {
+    DeviceInfo info = d->GetDeviceInfo();
+    if (!info.unhealthy_reason.empty()) continue;
+    infos.push_back(std::move(info));
+    devices.push_back(d.get());
+  }
+  if (devices.empty()) {
+    return absl::UnavailableError("no healthy device is left");
+  }
+  PartitionOptions partition = options.partition;
+  if (plan != nullptr) partition.fixed_assignment = plan->assignment;
+  GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, infos, partition));
+  if (plan != nullptr) {
+    dag.strategy = plan->strategy;
+    dag.placement = plan->placement;
+  }
+  const absl::Time planned = absl::Now();
+  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
+                         Provisioner(std::move(devices)).Provision(dag));
+  *info = DescribeNetwork(name, dag, *executable);
+  GLINT_LOG_INFO(
+      "network '{}' built in {}: import {}{}, partition {}{}, compile and "
+      "load {}",
+      Clip(name), absl::FormatDuration(absl::Now() - start),
+      absl::FormatDuration(imported - start),
+      types != nullptr ? " (cached types)" : "",
+      absl::FormatDuration(planned - imported),
+      plan != nullptr ? " (cached plan)" : "",
+      absl::FormatDuration(absl::Now() - planned));
+  if (made != nullptr) {
+    made->inferred_types =
+        types != nullptr ? types->inferred_types : std::move(inferred);
+    made->strategy = dag.strategy;
+    made->assignment = dag.assignment;
+    made->placement = executable->placement;
+  }
+  return executable;
 }
-return false;
-};  // namespace glint
-GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
-// Only healthy devices are planned for and placed on.
-std::vector<DeviceInfo> infos;
-std::vector<DeviceManager*> devices;
-for (const auto& d : devices_) {
-  DeviceInfo info = d->GetDeviceInfo();
-  if (!info.unhealthy_reason.empty()) continue;
-  infos.push_back(std::move(info));
-  devices.push_back(d.get());
-}
-if (devices.empty()) {
-  return absl::UnavailableError("no healthy device is left");
-}
-GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, infos, options.partition));
-GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
-                       Provisioner(std::move(devices)).Provision(dag));
-*info = DescribeNetwork(name, dag, *executable);
-return executable;
+
+std::string HostManager::PlanKey(absl::string_view onnx_model,
+                                 const AddNetworkOptions& options) const {
+  // Everything a plan depends on, spelled out; its digest is the key.
+  std::string what =
+      absl::StrCat("glint-plan-v1;model=", Sha256Hex(onnx_model));
+  for (const auto& [input, shape] : options.input_shapes) {
+    absl::StrAppend(&what, ";shape:", input, "=", shape.ToString());
+  }
+  const PartitionOptions& p = options.partition;
+  absl::StrAppend(&what, ";strategy=", static_cast<int>(p.strategy),
+                  ";plan_devices=", p.plan_devices, ";replicas=", p.replicas);
+  for (const UserPlacement& rule : p.user_plan) {
+    absl::StrAppend(&what, ";place:", rule.pattern, "=", rule.logical_device);
+  }
+  absl::StrAppend(&what, ";user_config=", options.user_config);
+  for (const auto& d : devices_) {
+    const DeviceInfo info = d->GetDeviceInfo();
+    if (!info.unhealthy_reason.empty()) continue;
+    absl::StrAppend(&what, ";device:", info.id, ",", info.type, ",",
+                    info.memory_bytes, ",", info.compute_flops, ",",
+                    info.link_bytes_per_second, ",",
+                    absl::StrJoin(info.unsupported_ops, "+"));
+  }
+  return Sha256Hex(what);
 }
 
 absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
@@ -428,8 +524,48 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
   absl::StatusOr<std::shared_ptr<NetworkEntry>> entry =
       [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
     auto entry = std::make_shared<NetworkEntry>();
-    GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
-                           Build(name, onnx_model, options, &entry->info));
+    // The plan cache: what is kept for this name, whether it matches, and
+    // what the policy lets this add reuse.
+    NetworkJournal* const journal = options_.journal;
+    std::optional<CachedPlan> cached;
+    std::string key;
+    if (journal != nullptr) {
+      key = PlanKey(onnx_model, options);
+      absl::StatusOr<CachedPlan> kept = journal->LoadPlan(name);
+      if (kept.ok()) {
+        cached = *std::move(kept);
+      } else if (!absl::IsNotFound(kept.status())) {
+        GLINT_LOG_WARN("the cached plan of '{}' is unusable ({}); planning "
+                       "anew",
+                       Clip(name), kept.status().ToString());
+      }
+    }
+    const bool match = cached.has_value() && cached->key == key;
+    if (options.reuse == PlanReuse::kMatch && cached.has_value() && !match) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "network '", Clip(name),
+          "' has a cached plan made for another model, options, user_config "
+          "or device set, and reuse is MATCH; add it with reuse MOO or "
+          "OVERRIDE to plan it anew"));
+    }
+    const bool reuse_types = match && options.reuse != PlanReuse::kOverride;
+    const bool reuse_plan =
+        match && (options.reuse == PlanReuse::kMatch ||
+                  options.reuse == PlanReuse::kMatchOrOverride);
+    CachedPlan made;
+    GLINT_ASSIGN_OR_RETURN(
+        std::unique_ptr<ExecutableNetwork> executable,
+        Build(name, onnx_model, options, &entry->info,
+              reuse_types ? &*cached : nullptr, reuse_plan ? &*cached : nullptr,
+              journal != nullptr ? &made : nullptr));
+    if (journal != nullptr && !reuse_plan) {
+      made.key = key;
+      // A plan not kept costs the next restart time, nothing else.
+      if (absl::Status s = journal->SavePlan(name, made); !s.ok()) {
+        GLINT_LOG_WARN("cannot keep the plan of '{}': {}", Clip(name),
+                       s.ToString());
+      }
+    }
     entry->model = std::string(onnx_model);
     entry->options = options;
     absl::MutexLock lock(&entry->mu);

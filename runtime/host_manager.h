@@ -43,6 +43,17 @@ struct NetworkEntry;
 
 struct AddNetworkOptions;
 
+// A network's plan as the plan cache keeps it: the costly, derived parts of
+// an AddNetwork (the seed's "generated code"), replayed when a network is
+// added again for the same model, options, user_config and devices.
+struct CachedPlan {
+  std::string key;  // What it was made for (see AddNetworkOptions::reuse).
+  std::string inferred_types;  // ONNX inference's reply (RunOnnxInference).
+  std::string strategy;
+  std::vector<int> assignment;              // Dag::assignment.
+  std::vector<std::vector<int>> placement;  // ExecutableNetwork::placement.
+};
+
 // Keeps added networks across restarts (glintd backs it with its
 // NetworkStore). HostManager calls it with the network's name held, so the
 // calls for one name never overlap; it must be thread-safe across names.
@@ -54,9 +65,20 @@ class NetworkJournal {
   virtual absl::Status Record(absl::string_view name,
                               absl::string_view onnx_model,
                               const AddNetworkOptions& options) = 0;
-  // Forgets it durably before RemoveNetwork acknowledges; an error fails
-  // the RemoveNetwork, which then leaves the network serving.
+  // Forgets it (and its cached plan) durably before RemoveNetwork
+  // acknowledges; an error fails the RemoveNetwork, which then leaves the
+  // network serving.
   virtual absl::Status Erase(absl::string_view name) = 0;
+
+  // The plan cache: NOT_FOUND when no plan is kept for `name`. A journal
+  // without one keeps nothing.
+  virtual absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) {
+    return absl::NotFoundError("no plan cache");
+  }
+  virtual absl::Status SavePlan(absl::string_view name,
+                                const CachedPlan& plan) {
+    return absl::OkStatus();
+  }
 };
 
 struct HostManagerOptions {
@@ -74,6 +96,22 @@ struct HostManagerOptions {
   NetworkJournal* journal = nullptr;
 };
 
+// Whether AddNetwork (and the restore at start) reuses a network's cached
+// plan, Cube's reuse policies. A plan "matches" when it was made for the
+// same model bytes, options, user_config, device set and Glint plan format.
+enum class PlanReuse {
+  kMatch,     // Reuse if it matches; FAILED_PRECONDITION if a plan is kept
+              // that does not; plan (and keep) if none is.
+  kOverride,  // Plan anew and replace what is kept.
+  kMatchOrOverride,  // "MOO": reuse if it matches, else plan anew.
+  kGraph,  // Reuse the inferred graph if it matches; always re-partition
+           // and re-place.
+};
+
+// "match", "override", "moo" or "graph" (any case); INVALID_ARGUMENT else.
+absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name);
+absl::string_view PlanReuseName(PlanReuse reuse);
+
 struct AddNetworkOptions {
   // Binds graph inputs whose declared shape has symbolic or unknown
   // dimensions: input name → full static shape. Unbound unknown dimensions
@@ -81,6 +119,12 @@ struct AddNetworkOptions {
   std::map<std::string, Shape> input_shapes;
   // How the network is split and copied over the devices.
   PartitionOptions partition;
+  // The plan cache (with a journal only). MOO by default: a daemon whose
+  // devices changed re-plans its networks rather than refuse them.
+  PlanReuse reuse = PlanReuse::kMatchOrOverride;
+  // Part of what a plan is made for: change it to force a new plan (e.g. a
+  // digest of everything outside the model that should invalidate plans).
+  std::string user_config;
 };
 
 // A named tensor, as inputs and outputs of a run travel.
@@ -215,9 +259,17 @@ class HostManager {
 
   // Imports, partitions and provisions a network on the healthy devices;
   // fills `info`.
+  // `types` (ONNX inference's reply) and `plan` (assignment, placement)
+  // replay a cached plan when set; `made` receives what this build used.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Build(
       absl::string_view name, absl::string_view onnx_model,
-      const AddNetworkOptions& options, NetworkInfo* info) const;
+      const AddNetworkOptions& options, NetworkInfo* info,
+      const CachedPlan* types = nullptr, const CachedPlan* plan = nullptr,
+      CachedPlan* made = nullptr) const;
+  // What a plan of this network would be made for, over today's healthy
+  // devices (CachedPlan::key).
+  std::string PlanKey(absl::string_view onnx_model,
+                      const AddNetworkOptions& options) const;
 
   // Device failure. A run that fails UNAVAILABLE asks for a check; the
   // monitor thread then finds devices that died and re-provisions every

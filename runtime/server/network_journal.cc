@@ -4,8 +4,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/glint.pb.h"
+#include "proto/store.pb.h"
 #include "runtime/logging.h"
 #include "runtime/server/proto_convert.h"
+#include "runtime/status_macros.h"
 
 namespace glint {
 
@@ -23,7 +25,42 @@ absl::Status StoreJournal::Record(absl::string_view name,
 
 absl::Status StoreJournal::Erase(absl::string_view name) {
   absl::Status s = store_->Delete(name);
-  return s.code() == absl::StatusCode::kNotFound ? absl::OkStatus() : s;
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
+  absl::Status plan = store_->DeletePlan(Sha256Hex(name));
+  return absl::IsNotFound(plan) ? absl::OkStatus() : plan;
+}
+
+absl::StatusOr<CachedPlan> StoreJournal::LoadPlan(absl::string_view name) {
+  GLINT_ASSIGN_OR_RETURN(std::string blob, store_->LoadPlan(Sha256Hex(name)));
+  store::v1::CachedPlan proto;
+  if (!proto.ParseFromString(blob)) {
+    return absl::DataLossError(
+        absl::StrCat("the cached plan of '", name, "' is not a CachedPlan"));
+  }
+  CachedPlan plan;
+  plan.key = proto.key();
+  plan.inferred_types = proto.inferred_types();
+  plan.strategy = proto.strategy();
+  plan.assignment.assign(proto.assignment().begin(), proto.assignment().end());
+  for (const auto& replica : proto.placement()) {
+    plan.placement.emplace_back(replica.device_ids().begin(),
+                                replica.device_ids().end());
+  }
+  return plan;
+}
+
+absl::Status StoreJournal::SavePlan(absl::string_view name,
+                                    const CachedPlan& plan) {
+  store::v1::CachedPlan proto;
+  proto.set_key(plan.key);
+  proto.set_inferred_types(plan.inferred_types);
+  proto.set_strategy(plan.strategy);
+  for (int l : plan.assignment) proto.add_assignment(l);
+  for (const std::vector<int>& replica : plan.placement) {
+    auto* r = proto.add_placement();
+    for (int id : replica) r->add_device_ids(id);
+  }
+  return store_->SavePlan(Sha256Hex(name), proto.SerializeAsString());
 }
 
 RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host) {

@@ -18,8 +18,13 @@ class StoreJournal : public NetworkJournal {
 
   absl::Status Record(absl::string_view name, absl::string_view onnx_model,
                       const AddNetworkOptions& options) override;
-  // A name the store does not hold is already forgotten: OK.
+  // A name the store does not hold is already forgotten: OK. Its cached
+  // plan goes too.
   absl::Status Erase(absl::string_view name) override;
+  // Plans live in the store's plan blobs, under the digest of the name.
+  absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) override;
+  absl::Status SavePlan(absl::string_view name,
+                        const CachedPlan& plan) override;
 
  private:
   NetworkStore* const store_;

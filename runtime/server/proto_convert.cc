@@ -146,6 +146,10 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
   for (const v1::UserPlacement& rule : proto.user_plan()) {
     partition.user_plan.push_back({rule.pattern(), rule.logical_device()});
   }
+  if (!proto.reuse().empty()) {
+    GLINT_ASSIGN_OR_RETURN(options.reuse, ParsePlanReuse(proto.reuse()));
+  }
+  options.user_config = proto.user_config();
   return options;
 }
 
@@ -168,6 +172,8 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
     r->set_pattern(rule.pattern);
     r->set_logical_device(rule.logical_device);
   }
+  proto->set_reuse(std::string(PlanReuseName(options.reuse)));
+  proto->set_user_config(options.user_config);
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {

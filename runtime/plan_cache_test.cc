@@ -1,0 +1,225 @@
+// The plan cache through HostManager, with an in-memory journal: which
+// policy replays what (counted by how often ONNX inference runs), that a
+// replayed plan computes the same and lands on the same devices, and that
+// MATCH refuses a plan made for something else.
+#include <atomic>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/host_manager.h"
+#include "runtime/test_models.h"
+
+namespace glint {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Keeps everything in memory; thread-safe.
+class MemoryJournal : public NetworkJournal {
+ public:
+  absl::Status Record(absl::string_view name, absl::string_view,
+                      const AddNetworkOptions&) override {
+    absl::MutexLock lock(&mu_);
+    recorded_.insert(std::string(name));
+    return absl::OkStatus();
+  }
+  absl::Status Erase(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    recorded_.erase(std::string(name));
+    plans_.erase(std::string(name));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = plans_.find(std::string(name));
+    if (it == plans_.end()) return absl::NotFoundError("no plan");
+    return it->second;
+  }
+  absl::Status SavePlan(absl::string_view name,
+                        const CachedPlan& plan) override {
+    absl::MutexLock lock(&mu_);
+    plans_[std::string(name)] = plan;
+    ++saves_;
+    return absl::OkStatus();
+  }
+  int saves() {
+    absl::MutexLock lock(&mu_);
+    return saves_;
+  }
+  CachedPlan plan(const std::string& name) {
+    absl::MutexLock lock(&mu_);
+    return plans_.at(name);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::set<std::string> recorded_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, CachedPlan> plans_ ABSL_GUARDED_BY(mu_);
+  int saves_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class PlanCacheTest : public ::testing::Test {
+ protected:
+  // A host over `devices` sims of 64 MiB sharing the journal, counting how
+  // often ONNX inference runs.
+  std::unique_ptr<HostManager> MakeHost(int devices = 2) {
+    HostManagerOptions options;
+    options.journal = &journal_;
+    options.run_onnx_inference = [this](const std::string& request) {
+      ++inferences_;
+      return RunOnnxInference(request);
+    };
+    std::vector<DeviceConfig> configs(devices);
+    for (DeviceConfig& c : configs) c.memory_bytes = 64 * kMiB;
+    auto host = HostManager::CreateFromConfigs(options, configs);
+    EXPECT_TRUE(host.ok()) << host.status();
+    return *std::move(host);
+  }
+
+  std::vector<float> Run(HostManager& host, const std::string& name) {
+    std::vector<float> x(16);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * i - 0.7f;
+    absl::StatusOr<std::vector<NamedTensor>> out = host.RunNetwork(
+        name, {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 16}), x)}});
+    EXPECT_TRUE(out.ok()) << out.status();
+    if (!out.ok()) return {};
+    const Tensor& y = (*out)[0].tensor;
+    return std::vector<float>(y.data<float>(),
+                              y.data<float>() + y.num_elements());
+  }
+
+  MemoryJournal journal_;
+  std::atomic<int> inferences_{0};
+  const std::string model_ = testing::MakeDeepMlpModel(1, 16, 6);
+};
+
+TEST_F(PlanCacheTest, AnAddKeepsItsPlanAndARestoreReplaysIt) {
+  AddNetworkOptions options;
+  options.partition.strategy = PartitionStrategy::kLoadBalanced;
+  options.partition.plan_devices = 2;
+  std::vector<float> first;
+  std::vector<int> devices;
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    absl::StatusOr<NetworkInfo> info = host->AddNetwork("n", model_, options);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(inferences_.load(), 1);
+    for (const PartitionInfo& p : info->partitions)
+      devices.push_back(p.device_id);
+    first = Run(*host, "n");
+  }
+  const CachedPlan kept = journal_.plan("n");
+  EXPECT_FALSE(kept.key.empty());
+  EXPECT_FALSE(kept.inferred_types.empty());
+  EXPECT_EQ(kept.strategy, "load_balanced");
+  EXPECT_EQ(kept.assignment.size(), 11u);  // 6 MatMuls and 5 Relus.
+  ASSERT_EQ(kept.placement.size(), 1u);
+
+  // A new host restores it without running inference, the same plan on the
+  // same devices, computing the same.
+  std::unique_ptr<HostManager> host = MakeHost();
+  absl::StatusOr<NetworkInfo> info = host->RestoreNetwork("n", model_, options);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(inferences_.load(), 1);
+  EXPECT_EQ(info->strategy, "load_balanced");
+  std::vector<int> restored;
+  for (const PartitionInfo& p : info->partitions)
+    restored.push_back(p.device_id);
+  EXPECT_EQ(restored, devices);
+  EXPECT_EQ(Run(*host, "n"), first);
+  EXPECT_EQ(journal_.saves(), 1);  // A replayed plan is not written again.
+}
+
+TEST_F(PlanCacheTest, PoliciesDecideWhatIsReused) {
+  AddNetworkOptions options;
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    ASSERT_TRUE(host->AddNetwork("n", model_, options).ok());
+  }
+  ASSERT_EQ(inferences_.load(), 1);
+  auto restore = [&](PlanReuse reuse, const std::string& user_config) {
+    std::unique_ptr<HostManager> host = MakeHost();
+    AddNetworkOptions o = options;
+    o.reuse = reuse;
+    o.user_config = user_config;
+    return host->RestoreNetwork("n", model_, o).status();
+  };
+  // Matching: MATCH, MOO and GRAPH skip inference; OVERRIDE does not.
+  EXPECT_TRUE(restore(PlanReuse::kMatch, "").ok());
+  EXPECT_TRUE(restore(PlanReuse::kMatchOrOverride, "").ok());
+  EXPECT_TRUE(restore(PlanReuse::kGraph, "").ok());
+  EXPECT_EQ(inferences_.load(), 1);
+  EXPECT_TRUE(restore(PlanReuse::kOverride, "").ok());
+  EXPECT_EQ(inferences_.load(), 2);
+
+  // Another user_config: MATCH refuses, MOO plans anew and keeps that plan.
+  const std::string old_key = journal_.plan("n").key;
+  absl::Status refused = restore(PlanReuse::kMatch, "v2");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("reuse is MATCH"));
+  EXPECT_EQ(inferences_.load(), 2);
+  EXPECT_TRUE(restore(PlanReuse::kMatchOrOverride, "v2").ok());
+  EXPECT_EQ(inferences_.load(), 3);
+  EXPECT_NE(journal_.plan("n").key, old_key);
+  EXPECT_TRUE(restore(PlanReuse::kMatch, "v2").ok());
+  EXPECT_EQ(inferences_.load(), 3);
+
+  // Other devices make another key as well.
+  {
+    std::unique_ptr<HostManager> host = MakeHost(3);
+    AddNetworkOptions o = options;
+    o.user_config = "v2";
+    ASSERT_TRUE(host->RestoreNetwork("n", model_, o).ok());
+    EXPECT_EQ(inferences_.load(), 4);
+  }
+}
+
+TEST_F(PlanCacheTest, RemovingANetworkForgetsItsPlan) {
+  std::unique_ptr<HostManager> host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("n", model_, {}).ok());
+  ASSERT_TRUE(host->RemoveNetwork("n").ok());
+  EXPECT_EQ(journal_.LoadPlan("n").status().code(),
+            absl::StatusCode::kNotFound);
+  // A different model under the old name plans afresh, even under MATCH.
+  AddNetworkOptions match;
+  match.reuse = PlanReuse::kMatch;
+  ASSERT_TRUE(
+      host->AddNetwork("n", testing::MakeMlpModel(1, 16, 4), match).ok());
+  EXPECT_EQ(inferences_.load(), 2);
+}
+
+TEST_F(PlanCacheTest, ACachedReplyThatDoesNotFitTheModelIsRefused) {
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    ASSERT_TRUE(host->AddNetwork("n", model_, {}).ok());
+  }
+  CachedPlan tampered = journal_.plan("n");
+  tampered.inferred_types = "not a GraphProto";
+  ASSERT_TRUE(journal_.SavePlan("n", tampered).ok());
+  std::unique_ptr<HostManager> host = MakeHost();
+  absl::StatusOr<NetworkInfo> info = host->RestoreNetwork("n", model_, {});
+  EXPECT_FALSE(info.ok());
+  // Listed with the reason rather than lost; OVERRIDE repairs it.
+  EXPECT_FALSE(host->GetNetwork("n")->unavailable_reason.empty());
+}
+
+TEST(PlanReuseTest, NamesRoundTrip) {
+  for (PlanReuse r : {PlanReuse::kMatch, PlanReuse::kOverride,
+                      PlanReuse::kMatchOrOverride, PlanReuse::kGraph}) {
+    absl::StatusOr<PlanReuse> parsed = ParsePlanReuse(PlanReuseName(r));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, r);
+  }
+  EXPECT_EQ(*ParsePlanReuse("MOO"), PlanReuse::kMatchOrOverride);
+  EXPECT_EQ(ParsePlanReuse("sometimes").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace glint
