@@ -1,5 +1,6 @@
 #include "runtime/tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,11 +17,18 @@ bool Shape::IsStatic() const {
 }
 
 int64_t Shape::NumElements() const {
-  int64_t n = 1;
+  bool empty = false;
   for (int64_t d : dims_) {
     if (d < 0) return -1;
-    n *= d;
+    empty = empty || d == 0;
   }
+  // A zero anywhere makes the product zero, however large the dimensions
+  // before it: multiplying in order would overflow first ([3037000500,
+  // 3037000500, 0] passes every reader's byte-count check, which computes
+  // in uint64_t). Without a zero, Tensor::Create bounds the product.
+  if (empty) return 0;
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
   return n;
 }
 
@@ -50,10 +58,30 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot allocate a tensor of dtype ", DTypeName(dtype)));
   }
+  // num_bytes() must not wrap: no buffer holds more than PTRDIFF_MAX bytes,
+  // and AlignedAlloc rounds the size up. A zero dimension makes the tensor
+  // empty whatever the others are.
+  uint64_t bytes = DTypeSize(dtype);
+  bool too_large = false;
+  for (int64_t d : shape.dims()) {
+    if (d == 0) {
+      too_large = false;
+      break;
+    }
+    too_large = too_large ||
+                __builtin_mul_overflow(bytes, static_cast<uint64_t>(d),
+                                       &bytes) ||
+                bytes > static_cast<uint64_t>(PTRDIFF_MAX);
+  }
+  if (too_large) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", DTypeName(dtype), " tensor of shape ", shape.ToString(),
+        " is too large"));
+  }
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  const size_t bytes = t.num_bytes();
+  bytes = t.num_bytes();
   void* p = AlignedAlloc(bytes);
   if (p == nullptr) {
     return absl::ResourceExhaustedError(
