@@ -383,6 +383,10 @@ PLACEMENTS = [
     "[=0",
     "\\*=0\n*=1",
     "stem/mm=0\nstem/mm=1\n*=1",
+    "*=0\n@replicas=2147483647",
+    "*=0\n@plan_devices=2",
+    "*=0\n@plan_devices=-1",
+    "*=0\n@plan_devices=3\n@replicas=2\n@devices=3",
 ]
 
 

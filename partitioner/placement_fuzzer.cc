@@ -7,6 +7,9 @@
 //   PATTERN=DEVICE      a rule (glob with * ? [...]; DEVICE any integer)
 //   @devices=N          2 or 3 devices (default 2)
 //   @replicas=N         PartitionOptions::replicas (default 1, any integer)
+//   @plan_devices=N     PartitionOptions::plan_devices (default 0, any
+//                       integer; the user strategy ignores it, the option
+//                       checks do not)
 //   @memory=BYTES       free memory of each device (default 1 GiB)
 //   @unsupported=OP     the last device is of another type lacking OP
 // Inputs that do not parse are skipped.
@@ -98,6 +101,8 @@ bool ParseInput(absl::string_view text, Input* in) {
       if (in->devices != 2 && in->devices != 3) return false;
     } else if (kv[0] == "@replicas") {
       if (!absl::SimpleAtoi(kv[1], &in->options.replicas)) return false;
+    } else if (kv[0] == "@plan_devices") {
+      if (!absl::SimpleAtoi(kv[1], &in->options.plan_devices)) return false;
     } else if (kv[0] == "@memory") {
       if (!absl::SimpleAtoi(kv[1], &in->memory)) return false;
     } else if (kv[0] == "@unsupported") {
