@@ -84,10 +84,11 @@ trap 'rm -rf "$scratch"' EXIT
 export ASAN_SYMBOLIZER_PATH=${ASAN_SYMBOLIZER_PATH:-/usr/bin/llvm-symbolizer-14}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
-# A file name for a crasher: the kind of failure, the sanitizer's verdict,
-# where it happened in Glint's sources (the innermost frame and, if
-# different, the outermost one: the API the target called), and the input's
-# hash, e.g. crash-out-of-memory-tensor.cc-40-via-tensor_file.cc-60-67dcf03e.
+# A file name for a crasher: the kind of failure, the sanitizer's verdict
+# and the function it names, where it happened in Glint's sources (the
+# innermost frame and, if different, the outermost one: the API the target
+# called), and the input's hash, e.g.
+# crash-SEGV-in-convPoolShapeInference-onnx_importer.cc-451-via-onnx_importer.cc-1074-3968126a
 crasher_name() {
   local artifact=$1 log=$2
   local kind=${artifact##*/}
@@ -95,13 +96,18 @@ crasher_name() {
   local hash
   hash=$(sha1sum "$artifact" | cut -c1-8)
   local sources='(client|runtime|partitioner|executor|devices|provisioner|proto)/[A-Za-z0-9_/.-]+\.(cc|h):[0-9]+'
-  local what="" where="" via=""
+  local what="" func="" where="" via=""
   if grep -q 'FUZZ_CHECK(' "$log"; then
     what=check-failed
     where=$(grep -m1 -oE "$sources: FUZZ_CHECK" "$log" | grep -oE "$sources")
   else
-    # "SUMMARY: AddressSanitizer: heap-buffer-overflow /x/client/npy.cc:121:3 in f"
-    what=$(grep -m1 '^SUMMARY: ' "$log" | awk '{print $3}')
+    # "SUMMARY: AddressSanitizer: SEGV (/lib/libonnx.so.1+0x13d598) in
+    # onnx::convPoolShapeInference(onnx::InferenceContext&, bool)"
+    local summary
+    summary=$(grep -m1 '^SUMMARY: ' "$log")
+    what=$(awk '{print $3}' <<<"$summary")
+    func=$(sed -nE 's/.* in ([A-Za-z0-9_:~<>]+)\(.*/\1/p' <<<"$summary")
+    func=${func##*::}
     [ -z "$what" ] && grep -q 'out-of-memory' "$log" && what=out-of-memory
     # The first stack trace is the failure's (later ones say where memory
     # was allocated or freed).
@@ -113,6 +119,7 @@ crasher_name() {
   fi
   local name=$kind
   [ -n "$what" ] && [ "$what" != "$kind" ] && name+="-$what"
+  [ -n "$func" ] && name+="-in-$func"
   [ -n "$where" ] && name+="-${where##*/}"
   [ -n "$via" ] && [ "$via" != "$where" ] && name+="-via-${via##*/}"
   echo "$name-$hash" | tr ':' '-' | tr -c 'A-Za-z0-9._\n-' '_'
