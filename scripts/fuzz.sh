@@ -88,7 +88,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 # and the function it names, where it happened in Glint's sources (the
 # innermost frame and, if different, the outermost one: the API the target
 # called), and the input's hash, e.g.
-# crash-SEGV-in-convPoolShapeInference-onnx_importer.cc-451-via-onnx_importer.cc-1074-3968126a
+# crash-out-of-memory-in-aligned_alloc-tensor.cc-40-via-tensor_file.cc-60-67dcf03e
 crasher_name() {
   local artifact=$1 log=$2
   local kind=${artifact##*/}
