@@ -146,8 +146,9 @@ for entry in "${selected[@]}"; do
   status=$?
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$')
   rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$')
-  # A crash may end the log before the final stats: the last status line.
-  [ -z "$runs" ] && runs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  # A crash may end the log before the final stats: the last status line
+  # then gives a lower bound.
+  [ -z "$runs" ] && runs="at least $(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')"
   artifact=$(find "$work/artifacts" -type f \
                \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) \
                | head -1)
