@@ -26,6 +26,24 @@ void CopyNarrowing(const Field& values, Tensor* t) {
   for (int i = 0; i < values.size(); ++i) out[i] = static_cast<Dst>(values[i]);
 }
 
+// The typed field ONNX prescribes for `dtype` and how many values it holds.
+struct TypedField {
+  const char* name;
+  int size;
+};
+
+TypedField TypedFieldOf(const onnx::TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return {"float_data", proto.float_data_size()};
+    case DType::kFloat64: return {"double_data", proto.double_data_size()};
+    case DType::kInt64: return {"int64_data", proto.int64_data_size()};
+    case DType::kUInt32:
+    case DType::kUInt64:
+      return {"uint64_data", proto.uint64_data_size()};
+    default: return {"int32_data", proto.int32_data_size()};
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<NamedTensor> TensorFromOnnx(const onnx::TensorProto& proto) {
@@ -57,90 +75,65 @@ absl::StatusOr<NamedTensor> TensorFromOnnx(const onnx::TensorProto& proto) {
           absl::StrCat(Describe(proto), ": shape is too large"));
     }
   }
+  // The data must be there before the tensor is allocated: a few bytes of
+  // proto can claim a shape of terabytes.
+  if (proto.has_raw_data()) {
+    const uint64_t needed = count * DTypeSize(*dtype);
+    if (proto.raw_data().size() != needed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Describe(proto), ": raw_data has ", proto.raw_data().size(),
+          " bytes, a ", DTypeName(*dtype), " tensor of shape ",
+          Shape(dims).ToString(), " needs ", needed));
+    }
+  } else {
+    const TypedField field = TypedFieldOf(proto, *dtype);
+    if (static_cast<uint64_t>(field.size) != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Describe(proto), ": ", field.name, " has ", field.size,
+          " elements, shape ", Shape(dims).ToString(), " needs ", count));
+    }
+  }
   absl::StatusOr<Tensor> tensor = Tensor::Create(*dtype, Shape(dims));
   if (!tensor.ok()) return tensor.status();
   Tensor& t = *tensor;
 
   if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != t.num_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Describe(proto), ": raw_data has ", proto.raw_data().size(),
-          " bytes, a ", DTypeName(*dtype), " tensor of shape ",
-          t.shape().ToString(), " needs ", t.num_bytes()));
-    }
     if (t.num_bytes() > 0) {
       std::memcpy(t.raw_data(), proto.raw_data().data(), t.num_bytes());
     }
     return NamedTensor{proto.name(), std::move(t)};
   }
 
-  // Typed fields. Which field holds the data depends on data_type.
-  int have = 0;
-  const char* field = "";
+  // Typed fields, whose sizes were checked above.
   switch (*dtype) {
-    case DType::kFloat32:
-      field = "float_data";
-      have = proto.float_data_size();
-      if (have == static_cast<int>(count)) {
-        CopyNarrowing<float>(proto.float_data(), &t);
-      }
-      break;
-    case DType::kFloat64:
-      field = "double_data";
-      have = proto.double_data_size();
-      if (have == static_cast<int>(count)) {
-        CopyNarrowing<double>(proto.double_data(), &t);
-      }
-      break;
-    case DType::kInt64:
-      field = "int64_data";
-      have = proto.int64_data_size();
-      if (have == static_cast<int>(count)) {
-        CopyNarrowing<int64_t>(proto.int64_data(), &t);
-      }
-      break;
+    case DType::kFloat32: CopyNarrowing<float>(proto.float_data(), &t); break;
+    case DType::kFloat64: CopyNarrowing<double>(proto.double_data(), &t); break;
+    case DType::kInt64: CopyNarrowing<int64_t>(proto.int64_data(), &t); break;
     case DType::kUInt32:
+      CopyNarrowing<uint32_t>(proto.uint64_data(), &t);
+      break;
     case DType::kUInt64:
-      field = "uint64_data";
-      have = proto.uint64_data_size();
-      if (have == static_cast<int>(count)) {
-        if (*dtype == DType::kUInt32) {
-          CopyNarrowing<uint32_t>(proto.uint64_data(), &t);
-        } else {
-          CopyNarrowing<uint64_t>(proto.uint64_data(), &t);
-        }
+      CopyNarrowing<uint64_t>(proto.uint64_data(), &t);
+      break;
+    case DType::kInt32: CopyNarrowing<int32_t>(proto.int32_data(), &t); break;
+    case DType::kInt16: CopyNarrowing<int16_t>(proto.int32_data(), &t); break;
+    case DType::kInt8: CopyNarrowing<int8_t>(proto.int32_data(), &t); break;
+    case DType::kUInt16:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      CopyNarrowing<uint16_t>(proto.int32_data(), &t);
+      break;
+    case DType::kUInt8: CopyNarrowing<uint8_t>(proto.int32_data(), &t); break;
+    case DType::kBool: {
+      uint8_t* out = t.data<uint8_t>();
+      for (int i = 0; i < proto.int32_data_size(); ++i) {
+        out[i] = proto.int32_data(i) != 0;
       }
       break;
+    }
     default:
-      field = "int32_data";
-      have = proto.int32_data_size();
-      if (have != static_cast<int>(count)) break;
-      switch (*dtype) {
-        case DType::kInt32: CopyNarrowing<int32_t>(proto.int32_data(), &t); break;
-        case DType::kInt16: CopyNarrowing<int16_t>(proto.int32_data(), &t); break;
-        case DType::kInt8: CopyNarrowing<int8_t>(proto.int32_data(), &t); break;
-        case DType::kUInt16:
-        case DType::kFloat16:
-        case DType::kBFloat16:
-          CopyNarrowing<uint16_t>(proto.int32_data(), &t);
-          break;
-        case DType::kUInt8: CopyNarrowing<uint8_t>(proto.int32_data(), &t); break;
-        case DType::kBool: {
-          uint8_t* out = t.data<uint8_t>();
-          for (int i = 0; i < have; ++i) out[i] = proto.int32_data(i) != 0;
-          break;
-        }
-        default:
-          return absl::UnimplementedError(absl::StrCat(
-              Describe(proto), ": dtype ", DTypeName(*dtype),
-              " is not supported"));
-      }
-      break;
-  }
-  if (have != static_cast<int>(count)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Describe(proto), ": ", field, " has ", have, " elements, shape ",
-        t.shape().ToString(), " needs ", count));
+      return absl::UnimplementedError(absl::StrCat(
+          Describe(proto), ": dtype ", DTypeName(*dtype), " is not supported"));
   }
   return NamedTensor{proto.name(), std::move(t)};
 }

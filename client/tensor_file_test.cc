@@ -136,6 +136,25 @@ TEST(TensorFromOnnxTest, Errors) {
             absl::StatusCode::kUnimplemented);
 }
 
+// Found by //client:tensor_proto_fuzzer: the tensor used to be allocated
+// (and zeroed) before its data was counted, so a proto of a few bytes
+// claiming 2^35 floats asked for 128 GiB.
+TEST(TensorFromOnnxTest, ChecksTheDataBeforeAllocating) {
+  onnx::TensorProto huge;
+  huge.set_data_type(onnx::TensorProto::FLOAT);
+  huge.add_dims(int64_t{1} << 35);
+  absl::StatusOr<NamedTensor> t = TensorFromOnnx(huge);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("float_data has 0 elements"));
+
+  huge.set_raw_data(std::string(4, '\0'));
+  t = TensorFromOnnx(huge);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("raw_data has 4 bytes"));
+}
+
 TEST(TensorFileTest, RoundTripThroughOnnxAndFiles) {
   NamedTensor in{"y", Tensor::FromVector<int64_t>(DType::kInt64, Shape({2}),
                                                   {5, -6})};

@@ -125,7 +125,10 @@ class Planner {
     if (groups_.empty()) {
       return absl::ResourceExhaustedError("there are no devices");
     }
-    const int needed = std::max(options_.plan_devices, 1) * options_.replicas;
+    // Both come from the wire (AddNetworkOptions) as any non-negative int32:
+    // their product needs 64 bits.
+    const int64_t needed =
+        int64_t{std::max(options_.plan_devices, 1)} * options_.replicas;
     if (needed > TotalDevices()) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "the plan needs ", needed, " devices (plan_devices ",
@@ -250,7 +253,8 @@ class Planner {
         options_.plan_devices > 0 ? options_.plan_devices : UsableLogical();
     if (stages > UsableLogical()) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "the plan needs ", stages * options_.replicas, " devices of type ",
+          "the plan needs ", int64_t{stages} * options_.replicas,
+          " devices of type ",
           groups_[primary_].devices[0].type, " but only ",
           groups_[primary_].devices.size(), " exist"));
     }

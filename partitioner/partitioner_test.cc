@@ -187,6 +187,20 @@ TEST(PartitionerTest, ReplicasAndTheirDeviceCount) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// plan_devices and replicas arrive from AddNetwork as any non-negative
+// int32; their product used to overflow int (UBSan, --config=asan).
+TEST(PartitionerTest, HugeReplicasTimesPlanDevicesIsResourceExhausted) {
+  PartitionOptions options;
+  options.plan_devices = 2;
+  options.replicas = 2147483647;
+  absl::Status s =
+      Partition(MlpChain(2, 64), Devices(2, 64 * kMiB), options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("needs 4294967294 devices"),
+            absl::string_view::npos)
+      << s;
+}
+
 TEST(PartitionerTest, NoDevices) {
   EXPECT_EQ(Partition(MlpChain(1, 8), {}).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -193,30 +193,6 @@ absl::StatusOr<std::vector<int>> BindOutputs(
 
 }  // namespace
 
-absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name) {
-  for (PlanReuse reuse : {PlanReuse::kMatch, PlanReuse::kOverride,
-                          PlanReuse::kMatchOrOverride, PlanReuse::kGraph}) {
-    if (absl::EqualsIgnoreCase(name, PlanReuseName(reuse))) return reuse;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown plan reuse policy '", Clip(name),
-      "' (expected match, override, moo or graph)"));
-}
-
-absl::string_view PlanReuseName(PlanReuse reuse) {
-  switch (reuse) {
-    case PlanReuse::kMatch:
-      return "match";
-    case PlanReuse::kOverride:
-      return "override";
-    case PlanReuse::kMatchOrOverride:
-      return "moo";
-    case PlanReuse::kGraph:
-      return "graph";
-  }
-  return "moo";
-}
-
 absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
     HostManagerOptions options,
     std::vector<std::unique_ptr<DeviceManager>> devices) {

@@ -38,6 +38,25 @@ TEST(ShapeTest, StaticAndElementCounts) {
   EXPECT_FALSE(Shape({2, Shape::kUnknownDim}).IsStatic());
   EXPECT_EQ(Shape({2, Shape::kUnknownDim}).NumElements(), -1);
   EXPECT_EQ(Shape({2, Shape::kUnknownDim}).ToString(), "[2, ?]");
+  // The product of the leading dims overflows int64_t; the zero wins.
+  // (Signed overflow: only --config=asan's UBSan sees the old failure.)
+  EXPECT_EQ(Shape({3037000500, 3037000500, 0}).NumElements(), 0);
+}
+
+TEST(TensorTest, CreateRefusesSizesThatDoNotFit) {
+  absl::StatusOr<Tensor> empty =
+      Tensor::Create(DType::kUInt8, Shape({3037000500, 3037000500, 0}));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_bytes(), 0u);
+  EXPECT_EQ(Tensor::Create(DType::kFloat32, Shape({int64_t{1} << 40,
+                                                   int64_t{1} << 40}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::Create(DType::kInt64, Shape({int64_t{1} << 61}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ShapeTest, ElementCountsSaturateInsteadOfOverflowing) {

@@ -12,6 +12,9 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev
   python3 python3-onnx python3-numpy python3-grpcio
   graphviz
+  # scripts/fuzz.sh: clang, its sanitizer and libFuzzer runtimes, its linker
+  # and llvm-symbolizer for the reports.
+  clang-14 libclang-rt-14-dev lld-14 llvm-14
 )
 
 missing=()

@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+"""Writes the seed corpora of Glint's fuzz targets into fuzz/corpus/<target>/.
+
+Seeds come from Debian's libonnx-testdata (the ONNX node tests: their
+model.onnx and test_data_set_*/input_*.pb files) plus hand-made cases for the
+paths the test data never takes (typed TensorProto fields, .npy header
+variants, device specs, placement plans). The sample is deterministic (a hash
+of each case's name picks it) and small, so that the committed corpus stays
+reviewable: at most MAX_FILES files and MAX_BYTES bytes per target, small
+files first. regressions/ (crashers found by scripts/fuzz.sh) is never touched.
+
+Usage, from anywhere: /usr/bin/python3 fuzz/make_corpus.py
+Needs python3-onnx, python3-numpy and protoc (all in scripts/install_deps.sh).
+"""
+
+import glob
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+NODE_DIR = "/usr/share/libonnx-testdata/data/node"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "fuzz", "corpus")
+MAX_FILES = 300
+MAX_BYTES = 3 * 1024 * 1024
+# Seeds above these sizes are left out: libFuzzer runs small inputs faster
+# and truncates anything beyond the target's -max_len (scripts/fuzz.sh).
+MAX_MODEL_BYTES = 4096
+MAX_TENSOR_BYTES = 2048
+
+
+def rank(name):
+    """A stable pseudo-random order: the sample does not follow the alphabet."""
+    return hashlib.sha1(name.encode()).hexdigest()
+
+
+def sample(cases, count):
+    """The `count` cases of lowest rank, as (name, bytes), sorted by name."""
+    chosen = sorted(cases, key=lambda c: rank(c[0]))[:count]
+    return sorted(chosen)
+
+
+def write_target(target, files):
+    """Replaces the seeds of `target` by `files` ((name, bytes) pairs)."""
+    directory = os.path.join(CORPUS, target)
+    os.makedirs(directory, exist_ok=True)
+    for entry in os.listdir(directory):
+        path = os.path.join(directory, entry)
+        if entry != "regressions" and os.path.isfile(path):
+            os.remove(path)
+    names = set()
+    total = 0
+    for name, data in files:
+        assert name not in names, name
+        names.add(name)
+        total += len(data)
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+    assert len(files) <= MAX_FILES, (target, len(files))
+    assert total <= MAX_BYTES, (target, total)
+    print(f"{target}: {len(files)} files, {total} bytes")
+
+
+def node_tests():
+    """(test name, model path, [input .pb paths of data set 0]), sorted."""
+    tests = []
+    for model in sorted(glob.glob(os.path.join(NODE_DIR, "*", "model.onnx"))):
+        test_dir = os.path.dirname(model)
+        inputs = sorted(glob.glob(os.path.join(test_dir, "test_data_set_0",
+                                               "input_*.pb")))
+        tests.append((os.path.basename(test_dir), model, inputs))
+    return tests
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def load_tensor(path):
+    tensor = TensorProto()
+    tensor.ParseFromString(read(path))
+    return tensor
+
+
+def to_array(tensor):
+    """The tensor as a numpy array; None for what numpy cannot hold and for
+    the node tests' inputs that are sequences or optionals, which parse as a
+    TensorProto of nonsense."""
+    if tensor.data_type in (TensorProto.UNDEFINED, TensorProto.STRING,
+                            TensorProto.BFLOAT16, TensorProto.COMPLEX64,
+                            TensorProto.COMPLEX128):
+        return None
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+# --- onnx_import_fuzzer ------------------------------------------------------
+
+def onnx_import_seeds(tests):
+    cases = []
+    for name, model, _ in tests:
+        data = read(model)
+        if len(data) <= MAX_MODEL_BYTES:
+            cases.append((name + ".onnx", data))
+    return sample(cases, 250)
+
+
+# --- tensor_proto_fuzzer -----------------------------------------------------
+
+def typed_tensor_seeds():
+    """TensorProtos holding their data in the typed fields (the node tests
+    all use raw_data), plus the refused layouts."""
+    seeds = []
+
+    def add(name, tensor):
+        seeds.append(("typed_" + name + ".pb",
+                      tensor.SerializeToString(deterministic=True)))
+
+    add("float", helper.make_tensor("f", TensorProto.FLOAT, [2, 3],
+                                    [0.5, -1, 2, 3, 4, 5]))
+    add("double", helper.make_tensor("d", TensorProto.DOUBLE, [2], [1.5, -2]))
+    add("int64", helper.make_tensor("i64", TensorProto.INT64, [3],
+                                    [1, -2, 2**40]))
+    add("int32", helper.make_tensor("i32", TensorProto.INT32, [2], [7, -7]))
+    add("int16", helper.make_tensor("i16", TensorProto.INT16, [2],
+                                    [-32768, 32767]))
+    add("int8", helper.make_tensor("i8", TensorProto.INT8, [3], [-128, 0, 127]))
+    add("uint8", helper.make_tensor("u8", TensorProto.UINT8, [2], [0, 255]))
+    add("uint16", helper.make_tensor("u16", TensorProto.UINT16, [1], [65535]))
+    add("uint32", helper.make_tensor("u32", TensorProto.UINT32, [2],
+                                     [0, 2**32 - 1]))
+    add("uint64", helper.make_tensor("u64", TensorProto.UINT64, [1], [2**63]))
+    add("bool", helper.make_tensor("b", TensorProto.BOOL, [3], [1, 0, 1]))
+    add("float16", helper.make_tensor("h", TensorProto.FLOAT16, [2],
+                                      np.array([1.0, -2.0], np.float16)))
+    bf16 = TensorProto(name="bf", data_type=TensorProto.BFLOAT16, dims=[2],
+                       int32_data=[0x3f80, 0xc000])
+    add("bfloat16", bf16)
+    add("scalar", helper.make_tensor("s", TensorProto.FLOAT, [], [42]))
+    add("empty", helper.make_tensor("e", TensorProto.FLOAT, [0, 3], []))
+    add("raw_bool", TensorProto(name="rb", data_type=TensorProto.BOOL,
+                                dims=[3], raw_data=b"\x00\x01\x02"))
+    add("raw_uint32", TensorProto(name="ru", data_type=TensorProto.UINT32,
+                                  dims=[1], raw_data=b"\xff\xff\xff\xff"))
+    add("int8_out_of_range", TensorProto(name="o", data_type=TensorProto.INT8,
+                                         dims=[1], int32_data=[300]))
+    add("negative_dim", TensorProto(name="n", data_type=TensorProto.FLOAT,
+                                    dims=[-1], raw_data=b""))
+    add("count_mismatch", TensorProto(name="c", data_type=TensorProto.FLOAT,
+                                      dims=[4], float_data=[1, 2]))
+    add("string", helper.make_tensor("str", TensorProto.STRING, [1], [b"a"]))
+    add("complex", TensorProto(name="cx", data_type=TensorProto.COMPLEX64,
+                               dims=[1], float_data=[1, 2]))
+    add("undefined", TensorProto(name="u", dims=[1], raw_data=b"\0"))
+    external = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[1],
+                           data_location=TensorProto.EXTERNAL)
+    external.external_data.add(key="location", value="weights.bin")
+    add("external", external)
+    segmented = helper.make_tensor("sg", TensorProto.FLOAT, [2], [1, 2])
+    segmented.segment.begin = 0
+    segmented.segment.end = 2
+    add("segment", segmented)
+    return seeds
+
+
+def tensor_proto_seeds(tests):
+    cases = []
+    for name, _, inputs in tests:
+        for path in inputs:
+            data = read(path)
+            if len(data) <= MAX_TENSOR_BYTES:
+                cases.append((f"{name}_{os.path.basename(path)}", data))
+    return sample(cases, 200) + typed_tensor_seeds()
+
+
+# --- npy_fuzzer --------------------------------------------------------------
+
+def npy_bytes(array, version=None):
+    out = io.BytesIO()
+    np.lib.format.write_array(out, array, version=version,
+                              allow_pickle=False)
+    return out.getvalue()
+
+
+def npy_seeds(tests):
+    cases = []
+    for name, _, inputs in tests:
+        for path in inputs:
+            array = to_array(load_tensor(path))
+            if array is None or array.nbytes > MAX_TENSOR_BYTES:
+                continue
+            cases.append((f"{name}_{os.path.basename(path)[:-3]}.npy",
+                          npy_bytes(np.ascontiguousarray(array))))
+    seeds = sample(cases, 200)
+
+    def add(name, data):
+        seeds.append(("made_" + name + ".npy", data))
+
+    for dtype in ("f4", "f8", "f2", "i1", "u1", "i2", "u2", "i4", "u4", "i8",
+                  "u8", "?"):
+        add("dtype_" + dtype.replace("?", "bool"),
+            npy_bytes(np.arange(6).astype(dtype).reshape(2, 3)))
+    add("scalar", npy_bytes(np.array(3.5, np.float32)))
+    add("empty", npy_bytes(np.zeros((0, 4), np.float32)))
+    add("version2", npy_bytes(np.ones((2, 2), np.int64), version=(2, 0)))
+    add("version3", npy_bytes(np.ones((3,), np.float32), version=(3, 0)))
+    add("fortran", npy_bytes(np.asfortranarray(np.ones((2, 3), np.float32))))
+    add("big_endian", npy_bytes(np.ones((2,), ">f4")))
+    add("structured", npy_bytes(np.zeros((2,), [("a", "<f4"), ("b", "<i4")])))
+    add("truncated", npy_bytes(np.ones((4, 4), np.float32))[:-5])
+    return seeds
+
+
+# --- run_request_fuzzer ------------------------------------------------------
+
+def glint_pb2():
+    """glint.proto's Python module, compiled with the system protoc."""
+    out = tempfile.mkdtemp()
+    subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "proto"),
+                    "--python_out=" + out, "glint.proto"], check=True)
+    sys.path.insert(0, out)
+    import glint_pb2  # pylint: disable=import-outside-toplevel
+    shutil.rmtree(out)
+    return glint_pb2
+
+
+def run_request_seeds(tests):
+    pb = glint_pb2()
+    cases = []
+    for name, model_path, inputs in tests:
+        if not inputs or os.path.getsize(model_path) > MAX_MODEL_BYTES:
+            continue
+        graph = onnx.load(model_path).graph
+        initializers = {i.name for i in graph.initializer}
+        input_names = [i.name for i in graph.input
+                       if i.name not in initializers]
+        request = pb.RunNetworkRequest(name=name[len("test_"):])
+        usable = True
+        for index, path in enumerate(inputs):
+            tensor = load_tensor(path)
+            array = to_array(tensor)
+            if array is None:
+                usable = False
+                break
+            raw = array.tobytes()
+            request.inputs.add(
+                name=tensor.name or (input_names[index]
+                                     if index < len(input_names) else ""),
+                dtype=tensor.data_type, shape=list(tensor.dims), raw_data=raw)
+        if not usable:
+            continue
+        request.requested_outputs.extend(o.name for o in graph.output)
+        request.trace = rank(name)[0] in "0123"
+        data = request.SerializeToString(deterministic=True)
+        if len(data) <= MAX_TENSOR_BYTES * 2:
+            cases.append((name + ".pb", data))
+    seeds = sample(cases, 200)
+
+    def add(name, request):
+        seeds.append(("made_" + name + ".pb",
+                      request.SerializeToString(deterministic=True)))
+
+    add("no_inputs", pb.RunNetworkRequest(name="net"))
+    add("scalar", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=pb.DATA_TYPE_FLOAT32, raw_data=b"\0\0\x80\x3f")]))
+    add("empty", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=pb.DATA_TYPE_FLOAT32, shape=[0, 5])]))
+    add("negative_dim", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=pb.DATA_TYPE_FLOAT32, shape=[-1])]))
+    add("huge_shape", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=pb.DATA_TYPE_UINT8, shape=[2**62, 4])]))
+    add("unknown_dtype", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=99, shape=[1], raw_data=b"\0")]))
+    add("string_dtype", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=8, shape=[1], raw_data=b"\0")]))
+    add("short_raw_data", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
+        name="x", dtype=pb.DATA_TYPE_INT64, shape=[2], raw_data=b"\0" * 12)]))
+    return seeds
+
+
+# --- device_spec_fuzzer ------------------------------------------------------
+
+DEVICE_SPECS = [
+    "sim*2:memory=2GiB",
+    "sim:memory=512MiB,sim:memory=4GiB",
+    "sim",
+    "sim*1024",
+    "sim*1025",
+    "sim*0",
+    "sim*2:threads=1",
+    "sim:compute_gflops=50:link_gbps=10",
+    "sim:memory=4096",
+    "sim:memory=1000KB,sim:memory=1MB,sim:memory=1GB",
+    "sim:memory=7B,sim:memory=3KiB",
+    "sim:memory=18446744073709551615",
+    "sim:memory=18446744073709551616",
+    "sim:memory=17179869184GiB",
+    "sim:memory=0",
+    "sim:memory=-1",
+    "sim:memory=2GiB:memory=1GiB",
+    "sim:threads=1:threads=2",
+    " sim * 2 : memory = 2GiB , fault:fail_after=3 ",
+    "fault:fail_after=3:memory=1MiB",
+    "sim:key=",
+    "sim:=value",
+    "sim:novalue",
+    "sim,,sim",
+    ",",
+    "",
+    "   ",
+    "*2",
+    "bad type",
+    "sim*x",
+    "sim*2*3",
+    "my-device_2*3:a=b=c",
+    "sim:memory=2 GiB",
+    "sim:memory=2gib",
+    "sim:memory=GiB",
+    "sim:memory=1.5GiB",
+    "512MiB",
+    "2GiB",
+    "1000KB",
+    "4096",
+    "sim*512,sim*512",
+    "sim*512,sim*513",
+]
+
+
+def device_spec_seeds():
+    return [(f"spec_{i:02d}.txt", spec.encode())
+            for i, spec in enumerate(DEVICE_SPECS)]
+
+
+# --- placement_fuzzer --------------------------------------------------------
+
+# Node names of placement_fuzzer.cc's graph: stem/mm stem/relu left/mm
+# left/relu right/mm right/sigmoid join/add head/mm head/softmax.
+PLACEMENTS = [
+    "*=0",
+    "*=1",
+    "*=2\n@devices=3",
+    "stem/*=0\n*=1",
+    "stem/*=0\nleft/*=1\nright/*=0\n*=1",
+    "stem/*=0\nleft/*=1\nright/*=2\n*=0\n@devices=3",
+    "*/mm=1\n*=0",
+    "*/relu=1\n*=0",
+    "head/softmax=1\n*=0",
+    "stem/mm=0\nstem/relu=0\nleft/mm=1\nleft/relu=1\nright/mm=1\n"
+    "right/sigmoid=1\njoin/add=0\nhead/mm=0\nhead/softmax=0",
+    "[ls]*=0\n*=1",
+    "?????/*=1\n*=0",
+    "*[!m]=1\n*=0",
+    "stem/*=0",
+    "*=-1",
+    "*=2147483647",
+    "*=3",
+    "*=1\n@replicas=2",
+    "*=0\n@replicas=2",
+    "*=0\n@replicas=0",
+    "*=0\n@replicas=-3",
+    "*=0\n@replicas=3\n@devices=3",
+    "*=0\n@memory=1024",
+    "stem/*=0\n*=1\n@memory=2000",
+    "*=0\n@memory=0",
+    "*=0\n@unsupported=Relu\n@devices=3",
+    "*=1\n@unsupported=Sigmoid",
+    "right/*=1\n*=0\n@unsupported=Softmax\n@devices=3",
+    "*=0\n@unsupported=Conv",
+    "@devices=2",
+    "",
+    "left/*=1",
+    "[=0",
+    "\\*=0\n*=1",
+    "stem/mm=0\nstem/mm=1\n*=1",
+    "*=0\n@replicas=2147483647",
+    "*=0\n@plan_devices=2",
+    "*=0\n@plan_devices=-1",
+    "*=0\n@plan_devices=3\n@replicas=2\n@devices=3",
+]
+
+
+def placement_seeds():
+    return [(f"plan_{i:02d}.txt", plan.encode())
+            for i, plan in enumerate(PLACEMENTS)]
+
+
+def main():
+    tests = node_tests()
+    if not tests:
+        sys.exit(f"no ONNX node tests under {NODE_DIR} "
+                 "(install libonnx-testdata)")
+    write_target("onnx_import_fuzzer", onnx_import_seeds(tests))
+    write_target("tensor_proto_fuzzer", tensor_proto_seeds(tests))
+    write_target("npy_fuzzer", npy_seeds(tests))
+    write_target("run_request_fuzzer", run_request_seeds(tests))
+    write_target("device_spec_fuzzer", device_spec_seeds())
+    write_target("placement_fuzzer", placement_seeds())
+
+
+if __name__ == "__main__":
+    main()
