@@ -237,6 +237,16 @@ int ServeImportHelper() {
   // A crash here is expected now and then: no core files.
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
+#ifdef GLINT_SANITIZER
+  // ASan and TSan catch deadly signals to print a report, then exit with a
+  // status of their own (1, 66): the parent would see an exit, not the
+  // crash. A crash inside ONNX is expected here (it is not our code, and it
+  // is not instrumented), so it ends the helper by its signal as it does in
+  // other builds.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) {
+    signal(sig, SIG_DFL);
+  }
+#endif
   std::string request;
   if (!ReadAll(STDIN_FILENO, &request) || request.size() < sizeof(Limits)) {
     return 2;

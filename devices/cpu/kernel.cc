@@ -2,11 +2,68 @@
 
 #include <utility>
 
+#if defined(_OPENMP) && defined(GLINT_SANITIZER)
+#include <omp.h>
+#endif
+
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {
 
+#if defined(_OPENMP) && defined(GLINT_SANITIZER)
+namespace {
+
+// Sanitizer builds build and run every kernel with one OpenMP thread.
+// libgomp and oneDNN are not instrumented: TSan sees the memsets and frees
+// that oneDNN's OpenMP workers make on our buffers but not the barriers
+// that order them, and reports races that are not there. ParallelFor is
+// already serial there (kernel_util.cc); oneDNN sizes its parallel regions
+// by omp_get_max_threads() of the calling thread, both when a primitive is
+// created (it keeps that work split) and when it runs, and with one thread
+// it runs them inline. The setting is per thread (OpenMP's nthreads-var) and
+// a device may have raised it (SetKernelThreads), so it is set around every
+// build and every Compute, on whichever thread calls them, and restored.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOpenMpThread() { omp_set_num_threads(saved_); }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  const int saved_;
+};
+
+class OneThreadKernel final : public Kernel {
+ public:
+  explicit OneThreadKernel(std::unique_ptr<Kernel> kernel)
+      : kernel_(std::move(kernel)) {}
+  absl::Status Compute(KernelContext& ctx) const override {
+    OneOpenMpThread one;
+    return kernel_->Compute(ctx);
+  }
+
+ private:
+  const std::unique_ptr<Kernel> kernel_;
+};
+
+KernelFactory OneThreadFactory(KernelFactory factory) {
+  return [factory = std::move(factory)](const KernelSpec& spec)
+             -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    OneOpenMpThread one;
+    absl::StatusOr<std::unique_ptr<Kernel>> kernel = factory(spec);
+    if (!kernel.ok()) return kernel.status();
+    return std::unique_ptr<Kernel>(new OneThreadKernel(*std::move(kernel)));
+  };
+}
+
+}  // namespace
+#endif
+
 void KernelRegistry::Register(std::string op_type, KernelFactory factory) {
+#if defined(_OPENMP) && defined(GLINT_SANITIZER)
+  factory = OneThreadFactory(std::move(factory));
+#endif
   factories_[std::move(op_type)] = std::move(factory);
 }
 

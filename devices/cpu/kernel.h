@@ -98,7 +98,9 @@ using KernelFactory =
 // Thread-compatible: fill it once, then share it read-only.
 class KernelRegistry {
  public:
-  // A second registration of the same op type replaces the first.
+  // A second registration of the same op type replaces the first. In
+  // sanitizer builds the kernel is built and run with one OpenMP thread
+  // (kernel.cc).
   void Register(std::string op_type, KernelFactory factory);
   // Null when no kernel exists for `op_type`.
   const KernelFactory* Find(absl::string_view op_type) const;

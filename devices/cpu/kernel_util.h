@@ -176,7 +176,8 @@ void ParallelFor(int64_t n, int64_t grain,
 // threads (> 0): ParallelFor, oneDNN's primitives created afterwards (they
 // fix their work split at creation) and its GEMMs. It is a per-thread
 // setting (OpenMP's nthreads-var): call it on the thread that compiles and
-// on the one that executes. Threads not told use every core.
+// on the one that executes. Threads not told use every core. Sanitizer
+// builds build and run registered kernels with one thread regardless.
 void SetKernelThreads(int threads);
 
 }  // namespace glint::cpu

@@ -1,0 +1,46 @@
+// ThreadSanitizer's suppressions for Glint, compiled into every TSan binary
+// (TSan asks for them at start-up, so they apply to tests, glintd and any
+// binary run by hand, from any directory).
+//
+// Each is a `called_from_lib`: TSan ignores the memory accesses of the
+// interceptors (memcpy, memset, malloc, free, sendmsg...) that the named
+// library calls itself. The library is Debian's, not built with
+// -fsanitize=thread: TSan sees those accesses but not the atomics and
+// lock-free queues by which the library orders them, so it reports races
+// between the library's own threads, or between the library and the code
+// that handed it a buffer, that are not there. The price: a race of ours
+// whose other side is such a library call (Glint writing a buffer while
+// gRPC sends it) goes unseen too. Races between two accesses by
+// instrumented code (Glint's, and the libraries' inline headers compiled
+// into it) are all still reported. Where a library's synchronisation is a
+// call we can see, we annotate it instead (absl_annotations.cc,
+// grpc_annotations.cc).
+//
+// Not listed: libgomp and oneDNN. In sanitizer builds the CPU kernels run
+// with one OpenMP thread (devices/cpu/kernel.cc), so no OpenMP worker
+// touches our buffers.
+
+extern "C" const char* __tsan_default_suppressions() {
+  return
+      // gRPC core: its completion queues, combiners and executors hand
+      // slices, byte buffers and call arenas between threads through
+      // lock-free queues and reference counts (reports in tcp_send,
+      // grpc_slice_*, grpc_byte_buffer_destroy, FilterStackCall).
+      "called_from_lib:libgrpc.so\n"
+      // gRPC's portability layer: gpr_malloc/gpr_free of those buffers.
+      "called_from_lib:libgpr.so\n"
+      // gRPC C++: allocates the sync server's per-call state on the thread
+      // that matched the call (SyncRequestThreadManager's allocator) for a
+      // server thread to use; frees ClientContext's buffers.
+      "called_from_lib:libgrpc++.so\n"
+      // gRPC's protobuf-lite (µpb): copies absl::Status payloads into
+      // arenas for gRPC's executor threads (StatusToProto).
+      "called_from_lib:libupb.so\n"
+      // absl::Status: a status made on one thread is copied, compared and
+      // freed inside libabsl_status on another after a reference count
+      // TSan cannot see (gRPC passes them between its threads).
+      "called_from_lib:libabsl_status.so\n"
+      // absl::Mutex's deadlock detector: its lock-order graph (GraphCycles)
+      // is guarded by an internal SpinLock, whose atomics TSan cannot see.
+      "called_from_lib:libabsl_graphcycles_internal.so\n";
+}
