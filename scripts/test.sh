@@ -2,42 +2,100 @@
 # Installs what is missing, builds everything and runs every test.
 # The last line is "N passed, N failed", counting test cases (gtest cases of
 # every test target; a target that fails to build or crashes before writing
-# its report counts as one failed case). Extra arguments go to `bazel test`
-# (e.g. --config=asan).
+# its report counts as one failed case) plus one per fuzz target run.
+#
+#   scripts/test.sh                 the whole suite, as CI runs it:
+#     1. bazel test //...           (gcc; every corpus replayed as a test)
+#     2. scripts/fuzz.sh            each libFuzzer target for
+#                                   $GLINT_FUZZ_SECONDS (default 15) s
+#     3. bazel test --config=tsan   the concurrency-heavy targets under
+#                                   ThreadSanitizer (TSAN_TARGETS below)
+#   scripts/test.sh ARGS...         only step 1, with ARGS given to
+#                                   `bazel test` (e.g. --config=asan or
+#                                   --config=tsan for the whole suite)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
-log=$(mktemp)
-# Two local jobs: the machines that run this have two cores.
-bazel test --jobs=2 --local_test_jobs=2 "$@" //... 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+# The targets where threads meet: devices (streams, events, the compute
+# engine, the fault wrapper), the executor, HostManager, the server, and the
+# whole-system tests that run many clients against a real glintd.
+TSAN_TARGETS=(
+  //devices:stream_test
+  //devices:compute_engine_test
+  //devices/fault:fault_injecting_device_test
+  //devices/conformance:device_conformance_test
+  //executor:executor_test
+  //runtime:host_manager_test
+  //runtime:import_sandbox_test
+  //runtime:network_store_test
+  //runtime/server:service_test
+  //tests:e2e_device_failure_test
+  //tests:glintd_shutdown_test
+)
 
-testlogs=$(bazel info "$@" bazel-testlogs 2>/dev/null || bazel info bazel-testlogs)
 passed=0
 failed=0
-while read -r target result; do
-  path=${target#//}
-  xml="$testlogs/${path/://}/test.xml"
-  if [ "$result" = PASSED ] && [ -f "$xml" ]; then
-    n=$(grep -o -m1 '<testsuites[^>]*tests="[0-9]*"' "$xml" | grep -o 'tests="[0-9]*"' | grep -o '[0-9]*')
-    passed=$((passed + ${n:-1}))
-  elif [ -f "$xml" ] && grep -q '<testsuites' "$xml"; then
-    n=$(grep -o -m1 '<testsuites[^>]*' "$xml" | grep -o ' tests="[0-9]*"' | grep -o '[0-9]*')
-    f=$(grep -o -m1 '<testsuites[^>]*' "$xml" | grep -o 'failures="[0-9]*"' | grep -o '[0-9]*')
-    f=${f:-1}; [ "$f" -eq 0 ] && f=1
-    failed=$((failed + f))
-    passed=$((passed + ${n:-0} - f))
+
+# Adds the cases of a `bazel test` run to the totals: its log, its exit
+# status and its bazel-testlogs folder.
+count_bazel() {
+  local log=$1 status=$2 testlogs=$3
+  local found=0
+  while read -r target result; do
+    found=1
+    local path=${target#//}
+    local xml="$testlogs/${path/://}/test.xml"
+    if [ "$result" = PASSED ] && [ -f "$xml" ]; then
+      local n
+      n=$(grep -o -m1 '<testsuites[^>]*tests="[0-9]*"' "$xml" | grep -o 'tests="[0-9]*"' | grep -o '[0-9]*')
+      passed=$((passed + ${n:-1}))
+    elif [ -f "$xml" ] && grep -q '<testsuites' "$xml"; then
+      local n f
+      n=$(grep -o -m1 '<testsuites[^>]*' "$xml" | grep -o ' tests="[0-9]*"' | grep -o '[0-9]*')
+      f=$(grep -o -m1 '<testsuites[^>]*' "$xml" | grep -o 'failures="[0-9]*"' | grep -o '[0-9]*')
+      f=${f:-1}; [ "$f" -eq 0 ] && f=1
+      failed=$((failed + f))
+      passed=$((passed + ${n:-0} - f))
+    else
+      failed=$((failed + 1))
+    fi
+  done < <(grep -oE '^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" \
+             | sed -E 's/\(cached\) //; s/ +/ /; s/NO STATUS/NO_STATUS/')
+  # A build failure before any test ran still counts as a failure.
+  if [ "$status" -ne 0 ] && [ "$found" -eq 0 ]; then failed=$((failed + 1)); fi
+  if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
+}
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# 1. Everything. Two local jobs: the machines that run this have two cores.
+bazel test --jobs=2 --local_test_jobs=2 "$@" //... 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+count_bazel "$log" "$status" "$(bazel info "$@" bazel-testlogs 2>/dev/null)"
+
+if [ $# -eq 0 ]; then
+  # 2. Fuzzing, bounded (the clang build has its own output base).
+  scripts/fuzz.sh all "${GLINT_FUZZ_SECONDS:-15}" 2>&1 | tee "$log"
+  fuzz_line=$(tail -1 "$log")
+  if [[ "$fuzz_line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
   else
     failed=$((failed + 1))
   fi
-done < <(grep -oE '^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" \
-           | sed -E 's/\(cached\) //; s/ +/ /; s/NO STATUS/NO_STATUS/')
-if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-  # A build failure before any test ran still counts as a failure.
-  failed=1
+
+  # 3. ThreadSanitizer over the concurrency-heavy targets, in an output base
+  # of its own so that the gcc build above keeps its cache.
+  tsan_base=${GLINT_TSAN_OUTPUT_BASE:-$HOME/.cache/glint-tsan-bazel}
+  bazel --output_base="$tsan_base" test --config=tsan --symlink_prefix=/ \
+    --jobs=2 --local_test_jobs=2 "${TSAN_TARGETS[@]}" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  count_bazel "$log" "$status" \
+    "$(bazel --output_base="$tsan_base" info --config=tsan bazel-testlogs 2>/dev/null)"
 fi
-rm -f "$log"
+
 echo "${passed} passed, ${failed} failed"
-[ "$status" -eq 0 ] && [ "$failed" -eq 0 ]
+[ "$failed" -eq 0 ]
