@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
 #include "runtime/server/status_util.h"
 
 extern char** environ;
@@ -227,6 +228,22 @@ GlintdProcess::~GlintdProcess() {
     kill(pid_, SIGKILL);
     int wait_status = 0;
     waitpid(pid_, &wait_status, 0);
+  }
+  // In sanitizer builds glintd's own reports land in its log, not the
+  // test's: TSan keeps going after a race (its exit status says so only at
+  // a clean exit, and most tests kill the daemon), so the test fails here.
+  if (!log_path_.empty()) {
+    const std::string log = Log();
+    for (const char* marker :
+         {"WARNING: ThreadSanitizer:", "ERROR: AddressSanitizer:",
+          "ERROR: LeakSanitizer:", ": runtime error: "}) {
+      const size_t at = log.find(marker);
+      if (at != std::string::npos) {
+        ADD_FAILURE() << "glintd's log has a sanitizer report:\n"
+                      << log.substr(at > 200 ? at - 200 : 0, 8000);
+        break;
+      }
+    }
   }
 }
 

@@ -40,7 +40,8 @@ struct CommandResult {
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          absl::Duration timeout);
 
-// A glintd child process. The destructor kills it if still running.
+// A glintd child process. The destructor kills it if still running, and
+// adds a gtest failure if its log holds a sanitizer report.
 class GlintdProcess {
  public:
   // Starts glintd with --listen=127.0.0.1:0 --port_file=... (and a fresh

@@ -16,9 +16,9 @@
 // call we can see, we annotate it instead (absl_annotations.cc,
 // grpc_annotations.cc).
 //
-// Not listed: libgomp and oneDNN. In sanitizer builds the CPU kernels run
-// with one OpenMP thread (devices/cpu/kernel.cc), so no OpenMP worker
-// touches our buffers.
+// Not listed: libgomp. In sanitizer builds the CPU kernels run with one
+// OpenMP thread (devices/cpu/kernel.cc), so no OpenMP worker touches our
+// buffers.
 
 extern "C" const char* __tsan_default_suppressions() {
   return
@@ -42,5 +42,12 @@ extern "C" const char* __tsan_default_suppressions() {
       "called_from_lib:libabsl_status.so\n"
       // absl::Mutex's deadlock detector: its lock-order graph (GraphCycles)
       // is guarded by an internal SpinLock, whose atomics TSan cannot see.
-      "called_from_lib:libabsl_graphcycles_internal.so\n";
+      "called_from_lib:libabsl_graphcycles_internal.so\n"
+      // oneDNN: creates its global primitive cache and that cache's
+      // reader-writer lock on the first thread to build a primitive, and
+      // publishes them to the others (two devices compiling at once) in
+      // ways TSan cannot see. Its JIT kernels' own loads and stores are
+      // invisible to TSan anyway; this drops only its memset/memcpy/malloc
+      // calls.
+      "called_from_lib:libdnnl.so\n";
 }
