@@ -529,11 +529,27 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
         match && (options.reuse == PlanReuse::kMatch ||
                   options.reuse == PlanReuse::kMatchOrOverride);
     CachedPlan made;
-    GLINT_ASSIGN_OR_RETURN(
-        std::unique_ptr<ExecutableNetwork> executable,
-        Build(name, onnx_model, options, &entry->info,
-              reuse_types ? &*cached : nullptr, reuse_plan ? &*cached : nullptr,
-              journal != nullptr ? &made : nullptr));
+    absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built;
+    // A device that dies while the network is loading fails the load
+    // UNAVAILABLE: plan again on the devices still healthy, as long as
+    // each failure lost a device (so at most once per device).
+    auto healthy = [this] {
+      size_t n = 0;
+      for (const auto& d : devices_) n += d->healthy() ? 1 : 0;
+      return n;
+    };
+    for (size_t before = healthy();;) {
+      built = Build(name, onnx_model, options, &entry->info,
+                    reuse_types ? &*cached : nullptr,
+                    reuse_plan ? &*cached : nullptr,
+                    journal != nullptr ? &made : nullptr);
+      if (built.ok() || !absl::IsUnavailable(built.status())) break;
+      const size_t now = healthy();
+      if (now >= before) break;
+      before = now;
+    }
+    GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
+                           std::move(built));
     if (journal != nullptr && !reuse_plan) {
       made.key = key;
       // A plan not kept costs the next restart time, nothing else.
