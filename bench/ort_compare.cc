@@ -33,7 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/timing.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 #include "runtime/host_manager.h"
 #include "tests/process_util.h"
 

@@ -34,9 +34,9 @@
 #include "grpcpp/grpcpp.h"
 #include "proto/glint.grpc.pb.h"
 #include "proto/limits.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 #include "runtime/host_manager.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 
 namespace glint {

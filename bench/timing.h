@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/host_manager.h"
+#include "api/types.h"
 
 namespace glint::bench {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/device_info.h"
-#include "runtime/host_manager.h"
-#include "runtime/tensor.h"
+#include "core/device_info.h"
+#include "api/types.h"
+#include "core/tensor.h"
 
 namespace glint {
 

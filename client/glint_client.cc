@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/limits.h"
-#include "runtime/server/proto_convert.h"
-#include "runtime/server/status_util.h"
+#include "proto/proto_convert.h"
+#include "proto/status_util.h"
 
 namespace glint {
 

@@ -18,8 +18,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "proto/glint.grpc.pb.h"
-#include "runtime/device_info.h"
-#include "runtime/host_manager.h"
+#include "core/device_info.h"
+#include "api/types.h"
 
 namespace glint {
 

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/tensor.h"
+#include "core/tensor.h"
 
 namespace glint {
 

@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
-#include "runtime/host_manager.h"
-#include "runtime/tensor.h"
+#include "api/types.h"
+#include "core/tensor.h"
 
 namespace glint {
 

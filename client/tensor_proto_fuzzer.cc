@@ -15,7 +15,7 @@
 #include "client/tensor_file.h"
 #include "fuzz/fuzz_check.h"
 #include "onnx/onnx_pb.h"
-#include "runtime/onnx_tensor.h"
+#include "onnx/onnx_tensor.h"
 
 namespace {
 

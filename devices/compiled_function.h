@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/graph.h"
-#include "runtime/tensor.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 
 namespace glint {
 

@@ -12,8 +12,8 @@
 #include "devices/device_memory.h"
 #include "devices/event.h"
 #include "devices/stream.h"
-#include "runtime/device_info.h"
-#include "runtime/tensor.h"
+#include "core/device_info.h"
+#include "core/tensor.h"
 
 namespace glint {
 

@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <memory>
 
-#include "runtime/dtype.h"
-#include "runtime/tensor.h"
+#include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace glint {
 

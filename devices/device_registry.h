@@ -17,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "devices/device_manager.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 
 namespace glint {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "executor/execution_state.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {

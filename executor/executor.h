@@ -17,9 +17,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "provisioner/provisioner.h"
-#include "runtime/cancellation.h"
-#include "runtime/trace.h"
-#include "runtime/tensor.h"
+#include "core/cancellation.h"
+#include "core/trace.h"
+#include "core/tensor.h"
 
 namespace glint {
 

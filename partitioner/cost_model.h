@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "runtime/graph.h"
-#include "runtime/op_cost.h"
+#include "core/graph.h"
+#include "core/op_cost.h"
 
 namespace glint {
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/load_balance.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {
@@ -496,30 +496,6 @@ std::string HumanBytes(uint64_t bytes) {
 }
 
 }  // namespace
-
-absl::string_view PartitionStrategyName(PartitionStrategy strategy) {
-  switch (strategy) {
-    case PartitionStrategy::kAuto: return "auto";
-    case PartitionStrategy::kWhole: return "whole";
-    case PartitionStrategy::kMemory: return "memory";
-    case PartitionStrategy::kLoadBalanced: return "load_balanced";
-    case PartitionStrategy::kUser: return "user";
-  }
-  return "unknown";
-}
-
-absl::StatusOr<PartitionStrategy> ParsePartitionStrategy(
-    absl::string_view name) {
-  for (PartitionStrategy s :
-       {PartitionStrategy::kAuto, PartitionStrategy::kWhole,
-        PartitionStrategy::kMemory, PartitionStrategy::kLoadBalanced,
-        PartitionStrategy::kUser}) {
-    if (PartitionStrategyName(s) == name) return s;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown partition strategy '", name,
-      "' (expected auto, whole, memory, load_balanced or user)"));
-}
 
 absl::StatusOr<Dag> Partition(const Graph& graph,
                               const std::vector<DeviceInfo>& devices,

@@ -13,49 +13,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/dag.h"
-#include "runtime/device_info.h"
-#include "runtime/graph.h"
+#include "api/types.h"
+#include "core/dag.h"
+#include "core/device_info.h"
+#include "core/graph.h"
 
 namespace glint {
-
-enum class PartitionStrategy {
-  // Whole network on one device if it fits, else memory-constrained; with
-  // plan_devices > 1, load-balanced over that many.
-  kAuto,
-  kWhole,         // One partition on one device.
-  kMemory,        // The fewest partitions whose memory fits each device.
-  kLoadBalanced,  // Pipeline stages minimising the most expensive stage.
-  kUser,          // PartitionOptions::user_plan decides.
-};
-
-absl::string_view PartitionStrategyName(PartitionStrategy strategy);
-// "auto", "whole", "memory", "load_balanced", "user"; INVALID_ARGUMENT else.
-absl::StatusOr<PartitionStrategy> ParsePartitionStrategy(
-    absl::string_view name);
-
-// One rule of a user plan: nodes whose name matches `pattern` (exact, or a
-// glob with * and ?) go to `logical_device`.
-struct UserPlacement {
-  std::string pattern;
-  int logical_device = 0;
-};
-
-struct PartitionOptions {
-  PartitionStrategy strategy = PartitionStrategy::kAuto;
-  // Devices one copy of the network spans; 0 lets the strategy choose
-  // (load-balanced: all devices available to one replica).
-  int plan_devices = 0;
-  // Copies of the network; each gets its own plan_devices devices.
-  int replicas = 1;
-  // For kUser: first matching rule wins; every node must match one.
-  std::vector<UserPlacement> user_plan;
-  // Replays a plan made before (Dag::assignment, from the plan cache): the
-  // logical device of each node, in the graph's order. When set, the
-  // strategy and user plan are not consulted; INVALID_ARGUMENT if it does
-  // not give every node a logical device the replicas can have.
-  std::vector<int> fixed_assignment;
-};
 
 // Cost-model rates for devices without a timing model (DeviceInfo rates of
 // 0 mean "as fast as the host"): nominal figures so balancing still weighs

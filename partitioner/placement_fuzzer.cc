@@ -28,8 +28,8 @@
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
 #include "partitioner/partitioner.h"
-#include "runtime/device_info.h"
-#include "runtime/graph.h"
+#include "core/device_info.h"
+#include "core/graph.h"
 
 namespace glint {
 namespace {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {

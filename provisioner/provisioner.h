@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "devices/device_manager.h"
 #include "executor/execution_state.h"
-#include "runtime/dag.h"
+#include "core/dag.h"
 
 namespace glint {
 

@@ -4,8 +4,8 @@
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 #include "partitioner/partitioner.h"
-#include "runtime/onnx_importer.h"
-#include "runtime/test_models.h"
+#include "onnx/onnx_importer.h"
+#include "onnx/test_models.h"
 
 namespace glint {
 namespace {

@@ -18,11 +18,11 @@
 #include "executor/executor.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
-#include "runtime/logging.h"
-#include "runtime/network_store.h"
-#include "runtime/onnx_importer.h"
-#include "runtime/status_macros.h"
-#include "runtime/text.h"
+#include "core/logging.h"
+#include "core/digest.h"
+#include "onnx/onnx_importer.h"
+#include "core/status_macros.h"
+#include "core/text.h"
 
 namespace glint {
 

@@ -26,13 +26,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "partitioner/partitioner.h"
-#include "runtime/cancellation.h"
-#include "runtime/device_info.h"
-#include "runtime/graph.h"
-#include "runtime/onnx_importer.h"
-#include "runtime/tensor.h"
-#include "runtime/trace.h"
+#include "api/types.h"
+#include "core/cancellation.h"
+#include "core/device_info.h"
+#include "core/graph.h"
+#include "onnx/onnx_importer.h"
+#include "core/tensor.h"
+#include "core/trace.h"
 
 namespace glint {
 
@@ -40,8 +40,6 @@ class DeviceManager;
 class Executor;
 struct ExecutableNetwork;
 struct NetworkEntry;
-
-struct AddNetworkOptions;
 
 // A network's plan as the plan cache keeps it: the costly, derived parts of
 // an AddNetwork (the seed's "generated code"), replayed when a network is
@@ -94,92 +92,6 @@ struct HostManagerOptions {
   // Where added networks are recorded to survive restarts; borrowed, must
   // outlive the HostManager. Unset: networks live as long as the process.
   NetworkJournal* journal = nullptr;
-};
-
-// Whether AddNetwork (and the restore at start) reuses a network's cached
-// plan, Cube's reuse policies. A plan "matches" when it was made for the
-// same model bytes, options, user_config, device set and Glint plan format.
-enum class PlanReuse {
-  kMatch,     // Reuse if it matches; FAILED_PRECONDITION if a plan is kept
-              // that does not; plan (and keep) if none is.
-  kOverride,  // Plan anew and replace what is kept.
-  kMatchOrOverride,  // "MOO": reuse if it matches, else plan anew.
-  kGraph,  // Reuse the inferred graph if it matches; always re-partition
-           // and re-place.
-};
-
-// "match", "override", "moo" or "graph" (any case); INVALID_ARGUMENT else.
-absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name);
-absl::string_view PlanReuseName(PlanReuse reuse);
-
-struct AddNetworkOptions {
-  // Binds graph inputs whose declared shape has symbolic or unknown
-  // dimensions: input name → full static shape. Unbound unknown dimensions
-  // default to 1 (a batch of one), as the network's GetNetwork reports.
-  std::map<std::string, Shape> input_shapes;
-  // How the network is split and copied over the devices.
-  PartitionOptions partition;
-  // The plan cache (with a journal only). MOO by default: a daemon whose
-  // devices changed re-plans its networks rather than refuse them.
-  PlanReuse reuse = PlanReuse::kMatchOrOverride;
-  // Part of what a plan is made for: change it to force a new plan (e.g. a
-  // digest of everything outside the model that should invalidate plans).
-  std::string user_config;
-};
-
-// A named tensor, as inputs and outputs of a run travel.
-struct NamedTensor {
-  std::string name;
-  Tensor tensor;
-};
-
-// One partition of a network as provisioned.
-struct PartitionInfo {
-  std::string name;
-  int device_id = -1;
-  std::string device_name;
-  std::vector<std::string> inputs;   // Values crossing into the partition.
-  std::vector<std::string> outputs;  // Values leaving it.
-  // Devices holding this partition in replicas 1, 2... (replica 0's is
-  // device_id/device_name).
-  std::vector<std::string> replica_devices;
-  int num_nodes = 0;
-  uint64_t weight_bytes = 0;      // Constants resident on the device.
-  uint64_t activation_bytes = 0;  // Planned arena of one execution.
-  uint64_t memory_bytes = 0;      // Cost model: weights + peak activations.
-  uint64_t input_bytes = 0;       // Cost model: bytes crossing in per run.
-  double flops = 0;               // Estimated per run.
-  double estimated_seconds = 0;   // Cost model: compute + transfer in.
-};
-
-struct NetworkInfo {
-  std::string name;
-  std::vector<ValueInfo> inputs;   // Static shapes, as bound at AddNetwork.
-  std::vector<ValueInfo> outputs;  // Dims may be unknown (data-dependent).
-  std::vector<PartitionInfo> partitions;  // In topological order.
-  std::string strategy;  // The partitioning strategy that made the plan.
-  int replicas = 1;
-  std::string dot;       // The DAG in Graphviz DOT.
-  // Empty while the network serves; otherwise why it cannot (a restored
-  // network that no longer imports or fits, say), and its runs fail
-  // UNAVAILABLE with this reason until it is removed.
-  std::string unavailable_reason;
-};
-
-struct RunOptions {
-  // Outputs to return, by name; empty means every graph output. Unknown
-  // names are INVALID_ARGUMENT.
-  std::vector<std::string> requested_outputs;
-  // A run still unfinished then fails with DEADLINE_EXCEEDED; partitions
-  // not yet started are skipped.
-  absl::Time deadline = absl::InfiniteFuture();
-  // Set it to cancel the run: partitions not yet started are skipped and
-  // the run fails with CANCELLED. Optional.
-  std::shared_ptr<const CancellationToken> cancel;
-  // When set, the run records a trace into it (admission queue, enqueue,
-  // and each partition, copy and wait on its device stream); read it with
-  // RunTrace::ToChromeJson() once the run is done.
-  std::shared_ptr<RunTrace> trace;
 };
 
 using RunCallback =

@@ -9,7 +9,7 @@
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 
 namespace glint {
 namespace {

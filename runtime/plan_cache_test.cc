@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/host_manager.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 
 namespace glint {
 namespace {

@@ -27,9 +27,9 @@ TARGETS=(
   "npy_fuzzer //client:npy_fuzzer 4096"
   "tensor_proto_fuzzer //client:tensor_proto_fuzzer 4096"
   "device_spec_fuzzer //runtime/server:device_spec_fuzzer 256"
-  "run_request_fuzzer //runtime/server:run_request_fuzzer 4096"
+  "run_request_fuzzer //proto:run_request_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
-  "onnx_import_fuzzer //runtime:onnx_import_fuzzer 8192"
+  "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"
 )
 
 want=${1:-all}
@@ -95,7 +95,7 @@ crasher_name() {
   kind=${kind%%-*}
   local hash
   hash=$(sha1sum "$artifact" | cut -c1-8)
-  local sources='(client|runtime|partitioner|executor|devices|provisioner|proto)/[A-Za-z0-9_/.-]+\.(cc|h):[0-9]+'
+  local sources='(api|client|core|devices|executor|onnx|partitioner|proto|provisioner|runtime|store)/[A-Za-z0-9_/.-]+\.(cc|h):[0-9]+'
   local what="" func="" where="" via=""
   if grep -q 'FUZZ_CHECK(' "$log"; then
     what=check-failed

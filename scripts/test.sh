@@ -28,8 +28,8 @@ TSAN_TARGETS=(
   //devices/conformance:device_conformance_test
   //executor:executor_test
   //runtime:host_manager_test
-  //runtime:import_sandbox_test
-  //runtime:network_store_test
+  //onnx:import_sandbox_test
+  //store:network_store_test
   //runtime/server:service_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test

@@ -10,8 +10,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/hostile_models.h"
-#include "runtime/test_models.h"
+#include "onnx/hostile_models.h"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 
 namespace glint::testing {

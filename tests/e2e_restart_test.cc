@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 

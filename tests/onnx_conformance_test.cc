@@ -42,7 +42,7 @@
 #include "client/tensor_file.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 #include "runtime/host_manager.h"
 #include "tests/test_util.h"
 

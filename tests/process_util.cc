@@ -23,7 +23,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "runtime/server/status_util.h"
+#include "proto/status_util.h"
 
 extern char** environ;
 

@@ -24,7 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
-#include "runtime/test_models.h"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
-#include "runtime/host_manager.h"
-#include "runtime/tensor.h"
+#include "api/types.h"
+#include "core/tensor.h"
 
 namespace glint {
 namespace testing {

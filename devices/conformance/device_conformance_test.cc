@@ -31,7 +31,7 @@
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
 #include "gtest/gtest.h"
-#include "runtime/graph.h"
+#include "core/graph.h"
 
 namespace glint {
 namespace {

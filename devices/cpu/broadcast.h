@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "runtime/tensor.h"
+#include "core/tensor.h"
 
 namespace glint::cpu {
 

@@ -26,7 +26,7 @@
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -22,8 +22,8 @@
 #include "absl/synchronization/mutex.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "absl/status/statusor.h"
-#include "runtime/graph.h"
-#include "runtime/tensor.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 
 namespace glint::cpu {
 

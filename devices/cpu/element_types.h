@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "devices/cpu/kernel_util.h"
-#include "runtime/dtype.h"
+#include "core/dtype.h"
 
 namespace glint::cpu {
 

@@ -17,8 +17,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/graph.h"
-#include "runtime/tensor.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 
 namespace glint::cpu {
 

@@ -19,8 +19,8 @@
 #include "absl/status/statusor.h"
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_util.h"
-#include "runtime/graph.h"
-#include "runtime/tensor.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 
 namespace glint::cpu::testing {
 

@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "devices/cpu/kernel.h"
-#include "runtime/dtype.h"
-#include "runtime/status_macros.h"
-#include "runtime/tensor.h"
+#include "core/dtype.h"
+#include "core/status_macros.h"
+#include "core/tensor.h"
 
 namespace glint::cpu {
 

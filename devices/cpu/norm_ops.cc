@@ -10,7 +10,7 @@
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

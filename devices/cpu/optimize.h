@@ -44,7 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "devices/cpu/kernel.h"
-#include "runtime/graph.h"
+#include "core/graph.h"
 
 namespace glint::cpu {
 

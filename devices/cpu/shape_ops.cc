@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/graph.h"
+#include "core/graph.h"
 
 namespace glint::cpu {
 

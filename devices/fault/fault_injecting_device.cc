@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {

@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 
 namespace glint {
 

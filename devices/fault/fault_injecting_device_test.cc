@@ -8,7 +8,7 @@
 #include "devices/device_registry.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
-#include "runtime/graph.h"
+#include "core/graph.h"
 
 namespace glint {
 namespace {

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
-#include "runtime/op_cost.h"
-#include "runtime/status_macros.h"
+#include "core/op_cost.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {

@@ -14,7 +14,7 @@
 #include "devices/compiled_function.h"
 #include "devices/cpu/kernel.h"
 #include "devices/device_memory.h"
-#include "runtime/graph.h"
+#include "core/graph.h"
 
 namespace glint {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "devices/cpu/kernel_util.h"
-#include "runtime/status_macros.h"
+#include "core/status_macros.h"
 
 namespace glint {
 namespace {

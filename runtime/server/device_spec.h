@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "runtime/device_info.h"
+#include "core/device_info.h"
 
 namespace glint {
 

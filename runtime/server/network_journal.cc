@@ -4,10 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/glint.pb.h"
+#include "core/digest.h"
 #include "proto/store.pb.h"
-#include "runtime/logging.h"
-#include "runtime/server/proto_convert.h"
-#include "runtime/status_macros.h"
+#include "core/logging.h"
+#include "proto/proto_convert.h"
+#include "core/status_macros.h"
 
 namespace glint {
 

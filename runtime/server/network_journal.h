@@ -6,7 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "runtime/host_manager.h"
-#include "runtime/network_store.h"
+#include "store/network_store.h"
 
 namespace glint {
 

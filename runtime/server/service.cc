@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "runtime/logging.h"
-#include "runtime/server/proto_convert.h"
-#include "runtime/server/status_util.h"
+#include "core/logging.h"
+#include "proto/proto_convert.h"
+#include "proto/status_util.h"
 
 namespace glint {
 

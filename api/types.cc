@@ -1,0 +1,57 @@
+#include "api/types.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/text.h"
+
+namespace glint {
+
+absl::string_view PartitionStrategyName(PartitionStrategy strategy) {
+  switch (strategy) {
+    case PartitionStrategy::kAuto: return "auto";
+    case PartitionStrategy::kWhole: return "whole";
+    case PartitionStrategy::kMemory: return "memory";
+    case PartitionStrategy::kLoadBalanced: return "load_balanced";
+    case PartitionStrategy::kUser: return "user";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PartitionStrategy> ParsePartitionStrategy(
+    absl::string_view name) {
+  for (PartitionStrategy s :
+       {PartitionStrategy::kAuto, PartitionStrategy::kWhole,
+        PartitionStrategy::kMemory, PartitionStrategy::kLoadBalanced,
+        PartitionStrategy::kUser}) {
+    if (PartitionStrategyName(s) == name) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown partition strategy '", Clip(name),
+      "' (expected auto, whole, memory, load_balanced or user)"));
+}
+
+absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name) {
+  for (PlanReuse reuse : {PlanReuse::kMatch, PlanReuse::kOverride,
+                          PlanReuse::kMatchOrOverride, PlanReuse::kGraph}) {
+    if (absl::EqualsIgnoreCase(name, PlanReuseName(reuse))) return reuse;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown plan reuse policy '", Clip(name),
+      "' (expected match, override, moo or graph)"));
+}
+
+absl::string_view PlanReuseName(PlanReuse reuse) {
+  switch (reuse) {
+    case PlanReuse::kMatch:
+      return "match";
+    case PlanReuse::kOverride:
+      return "override";
+    case PlanReuse::kMatchOrOverride:
+      return "moo";
+    case PlanReuse::kGraph:
+      return "graph";
+  }
+  return "moo";
+}
+
+}  // namespace glint

@@ -1,0 +1,24 @@
+// SHA-256 digests (OpenSSL EVP): the store's checksums and file names, and
+// the plan cache's keys.
+#ifndef GLINT_CORE_DIGEST_H_
+#define GLINT_CORE_DIGEST_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace glint {
+
+inline constexpr int kSha256Size = 32;
+
+// The 32 raw bytes of SHA-256 of `bytes`. Thread-safe. Aborts only if
+// OpenSSL itself fails (an allocation failure or a broken install): code
+// that cannot checksum cannot tell good data from bad.
+std::string Sha256(absl::string_view bytes);
+
+// Lowercase hex SHA-256 of `bytes`.
+std::string Sha256Hex(absl::string_view bytes);
+
+}  // namespace glint
+
+#endif  // GLINT_CORE_DIGEST_H_

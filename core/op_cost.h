@@ -1,0 +1,34 @@
+// The per-op part of the cost model: what one node computes and moves.
+// Shared by the partitioner (placement, balancing) and the backends
+// (reporting a compiled function's cost).
+#ifndef GLINT_CORE_OP_COST_H_
+#define GLINT_CORE_OP_COST_H_
+
+#include <cstdint>
+
+#include "core/graph.h"
+
+namespace glint {
+
+struct OpCost {
+  double flops = 0;            // A multiply-add counts 2.
+  uint64_t bytes_read = 0;     // All inputs, constants included.
+  uint64_t bytes_written = 0;  // All outputs.
+  uint64_t weight_bytes = 0;   // Inputs that are initializers.
+};
+
+// Estimates from the node's static shapes; values with unknown dims count
+// as empty (their size is only known at run time).
+//   MatMul [.., M, K] x [.., K, N]: 2·M·K·N per batch element.
+//   Gemm: 2·M·K·N (+ M·N for C).
+//   Conv: 2 · output elements · (C_in / group) · kernel elements (+ bias).
+//   ConvTranspose: 2 · input elements · (C_out / group) · kernel elements.
+//   Everything else: one operation per output element.
+OpCost EstimateOpCost(const Node& node, const Graph& graph);
+
+// Bytes of a value with a static shape; 0 when its size is unknown.
+uint64_t ValueBytes(const ValueInfo& value);
+
+}  // namespace glint
+
+#endif  // GLINT_CORE_OP_COST_H_

@@ -1,0 +1,73 @@
+#include "core/op_cost.h"
+
+#include "gtest/gtest.h"
+
+namespace glint {
+namespace {
+
+ValueInfo F32(const std::string& name, Shape shape) {
+  return {name, DType::kFloat32, std::move(shape)};
+}
+
+TEST(OpCostTest, ConvAgainstHandComputedFigures) {
+  // x [1, 4, 8, 8], w [6, 2, 3, 3] (group 2), bias [6], y [1, 6, 6, 6].
+  Graph g;
+  g.values["x"] = F32("x", Shape({1, 4, 8, 8}));
+  g.values["w"] = F32("w", Shape({6, 2, 3, 3}));
+  g.values["b"] = F32("b", Shape({6}));
+  g.values["y"] = F32("y", Shape({1, 6, 6, 6}));
+  g.initializers["w"] = *Tensor::Create(DType::kFloat32, Shape({6, 2, 3, 3}));
+  g.initializers["b"] = *Tensor::Create(DType::kFloat32, Shape({6}));
+  Node conv{"conv", "Conv", "", {"x", "w", "b"}, {"y"}, {}};
+  conv.attributes["group"] = int64_t{2};
+  const OpCost c = EstimateOpCost(conv, g);
+  // 216 outputs · (2 channels · 9 taps) · 2 + 216 bias adds.
+  EXPECT_DOUBLE_EQ(c.flops, 216.0 * 18 * 2 + 216);
+  EXPECT_EQ(c.weight_bytes, (108u + 6u) * 4);
+  EXPECT_EQ(c.bytes_read, (256u + 108u + 6u) * 4);
+  EXPECT_EQ(c.bytes_written, 216u * 4);
+}
+
+TEST(OpCostTest, GemmAgainstHandComputedFigures) {
+  // a [8, 16] transposed → M=16, K=8; b [8, 32] → N=32; c [32].
+  Graph g;
+  g.values["a"] = F32("a", Shape({8, 16}));
+  g.values["b"] = F32("b", Shape({8, 32}));
+  g.values["c"] = F32("c", Shape({32}));
+  g.values["y"] = F32("y", Shape({16, 32}));
+  g.initializers["b"] = *Tensor::Create(DType::kFloat32, Shape({8, 32}));
+  Node gemm{"gemm", "Gemm", "", {"a", "b", "c"}, {"y"}, {}};
+  gemm.attributes["transA"] = int64_t{1};
+  const OpCost c = EstimateOpCost(gemm, g);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 16 * 8 * 32 + 16 * 32);
+  EXPECT_EQ(c.weight_bytes, 8u * 32 * 4);
+  EXPECT_EQ(c.bytes_written, 16u * 32 * 4);
+}
+
+TEST(OpCostTest, FusedOpsCostWhatTheyAreBuiltOn) {
+  Graph g;
+  g.values["a"] = F32("a", Shape({4, 8}));
+  g.values["b"] = F32("b", Shape({8, 16}));
+  g.values["y"] = F32("y", Shape({4, 16}));
+  Node fused{"f", "glint.FusedMatMul", "", {"a", "b"}, {"y"}, {}};
+  Node plain{"m", "MatMul", "", {"a", "b"}, {"y"}, {}};
+  EXPECT_DOUBLE_EQ(EstimateOpCost(fused, g).flops, 2.0 * 4 * 8 * 16);
+  EXPECT_DOUBLE_EQ(EstimateOpCost(fused, g).flops,
+                   EstimateOpCost(plain, g).flops);
+}
+
+TEST(OpCostTest, ElementwiseAndUnknownSizes) {
+  Graph g;
+  g.values["x"] = F32("x", Shape({3, Shape::kUnknownDim}));
+  g.values["y"] = F32("y", Shape({3, Shape::kUnknownDim}));
+  g.values["p"] = F32("p", Shape({2, 5}));
+  g.values["q"] = F32("q", Shape({2, 5}));
+  Node relu{"relu", "Relu", "", {"x"}, {"y"}, {}};
+  EXPECT_EQ(EstimateOpCost(relu, g).flops, 0);
+  EXPECT_EQ(EstimateOpCost(relu, g).bytes_read, 0u);
+  Node sig{"sig", "Sigmoid", "", {"p"}, {"q"}, {}};
+  EXPECT_EQ(EstimateOpCost(sig, g).flops, 10);
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,238 @@
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "core/dtype.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "core/text.h"
+
+namespace glint {
+namespace {
+
+TEST(DTypeTest, SizesNamesAndOnnxNumbers) {
+  EXPECT_EQ(DTypeSize(DType::kFloat32), 4u);
+  EXPECT_EQ(DTypeSize(DType::kBFloat16), 2u);
+  EXPECT_EQ(DTypeSize(DType::kBool), 1u);
+  EXPECT_EQ(DTypeSize(DType::kInt64), 8u);
+  EXPECT_EQ(DTypeName(DType::kFloat16), "float16");
+  EXPECT_EQ(*ParseDType("int8"), DType::kInt8);
+  EXPECT_EQ(ParseDType("complex").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*DTypeFromOnnx(16), DType::kBFloat16);
+  EXPECT_EQ(DTypeFromOnnx(8).status().code(),  // STRING.
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(*DTypeFromNumpyDescr("<f4"), DType::kFloat32);
+  EXPECT_EQ(*DTypeFromNumpyDescr("|b1"), DType::kBool);
+  EXPECT_EQ(DTypeFromNumpyDescr(">f4").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*NumpyDescr(DType::kInt64), "<i8");
+}
+
+TEST(ShapeTest, StaticAndElementCounts) {
+  EXPECT_EQ(Shape().NumElements(), 1);
+  EXPECT_EQ(Shape({2, 3, 4}).NumElements(), 24);
+  EXPECT_EQ(Shape({2, 0}).NumElements(), 0);
+  EXPECT_FALSE(Shape({2, Shape::kUnknownDim}).IsStatic());
+  EXPECT_EQ(Shape({2, Shape::kUnknownDim}).NumElements(), -1);
+  EXPECT_EQ(Shape({2, Shape::kUnknownDim}).ToString(), "[2, ?]");
+  // The product of the leading dims overflows int64_t; the zero wins.
+  // (Signed overflow: only --config=asan's UBSan sees the old failure.)
+  EXPECT_EQ(Shape({3037000500, 3037000500, 0}).NumElements(), 0);
+}
+
+TEST(TensorTest, CreateRefusesSizesThatDoNotFit) {
+  absl::StatusOr<Tensor> empty =
+      Tensor::Create(DType::kUInt8, Shape({3037000500, 3037000500, 0}));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_bytes(), 0u);
+  EXPECT_EQ(Tensor::Create(DType::kFloat32, Shape({int64_t{1} << 40,
+                                                   int64_t{1} << 40}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::Create(DType::kInt64, Shape({int64_t{1} << 61}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ShapeTest, ElementCountsSaturateInsteadOfOverflowing) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(Shape({3, big, big}).NumElements(),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Shape({big, big, big, 0}).NumElements(), 0);
+  EXPECT_EQ(Shape({big, 4}).NumElements(), big * 4);
+}
+
+TEST(ShapeTest, CheckTensorSizeEnforcesTheCeilings) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({1024, 1024})).ok());
+  // Exactly the ceiling is allowed, one element more is not.
+  EXPECT_TRUE(CheckTensorSize(DType::kUInt8, Shape({kMaxTensorBytes})).ok());
+  EXPECT_EQ(CheckTensorSize(DType::kUInt8, Shape({kMaxTensorBytes + 1})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      CheckTensorSize(DType::kFloat32, Shape({kMaxTensorBytes / 2})).code(),
+      absl::StatusCode::kInvalidArgument);
+  // Products that overflow int64 are caught, not wrapped.
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({3, big, big})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({(int64_t{1} << 62) + 1, 4}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Empty tensors are fine whatever the other dims; unknown dims are
+  // skipped; other negative dims and ranks past the limit are not.
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({0, big, big, big})).ok());
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, Shape({-1, 3})).ok());
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32, Shape({-2, 3})).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckTensorSize(DType::kFloat32,
+                            Shape(std::vector<int64_t>(kMaxTensorRank + 1, 1)))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, HugeShapesAreRefusedBeforeAllocating) {
+  const int64_t big = int64_t{1} << 31;
+  EXPECT_EQ(
+      Tensor::Create(DType::kFloat32, Shape({3, big, big})).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  // 16 bytes claiming 2^62+1 x 4 floats: refused without reserving them.
+  const std::vector<uint8_t> bytes(16);
+  EXPECT_EQ(Tensor::FromBytes(DType::kFloat32,
+                              Shape({(int64_t{1} << 62) + 1, 4}), bytes)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // 40 GB claimed by 16 bytes: under the ceiling, but the size check comes
+  // first, so nothing is allocated (this test would take 40 GB otherwise).
+  EXPECT_EQ(Tensor::FromBytes(DType::kFloat32, Shape({10'000'000'000}), bytes)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TextTest, Utf8Validity) {
+  EXPECT_TRUE(IsValidUtf8(""));
+  EXPECT_TRUE(IsValidUtf8("plain"));
+  EXPECT_TRUE(
+      IsValidUtf8("gr\xc3\xbc\xc3\x9f"
+                  "e \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("x\xff\xfe"));
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // Truncated.
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // Overlong '/'.
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // A surrogate.
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // Past U+10FFFF.
+  EXPECT_FALSE(IsValidUtf8("\x80"));              // A lone continuation.
+}
+
+TEST(TextTest, ClipKeepsShortTextAndCutsLongAtCharacters) {
+  EXPECT_EQ(Clip("name"), "name");
+  const std::string long_name(65536, 'a');
+  const std::string clipped = Clip(long_name);
+  EXPECT_EQ(clipped, std::string(kMaxQuotedBytes, 'a') + "...(65536 bytes)");
+  // Never cut inside a character: 'e' then 3 euro signs, cut at 3 bytes.
+  const std::string clipped_euro = Clip("e\xe2\x82\xac\xe2\x82\xac", 3);
+  EXPECT_EQ(clipped_euro, "e...(7 bytes)");
+  EXPECT_TRUE(IsValidUtf8(clipped_euro));
+}
+
+TEST(TensorTest, CreateIsAlignedAndZeroed) {
+  absl::StatusOr<Tensor> t = Tensor::Create(DType::kFloat32, Shape({3, 5}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment, 0u);
+  EXPECT_EQ(t->num_bytes(), 60u);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(t->data<float>()[i], 0.0f);
+  EXPECT_EQ(Tensor::Create(DType::kFloat32, Shape({-1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, FromBytesChecksTheSize) {
+  std::vector<uint8_t> bytes(12);
+  EXPECT_TRUE(Tensor::FromBytes(DType::kInt32, Shape({3}), bytes).ok());
+  EXPECT_EQ(Tensor::FromBytes(DType::kInt32, Shape({4}), bytes).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorTest, CopiesShareAndClonesDoNot) {
+  Tensor a = Tensor::FromVector<float>(DType::kFloat32, Shape({2}), {1, 2});
+  Tensor shared = a;
+  Tensor deep = a.Clone();
+  a.data<float>()[0] = 7;
+  EXPECT_EQ(shared.data<float>()[0], 7);
+  EXPECT_EQ(deep.data<float>()[0], 1);
+  EXPECT_EQ(a.Reshaped(Shape({1, 2}))->shape(), Shape({1, 2}));
+  EXPECT_FALSE(a.Reshaped(Shape({3})).ok());
+}
+
+Graph TwoNodeGraph() {
+  Graph g;
+  g.inputs = {{"x", DType::kFloat32, Shape({2})}};
+  g.outputs = {{"z", DType::kFloat32, Shape({2})}};
+  g.initializers["w"] =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({2}), {1, 2});
+  Node a{"a", "Add", "", {"x", "w"}, {"y"}, {}};
+  Node b{"b", "Relu", "", {"y"}, {"z"}, {}};
+  g.nodes = {a, b};
+  for (const char* v : {"x", "w", "y", "z"}) {
+    g.values[v] = {v, DType::kFloat32, Shape({2})};
+  }
+  return g;
+}
+
+TEST(GraphTest, ValidateAcceptsAWellFormedGraph) {
+  EXPECT_TRUE(TwoNodeGraph().Validate().ok());
+}
+
+TEST(GraphTest, ValidateRejectsUseBeforeDefinition) {
+  Graph g = TwoNodeGraph();
+  std::swap(g.nodes[0], g.nodes[1]);
+  absl::Status s = g.Validate();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'y'"), absl::string_view::npos) << s;
+}
+
+TEST(GraphTest, ValidateRejectsDuplicatesAndMissingOutputs) {
+  Graph g = TwoNodeGraph();
+  g.nodes[1].name = "a";
+  EXPECT_EQ(g.Validate().code(), absl::StatusCode::kInvalidArgument);
+  g = TwoNodeGraph();
+  g.outputs.push_back({"nowhere", DType::kFloat32, Shape({2})});
+  EXPECT_EQ(g.Validate().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(GraphTest, SubgraphComputesItsBorder) {
+  Graph g = TwoNodeGraph();
+  Graph first = g.Subgraph({0});
+  ASSERT_EQ(first.inputs.size(), 1u);
+  EXPECT_EQ(first.inputs[0].name, "x");
+  EXPECT_EQ(first.initializers.count("w"), 1u);
+  ASSERT_EQ(first.outputs.size(), 1u);
+  EXPECT_EQ(first.outputs[0].name, "y");
+  Graph second = g.Subgraph({1});
+  ASSERT_EQ(second.inputs.size(), 1u);
+  EXPECT_EQ(second.inputs[0].name, "y");
+  ASSERT_EQ(second.outputs.size(), 1u);
+  EXPECT_EQ(second.outputs[0].name, "z");
+  EXPECT_TRUE(first.Validate().ok());
+  EXPECT_TRUE(second.Validate().ok());
+}
+
+TEST(GraphTest, NodeAttributeLookups) {
+  Node n;
+  n.attributes["k"] = int64_t{3};
+  n.attributes["f"] = 0.5f;
+  n.attributes["v"] = std::vector<int64_t>{1, 2};
+  EXPECT_EQ(n.GetInt("k", 0), 3);
+  EXPECT_EQ(n.GetInt("missing", 9), 9);
+  EXPECT_EQ(n.GetInt("f", 9), 9);  // Wrong type: fallback.
+  EXPECT_EQ(n.GetFloat("f", 0), 0.5f);
+  EXPECT_EQ(n.GetInts("v"), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(n.HasAttribute("k"));
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,58 @@
+// Imports an ONNX model (serialized ModelProto) into Glint's Graph IR.
+//
+// The importer validates the model, binds the dimensions of graph inputs,
+// infers the dtype and shape of every value (ONNX's shape inference, with
+// data propagation) and refuses, up front, anything Glint cannot run: the
+// caller learns at AddNetwork, never at run time.
+#ifndef GLINT_ONNX_ONNX_IMPORTER_H_
+#define GLINT_ONNX_ONNX_IMPORTER_H_
+
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/graph.h"
+
+namespace glint {
+
+// Runs ONNX's checker and shape inference somewhere else: given a request
+// (bytes), returns RunOnnxInference's reply for it or the status that
+// prevented one. See ImportOptions::run_inference.
+using InferenceRunner =
+    std::function<absl::StatusOr<std::string>(const std::string& request)>;
+
+struct ImportOptions {
+  // Full static shapes for graph inputs, by name; they override the model's
+  // declared shape (rank and known dims must agree, else INVALID_ARGUMENT).
+  // Unknown or symbolic dims of other inputs are bound to 1.
+  std::map<std::string, Shape> input_shapes;
+  // Whether some device can run `op_type` of the default ONNX domain. Nodes
+  // it rejects (and every node of another domain) fail the import with
+  // UNIMPLEMENTED naming the op and the node. Unset: every op is accepted.
+  std::function<bool(absl::string_view op_type)> is_supported;
+  // Where ONNX's checker and shape inference run. They are third-party code
+  // that a hostile model can crash, exhaust or hang, so a service runs them
+  // in a disposable process (runtime/import_sandbox.h) through this hook,
+  // which must behave like RunOnnxInference. Unset: in this process, which
+  // then trusts the model.
+  InferenceRunner run_inference;
+};
+
+// Errors: INVALID_ARGUMENT for bytes that are not a valid ModelProto or a
+// structurally broken graph (unknown value, cycle, duplicate names...);
+// UNIMPLEMENTED for unsupported ops, dtypes, or graph-valued attributes.
+absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes,
+                                      const ImportOptions& options = {});
+
+// The isolated step of an import: `request` is the importer's prepared
+// ModelProto; the reply is a GraphProto holding its inferred value_info and
+// outputs. Errors as ImportOnnxModel's. Never throws; what it can still do
+// on a hostile model (crash inside ONNX, exhaust memory or time) is why it
+// runs in a helper process.
+absl::StatusOr<std::string> RunOnnxInference(absl::string_view request);
+
+}  // namespace glint
+
+#endif  // GLINT_ONNX_ONNX_IMPORTER_H_

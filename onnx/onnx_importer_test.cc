@@ -1,0 +1,895 @@
+#include "onnx/onnx_importer.h"
+
+#include <cstdint>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "core/graph.h"
+#include "onnx/onnx_tensor.h"
+#include "core/tensor.h"
+
+namespace glint {
+
+// Readable Shapes in gtest failure messages.
+void PrintTo(const Shape& shape, std::ostream* os) { *os << shape.ToString(); }
+
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kNodeTestData[] = "/usr/share/libonnx-testdata/data/node/";
+
+// Debian's absl::string_view is not std::string_view, and gtest prints it
+// character by character; compare and print std::string instead.
+std::string Message(const absl::Status& s) { return std::string(s.message()); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string ReadTestModel(const std::string& test) {
+  std::string bytes =
+      ReadFile(absl::StrCat(kNodeTestData, test, "/model.onnx"));
+  EXPECT_FALSE(bytes.empty()) << "missing test data for " << test;
+  return bytes;
+}
+
+onnx::TensorProto ReadTensorPb(const std::string& path) {
+  onnx::TensorProto proto;
+  const std::string bytes = ReadFile(path);
+  EXPECT_TRUE(proto.ParseFromString(bytes)) << path;
+  return proto;
+}
+
+// One dimension of a declared shape: a size or a symbolic name.
+struct Dim {
+  Dim(int64_t v) : value(v) {}      // NOLINT: implicit for brevity.
+  Dim(const char* p) : param(p) {}  // NOLINT
+  int64_t value = -1;
+  std::string param;
+};
+
+void SetType(onnx::ValueInfoProto* vi, int32_t elem,
+             const std::optional<std::vector<Dim>>& dims) {
+  onnx::TypeProto_Tensor* t = vi->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem);
+  if (!dims.has_value()) return;
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (const Dim& d : *dims) {
+    if (!d.param.empty()) {
+      shape->add_dim()->set_dim_param(d.param);
+    } else if (d.value >= 0) {
+      shape->add_dim()->set_dim_value(d.value);
+    } else {
+      shape->add_dim();
+    }
+  }
+}
+
+// Builds small ModelProtos for the tests.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13) {
+    model_.set_ir_version(8);
+    onnx::OperatorSetIdProto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    graph()->set_name("test_graph");
+  }
+
+  onnx::ModelProto& model() { return model_; }
+  onnx::GraphProto* graph() { return model_.mutable_graph(); }
+
+  ModelBuilder& Input(const std::string& name, int32_t elem,
+                      std::optional<std::vector<Dim>> dims) {
+    onnx::ValueInfoProto* vi = graph()->add_input();
+    vi->set_name(name);
+    SetType(vi, elem, dims);
+    return *this;
+  }
+  ModelBuilder& Output(const std::string& name, int32_t elem,
+                       std::optional<std::vector<Dim>> dims) {
+    onnx::ValueInfoProto* vi = graph()->add_output();
+    vi->set_name(name);
+    SetType(vi, elem, dims);
+    return *this;
+  }
+  ModelBuilder& FloatInitializer(const std::string& name,
+                                 std::vector<int64_t> dims,
+                                 std::vector<float> values) {
+    onnx::TensorProto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return *this;
+  }
+  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs,
+                        const std::string& name = "") {
+    onnx::NodeProto* n = graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& in : inputs) n->add_input(in);
+    for (auto& out : outputs) n->add_output(out);
+    return n;
+  }
+
+  std::string Bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+void AddIntsAttr(onnx::NodeProto* n, const std::string& name,
+                 std::vector<int64_t> v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+std::vector<std::string> OpTypes(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes) ops.push_back(n.op_type);
+  return ops;
+}
+
+std::vector<std::string> NodeNames(const Graph& g) {
+  std::vector<std::string> names;
+  for (const Node& n : g.nodes) names.push_back(n.name);
+  return names;
+}
+
+template <typename T>
+std::vector<T> Values(const Tensor& t) {
+  return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
+}
+
+// A model x[N,3] + b -> y, with b = {1, 2, 3} an initializer.
+ModelBuilder AddBiasModel() {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", 3})
+      .FloatInitializer("b", {3}, {1.0f, 2.0f, 3.0f})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", 3});
+  b.Node("Add", {"x", "b"}, {"y"}, "add");
+  return b;
+}
+
+// --- Real models from ONNX's test data ------------------------------------
+
+TEST(OnnxImporterTest, ImportsConvWithStridesPadding) {
+  absl::StatusOr<Graph> g =
+      ImportOnnxModel(ReadTestModel("test_conv_with_strides_padding"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->name, "test_conv_with_strides_padding");
+  EXPECT_EQ(g->opset_version, 11);
+  ASSERT_EQ(g->inputs.size(), 2u);
+  EXPECT_EQ(g->inputs[0].name, "x");
+  EXPECT_EQ(g->inputs[0].dtype, DType::kFloat32);
+  EXPECT_EQ(g->inputs[0].shape, Shape({1, 1, 7, 5}));
+  EXPECT_EQ(g->inputs[1].name, "W");
+  EXPECT_EQ(g->inputs[1].shape, Shape({1, 1, 3, 3}));
+  ASSERT_EQ(g->outputs.size(), 1u);
+  EXPECT_EQ(g->outputs[0].name, "y");
+  EXPECT_EQ(g->outputs[0].dtype, DType::kFloat32);
+  EXPECT_EQ(g->outputs[0].shape, Shape({1, 1, 4, 3}));
+  ASSERT_THAT(OpTypes(*g), ElementsAre("Conv"));
+  const Node& conv = g->nodes[0];
+  EXPECT_FALSE(conv.name.empty());
+  EXPECT_THAT(conv.inputs, ElementsAre("x", "W"));
+  EXPECT_THAT(conv.GetInts("kernel_shape"), ElementsAre(3, 3));
+  EXPECT_THAT(conv.GetInts("pads"), ElementsAre(1, 1, 1, 1));
+  EXPECT_THAT(conv.GetInts("strides"), ElementsAre(2, 2));
+  EXPECT_TRUE(g->initializers.empty());
+  ASSERT_NE(g->FindValue("y"), nullptr);
+  EXPECT_EQ(g->FindValue("y")->shape, Shape({1, 1, 4, 3}));
+}
+
+TEST(OnnxImporterTest, ImportsReshapeReducedDims) {
+  absl::StatusOr<Graph> g =
+      ImportOnnxModel(ReadTestModel("test_reshape_reduced_dims"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->opset_version, 14);
+  ASSERT_EQ(g->inputs.size(), 2u);
+  EXPECT_EQ(g->inputs[1].name, "shape");
+  EXPECT_EQ(g->inputs[1].dtype, DType::kInt64);
+  EXPECT_EQ(g->inputs[1].shape, Shape({2}));
+  ASSERT_THAT(OpTypes(*g), ElementsAre("Reshape"));
+  // The model declares its output's shape, which inference keeps.
+  ASSERT_EQ(g->outputs.size(), 1u);
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 12}));
+}
+
+TEST(OnnxImporterTest, ImportsGemmDefaultNoBias) {
+  absl::StatusOr<Graph> g =
+      ImportOnnxModel(ReadTestModel("test_gemm_default_no_bias"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_THAT(OpTypes(*g), ElementsAre("Gemm"));
+  EXPECT_EQ(g->inputs[0].shape, Shape({2, 10}));
+  EXPECT_EQ(g->inputs[1].shape, Shape({10, 3}));
+  EXPECT_EQ(g->outputs[0].dtype, DType::kFloat32);
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 3}));
+}
+
+TEST(OnnxImporterTest, ImportsSoftmaxAxis0) {
+  absl::StatusOr<Graph> g =
+      ImportOnnxModel(ReadTestModel("test_softmax_axis_0"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_THAT(OpTypes(*g), ElementsAre("Softmax"));
+  EXPECT_EQ(g->nodes[0].GetInt("axis", -1), 0);
+  EXPECT_EQ(g->outputs[0].shape, Shape({3, 4, 5}));
+}
+
+TEST(OnnxImporterTest, ImportsConstantWithExactValues) {
+  absl::StatusOr<Graph> g = ImportOnnxModel(ReadTestModel("test_constant"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_TRUE(g->inputs.empty());
+  ASSERT_THAT(OpTypes(*g), ElementsAre("Constant"));
+  const Tensor* value = g->nodes[0].GetTensor("value");
+  ASSERT_NE(value, nullptr);
+  EXPECT_EQ(value->dtype(), DType::kFloat32);
+  EXPECT_EQ(value->shape(), Shape({5, 5}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({5, 5}));
+
+  // The expected output of a Constant is its value: compare bit for bit.
+  absl::StatusOr<Tensor> expected =
+      TensorFromOnnxProto(ReadTensorPb(absl::StrCat(
+          kNodeTestData, "test_constant/test_data_set_0/output_0.pb")));
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  EXPECT_EQ(Values<float>(*value), Values<float>(*expected));
+}
+
+TEST(OnnxImporterTest, ReadsTensorPbFromTestData) {
+  absl::StatusOr<Tensor> t = TensorFromOnnxProto(
+      ReadTensorPb(absl::StrCat(kNodeTestData,
+                                "test_reshape_reduced_dims/test_data_set_0/"
+                                "input_1.pb")));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kInt64);
+  EXPECT_EQ(t->shape(), Shape({2}));
+  EXPECT_THAT(Values<int64_t>(*t), ElementsAre(2, 12));
+}
+
+TEST(OnnxImporterTest, IfIsUnimplementedNamingTheNode) {
+  absl::StatusOr<Graph> g = ImportOnnxModel(ReadTestModel("test_if"));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("(If)"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("graph-valued attribute"));
+}
+
+TEST(OnnxImporterTest, OpRejectedByIsSupportedIsUnimplemented) {
+  ImportOptions options;
+  options.is_supported = [](absl::string_view op) { return op != "Einsum"; };
+  absl::StatusOr<Graph> g =
+      ImportOnnxModel(ReadTestModel("test_einsum_inner_prod"), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("op 'Einsum' (node '"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("is not supported by any device"));
+}
+
+// --- Built models ------------------------------------------------------------
+
+TEST(OnnxImporterTest, SymbolicDimDefaultsToOneAndInitializerIsConverted) {
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->name, "test_graph");
+  EXPECT_EQ(g->opset_version, 13);
+  ASSERT_EQ(g->inputs.size(), 1u);
+  EXPECT_EQ(g->inputs[0].ToString(), "x: float32[1, 3]");
+  ASSERT_EQ(g->outputs.size(), 1u);
+  EXPECT_EQ(g->outputs[0].ToString(), "y: float32[1, 3]");
+  const Tensor* b = g->FindInitializer("b");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->dtype(), DType::kFloat32);
+  EXPECT_EQ(b->shape(), Shape({3}));
+  EXPECT_THAT(Values<float>(*b), ElementsAre(1.0f, 2.0f, 3.0f));
+  ASSERT_NE(g->FindValue("b"), nullptr);
+  EXPECT_EQ(g->FindValue("b")->shape, Shape({3}));
+  EXPECT_EQ(g->FindValue("x")->shape, Shape({1, 3}));
+}
+
+TEST(OnnxImporterTest, InputShapesOverrideSymbolicDims) {
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({4, 3});
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[0].shape, Shape({4, 3}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({4, 3}));
+}
+
+TEST(OnnxImporterTest, InputShapeWithWrongRankIsInvalid) {
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({4});
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'x'"));
+}
+
+TEST(OnnxImporterTest, InputShapeContradictingKnownDimIsInvalid) {
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({4, 5});
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'x'"));
+}
+
+TEST(OnnxImporterTest, InputShapeForUnknownNameIsInvalid) {
+  ImportOptions options;
+  options.input_shapes["nope"] = Shape({1, 3});
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'nope'"));
+}
+
+TEST(OnnxImporterTest, InputShapeForInitializerIsInvalid) {
+  ImportOptions options;
+  options.input_shapes["b"] = Shape({3});
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'b'"));
+}
+
+TEST(OnnxImporterTest, InputWithoutShapeNeedsInputShapes) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'x'"));
+
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({2, 5});
+  g = ImportOnnxModel(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 5}));
+}
+
+TEST(OnnxImporterTest, InitializerListedAsInputIsNotARuntimeInput) {
+  ModelBuilder b = AddBiasModel();
+  // IR < 4 style: the initializer is also declared as a graph input, here
+  // with a vague shape that the tensor's must replace.
+  b.Input("b", onnx::TensorProto::FLOAT, std::vector<Dim>{"K"});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->inputs.size(), 1u);
+  EXPECT_EQ(g->inputs[0].name, "x");
+  ASSERT_TRUE(g->IsInitializer("b"));
+  EXPECT_EQ(g->FindValue("b")->shape, Shape({3}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({1, 3}));
+}
+
+TEST(OnnxImporterTest, UnsupportedOpNamesOpAndNode) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2});
+  b.Node("Relu", {"x"}, {"t"}, "relu_0");
+  onnx::NodeProto* e = b.Node("Einsum", {"t"}, {"y"}, "einsum_0");
+  onnx::AttributeProto* eq = e->add_attribute();
+  eq->set_name("equation");
+  eq->set_type(onnx::AttributeProto::STRING);
+  eq->set_s("ij->ij");
+  ImportOptions options;
+  options.is_supported = [](absl::string_view op) { return op != "Einsum"; };
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Message(g.status()),
+            "op 'Einsum' (node 'einsum_0') is not supported by any device");
+
+  // Without the filter the same model imports, string attribute included.
+  g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->nodes[1].GetString("equation", ""), "ij->ij");
+}
+
+TEST(OnnxImporterTest, OtherDomainIsUnimplemented) {
+  ModelBuilder b;
+  onnx::OperatorSetIdProto* ms = b.model().add_opset_import();
+  ms->set_domain("com.microsoft");
+  ms->set_version(1);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2});
+  b.Node("FusedGelu", {"x"}, {"y"}, "gelu")->set_domain("com.microsoft");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'FusedGelu'"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("'com.microsoft'"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("'gelu'"));
+}
+
+TEST(OnnxImporterTest, ModelOfOnlyAnotherDomainIsUnimplemented) {
+  // ONNX's training ops import no default-domain opset at all.
+  absl::StatusOr<Graph> g = ImportOnnxModel(ReadTestModel("test_adagrad"));
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'Adagrad'"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("'ai.onnx.preview.training'"));
+}
+
+// ONNX 1.12's own inference crashes on these; the importer must refuse them.
+TEST(OnnxImporterTest, LayerNormAxisOutOfRangeIsInvalidNotACrash) {
+  for (int64_t axis :
+       {int64_t{-5}, int64_t{-3000000000}, int64_t{9223372036854775804}}) {
+    ModelBuilder b(/*opset=*/17);
+    b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3, 4, 5})
+        .Input("w", onnx::TensorProto::FLOAT, std::vector<Dim>{5})
+        .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+    onnx::NodeProto* n = b.Node("LayerNormalization", {"x", "w"},
+                                {"y", "mean", "inv_std_dev"}, "ln");
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(axis);
+    absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << axis;
+    EXPECT_THAT(Message(g.status()), HasSubstr("'ln'"));
+  }
+  // The default axis (-1) on a scalar.
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{})
+      .Input("w", onnx::TensorProto::FLOAT, std::vector<Dim>{})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("LayerNormalization", {"x", "w"}, {"y", "mean"}, "ln");
+  EXPECT_EQ(ImportOnnxModel(b.Bytes()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImporterTest, LayerNormWithValidNegativeAxisImports) {
+  absl::StatusOr<Graph> g = ImportOnnxModel(
+      ReadTestModel("test_layer_normalization_4d_axis_negative_4"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_THAT(OpTypes(*g), ElementsAre("LayerNormalization"));
+  EXPECT_EQ(g->nodes[0].GetInt("axis", 0), -4);
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 3, 4, 5}));
+}
+
+TEST(OnnxImporterTest, OpUnknownToOnnxIsUnimplemented) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("NoSuchOp", {"x"}, {"y"}, "mystery");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'NoSuchOp'"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("'mystery'"));
+}
+
+TEST(OnnxImporterTest, DefaultDomainSpelledAiOnnxIsAccepted) {
+  ModelBuilder b = AddBiasModel();
+  b.model().mutable_opset_import(0)->set_domain("ai.onnx");
+  b.graph()->mutable_node(0)->set_domain("ai.onnx");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->nodes[0].domain, "");
+}
+
+TEST(OnnxImporterTest, OpsetOutsideTestedRangeStillImports) {
+  for (int64_t opset : {6, 17, 18}) {
+    ModelBuilder b(opset);
+    b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+        .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+    b.Node("Relu", {"x"}, {"y"});
+    absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+    ASSERT_TRUE(g.ok()) << "opset " << opset << ": " << g.status();
+    EXPECT_EQ(g->opset_version, opset);
+  }
+}
+
+TEST(OnnxImporterTest, MissingDefaultOpsetIsInvalid) {
+  ModelBuilder b = AddBiasModel();
+  b.model().clear_opset_import();
+  EXPECT_EQ(ImportOnnxModel(b.Bytes()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImporterTest, GarbageEmptyAndGraphlessBytesAreInvalid) {
+  const std::string garbage = "\xff\xff\xff\xff this is not a protobuf \x07";
+  absl::StatusOr<Graph> g = ImportOnnxModel(garbage);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()),
+              HasSubstr("model bytes are not a valid ONNX ModelProto"));
+  EXPECT_EQ(ImportOnnxModel("").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  onnx::ModelProto no_graph;
+  no_graph.set_ir_version(8);
+  no_graph.add_opset_import()->set_version(13);
+  EXPECT_EQ(ImportOnnxModel(no_graph.SerializeAsString()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImporterTest, EveryTruncationOfARealModelIsInvalid) {
+  const std::string bytes = ReadTestModel("test_conv_with_strides_padding");
+  ASSERT_TRUE(ImportOnnxModel(bytes).ok());
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    absl::StatusOr<Graph> g = ImportOnnxModel(bytes.substr(0, len));
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument)
+        << "prefix of " << len << " bytes: " << g.status();
+  }
+}
+
+// Random byte changes to real models: whatever they turn into, the
+// importer answers with a status (ONNX's inference is not hardened, so this
+// guards the checks that run before it).
+TEST(OnnxImporterTest, MutatedModelsGetAStatusNeverACrash) {
+  std::mt19937 rng(20240611);
+  for (const char* test :
+       {"test_conv_with_strides_padding", "test_gemm_default_no_bias",
+        "test_layer_normalization_2d_axis_negative_2", "test_constant",
+        "test_reshape_reduced_dims", "test_softmax_axis_0"}) {
+    const std::string bytes = ReadTestModel(test);
+    for (int i = 0; i < 300; ++i) {
+      std::string mutant = bytes;
+      const int changes = 1 + static_cast<int>(rng() % 4);
+      for (int k = 0; k < changes; ++k) {
+        mutant[rng() % mutant.size()] = static_cast<char>(rng());
+      }
+      absl::StatusOr<Graph> g = ImportOnnxModel(mutant);
+      EXPECT_NE(g.status().code(), absl::StatusCode::kInternal)
+          << test << " mutant " << i << ": " << g.status();
+      if (g.ok()) {
+        EXPECT_TRUE(g->Validate().ok()) << test << " mutant " << i;
+      }
+    }
+  }
+}
+
+TEST(OnnxImporterTest, CycleIsInvalid) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Add", {"x", "c"}, {"a"}, "first");
+  b.Node("Relu", {"a"}, {"c"}, "second");
+  b.Node("Relu", {"a"}, {"y"}, "third");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("cycle"));
+}
+
+TEST(OnnxImporterTest, UnsortedNodesAreSorted) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Relu", {"t2"}, {"y"}, "last");
+  b.Node("Neg", {"t1"}, {"t2"}, "middle");
+  b.Node("Abs", {"x"}, {"t1"}, "first");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(NodeNames(*g), ElementsAre("first", "middle", "last"));
+  EXPECT_EQ(g->FindValue("t2")->shape, Shape({2}));
+}
+
+TEST(OnnxImporterTest, SortingKeepsTheOrderOfIndependentNodes) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Add", {"p", "q"}, {"y"}, "sum");
+  b.Node("Abs", {"x"}, {"p"}, "abs");
+  b.Node("Neg", {"x"}, {"q"}, "neg");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(NodeNames(*g), ElementsAre("abs", "neg", "sum"));
+}
+
+TEST(OnnxImporterTest, UnnamedAndDuplicateNodesGetUniqueNames) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Abs", {"x"}, {"a"});
+  b.Node("Neg", {"a"}, {"c"}, "dup");
+  b.Node("Relu", {"c"}, {"d"}, "dup");
+  b.Node("Abs", {"d"}, {"y"}, "Abs_0");  // Collides with a generated name.
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(NodeNames(*g), ElementsAre("Abs_0_1", "dup", "Relu_2", "Abs_0"));
+}
+
+TEST(OnnxImporterTest, UndefinedInputIsInvalid) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Add", {"x", "ghost"}, {"y"}, "add");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'ghost'"));
+}
+
+TEST(OnnxImporterTest, WrongArityIsInvalid) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  b.Node("Add", {"x"}, {"y"}, "lonely_add");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("lonely_add"));
+}
+
+TEST(OnnxImporterTest, DeclaredTypeContradictingInferenceIsInvalid) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::INT64, std::vector<Dim>{2});
+  b.Node("Relu", {"x"}, {"y"});
+  EXPECT_EQ(ImportOnnxModel(b.Bytes()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  ModelBuilder c;
+  c.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{3});
+  c.Node("Relu", {"x"}, {"y"});
+  EXPECT_EQ(ImportOnnxModel(c.Bytes()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OnnxImporterTest, ReshapeWithRuntimeShapeHasUnknownDims) {
+  ModelBuilder b;
+  b.Input("data", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3, 4})
+      .Input("shape", onnx::TensorProto::INT64, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Reshape", {"data", "shape"}, {"r"}, "reshape");
+  b.Node("Relu", {"r"}, {"y"}, "relu");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const ValueInfo* r = g->FindValue("r");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->dtype, DType::kFloat32);
+  EXPECT_EQ(r->shape, Shape({Shape::kUnknownDim, Shape::kUnknownDim}));
+  ASSERT_EQ(g->outputs.size(), 1u);
+  EXPECT_EQ(g->outputs[0].dtype, DType::kFloat32);
+  EXPECT_EQ(g->outputs[0].shape,
+            Shape({Shape::kUnknownDim, Shape::kUnknownDim}));
+}
+
+TEST(OnnxImporterTest, ShapeComputedInTheGraphIsPropagated) {
+  // y = Reshape(v, Shape(x)): data propagation resolves the target shape.
+  // ONNX 1.12 propagates through Reshape from opset 14 on.
+  ModelBuilder b(/*opset=*/14);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", 3})
+      .Input("v", onnx::TensorProto::FLOAT, std::vector<Dim>{6})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"});
+  b.Node("Reshape", {"v", "s"}, {"y"});
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({2, 3});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->FindValue("s")->dtype, DType::kInt64);
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 3}));
+}
+
+TEST(OnnxImporterTest, ConstantNodeValueAndSecondaryOutputs) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3});
+  onnx::NodeProto* c = b.Node("Constant", {}, {"k"}, "k");
+  onnx::AttributeProto* v = c->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  v->mutable_t()->add_dims(2);
+  v->mutable_t()->add_int64_data(3);
+  v->mutable_t()->add_int64_data(2);
+  b.Node("Reshape", {"x", "k"}, {"r"}, "reshape");
+  onnx::NodeProto* t = b.Node("Transpose", {"r"}, {"y"}, "transpose");
+  AddIntsAttr(t, "perm", {1, 0});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Tensor* k = g->nodes[0].GetTensor("value");
+  ASSERT_NE(k, nullptr);
+  EXPECT_THAT(Values<int64_t>(*k), ElementsAre(3, 2));
+  EXPECT_EQ(g->FindValue("k")->shape, Shape({2}));
+  EXPECT_EQ(g->FindValue("r")->shape, Shape({3, 2}));
+  EXPECT_THAT(g->nodes[2].GetInts("perm"), ElementsAre(1, 0));
+}
+
+TEST(OnnxImporterTest, FloatAttributeIsConverted) {
+  ModelBuilder b;
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{2});
+  onnx::NodeProto* n = b.Node("LeakyRelu", {"x"}, {"y"}, "leaky");
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.25f);
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->nodes[0].GetFloat("alpha", 0.0f), 0.25f);
+}
+
+TEST(OnnxImporterTest, ExternalInitializerIsUnimplemented) {
+  ModelBuilder b = AddBiasModel();
+  onnx::TensorProto* t = b.graph()->mutable_initializer(0);
+  t->clear_float_data();
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  onnx::StringStringEntryProto* loc = t->add_external_data();
+  loc->set_key("location");
+  loc->set_value("weights.bin");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'b'"));
+}
+
+TEST(OnnxImporterTest, InitializerWithWrongValueCountIsInvalid) {
+  ModelBuilder b = AddBiasModel();
+  b.graph()->mutable_initializer(0)->add_float_data(4.0f);
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'b'"));
+}
+
+TEST(OnnxImporterTest, SequenceInputIsUnimplemented) {
+  ModelBuilder b;
+  onnx::ValueInfoProto* in = b.graph()->add_input();
+  in->set_name("seq");
+  in->mutable_type()
+      ->mutable_sequence_type()
+      ->mutable_elem_type()
+      ->mutable_tensor_type()
+      ->set_elem_type(onnx::TensorProto::FLOAT);
+  b.Output("n", onnx::TensorProto::INT64, std::vector<Dim>{});
+  b.Node("SequenceLength", {"seq"}, {"n"});
+  EXPECT_EQ(ImportOnnxModel(b.Bytes()).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+// --- TensorFromOnnxProto / TensorToOnnxProto ------------------------------
+
+onnx::TensorProto MakeProto(int32_t type, std::vector<int64_t> dims) {
+  onnx::TensorProto p;
+  p.set_name("t");
+  p.set_data_type(type);
+  for (int64_t d : dims) p.add_dims(d);
+  return p;
+}
+
+TEST(TensorFromOnnxProtoTest, RawFloat) {
+  onnx::TensorProto p = MakeProto(onnx::TensorProto::FLOAT, {2, 2});
+  const float v[] = {1.5f, -2.0f, 0.0f, 3.25f};
+  p.set_raw_data(std::string(reinterpret_cast<const char*>(v), sizeof(v)));
+  absl::StatusOr<Tensor> t = TensorFromOnnxProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kFloat32);
+  EXPECT_EQ(t->shape(), Shape({2, 2}));
+  EXPECT_THAT(Values<float>(*t), ElementsAre(1.5f, -2.0f, 0.0f, 3.25f));
+}
+
+TEST(TensorFromOnnxProtoTest, RawSizeMismatchIsInvalid) {
+  onnx::TensorProto p = MakeProto(onnx::TensorProto::FLOAT, {3});
+  p.set_raw_data(std::string(8, '\0'));
+  EXPECT_EQ(TensorFromOnnxProto(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorFromOnnxProtoTest, TypedFields) {
+  onnx::TensorProto f = MakeProto(onnx::TensorProto::FLOAT, {3});
+  for (float v : {1.0f, 2.5f, -3.0f}) f.add_float_data(v);
+  absl::StatusOr<Tensor> tf = TensorFromOnnxProto(f);
+  ASSERT_TRUE(tf.ok()) << tf.status();
+  EXPECT_THAT(Values<float>(*tf), ElementsAre(1.0f, 2.5f, -3.0f));
+
+  onnx::TensorProto i64 = MakeProto(onnx::TensorProto::INT64, {2, 1});
+  i64.add_int64_data(-7);
+  i64.add_int64_data(int64_t{1} << 40);
+  absl::StatusOr<Tensor> ti = TensorFromOnnxProto(i64);
+  ASSERT_TRUE(ti.ok()) << ti.status();
+  EXPECT_EQ(ti->shape(), Shape({2, 1}));
+  EXPECT_THAT(Values<int64_t>(*ti), ElementsAre(-7, int64_t{1} << 40));
+
+  onnx::TensorProto d = MakeProto(onnx::TensorProto::DOUBLE, {2});
+  d.add_double_data(0.1);
+  d.add_double_data(-1e300);
+  absl::StatusOr<Tensor> td = TensorFromOnnxProto(d);
+  ASSERT_TRUE(td.ok()) << td.status();
+  EXPECT_THAT(Values<double>(*td), ElementsAre(0.1, -1e300));
+
+  onnx::TensorProto b = MakeProto(onnx::TensorProto::BOOL, {4});
+  for (int v : {0, 1, 1, 0}) b.add_int32_data(v);
+  absl::StatusOr<Tensor> tb = TensorFromOnnxProto(b);
+  ASSERT_TRUE(tb.ok()) << tb.status();
+  EXPECT_EQ(tb->dtype(), DType::kBool);
+  EXPECT_THAT(Values<uint8_t>(*tb), ElementsAre(0, 1, 1, 0));
+
+  // float16 travels as its bit pattern in int32_data: 1.0 and -2.0.
+  onnx::TensorProto h = MakeProto(onnx::TensorProto::FLOAT16, {2});
+  h.add_int32_data(0x3C00);
+  h.add_int32_data(0xC000);
+  absl::StatusOr<Tensor> th = TensorFromOnnxProto(h);
+  ASSERT_TRUE(th.ok()) << th.status();
+  EXPECT_EQ(th->dtype(), DType::kFloat16);
+  EXPECT_THAT(Values<uint16_t>(*th), ElementsAre(0x3C00, 0xC000));
+
+  onnx::TensorProto i8 = MakeProto(onnx::TensorProto::INT8, {3});
+  for (int v : {-128, 0, 127}) i8.add_int32_data(v);
+  absl::StatusOr<Tensor> t8 = TensorFromOnnxProto(i8);
+  ASSERT_TRUE(t8.ok()) << t8.status();
+  EXPECT_THAT(Values<int8_t>(*t8), ElementsAre(-128, 0, 127));
+
+  onnx::TensorProto u32 = MakeProto(onnx::TensorProto::UINT32, {1});
+  u32.add_uint64_data(4000000000u);
+  absl::StatusOr<Tensor> tu = TensorFromOnnxProto(u32);
+  ASSERT_TRUE(tu.ok()) << tu.status();
+  EXPECT_THAT(Values<uint32_t>(*tu), ElementsAre(4000000000u));
+}
+
+TEST(TensorFromOnnxProtoTest, ScalarAndEmptyTensors) {
+  onnx::TensorProto s = MakeProto(onnx::TensorProto::INT32, {});
+  s.add_int32_data(42);
+  absl::StatusOr<Tensor> ts = TensorFromOnnxProto(s);
+  ASSERT_TRUE(ts.ok()) << ts.status();
+  EXPECT_EQ(ts->shape().rank(), 0);
+  EXPECT_THAT(Values<int32_t>(*ts), ElementsAre(42));
+
+  absl::StatusOr<Tensor> te =
+      TensorFromOnnxProto(MakeProto(onnx::TensorProto::FLOAT, {0, 4}));
+  ASSERT_TRUE(te.ok()) << te.status();
+  EXPECT_EQ(te->num_elements(), 0);
+}
+
+TEST(TensorFromOnnxProtoTest, BadTensorsAreRefused) {
+  onnx::TensorProto range = MakeProto(onnx::TensorProto::UINT8, {1});
+  range.add_int32_data(256);
+  EXPECT_EQ(TensorFromOnnxProto(range).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  onnx::TensorProto wrong_field = MakeProto(onnx::TensorProto::FLOAT, {1});
+  wrong_field.add_double_data(1.0);
+  EXPECT_EQ(TensorFromOnnxProto(wrong_field).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  onnx::TensorProto negative = MakeProto(onnx::TensorProto::FLOAT, {-1});
+  EXPECT_EQ(TensorFromOnnxProto(negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Huge dims and no data: refused before any allocation is attempted.
+  onnx::TensorProto huge =
+      MakeProto(onnx::TensorProto::FLOAT, {int64_t{1} << 40, 1 << 20});
+  EXPECT_EQ(TensorFromOnnxProto(huge).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  onnx::TensorProto strings = MakeProto(onnx::TensorProto::STRING, {1});
+  strings.add_string_data("hello");
+  EXPECT_EQ(TensorFromOnnxProto(strings).status().code(),
+            absl::StatusCode::kUnimplemented);
+
+  onnx::TensorProto external = MakeProto(onnx::TensorProto::FLOAT, {1});
+  external.set_data_location(onnx::TensorProto::EXTERNAL);
+  EXPECT_EQ(TensorFromOnnxProto(external).status().code(),
+            absl::StatusCode::kUnimplemented);
+
+  EXPECT_EQ(TensorFromOnnxProto(MakeProto(0, {1})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TensorToOnnxProtoTest, RoundTrips) {
+  Tensor t = Tensor::FromVector<int16_t>(DType::kInt16, Shape({2, 2}),
+                                         {1, -2, 300, -32768});
+  onnx::TensorProto p;
+  p.set_name("kept");
+  p.add_float_data(9.0f);  // Stale content must go.
+  ASSERT_TRUE(TensorToOnnxProto(t, &p).ok());
+  EXPECT_EQ(p.name(), "kept");
+  EXPECT_EQ(p.data_type(), onnx::TensorProto::INT16);
+  EXPECT_THAT(p.dims(), ElementsAre(2, 2));
+  EXPECT_EQ(p.float_data_size(), 0);
+  absl::StatusOr<Tensor> back = TensorFromOnnxProto(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->dtype(), DType::kInt16);
+  EXPECT_EQ(back->shape(), Shape({2, 2}));
+  EXPECT_THAT(Values<int16_t>(*back), ElementsAre(1, -2, 300, -32768));
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,164 @@
+#include "onnx/test_models.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace glint::testing {
+namespace {
+
+void SetType(onnx::ValueInfoProto* v, int32_t elem_type,
+             const std::vector<int64_t>& dims) {
+  onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(elem_type);
+  onnx::TensorShapeProto* shape = t->mutable_shape();
+  for (int64_t d : dims) {
+    if (d < 0) {
+      shape->add_dim()->set_dim_param("N");
+    } else {
+      shape->add_dim()->set_dim_value(d);
+    }
+  }
+}
+
+}  // namespace
+
+OnnxModelBuilder::OnnxModelBuilder(int64_t opset) {
+  model_.set_ir_version(8);
+  model_.set_producer_name("glint-tests");
+  onnx::OperatorSetIdProto* op = model_.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  model_.mutable_graph()->set_name("test");
+}
+
+OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name,
+                                           int32_t elem_type) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_output();
+  v->set_name(name);
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  return *this;
+}
+
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  int64_t value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void SetAttribute(onnx::NodeProto& node, const std::string& name,
+                  const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+OnnxModelBuilder& OnnxModelBuilder::Input(const std::string& name,
+                                          int32_t elem_type,
+                                          const std::vector<int64_t>& dims) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_input();
+  v->set_name(name);
+  SetType(v, elem_type, dims);
+  return *this;
+}
+
+OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name,
+                                           int32_t elem_type,
+                                           const std::vector<int64_t>& dims) {
+  onnx::ValueInfoProto* v = model_.mutable_graph()->add_output();
+  v->set_name(name);
+  SetType(v, elem_type, dims);
+  return *this;
+}
+
+OnnxModelBuilder& OnnxModelBuilder::FloatInitializer(
+    const std::string& name, const std::vector<int64_t>& dims,
+    const std::vector<float>& values) {
+  onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                              values.size() * sizeof(float)));
+  return *this;
+}
+
+onnx::NodeProto& OnnxModelBuilder::Node(const std::string& op_type,
+                                        const std::vector<std::string>& inputs,
+                                        const std::vector<std::string>& outputs,
+                                        const std::string& name) {
+  onnx::NodeProto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(op_type);
+  n->set_name(name.empty() ? op_type + "_" +
+                                 std::to_string(model_.graph().node_size())
+                           : name);
+  for (const std::string& in : inputs) n->add_input(in);
+  for (const std::string& out : outputs) n->add_output(out);
+  return *n;
+}
+
+std::string OnnxModelBuilder::Serialize() const {
+  return model_.SerializeAsString();
+}
+
+std::string MakeMlpModel(int64_t batch, int64_t in, int64_t out) {
+  std::vector<float> w(in * out), b(out);
+  for (int64_t i = 0; i < in; ++i) {
+    for (int64_t j = 0; j < out; ++j) w[i * out + j] = (i - j) / 8.0f;
+  }
+  for (int64_t j = 0; j < out; ++j) b[j] = j / 4.0f - 0.5f;
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {batch, in})
+      .FloatInitializer("w", {in, out}, w)
+      .FloatInitializer("b", {out}, b)
+      .Output("y", onnx::TensorProto::FLOAT, {batch, out});
+  m.Node("MatMul", {"x", "w"}, {"xw"}, "matmul");
+  m.Node("Add", {"xw", "b"}, {"xwb"}, "add");
+  m.Node("Relu", {"xwb"}, {"y"}, "relu");
+  return m.Serialize();
+}
+
+std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
+                                int64_t in, int64_t out) {
+  std::vector<float> y(batch * out);
+  for (int64_t r = 0; r < batch; ++r) {
+    for (int64_t j = 0; j < out; ++j) {
+      double acc = j / 4.0 - 0.5;
+      for (int64_t i = 0; i < in; ++i) acc += x[r * in + i] * ((i - j) / 8.0);
+      y[r * out + j] = static_cast<float>(std::max(acc, 0.0));
+    }
+  }
+  return y;
+}
+
+std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers) {
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {batch, width})
+      .Output("y", onnx::TensorProto::FLOAT, {batch, width});
+  uint32_t state = 12345;
+  auto next = [&state] {  // A small LCG: deterministic, no <random> needed.
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24);
+  };
+  const float scale = 2.0f / static_cast<float>(width);
+  std::string prev = "x";
+  for (int l = 0; l < layers; ++l) {
+    std::vector<float> w(width * width);
+    for (float& v : w) v = (next() - 0.45f) * scale * 2;
+    const std::string wn = "w" + std::to_string(l);
+    const std::string h = l + 1 == layers ? "y" : "h" + std::to_string(l);
+    m.FloatInitializer(wn, {width, width}, w);
+    m.Node("MatMul", {prev, wn}, {h}, "mm" + std::to_string(l));
+    prev = h;
+    if (l + 1 < layers) {
+      const std::string a = "a" + std::to_string(l);
+      m.Node("Relu", {h}, {a}, "relu" + std::to_string(l));
+      prev = a;
+    }
+  }
+  return m.Serialize();
+}
+
+}  // namespace glint::testing

@@ -1,0 +1,291 @@
+#include "proto/proto_convert.h"
+
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "core/status_macros.h"
+
+namespace glint {
+namespace {
+
+std::string DescribeTensor(const v1::Tensor& proto) {
+  return proto.name().empty() ? std::string("tensor")
+                              : absl::StrCat("tensor '", proto.name(), "'");
+}
+
+}  // namespace
+
+absl::StatusOr<DType> DTypeFromProto(int proto_dtype) {
+  const DType dtype = static_cast<DType>(proto_dtype);
+  // DTypeSize is 0 exactly for the numbers Glint cannot hold in a Tensor
+  // (undefined, string, and anything not in the DType enum).
+  if (DTypeSize(dtype) == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unsupported dtype ", proto_dtype,
+        " (expected an ONNX TensorProto.DataType number of float32, float16, "
+        "bfloat16, float64, int8, uint8, int16, uint16, int32, uint32, int64, "
+        "uint64 or bool)"));
+  }
+  return dtype;
+}
+
+v1::DataType DTypeToProto(DType dtype) {
+  // Same numbers by construction; see glint.proto.
+  return static_cast<v1::DataType>(static_cast<int32_t>(dtype));
+}
+
+absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto) {
+  absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeTensor(proto), ": ", dtype.status().message()));
+  }
+  std::vector<int64_t> dims(proto.shape().begin(), proto.shape().end());
+  // Elements times element size must fit: a hostile shape must not wrap
+  // around to a small byte count that happens to match raw_data.
+  uint64_t bytes = DTypeSize(*dtype);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeTensor(proto), ": dimension ", i, " is negative (",
+          dims[i], ") in shape [", absl::StrJoin(dims, ", "), "]"));
+    }
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dims[i]),
+                               &bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(DescribeTensor(proto), ": shape [",
+                       absl::StrJoin(dims, ", "), "] is too large"));
+    }
+  }
+  if (bytes != proto.raw_data().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto), ": a ", DTypeName(*dtype), " tensor of shape [",
+        absl::StrJoin(dims, ", "), "] needs ", bytes,
+        " bytes of raw_data, got ", proto.raw_data().size()));
+  }
+  const std::string& raw = proto.raw_data();
+  return Tensor::FromBytes(
+      *dtype, Shape(std::move(dims)),
+      absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()),
+                                raw.size()));
+}
+
+absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto) {
+  absl::StatusOr<Tensor> tensor = TensorFromProto(proto);
+  if (!tensor.ok()) return tensor.status();
+  return NamedTensor{proto.name(), *std::move(tensor)};
+}
+
+absl::StatusOr<std::vector<NamedTensor>> NamedTensorsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Tensor>& protos) {
+  std::vector<NamedTensor> tensors;
+  tensors.reserve(protos.size());
+  for (const v1::Tensor& proto : protos) {
+    absl::StatusOr<NamedTensor> t = NamedTensorFromProto(proto);
+    if (!t.ok()) return t.status();
+    tensors.push_back(*std::move(t));
+  }
+  return tensors;
+}
+
+absl::Status TensorToProto(const NamedTensor& tensor, v1::Tensor* proto) {
+  const Tensor& t = tensor.tensor;
+  if (DTypeSize(t.dtype()) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", tensor.name, "' has dtype ",
+                     DTypeName(t.dtype()), ", which cannot be sent"));
+  }
+  if (!t.shape().IsStatic()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", tensor.name, "' has a non-static shape ",
+                     t.shape().ToString()));
+  }
+  if (!t.valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", tensor.name, "' has no data"));
+  }
+  proto->Clear();
+  proto->set_name(tensor.name);
+  proto->set_dtype(DTypeToProto(t.dtype()));
+  for (int64_t d : t.shape().dims()) proto->add_shape(d);
+  proto->set_raw_data(static_cast<const char*>(t.raw_data()), t.num_bytes());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
+    const v1::AddNetworkOptions& proto) {
+  AddNetworkOptions options;
+  for (const auto& [name, shape] : proto.input_shapes()) {
+    std::vector<int64_t> dims(shape.dims().begin(), shape.dims().end());
+    for (int64_t d : dims) {
+      if (d < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input_shapes['", name, "'] = [", absl::StrJoin(dims, ", "),
+            "] has a negative dimension; bound shapes must be static"));
+      }
+    }
+    options.input_shapes[name] = Shape(std::move(dims));
+  }
+  PartitionOptions& partition = options.partition;
+  if (!proto.partition_strategy().empty()) {
+    GLINT_ASSIGN_OR_RETURN(partition.strategy,
+                           ParsePartitionStrategy(proto.partition_strategy()));
+  }
+  if (proto.plan_devices() < 0 || proto.replicas() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "plan_devices (", proto.plan_devices(), ") and replicas (",
+        proto.replicas(), ") must not be negative"));
+  }
+  partition.plan_devices = proto.plan_devices();
+  partition.replicas = proto.replicas() == 0 ? 1 : proto.replicas();
+  for (const v1::UserPlacement& rule : proto.user_plan()) {
+    partition.user_plan.push_back({rule.pattern(), rule.logical_device()});
+  }
+  if (!proto.reuse().empty()) {
+    GLINT_ASSIGN_OR_RETURN(options.reuse, ParsePlanReuse(proto.reuse()));
+  }
+  options.user_config = proto.user_config();
+  return options;
+}
+
+void AddNetworkOptionsToProto(const AddNetworkOptions& options,
+                              v1::AddNetworkOptions* proto) {
+  proto->Clear();
+  for (const auto& [name, shape] : options.input_shapes) {
+    v1::Shape& s = (*proto->mutable_input_shapes())[name];
+    for (int64_t d : shape.dims()) s.add_dims(d);
+  }
+  const PartitionOptions& partition = options.partition;
+  if (partition.strategy != PartitionStrategy::kAuto) {
+    proto->set_partition_strategy(
+        std::string(PartitionStrategyName(partition.strategy)));
+  }
+  proto->set_plan_devices(partition.plan_devices);
+  proto->set_replicas(partition.replicas);
+  for (const UserPlacement& rule : partition.user_plan) {
+    v1::UserPlacement* r = proto->add_user_plan();
+    r->set_pattern(rule.pattern);
+    r->set_logical_device(rule.logical_device);
+  }
+  proto->set_reuse(std::string(PlanReuseName(options.reuse)));
+  proto->set_user_config(options.user_config);
+}
+
+void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
+  proto->set_name(info.name);
+  proto->set_dtype(DTypeToProto(info.dtype));
+  for (int64_t d : info.shape.dims()) proto->add_shape(d);
+}
+
+void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
+                        bool include_dot) {
+  proto->Clear();
+  proto->set_name(info.name);
+  proto->set_strategy(info.strategy);
+  proto->set_replicas(info.replicas);
+  if (include_dot) proto->set_dot(info.dot);
+  proto->set_unavailable_reason(info.unavailable_reason);
+  for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
+  for (const ValueInfo& v : info.outputs) {
+    ValueInfoToProto(v, proto->add_outputs());
+  }
+  for (const PartitionInfo& p : info.partitions) {
+    v1::PartitionInfo* pp = proto->add_partitions();
+    pp->set_name(p.name);
+    pp->set_device_id(p.device_id);
+    pp->set_device_name(p.device_name);
+    for (const std::string& s : p.inputs) pp->add_inputs(s);
+    for (const std::string& s : p.outputs) pp->add_outputs(s);
+    pp->set_num_nodes(p.num_nodes);
+    pp->set_weight_bytes(p.weight_bytes);
+    pp->set_activation_bytes(p.activation_bytes);
+    pp->set_flops(p.flops);
+    pp->set_memory_bytes(p.memory_bytes);
+    pp->set_input_bytes(p.input_bytes);
+    pp->set_estimated_seconds(p.estimated_seconds);
+    for (const std::string& d : p.replica_devices) pp->add_replica_devices(d);
+  }
+}
+
+void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto) {
+  proto->Clear();
+  proto->set_id(info.id);
+  proto->set_type(info.type);
+  proto->set_name(info.name);
+  proto->set_memory_bytes(info.memory_bytes);
+  proto->set_available_memory_bytes(info.available_memory_bytes);
+  proto->set_compute_flops(info.compute_flops);
+  proto->set_link_bytes_per_second(info.link_bytes_per_second);
+  for (const std::string& op : info.unsupported_ops) {
+    proto->add_unsupported_ops(op);
+  }
+  proto->set_loaded_functions(info.loaded_functions);
+  proto->set_unhealthy_reason(info.unhealthy_reason);
+}
+
+ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
+  ValueInfo info;
+  info.name = proto.name();
+  absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
+  info.dtype = dtype.ok() ? *dtype : DType::kUndefined;
+  info.shape = Shape(std::vector<int64_t>(proto.shape().begin(),
+                                          proto.shape().end()));
+  return info;
+}
+
+NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
+  NetworkInfo info;
+  info.name = proto.name();
+  info.strategy = proto.strategy();
+  info.replicas = proto.replicas();
+  info.dot = proto.dot();
+  info.unavailable_reason = proto.unavailable_reason();
+  for (const v1::ValueInfo& v : proto.inputs()) {
+    info.inputs.push_back(ValueInfoFromProto(v));
+  }
+  for (const v1::ValueInfo& v : proto.outputs()) {
+    info.outputs.push_back(ValueInfoFromProto(v));
+  }
+  for (const v1::PartitionInfo& pp : proto.partitions()) {
+    PartitionInfo p;
+    p.name = pp.name();
+    p.device_id = pp.device_id();
+    p.device_name = pp.device_name();
+    p.inputs.assign(pp.inputs().begin(), pp.inputs().end());
+    p.outputs.assign(pp.outputs().begin(), pp.outputs().end());
+    p.num_nodes = pp.num_nodes();
+    p.weight_bytes = pp.weight_bytes();
+    p.activation_bytes = pp.activation_bytes();
+    p.flops = pp.flops();
+    p.memory_bytes = pp.memory_bytes();
+    p.input_bytes = pp.input_bytes();
+    p.estimated_seconds = pp.estimated_seconds();
+    p.replica_devices.assign(pp.replica_devices().begin(),
+                             pp.replica_devices().end());
+    info.partitions.push_back(std::move(p));
+  }
+  return info;
+}
+
+DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
+  DeviceInfo info;
+  info.id = proto.id();
+  info.type = proto.type();
+  info.name = proto.name();
+  info.memory_bytes = proto.memory_bytes();
+  info.available_memory_bytes = proto.available_memory_bytes();
+  info.compute_flops = proto.compute_flops();
+  info.link_bytes_per_second = proto.link_bytes_per_second();
+  info.unsupported_ops.assign(proto.unsupported_ops().begin(),
+                              proto.unsupported_ops().end());
+  info.loaded_functions = proto.loaded_functions();
+  info.unhealthy_reason = proto.unhealthy_reason();
+  return info;
+}
+
+}  // namespace glint

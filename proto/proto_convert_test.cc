@@ -1,0 +1,230 @@
+#include "proto/proto_convert.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::Tensor FloatProto(const std::string& name, std::vector<int64_t> shape,
+                      const std::vector<float>& values) {
+  v1::Tensor p;
+  p.set_name(name);
+  p.set_dtype(v1::DATA_TYPE_FLOAT32);
+  for (int64_t d : shape) p.add_shape(d);
+  p.set_raw_data(reinterpret_cast<const char*>(values.data()),
+                 values.size() * sizeof(float));
+  return p;
+}
+
+TEST(DTypeProtoTest, NumbersAreOnnxNumbers) {
+  EXPECT_EQ(v1::DATA_TYPE_FLOAT32, 1);
+  EXPECT_EQ(v1::DATA_TYPE_UINT8, 2);
+  EXPECT_EQ(v1::DATA_TYPE_INT8, 3);
+  EXPECT_EQ(v1::DATA_TYPE_INT64, 7);
+  EXPECT_EQ(v1::DATA_TYPE_BOOL, 9);
+  EXPECT_EQ(v1::DATA_TYPE_FLOAT16, 10);
+  EXPECT_EQ(v1::DATA_TYPE_FLOAT64, 11);
+  EXPECT_EQ(v1::DATA_TYPE_BFLOAT16, 16);
+  for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                  DType::kFloat64, DType::kInt8, DType::kUInt8, DType::kInt16,
+                  DType::kUInt16, DType::kInt32, DType::kInt64,
+                  DType::kUInt32, DType::kUInt64, DType::kBool}) {
+    EXPECT_TRUE(v1::DataType_IsValid(DTypeToProto(d))) << DTypeName(d);
+    EXPECT_EQ(*DTypeFromProto(DTypeToProto(d)), d);
+  }
+}
+
+TEST(TensorFromProtoTest, RoundTrip) {
+  const v1::Tensor p = FloatProto("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  absl::StatusOr<NamedTensor> t = NamedTensorFromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->name, "x");
+  EXPECT_EQ(t->tensor.dtype(), DType::kFloat32);
+  EXPECT_EQ(t->tensor.shape(), Shape({2, 3}));
+  EXPECT_EQ(t->tensor.data<float>()[5], 6.0f);
+  // Owned and aligned, independent of the request's buffer.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->tensor.raw_data()) %
+                kTensorAlignment,
+            0u);
+
+  v1::Tensor back;
+  ASSERT_TRUE(TensorToProto(*t, &back).ok());
+  EXPECT_EQ(back.SerializeAsString(), p.SerializeAsString());
+}
+
+TEST(TensorFromProtoTest, ScalarAndEmpty) {
+  absl::StatusOr<Tensor> scalar = TensorFromProto(FloatProto("s", {}, {7}));
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  EXPECT_EQ(scalar->shape().rank(), 0);
+  EXPECT_EQ(scalar->data<float>()[0], 7.0f);
+
+  absl::StatusOr<Tensor> empty = TensorFromProto(FloatProto("e", {0, 4}, {}));
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->num_elements(), 0);
+}
+
+TEST(TensorFromProtoTest, EveryDTypeTravels) {
+  for (DType d : {DType::kFloat16, DType::kBFloat16, DType::kFloat64,
+                  DType::kInt8, DType::kUInt8, DType::kInt16, DType::kUInt16,
+                  DType::kInt32, DType::kInt64, DType::kUInt32,
+                  DType::kUInt64, DType::kBool}) {
+    v1::Tensor p;
+    p.set_name("t");
+    p.set_dtype(DTypeToProto(d));
+    p.add_shape(3);
+    p.set_raw_data(std::string(3 * DTypeSize(d), '\1'));
+    absl::StatusOr<Tensor> t = TensorFromProto(p);
+    ASSERT_TRUE(t.ok()) << DTypeName(d) << ": " << t.status();
+    EXPECT_EQ(t->dtype(), d);
+    EXPECT_EQ(t->num_bytes(), 3 * DTypeSize(d));
+  }
+}
+
+TEST(TensorFromProtoTest, UnknownDType) {
+  for (int bad : {0, 8, 14, 15, 17, 99, -1}) {
+    v1::Tensor p = FloatProto("img", {1}, {1});
+    p.set_dtype(static_cast<v1::DataType>(bad));
+    absl::StatusOr<Tensor> t = TensorFromProto(p);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr("'img'"));
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr("dtype"));
+  }
+}
+
+TEST(TensorFromProtoTest, NegativeDimension) {
+  v1::Tensor p = FloatProto("img", {2, -3}, {});
+  absl::StatusOr<Tensor> t = TensorFromProto(p);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("tensor 'img': dimension 1 is negative (-3)"));
+}
+
+TEST(TensorFromProtoTest, ByteCountMismatch) {
+  v1::Tensor p = FloatProto("img", {2, 3}, {1, 2, 3, 4, 5});
+  absl::StatusOr<Tensor> t = TensorFromProto(p);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("needs 24 bytes of raw_data, got 20"));
+}
+
+TEST(TensorFromProtoTest, OverflowingShapeIsRefused) {
+  // 2^62 * 2^2 * 4 bytes wraps to 0 in 64 bits; must not match empty data.
+  v1::Tensor p = FloatProto("big", {int64_t{1} << 62, 4}, {});
+  absl::StatusOr<Tensor> t = TensorFromProto(p);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("too large"));
+}
+
+TEST(TensorFromProtoTest, ManyTensorsStopAtTheFirstBadOne) {
+  google::protobuf::RepeatedPtrField<v1::Tensor> ps;
+  *ps.Add() = FloatProto("a", {1}, {1});
+  *ps.Add() = FloatProto("b", {2}, {1});
+  absl::StatusOr<std::vector<NamedTensor>> ts = NamedTensorsFromProto(ps);
+  EXPECT_EQ(ts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(ts.status().message()), HasSubstr("'b'"));
+}
+
+TEST(TensorToProtoTest, RefusesUntransportableTensors) {
+  v1::Tensor p;
+  NamedTensor undefined{"u", Tensor::Borrow(DType::kUndefined, Shape({1}),
+                                            nullptr)};
+  EXPECT_EQ(TensorToProto(undefined, &p).code(),
+            absl::StatusCode::kInvalidArgument);
+  NamedTensor no_data{"n", Tensor::Borrow(DType::kFloat32, Shape({2}),
+                                          nullptr)};
+  EXPECT_EQ(TensorToProto(no_data, &p).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
+  v1::AddNetworkOptions p;
+  for (int64_t d : {1, 3, 224, 224}) {
+    (*p.mutable_input_shapes())["data"].add_dims(d);
+  }
+  absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->input_shapes.at("data"), Shape({1, 3, 224, 224}));
+  v1::AddNetworkOptions back;
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_THAT(back.input_shapes().at("data").dims(),
+              ElementsAre(1, 3, 224, 224));
+
+  (*p.mutable_input_shapes())["data"].set_dims(0, -1);
+  EXPECT_EQ(AddNetworkOptionsFromProto(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(NetworkInfoTest, RoundTrip) {
+  NetworkInfo info;
+  info.name = "mlp";
+  info.inputs.push_back({"x", DType::kFloat32, Shape({1, 4})});
+  info.outputs.push_back({"y", DType::kInt64, Shape({1, Shape::kUnknownDim})});
+  PartitionInfo part;
+  part.name = "mlp_p0";
+  part.device_id = 1;
+  part.device_name = "sim:1";
+  part.inputs = {"x"};
+  part.outputs = {"y"};
+  part.num_nodes = 3;
+  part.weight_bytes = 1024;
+  part.activation_bytes = 64;
+  part.flops = 1e6;
+  info.partitions.push_back(part);
+
+  v1::NetworkInfo p;
+  NetworkInfoToProto(info, &p);
+  EXPECT_EQ(p.name(), "mlp");
+  ASSERT_EQ(p.inputs_size(), 1);
+  EXPECT_EQ(p.inputs(0).dtype(), v1::DATA_TYPE_FLOAT32);
+  EXPECT_THAT(p.outputs(0).shape(), ElementsAre(1, -1));
+  ASSERT_EQ(p.partitions_size(), 1);
+  EXPECT_EQ(p.partitions(0).device_name(), "sim:1");
+  EXPECT_EQ(p.partitions(0).weight_bytes(), 1024u);
+
+  const NetworkInfo back = NetworkInfoFromProto(p);
+  EXPECT_EQ(back.name, "mlp");
+  EXPECT_EQ(back.outputs[0].dtype, DType::kInt64);
+  EXPECT_EQ(back.outputs[0].shape, Shape({1, Shape::kUnknownDim}));
+  EXPECT_EQ(back.partitions[0].device_id, 1);
+  EXPECT_EQ(back.partitions[0].num_nodes, 3);
+  EXPECT_EQ(back.partitions[0].flops, 1e6);
+  EXPECT_THAT(back.partitions[0].inputs, ElementsAre("x"));
+}
+
+TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {
+  v1::ValueInfo p;
+  p.set_name("future");
+  p.set_dtype(static_cast<v1::DataType>(42));
+  EXPECT_EQ(ValueInfoFromProto(p).dtype, DType::kUndefined);
+}
+
+TEST(DeviceInfoTest, RoundTrip) {
+  DeviceInfo d;
+  d.id = 0;
+  d.type = "sim";
+  d.name = "sim:0";
+  d.memory_bytes = 2 * kGiB;
+  d.available_memory_bytes = kGiB;
+  d.compute_flops = 1e12;
+  d.link_bytes_per_second = 1e10;
+  d.unsupported_ops = {"Conv"};
+  v1::DeviceInfo p;
+  DeviceInfoToProto(d, &p);
+  EXPECT_EQ(p.memory_bytes(), 2 * kGiB);
+  const DeviceInfo back = DeviceInfoFromProto(p);
+  EXPECT_EQ(back.name, "sim:0");
+  EXPECT_EQ(back.available_memory_bytes, kGiB);
+  EXPECT_EQ(back.compute_flops, 1e12);
+  EXPECT_THAT(back.unsupported_ops, ElementsAre("Conv"));
+}
+
+}  // namespace
+}  // namespace glint

@@ -1,0 +1,462 @@
+#include "store/network_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/stubs/common.h"
+#include "proto/store.pb.h"
+#include "core/digest.h"
+#include "core/status_macros.h"
+
+namespace glint {
+namespace {
+
+constexpr absl::string_view kNetworkMagic = "GLINTNET";
+constexpr absl::string_view kPlanMagic = "GLINTPLN";
+constexpr uint32_t kFormatVersion = 1;  // Of the file header.
+constexpr uint32_t kRecordVersion = 1;  // NetworkRecord.format_version.
+constexpr size_t kDigestSize = kSha256Size;
+// Magic, version, payload length, payload digest.
+constexpr size_t kHeaderSize = 8 + 4 + 8 + kDigestSize;
+
+constexpr absl::string_view kNetworksDir = "networks";
+constexpr absl::string_view kPlansDir = "plans";
+constexpr absl::string_view kNetworkSuffix = ".net";
+constexpr absl::string_view kPlanSuffix = ".plan";
+constexpr absl::string_view kTempSuffix = ".tmp";
+
+// Abseil 20220623 has no ErrnoToStatus. The codes follow what a caller can
+// do about it: free space, fix permissions, or nothing.
+absl::Status PosixError(absl::string_view op, absl::string_view path, int err) {
+  std::string msg = absl::StrCat(op, " '", path, "': ", std::strerror(err));
+  switch (err) {
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(msg);
+    case ENOENT:
+      return absl::NotFoundError(msg);
+    default:
+      return absl::InternalError(msg);
+  }
+}
+
+int OpenFile(const std::string& path, int flags, mode_t mode = 0) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// Owns a file descriptor; closes it on scope exit unless released.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+  // Closes now and reports the error, which some file systems (NFS) use for
+  // a failed write. Linux frees the descriptor even on EINTR: no retry.
+  absl::Status Close(absl::string_view path) {
+    if (::close(release()) != 0 && errno != EINTR) {
+      return PosixError("close", path, errno);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_;
+};
+
+absl::Status WriteAll(int fd, absl::string_view data, absl::string_view path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return PosixError("write", path, errno);
+    }
+    data.remove_prefix(static_cast<size_t>(n));  // Short writes loop.
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Fsync(int fd, absl::string_view path) {
+  int rc;
+  do {
+    rc = ::fsync(fd);
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0 ? absl::OkStatus() : PosixError("fsync", path, errno);
+}
+
+// Makes the folder's entries (created, renamed, removed files) durable.
+absl::Status SyncDir(const std::string& dir) {
+  ScopedFd fd(OpenFile(dir, O_RDONLY | O_DIRECTORY));
+  if (fd.get() < 0) return PosixError("open", dir, errno);
+  return Fsync(fd.get(), dir);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  ScopedFd fd(OpenFile(path, O_RDONLY));
+  if (fd.get() < 0) return PosixError("open", path, errno);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return PosixError("stat", path, errno);
+  // One byte beyond the size seen by fstat, so that EOF is read without a
+  // resize in the usual case; the loop copes with a file that grew anyway.
+  std::string contents(static_cast<size_t>(st.st_size) + 1, '\0');
+  size_t size = 0;
+  for (;;) {
+    if (size == contents.size()) contents.resize(2 * size);
+    ssize_t n = ::read(fd.get(), &contents[size], contents.size() - size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return PosixError("read", path, errno);
+    }
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  contents.resize(size);
+  return contents;
+}
+
+// Names of the entries of `dir` that end with `suffix`.
+absl::StatusOr<std::vector<std::string>> ListFiles(const std::string& dir,
+                                                   absl::string_view suffix) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return PosixError("open", dir, errno);
+  std::vector<std::string> names;
+  int err;
+  for (;;) {
+    errno = 0;  // readdir returns null both at the end and on an error.
+    const dirent* e = ::readdir(d);
+    err = errno;
+    if (e == nullptr) break;
+    if (absl::EndsWith(e->d_name, suffix)) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  if (err != 0) return PosixError("list", dir, err);
+  return names;
+}
+
+// The folder holding `path`: "a/b" -> "a", "a//b/" -> "a", "b" -> ".",
+// "/b" -> "/".
+std::string Parent(absl::string_view path) {
+  const size_t end = path.find_last_not_of('/');
+  const size_t slash = end == absl::string_view::npos ? absl::string_view::npos
+                                                      : path.rfind('/', end);
+  if (slash == absl::string_view::npos) return ".";
+  const size_t keep = path.find_last_not_of('/', slash);
+  return keep == absl::string_view::npos
+             ? "/"
+             : std::string(path.substr(0, keep + 1));
+}
+
+// mkdir -p, syncing the parent of every folder it creates so that the new
+// entry survives a crash before the first record is written into it.
+absl::Status CreateDirs(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("'", dir, "' exists and is not a folder"));
+  }
+  if (errno != ENOENT) return PosixError("stat", dir, errno);
+  const std::string parent = Parent(dir);
+  GLINT_RETURN_IF_ERROR(CreateDirs(parent));
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return PosixError("create folder", dir, errno);
+  }
+  return SyncDir(parent);
+}
+
+void PutLittleEndian(std::string* dst, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) {
+    dst->push_back(static_cast<char>(value >> (8 * i)));
+  }
+}
+
+uint64_t GetLittleEndian(absl::string_view src) {
+  uint64_t value = 0;
+  for (size_t i = src.size(); i-- > 0;) {
+    value = (value << 8) | static_cast<unsigned char>(src[i]);
+  }
+  return value;
+}
+
+std::string Header(absl::string_view magic, absl::string_view payload) {
+  std::string header(magic);
+  PutLittleEndian(&header, kFormatVersion, 4);
+  PutLittleEndian(&header, payload.size(), 8);
+  header += Sha256(payload);
+  return header;
+}
+
+absl::Status Corrupt(absl::string_view path, absl::string_view why) {
+  return absl::DataLossError(
+      absl::StrCat("corrupt store file '", path, "': ", why));
+}
+
+// The payload of a file read from `path`, after checking its header.
+absl::StatusOr<absl::string_view> Unframe(absl::string_view file,
+                                          absl::string_view magic,
+                                          absl::string_view path) {
+  if (file.empty()) return Corrupt(path, "empty file");
+  // A file shorter than the magic must at least be a prefix of it.
+  if (!absl::StartsWith(magic, file.substr(0, magic.size()))) {
+    return Corrupt(path, absl::StrCat("bad magic (expected \"", magic, "\")"));
+  }
+  if (file.size() < kHeaderSize) {
+    return Corrupt(path, absl::StrCat("truncated header (", file.size(), " of ",
+                                      kHeaderSize, " bytes)"));
+  }
+  const uint64_t version = GetLittleEndian(file.substr(8, 4));
+  if (version != kFormatVersion) {
+    return Corrupt(path, absl::StrCat("unsupported format version ", version));
+  }
+  const uint64_t length = GetLittleEndian(file.substr(12, 8));
+  const absl::string_view digest = file.substr(20, kDigestSize);
+  const absl::string_view payload = file.substr(kHeaderSize);
+  if (payload.size() < length) {
+    return Corrupt(path, absl::StrCat("truncated payload (", payload.size(),
+                                      " of ", length, " bytes)"));
+  }
+  if (payload.size() > length) {
+    return Corrupt(path, absl::StrCat(payload.size() - length,
+                                      " bytes after the payload"));
+  }
+  if (Sha256(payload) != digest) return Corrupt(path, "checksum mismatch");
+  return payload;
+}
+
+absl::StatusOr<StoredNetwork> DecodeNetwork(absl::string_view file,
+                                            absl::string_view path,
+                                            absl::string_view file_name) {
+  GLINT_ASSIGN_OR_RETURN(absl::string_view payload,
+                         Unframe(file, kNetworkMagic, path));
+  store::v1::NetworkRecord record;
+  if (payload.size() > INT_MAX ||
+      !record.ParseFromArray(payload.data(),
+                             static_cast<int>(payload.size()))) {
+    return Corrupt(path, "record does not parse");
+  }
+  if (record.format_version() != kRecordVersion) {
+    return Corrupt(path, absl::StrCat("unsupported record version ",
+                                      record.format_version()));
+  }
+  // Catches a file copied or renamed by hand: it would shadow another name.
+  if (absl::StrCat(Sha256Hex(record.name()), kNetworkSuffix) != file_name) {
+    return Corrupt(path, absl::StrCat("record names network '",
+                                      absl::CHexEscape(record.name()),
+                                      "', whose file name differs"));
+  }
+  return StoredNetwork{std::move(*record.mutable_name()),
+                       std::move(*record.mutable_model()),
+                       std::move(*record.mutable_options())};
+}
+
+absl::Status CheckPlanKey(absl::string_view key) {
+  const bool ok = !key.empty() && key.size() <= 128 &&
+                  std::all_of(key.begin(), key.end(), [](char c) {
+                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                  });
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("plan key '", absl::CHexEscape(key),
+                   "' is not 1 to 128 lowercase hex digits"));
+}
+
+}  // namespace
+
+NetworkStore::NetworkStore(std::string dir, int lock_fd)
+    : dir_(std::move(dir)), lock_fd_(lock_fd) {}
+
+NetworkStore::~NetworkStore() { ::close(lock_fd_); }  // Drops the flock.
+
+absl::StatusOr<std::unique_ptr<NetworkStore>> NetworkStore::Open(
+    std::string dir) {
+  if (dir.empty()) return absl::InvalidArgumentError("store folder is empty");
+  GLINT_RETURN_IF_ERROR(CreateDirs(dir));
+  // Open deletes temp files, which would break a live store's writes; and
+  // two writers of one name would race. Hence one store per folder. flock
+  // belongs to the open file, so this also refuses a second Open in-process,
+  // and the kernel drops it when the process dies.
+  const std::string lock_path = absl::StrCat(dir, "/LOCK");
+  ScopedFd lock(OpenFile(lock_path, O_RDWR | O_CREAT, 0644));
+  if (lock.get() < 0) return PosixError("open", lock_path, errno);
+  if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return PosixError("lock", lock_path, errno);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "store '", dir, "' is open elsewhere (", lock_path, " is locked)"));
+  }
+  for (absl::string_view sub : {kNetworksDir, kPlansDir}) {
+    const std::string folder = absl::StrCat(dir, "/", sub);
+    GLINT_RETURN_IF_ERROR(CreateDirs(folder));
+    // Writes a crash cut short. Unsynced: if the unlink is lost, the next
+    // Open removes them again.
+    GLINT_ASSIGN_OR_RETURN(std::vector<std::string> temps,
+                           ListFiles(folder, kTempSuffix));
+    for (const std::string& temp : temps) {
+      const std::string path = absl::StrCat(folder, "/", temp);
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return PosixError("remove", path, errno);
+      }
+    }
+  }
+  return std::unique_ptr<NetworkStore>(
+      new NetworkStore(std::move(dir), lock.release()));
+}
+
+absl::Status NetworkStore::WriteDurably(const std::string& folder,
+                                        absl::string_view file,
+                                        absl::string_view header,
+                                        absl::string_view payload) {
+  const std::string path = absl::StrCat(folder, "/", file);
+  // Unique, so that concurrent writes of one plan key do not share a temp.
+  const std::string temp =
+      absl::StrCat(path, ".", next_temp_.fetch_add(1), kTempSuffix);
+  ScopedFd fd(OpenFile(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  if (fd.get() < 0) return PosixError("create", temp, errno);
+  absl::Status status = WriteAll(fd.get(), header, temp);
+  if (status.ok()) status = WriteAll(fd.get(), payload, temp);
+  if (status.ok()) status = Fsync(fd.get(), temp);
+  if (status.ok()) status = fd.Close(temp);
+  if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
+    status = PosixError(absl::StrCat("rename '", temp, "' to"), path, errno);
+  }
+  if (!status.ok()) {
+    ::unlink(temp.c_str());  // Frees the space, e.g. after ENOSPC.
+    return status;
+  }
+  return SyncDir(folder);  // Makes the rename itself durable.
+}
+
+absl::Status NetworkStore::Save(const StoredNetwork& network) {
+  if (network.name.empty()) {
+    return absl::InvalidArgumentError("network name is empty");
+  }
+  // NetworkRecord.name is a proto3 string: protobuf would write other bytes
+  // but refuse to parse them back, so the record would come back DATA_LOSS
+  // after a restart. This is the very check its parser applies.
+  if (!google::protobuf::internal::IsStructurallyValidUTF8(network.name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("network name '", absl::CHexEscape(network.name),
+                     "' is not valid UTF-8"));
+  }
+  store::v1::NetworkRecord record;
+  record.set_format_version(kRecordVersion);
+  record.set_name(network.name);
+  record.set_model(network.model);
+  record.set_options(network.options);
+  std::string payload;
+  if (!record.SerializeToString(&payload)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("network '", network.name, "' cannot be stored: ",
+                     record.ByteSizeLong(), " bytes (the limit is 2 GiB)"));
+  }
+  return WriteDurably(absl::StrCat(dir_, "/", kNetworksDir),
+                      absl::StrCat(Sha256Hex(network.name), kNetworkSuffix),
+                      Header(kNetworkMagic, payload), payload);
+}
+
+absl::Status NetworkStore::Delete(absl::string_view name) {
+  const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
+  const std::string path =
+      absl::StrCat(folder, "/", Sha256Hex(name), kNetworkSuffix);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("no stored network '", name, "'"));
+    }
+    return PosixError("remove", path, errno);
+  }
+  return SyncDir(folder);
+}
+
+std::vector<StoreEntry> NetworkStore::LoadAll() const {
+  const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
+  absl::StatusOr<std::vector<std::string>> files =
+      ListFiles(folder, kNetworkSuffix);
+  if (!files.ok()) return {StoreEntry{folder, files.status()}};
+  std::vector<StoreEntry> good, bad;
+  for (const std::string& file : *files) {
+    std::string path = absl::StrCat(folder, "/", file);
+    absl::StatusOr<std::string> contents = ReadFile(path);
+    if (absl::IsNotFound(contents.status())) continue;  // Deleted meanwhile.
+    absl::StatusOr<StoredNetwork> network =
+        contents.ok() ? DecodeNetwork(*contents, path, file)
+                      : absl::StatusOr<StoredNetwork>(contents.status());
+    (network.ok() ? good : bad)
+        .push_back(StoreEntry{std::move(path), std::move(network)});
+  }
+  std::sort(good.begin(), good.end(),
+            [](const StoreEntry& a, const StoreEntry& b) {
+              return a.network->name < b.network->name;
+            });
+  std::sort(
+      bad.begin(), bad.end(),
+      [](const StoreEntry& a, const StoreEntry& b) { return a.file < b.file; });
+  std::move(bad.begin(), bad.end(), std::back_inserter(good));
+  return good;
+}
+
+absl::Status NetworkStore::SavePlan(absl::string_view key,
+                                    absl::string_view blob) {
+  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
+  return WriteDurably(absl::StrCat(dir_, "/", kPlansDir),
+                      absl::StrCat(key, kPlanSuffix), Header(kPlanMagic, blob),
+                      blob);
+}
+
+absl::StatusOr<std::string> NetworkStore::LoadPlan(
+    absl::string_view key) const {
+  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
+  const std::string path =
+      absl::StrCat(dir_, "/", kPlansDir, "/", key, kPlanSuffix);
+  absl::StatusOr<std::string> contents = ReadFile(path);
+  if (absl::IsNotFound(contents.status())) {
+    return absl::NotFoundError(absl::StrCat("no cached plan '", key, "'"));
+  }
+  if (!contents.ok()) return contents.status();
+  GLINT_RETURN_IF_ERROR(Unframe(*contents, kPlanMagic, path).status());
+  contents->erase(0, kHeaderSize);  // In place: plans can be large.
+  return contents;
+}
+
+absl::Status NetworkStore::DeletePlan(absl::string_view key) {
+  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
+  const std::string folder = absl::StrCat(dir_, "/", kPlansDir);
+  const std::string path = absl::StrCat(folder, "/", key, kPlanSuffix);
+  if (::unlink(path.c_str()) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("no cached plan '", key, "'"));
+    }
+    return PosixError("remove", path, errno);
+  }
+  return SyncDir(folder);
+}
+
+}  // namespace glint

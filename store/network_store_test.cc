@@ -1,0 +1,538 @@
+#include "store/network_store.h"
+
+#include "core/digest.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// A folder of its own for the running test, not yet created.
+std::string FreshDir() {
+  const ::testing::TestInfo* test =
+      ::testing::UnitTest::GetInstance()->current_test_info();
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/",
+                                 test->test_suite_name(), ".", test->name());
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::unique_ptr<NetworkStore> OpenStore(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<NetworkStore>> store = NetworkStore::Open(dir);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+std::string NetworkFile(const NetworkStore& store, absl::string_view name) {
+  return absl::StrCat(store.dir(), "/networks/", Sha256Hex(name), ".net");
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void WriteBytes(const std::string& path, absl::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), bytes.size());
+  ASSERT_TRUE(out.good()) << path;
+}
+
+// Bytes that are not text (NULs, every byte value), `size` of them.
+std::string Binary(size_t size, uint32_t seed) {
+  std::string bytes(size, '\0');
+  for (size_t i = 0; i < size; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    bytes[i] = static_cast<char>(seed >> 24);
+  }
+  return bytes;
+}
+
+// ASSERT_TRUE(Ok(status)) prints the status when it fails.
+::testing::AssertionResult Ok(const absl::Status& status) {
+  if (status.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << status;
+}
+
+// name -> network, of the entries that loaded; fails the test on others.
+std::map<std::string, StoredNetwork> LoadGood(const NetworkStore& store) {
+  std::map<std::string, StoredNetwork> networks;
+  for (StoreEntry& entry : store.LoadAll()) {
+    EXPECT_TRUE(entry.network.ok()) << entry.network.status();
+    if (entry.network.ok()) {
+      networks[entry.network->name] = *std::move(entry.network);
+    }
+  }
+  return networks;
+}
+
+std::vector<std::string> Names(const std::vector<StoreEntry>& entries) {
+  std::vector<std::string> names;
+  for (const StoreEntry& entry : entries) {
+    names.push_back(entry.network.ok() ? entry.network->name : "<error>");
+  }
+  return names;
+}
+
+TEST(Sha256HexTest, KnownVectors) {
+  EXPECT_EQ(Sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(NetworkStoreTest, RoundTripsSortedByName) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  const std::vector<StoredNetwork> networks = {
+      {"zeta", "model-z", "opts-z"},
+      {"alpha", Binary(4 << 20, 1), Binary(100, 2)},  // A 4 MiB model.
+      {"mid", "", ""},
+  };
+  for (const StoredNetwork& n : networks) ASSERT_TRUE(Ok(store->Save(n)));
+
+  const std::vector<StoreEntry> entries = store->LoadAll();
+  ASSERT_THAT(Names(entries), ElementsAre("alpha", "mid", "zeta"));
+  std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+  for (const StoredNetwork& n : networks) {
+    EXPECT_TRUE(loaded[n.name].model == n.model) << n.name;  // 4 MiB: no dump.
+    EXPECT_EQ(loaded[n.name].options, n.options) << n.name;
+  }
+  EXPECT_EQ(entries[0].file, NetworkFile(*store, "alpha"));
+}
+
+TEST(NetworkStoreTest, SaveReplacesAndDeleteRemoves) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(Ok(store->Save({"a", "v1", "o1"})));
+  ASSERT_TRUE(Ok(store->Save({"b", "b", ""})));
+  ASSERT_TRUE(Ok(store->Save({"a", "v2", "o2"})));
+  std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded["a"].model, "v2");
+  EXPECT_EQ(loaded["a"].options, "o2");
+
+  ASSERT_TRUE(Ok(store->Delete("a")));
+  EXPECT_THAT(Names(store->LoadAll()), ElementsAre("b"));
+  absl::Status missing = store->Delete("a");
+  EXPECT_TRUE(absl::IsNotFound(missing)) << missing;
+  EXPECT_THAT(missing.message(), HasSubstr("'a'"));
+  EXPECT_TRUE(absl::IsNotFound(store->Delete("never")));
+}
+
+TEST(NetworkStoreTest, AnyUtf8NameWorks) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  const std::vector<std::string> names = {
+      "a/b",
+      "../../etc/passwd",
+      "..",
+      "/",
+      "with spaces ",
+      "r\xC3\xA9seau \xE7\xBD\x91\xE7\xBB\x9C \xF0\x9F\x98\x80",  // é, 网络, 😀
+      std::string(4096, 'n'),
+  };
+  for (const std::string& name : names) {
+    ASSERT_TRUE(Ok(store->Save({name, "m:" + name, ""}))) << name;
+  }
+  std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+  ASSERT_EQ(loaded.size(), names.size());
+  for (const std::string& name : names) {
+    EXPECT_EQ(loaded[name].model, "m:" + name);
+  }
+  // Nothing escaped the store's folders.
+  EXPECT_EQ(std::distance(fs::directory_iterator(store->dir() + "/networks"),
+                          fs::directory_iterator()),
+            static_cast<long>(names.size()));
+  for (const std::string& name : names) ASSERT_TRUE(Ok(store->Delete(name)));
+  EXPECT_THAT(store->LoadAll(), IsEmpty());
+}
+
+TEST(NetworkStoreTest, RefusesNamesItCouldNotReadBack) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(store->Save({"", "m", ""})));
+  // Protobuf writes a proto3 string that is not UTF-8 but refuses to parse
+  // it: accepting it would lose the network at the next restart.
+  absl::Status status = store->Save({"bad\xFF", "m", ""});
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr("UTF-8"));
+  EXPECT_THAT(store->LoadAll(), IsEmpty());
+}
+
+TEST(NetworkStoreTest, ReopenedStoreSeesWhatWasSaved) {
+  const std::string dir = FreshDir() + "/nested/store";  // Parents too.
+  auto store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(Ok(store->Save({"kept", "model", "options"})));
+  ASSERT_TRUE(Ok(store->Save({"gone", "model", ""})));
+  ASSERT_TRUE(Ok(store->Delete("gone")));
+  ASSERT_TRUE(Ok(store->SavePlan("abc123", "plan")));
+
+  // One store per folder, in this process too.
+  absl::StatusOr<std::unique_ptr<NetworkStore>> second =
+      NetworkStore::Open(dir);
+  EXPECT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+
+  store.reset();
+  store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
+  std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded["kept"].model, "model");
+  EXPECT_EQ(loaded["kept"].options, "options");
+  absl::StatusOr<std::string> plan = store->LoadPlan("abc123");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(*plan, "plan");
+}
+
+TEST(NetworkStoreTest, OpenRefusesAFile) {
+  const std::string dir = FreshDir();
+  fs::create_directories(dir);
+  WriteBytes(dir + "/file", "x");
+  absl::StatusOr<std::unique_ptr<NetworkStore>> store =
+      NetworkStore::Open(dir + "/file");
+  EXPECT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
+  EXPECT_TRUE(absl::IsInvalidArgument(NetworkStore::Open("").status()));
+}
+
+TEST(NetworkStoreTest, SystemErrorsNameThePath) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  fs::remove_all(store->dir() + "/networks");
+  absl::Status status = store->Save({"n", "m", ""});
+  EXPECT_TRUE(absl::IsNotFound(status)) << status;
+  EXPECT_THAT(status.message(), HasSubstr(store->dir() + "/networks/"));
+  EXPECT_THAT(status.message(), HasSubstr("No such file or directory"));
+  // An unreadable folder is one entry, not a failure of LoadAll.
+  std::vector<StoreEntry> entries = store->LoadAll();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].file, store->dir() + "/networks");
+  EXPECT_TRUE(absl::IsNotFound(entries[0].network.status()));
+
+  if (geteuid() == 0) return;  // Root ignores the mode below.
+  fs::create_directories(store->dir() + "/networks");
+  fs::permissions(store->dir() + "/networks",
+                  fs::perms::owner_read | fs::perms::owner_exec);
+  status = store->Save({"n", "m", ""});
+  EXPECT_TRUE(absl::IsPermissionDenied(status)) << status;
+}
+
+// `payload` in a valid version-1 header, as network_store.h lays it out:
+// files with good framing that the store would never write itself.
+std::string Framed(absl::string_view magic, absl::string_view payload) {
+  std::string file = absl::StrCat(magic, std::string("\x01\0\0\0", 4));
+  for (int i = 0; i < 8; ++i) {
+    file.push_back(static_cast<char>(uint64_t{payload.size()} >> (8 * i)));
+  }
+  absl::StrAppend(&file, absl::HexStringToBytes(Sha256Hex(payload)), payload);
+  return file;
+}
+
+TEST(NetworkStoreTest, CorruptRecordsAreListedAndNeverStopTheOthers) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(Ok(store->Save({"good-a", "A", "oa"})));
+  ASSERT_TRUE(Ok(store->Save({"good-b", Binary(1000, 3), ""})));
+  ASSERT_TRUE(Ok(store->Save({"template", Binary(1000, 4), "o"})));
+  const std::string good = ReadBytes(NetworkFile(*store, "template"));
+  ASSERT_TRUE(Ok(store->Delete("template")));
+
+  // A file named for `name`, holding `contents`, and the reason expected.
+  struct Case {
+    std::string name;
+    std::string contents;
+    std::string reason;
+  };
+  std::string flipped = good;
+  flipped.back() ^= 0x01;
+  std::string wrong_magic = good;
+  wrong_magic[0] = 'X';
+  std::string new_version = good;
+  new_version[8] = 2;
+  const std::vector<Case> cases = {
+      {"truncated", good.substr(0, good.size() - 10), "truncated payload"},
+      {"torn-header", good.substr(0, 30), "truncated header"},
+      {"flipped", flipped, "checksum mismatch"},
+      {"garbage", "garbage" + Binary(500, 5), "bad magic"},
+      {"wrong-magic", wrong_magic, "bad magic"},
+      {"zero-length", "", "empty file"},
+      {"new-version", new_version, "unsupported format version 2"},
+      {"trailing", good + "x", "1 bytes after the payload"},
+      {"unparseable", Framed("GLINTNET", "\xFF\xFF\xFF"), "does not parse"},
+      // format_version = 2, name = "record-v2".
+      {"record-v2",
+       Framed("GLINTNET", std::string("\x08\x02\x12\x09", 4) + "record-v2"),
+       "unsupported record version 2"},
+      // A good record of "template" under another name's file.
+      {"renamed", good, "record names network 'template'"},
+  };
+  for (const Case& c : cases) {
+    WriteBytes(NetworkFile(*store, c.name), c.contents);
+  }
+
+  const std::vector<StoreEntry> entries = store->LoadAll();
+  ASSERT_EQ(entries.size(), 2 + cases.size());
+  ASSERT_EQ(Names(entries)[0], "good-a");  // Good ones first.
+  ASSERT_EQ(Names(entries)[1], "good-b");
+  EXPECT_EQ(entries[0].network->model, "A");
+  EXPECT_EQ(entries[1].network->model, Binary(1000, 3));
+  std::map<std::string, absl::Status> by_file;
+  for (size_t i = 2; i < entries.size(); ++i) {
+    if (i > 2) {
+      EXPECT_LT(entries[i - 1].file, entries[i].file);
+    }
+    by_file[entries[i].file] = entries[i].network.status();
+  }
+  for (const Case& c : cases) {
+    const std::string file = NetworkFile(*store, c.name);
+    const absl::Status& status = by_file[file];
+    EXPECT_TRUE(absl::IsDataLoss(status)) << c.name << ": " << status;
+    EXPECT_THAT(status.message(), HasSubstr(file)) << c.name;
+    EXPECT_THAT(status.message(), HasSubstr(c.reason)) << c.name;
+  }
+}
+
+TEST(NetworkStoreTest, OpenRemovesLeftoverTempFilesAndLoadAllIgnoresThem) {
+  const std::string dir = FreshDir();
+  fs::create_directories(dir + "/networks");
+  fs::create_directories(dir + "/plans");
+  const std::vector<std::string> temps = {
+      dir + "/networks/" + Sha256Hex("x") + ".net.3.tmp",
+      dir + "/networks/junk.tmp",
+      dir + "/plans/abc.plan.0.tmp",
+  };
+  for (const std::string& temp : temps) WriteBytes(temp, "half a record");
+  auto store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
+  for (const std::string& temp : temps) EXPECT_FALSE(fs::exists(temp)) << temp;
+
+  ASSERT_TRUE(Ok(store->Save({"x", "m", ""})));
+  WriteBytes(temps[0], "a write in progress");
+  EXPECT_THAT(Names(store->LoadAll()), ElementsAre("x"));
+}
+
+TEST(NetworkStoreTest, Plans) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  const std::string key = Sha256Hex("model+options+devices");
+  const std::string blob = Binary(1 << 20, 6);
+  ASSERT_TRUE(Ok(store->SavePlan(key, "old")));
+  ASSERT_TRUE(Ok(store->SavePlan(key, blob)));
+  ASSERT_TRUE(Ok(store->SavePlan("0", "")));
+  absl::StatusOr<std::string> loaded = store->LoadPlan(key);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, blob);
+  loaded = store->LoadPlan("0");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, "");
+
+  EXPECT_TRUE(absl::IsNotFound(store->LoadPlan("abcdef").status()));
+  EXPECT_TRUE(absl::IsNotFound(store->DeletePlan("abcdef")));
+
+  for (absl::string_view bad :
+       {absl::string_view(""), absl::string_view("ABC"),
+        absl::string_view("../x"), absl::string_view("12 34"),
+        absl::string_view("g0")}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(store->SavePlan(bad, "b"))) << bad;
+    EXPECT_TRUE(absl::IsInvalidArgument(store->LoadPlan(bad).status())) << bad;
+    EXPECT_TRUE(absl::IsInvalidArgument(store->DeletePlan(bad))) << bad;
+  }
+  EXPECT_TRUE(Ok(store->SavePlan(std::string(128, 'f'), "b")));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(store->SavePlan(std::string(129, 'f'), "b")));
+
+  // A plan file is checked like a record.
+  const std::string path = store->dir() + "/plans/" + key + ".plan";
+  std::string bytes = ReadBytes(path);
+  bytes[bytes.size() / 2] ^= 0x40;
+  WriteBytes(path, bytes);
+  loaded = store->LoadPlan(key);
+  EXPECT_TRUE(absl::IsDataLoss(loaded.status())) << loaded.status();
+  EXPECT_THAT(loaded.status().message(), HasSubstr("checksum mismatch"));
+  WriteBytes(path, Framed("GLINTNET", "network magic"));
+  EXPECT_THAT(store->LoadPlan(key).status().message(), HasSubstr("bad magic"));
+
+  ASSERT_TRUE(Ok(store->DeletePlan(key)));
+  EXPECT_TRUE(absl::IsNotFound(store->LoadPlan(key).status()));
+  // Plans are not networks.
+  EXPECT_THAT(store->LoadAll(), IsEmpty());
+}
+
+TEST(NetworkStoreTest, ConcurrentSavesAndDeletesOfDistinctNames) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  constexpr int kThreads = 8;
+  constexpr int kNamesPerThread = 12;
+  // Name i of each thread is saved, then deleted (i % 3 == 0), replaced
+  // (i % 3 == 1) or kept (i % 3 == 2).
+  auto name = [](int t, int i) { return absl::StrCat("t", t, "/n", i); };
+  std::vector<std::vector<absl::Status>> errors(kThreads);
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      auto check = [&](absl::Status s) {
+        if (!s.ok()) errors[t].push_back(std::move(s));
+      };
+      for (int i = 0; i < kNamesPerThread; ++i) {
+        check(store->Save({name(t, i), Binary(4096, t * 100 + i), "v1"}));
+        if (i % 3 == 0) check(store->Delete(name(t, i)));
+        if (i % 3 == 1) check(store->Save({name(t, i), "replaced", "v2"}));
+      }
+    });
+  }
+  // Reads race the writers: a record is seen whole or not at all.
+  std::atomic<bool> done{false};
+  std::vector<absl::Status> read_errors;
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (StoreEntry& entry : store->LoadAll()) {
+        if (!entry.network.ok()) read_errors.push_back(entry.network.status());
+      }
+    }
+  });
+  for (std::thread& w : writers) w.join();
+  done = true;
+  reader.join();
+  for (const auto& thread_errors : errors) {
+    EXPECT_THAT(thread_errors, IsEmpty());
+  }
+  EXPECT_THAT(read_errors, IsEmpty());
+
+  std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+  std::map<std::string, std::string> want;  // name -> model
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kNamesPerThread; ++i) {
+      if (i % 3 == 1) want[name(t, i)] = "replaced";
+      if (i % 3 == 2) want[name(t, i)] = Binary(4096, t * 100 + i);
+    }
+  }
+  ASSERT_EQ(loaded.size(), want.size());
+  for (const auto& [n, model] : want) EXPECT_EQ(loaded[n].model, model) << n;
+}
+
+// --- Crash test: a child saves in a loop and is SIGKILLed mid-way. ---
+
+constexpr int kCrashNames = 4;
+
+// Save number i writes name i % kCrashNames, alternating (per name) a small
+// and a large model whose bytes belong to that name; options hold i.
+std::string CrashName(uint32_t i) {
+  return absl::StrCat("crash-", i % kCrashNames);
+}
+std::string CrashModel(uint32_t i) {
+  const size_t size = (i / kCrashNames) % 2 == 0 ? 1000 : 256 * 1024;
+  std::string model;
+  while (model.size() < size) absl::StrAppend(&model, CrashName(i), "|");
+  model.resize(size);
+  return model;
+}
+
+// Never returns: saves from `first` on, writing each acknowledged number to
+// `ack_fd`, until killed.
+[[noreturn]] void CrashChild(const std::string& dir, uint32_t first,
+                             int ack_fd) {
+  absl::StatusOr<std::unique_ptr<NetworkStore>> store = NetworkStore::Open(dir);
+  if (!store.ok()) _exit(2);
+  for (uint32_t i = first;; ++i) {
+    if (!(*store)->Save({CrashName(i), CrashModel(i), absl::StrCat(i)}).ok()) {
+      _exit(3);
+    }
+    if (write(ack_fd, &i, sizeof(i)) != sizeof(i)) _exit(4);
+  }
+}
+
+// Reads one acknowledged save number; false at end of file.
+bool ReadAck(int fd, uint32_t* i) {
+  char* p = reinterpret_cast<char*>(i);
+  size_t got = 0;
+  while (got < sizeof(*i)) {
+    ssize_t n = read(fd, p + got, sizeof(*i) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += n;
+  }
+  return true;
+}
+
+TEST(NetworkStoreTest, AcknowledgedSavesSurviveSigkill) {
+  const std::string dir = FreshDir();
+  std::map<std::string, uint32_t> last_acked;  // name -> save number
+  uint32_t next = 0;
+  for (int round = 0; round < 20; ++round) {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      close(fds[0]);
+      CrashChild(dir, next, fds[1]);
+    }
+    close(fds[1]);
+    // Kill it once it has acknowledged some saves, while it is mid-loop;
+    // a count that changes each round moves where in a save the kill lands.
+    uint32_t i = 0;
+    for (int acks = 0; acks < 5 + round; ++acks) {
+      ASSERT_TRUE(ReadAck(fds[0], &i)) << "the child died early";
+      last_acked[CrashName(i)] = i;
+    }
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int wstatus = 0;
+    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+        << "child status " << wstatus;
+    while (ReadAck(fds[0], &i)) {  // Acks still in the pipe count too.
+      last_acked[CrashName(i)] = i;
+    }
+    close(fds[0]);
+
+    auto store = OpenStore(dir);
+    ASSERT_NE(store, nullptr);
+    std::map<std::string, StoredNetwork> loaded = LoadGood(*store);
+    ASSERT_EQ(loaded.size(), last_acked.size());
+    for (const auto& [name, acked] : last_acked) {
+      const StoredNetwork& n = loaded[name];
+      // The acknowledged save, or the one after it the kill interrupted
+      // (the child saves one at a time).
+      uint32_t saved = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(n.options, &saved)) << name;
+      EXPECT_GE(saved, acked) << name;
+      EXPECT_LE(saved, i + 1) << name;
+      EXPECT_EQ(CrashName(saved), name);
+      EXPECT_TRUE(n.model == CrashModel(saved)) << name << " save " << saved;
+    }
+    next = i + 1;
+    // Open removed the temp file the kill may have left.
+    for (const fs::directory_entry& e :
+         fs::directory_iterator(dir + "/networks")) {
+      EXPECT_EQ(e.path().extension(), ".net") << e.path();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace glint
