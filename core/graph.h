@@ -1,7 +1,7 @@
 // Glint's graph IR: the ONNX model after import, in plain C++ types.
 //
 // Values are identified by name, as in ONNX. Nodes are kept in topological
-// order (Validate() checks it), so a pass can walk `nodes()` front to back.
+// order (Validate() checks it), so a pass can walk `nodes` front to back.
 // A partition is itself a Graph (see Subgraph()).
 #ifndef GLINT_CORE_GRAPH_H_
 #define GLINT_CORE_GRAPH_H_
@@ -9,13 +9,13 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/dtype.h"
 #include "core/tensor.h"
 

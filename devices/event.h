@@ -1,5 +1,5 @@
 // Events: points in a stream's work that other streams and the host can
-// wait for, with CUDA's semantics (see ARCHITECTURE.md, Devices).
+// wait for, with CUDA's semantics (see docs/ARCHITECTURE.md, Devices).
 #ifndef GLINT_DEVICES_EVENT_H_
 #define GLINT_DEVICES_EVENT_H_
 

@@ -1,5 +1,5 @@
 // Streams: in-order queues of work on one device (as CUDA streams or IREE
-// queues). See ARCHITECTURE.md, Devices, for the contract.
+// queues). See docs/ARCHITECTURE.md, Devices, for the contract.
 #ifndef GLINT_DEVICES_STREAM_H_
 #define GLINT_DEVICES_STREAM_H_
 

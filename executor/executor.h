@@ -5,7 +5,7 @@
 // copies their outputs in (peer copy), launches, and records its own
 // done-event; outputs are copied back to the host on the producer's stream.
 // The host never waits between partitions: completion is reported by a
-// callback the last stream runs. See ARCHITECTURE.md, Executor.
+// callback the last stream runs. See docs/ARCHITECTURE.md, Executor.
 #ifndef GLINT_EXECUTOR_EXECUTOR_H_
 #define GLINT_EXECUTOR_EXECUTOR_H_
 

@@ -3,7 +3,7 @@
 //
 // AddNetwork imports an ONNX model, partitions it into a DAG of
 // sub-functions, provisions them onto devices and keeps the result;
-// RunNetwork executes a network on the devices. See ARCHITECTURE.md.
+// RunNetwork executes a network on the devices. See docs/ARCHITECTURE.md.
 //
 // Thread-safe: every method may be called concurrently.
 #ifndef GLINT_RUNTIME_HOST_MANAGER_H_

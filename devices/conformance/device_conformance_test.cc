@@ -1,4 +1,4 @@
-// The device conformance suite: the contract of ARCHITECTURE.md (Devices)
+// The device conformance suite: the contract of docs/ARCHITECTURE.md (Devices)
 // and issue 3, written once and run against every registered device type.
 //
 // The parameters come from ConformanceConfigs(), which enumerates the
