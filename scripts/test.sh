@@ -2,7 +2,8 @@
 # Installs what is missing, builds everything and runs every test.
 # The last line is "N passed, N failed", counting test cases (gtest cases of
 # every test target; a target that fails to build or crashes before writing
-# its report counts as one failed case) plus one per fuzz target run.
+# its report counts as one failed case) plus one per fuzz target run and
+# one for the clang thread-safety build.
 #
 #   scripts/test.sh                 the whole suite, as CI runs it:
 #     1. bazel test //...           (gcc; every corpus replayed as a test)
@@ -10,6 +11,8 @@
 #                                   $GLINT_FUZZ_SECONDS (default 15) s
 #     3. bazel test --config=tsan   the concurrency-heavy targets under
 #                                   ThreadSanitizer (TSAN_TARGETS below)
+#     4. bazel build --config=clang everything with clang's thread-safety
+#                                   analysis as errors
 #   scripts/test.sh ARGS...         only step 1, with ARGS given to
 #                                   `bazel test` (e.g. --config=asan or
 #                                   --config=tsan for the whole suite)
@@ -95,6 +98,20 @@ if [ $# -eq 0 ]; then
   status=${PIPESTATUS[0]}
   count_bazel "$log" "$status" \
     "$(bazel --output_base="$tsan_base" info --config=tsan bazel-testlogs 2>/dev/null)"
+
+  # 4. Clang's thread-safety analysis over everything (-Werror=thread-safety:
+  # every ABSL_GUARDED_BY and lock annotation holds). A build, counted as one
+  # case; its own output base, as the compiler differs.
+  clang_base=${GLINT_CLANG_OUTPUT_BASE:-$HOME/.cache/glint-clang-bazel}
+  if bazel --output_base="$clang_base" build --config=clang --symlink_prefix=/ \
+       --jobs=2 //... 2>&1 | tee "$log" | grep -E 'error|warning: .*thread-safety|Build complet|FAILED'; \
+     [ "${PIPESTATUS[0]}" -eq 0 ]; then
+    echo "clang thread-safety build: PASSED"
+    passed=$((passed + 1))
+  else
+    echo "clang thread-safety build: FAILED"
+    failed=$((failed + 1))
+  fi
 fi
 
 echo "${passed} passed, ${failed} failed"
