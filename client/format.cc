@@ -1,36 +1,13 @@
 #include "client/format.h"
 
-#include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/half.h"
 
 namespace glint {
-
-float HalfToFloat(uint16_t bits) {
-  const int sign = (bits >> 15) & 1;
-  const int exponent = (bits >> 10) & 0x1f;
-  const int mantissa = bits & 0x3ff;
-  float value;
-  if (exponent == 0) {
-    value = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    value = mantissa == 0 ? INFINITY : NAN;
-  } else {
-    value = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
-  }
-  return sign ? -value : value;
-}
-
-float BFloat16ToFloat(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, sizeof(value));
-  return value;
-}
 
 namespace {
 
@@ -39,7 +16,7 @@ std::string FormatElement(const Tensor& t, int64_t i) {
     case DType::kFloat32: return absl::StrFormat("%.6g", t.data<float>()[i]);
     case DType::kFloat64: return absl::StrFormat("%.10g", t.data<double>()[i]);
     case DType::kFloat16:
-      return absl::StrFormat("%.4g", HalfToFloat(t.data<uint16_t>()[i]));
+      return absl::StrFormat("%.4g", Float16ToFloat(t.data<uint16_t>()[i]));
     case DType::kBFloat16:
       return absl::StrFormat("%.4g", BFloat16ToFloat(t.data<uint16_t>()[i]));
     case DType::kInt8: return absl::StrCat(t.data<int8_t>()[i]);

@@ -26,10 +26,6 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed);
 // "0  sim:0  type=sim  memory 2 GiB, 2 GiB available".
 std::string FormatDevice(const DeviceInfo& device);
 
-// IEEE binary16 / bfloat16 bit patterns → float.
-float HalfToFloat(uint16_t bits);
-float BFloat16ToFloat(uint16_t bits);
-
 }  // namespace glint
 
 #endif  // GLINT_CLIENT_FORMAT_H_

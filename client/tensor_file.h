@@ -14,16 +14,13 @@
 
 namespace glint {
 
-// Converts a TensorProto holding its data in raw_data (little-endian) or in
-// the typed field ONNX prescribes for its data_type (float_data; int32_data
-// for int8/16, uint8/16, bool, float16 and bfloat16 bit patterns;
-// int64_data; double_data; uint64_data for uint32/64). The name is the
-// proto's name. INVALID_ARGUMENT for negative dims or an element count that
-// does not match the dims; UNIMPLEMENTED for string/complex types, external
-// data and segments.
+// The tensor of `proto` (TensorFromOnnxProto, onnx/onnx_tensor.h: raw_data
+// or the typed field ONNX prescribes, sizes and value ranges checked), named
+// by the proto's name. Its errors.
 absl::StatusOr<NamedTensor> TensorFromOnnx(const onnx::TensorProto& proto);
 
-// The inverse, always through raw_data.
+// The inverse, always through raw_data (TensorToOnnxProto); errors name the
+// tensor.
 absl::StatusOr<onnx::TensorProto> TensorToOnnx(const NamedTensor& tensor);
 
 // Parses a serialized TensorProto file; errors name the path.

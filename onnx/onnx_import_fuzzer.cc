@@ -3,14 +3,14 @@
 //
 // glintd runs the step that calls libonnx's checker and shape inference
 // (RunOnnxInference) in a disposable helper process, because libonnx 1.12
-// crashes on some models (fuzz/libonnx_crashes/) and no check of Glint's
-// can foresee them all. This target does the same with a forked child:
-// everything that runs inside the daemon (parsing, validation, the request
-// to the helper, merging its reply, building the graph) is fuzzed with
-// crashes reported as usual, and a crash inside the child becomes the
-// status glintd would give. Consequently a crash in the Glint code that
+// crashes on some models (fuzz/corpus/onnx_import_fuzzer/regressions/
+// LIBONNX.md) and no check of Glint's can foresee them all. This target
+// does the same with a forked child: everything that runs inside the
+// daemon (parsing, validation, the request to the helper, merging its
+// reply, building the graph) is fuzzed with crashes reported as usual, and
+// a crash inside the child becomes the status glintd would give. Consequently a crash in the Glint code that
 // runs inside the helper (the pre-inference checks, RecoverRanks) is
-// contained here too; runtime/import_sandbox_test and the hostile models
+// contained here too; onnx/import_sandbox_test and the hostile models
 // cover that code.
 //
 // Models that fail before inference, the bulk of mutations, cost no fork.

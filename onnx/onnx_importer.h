@@ -34,7 +34,7 @@ struct ImportOptions {
   std::function<bool(absl::string_view op_type)> is_supported;
   // Where ONNX's checker and shape inference run. They are third-party code
   // that a hostile model can crash, exhaust or hang, so a service runs them
-  // in a disposable process (runtime/import_sandbox.h) through this hook,
+  // in a disposable process (onnx/import_sandbox.h) through this hook,
   // which must behave like RunOnnxInference. Unset: in this process, which
   // then trusts the model.
   InferenceRunner run_inference;

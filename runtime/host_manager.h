@@ -87,7 +87,7 @@ struct HostManagerOptions {
   int max_queue_size = 1024;
   // Where AddNetwork runs ONNX's checker and shape inference (see
   // ImportOptions::run_inference). Unset: in this process, trusting every
-  // model; glintd runs them in a helper process (runtime/import_sandbox.h).
+  // model; glintd runs them in a helper process (onnx/import_sandbox.h).
   InferenceRunner run_onnx_inference;
   // Where added networks are recorded to survive restarts; borrowed, must
   // outlive the HostManager. Unset: networks live as long as the process.

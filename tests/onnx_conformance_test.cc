@@ -43,6 +43,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "core/device_info.h"
+#include "core/half.h"
 #include "runtime/host_manager.h"
 #include "tests/test_util.h"
 
@@ -80,45 +81,12 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
   return buf.str();
 }
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // Subnormal: normalise.
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400) == 0);
-      bits = sign | ((127 - 15 - e) << 23) | ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-float BFloat16ToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 // Element `i` of a floating tensor as double.
 double FloatAt(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kFloat32: return t.data<float>()[i];
     case DType::kFloat64: return t.data<double>()[i];
-    case DType::kFloat16: return HalfToFloat(t.data<uint16_t>()[i]);
+    case DType::kFloat16: return Float16ToFloat(t.data<uint16_t>()[i]);
     case DType::kBFloat16: return BFloat16ToFloat(t.data<uint16_t>()[i]);
     default: return 0;
   }

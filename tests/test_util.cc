@@ -5,7 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "client/format.h"
+#include "core/half.h"
 
 namespace glint {
 namespace testing {
@@ -36,7 +36,7 @@ double ElementAsDouble(const Tensor& t, int64_t i, bool* exact) {
   switch (t.dtype()) {
     case DType::kFloat32: return t.data<float>()[i];
     case DType::kFloat64: return t.data<double>()[i];
-    case DType::kFloat16: return HalfToFloat(t.data<uint16_t>()[i]);
+    case DType::kFloat16: return Float16ToFloat(t.data<uint16_t>()[i]);
     case DType::kBFloat16: return BFloat16ToFloat(t.data<uint16_t>()[i]);
     default: break;
   }

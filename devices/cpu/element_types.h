@@ -3,7 +3,8 @@
 //
 // float16 and bfloat16 are stored as their 16-bit patterns and computed in
 // float32: each kernel is written once over a "compute type" C and reads /
-// writes storage type S through Load<C> / Store<S>.
+// writes storage type S through Load<C> / Store<S>, which convert with
+// core/half.h.
 #ifndef GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
 #define GLINT_DEVICES_CPU_ELEMENT_TYPES_H_
 
@@ -16,8 +17,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "devices/cpu/kernel_util.h"
 #include "core/dtype.h"
+#include "core/half.h"
+#include "devices/cpu/kernel_util.h"
 
 namespace glint::cpu {
 
@@ -29,76 +31,6 @@ struct Float16 {
 struct BFloat16 {
   uint16_t bits;
 };
-
-inline float Float16ToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // Subnormal: shift the mantissa up until it is normal.
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400) == 0);
-      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) |
-             ((mant & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-// Round to nearest even, as numpy's astype(float16) does.
-inline uint16_t FloatToFloat16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // Inf or NaN (keep NaN quiet and non-zero).
-    return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0);
-  }
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // Rounds to >= 65520: inf.
-  if (abs < 0x38800000u) {  // Below the smallest normal half: subnormal.
-    if (abs < 0x33000000u) return sign;  // Rounds to zero.
-    const uint32_t e = abs >> 23;
-    const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    // The half's subnormal step is 2^-24: drop 126 - e (14..24) bits.
-    const uint32_t drop = 126 - e;
-    uint32_t half = mant >> drop;
-    const uint32_t rem = mant & ((1u << drop) - 1);
-    const uint32_t mid = 1u << (drop - 1);
-    if (rem > mid || (rem == mid && (half & 1))) ++half;
-    return sign | static_cast<uint16_t>(half);
-  }
-  uint32_t h = ((abs >> 13) - ((127 - 15) << 10));
-  const uint32_t rem = abs & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) ++h;
-  return sign | static_cast<uint16_t>(h);
-}
-
-inline float BFloat16ToFloat(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
-inline uint16_t FloatToBFloat16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof(x));
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);
-  const uint32_t rounding = 0x7fffu + ((x >> 16) & 1);
-  return static_cast<uint16_t>((x + rounding) >> 16);
-}
 
 template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }
 template <> constexpr DType DTypeOf<Float16>() { return DType::kFloat16; }

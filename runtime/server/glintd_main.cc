@@ -5,7 +5,7 @@
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s]
-//   glintd --serve_import_helper   (internal: see runtime/import_sandbox.h)
+//   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>

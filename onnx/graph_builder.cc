@@ -1,0 +1,351 @@
+#include "onnx/graph_builder.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "onnx/import_util.h"
+#include "onnx/onnx_tensor.h"
+
+namespace glint::onnx_internal {
+namespace {
+
+// Refuses input_shapes entries that name no runtime input of the model.
+absl::Status CheckInputShapesNames(
+    const onnx::GraphProto& graph,
+    const std::map<std::string, Tensor>& initializers,
+    const ImportOptions& options) {
+  absl::flat_hash_set<std::string> input_names;
+  for (const auto& in : graph.input()) input_names.insert(in.name());
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (initializers.count(name) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input_shapes names '", name,
+          "', which is an initializer of the model, not a runtime input"));
+    }
+    if (!input_names.contains(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input_shapes names '", name,
+                       "', which is not an input of the "
+                       "model"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The shape the caller gave for input `name`: fully static, and of the
+// declared rank and known dims where `type` declares a shape.
+absl::StatusOr<Shape> GivenShape(const std::string& name, const Shape& given,
+                                 const onnx::TypeProto_Tensor& type) {
+  for (int64_t d : given.dims()) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the shape given for input '", name, "' (",
+                       given.ToString(), ") is not fully static"));
+    }
+  }
+  if (!type.has_shape()) return given;
+  const onnx::TensorShapeProto& declared = type.shape();
+  bool compatible = declared.dim_size() == given.rank();
+  for (int i = 0; compatible && i < declared.dim_size(); ++i) {
+    if (declared.dim(i).has_dim_value() &&
+        declared.dim(i).dim_value() != given.dim(i)) {
+      compatible = false;
+    }
+  }
+  if (compatible) return given;
+  std::vector<std::string> shown;
+  for (const auto& d : declared.dim()) {
+    shown.push_back(d.has_dim_value()   ? absl::StrCat(d.dim_value())
+                    : d.has_dim_param() ? d.dim_param()
+                                        : std::string("?"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("the shape given for input '", name, "' (", given.ToString(),
+                   ") does not match its declared shape [",
+                   absl::StrJoin(shown, ", "), "]"));
+}
+
+// The shape input `name` declares, its symbolic or unknown dims set to 1:
+// a batch of one is the common default, and the caller can override it
+// through input_shapes.
+absl::StatusOr<Shape> DeclaredShape(const std::string& name,
+                                    const onnx::TypeProto_Tensor& type) {
+  if (!type.has_shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", name,
+                     "' declares no shape (its rank is unknown); give "
+                     "its shape in ImportOptions::input_shapes"));
+  }
+  std::vector<int64_t> dims;
+  for (const auto& d : type.shape().dim()) {
+    if (!d.has_dim_value()) {
+      dims.push_back(1);
+    } else if (d.dim_value() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "' declares negative dimension ", d.dim_value()));
+    } else {
+      dims.push_back(d.dim_value());
+    }
+  }
+  return Shape(std::move(dims));
+}
+
+// Binds the dims of one runtime input and writes them back into the proto,
+// so that shape inference propagates concrete sizes.
+absl::StatusOr<Shape> BindInputShape(const std::string& name,
+                                     onnx::TypeProto_Tensor* type,
+                                     const ImportOptions& options) {
+  auto it = options.input_shapes.find(name);
+  GLINT_ASSIGN_OR_RETURN(Shape shape, it != options.input_shapes.end()
+                                          ? GivenShape(name, it->second, *type)
+                                          : DeclaredShape(name, *type));
+  onnx::TensorShapeProto* proto = type->mutable_shape();
+  proto->clear_dim();
+  for (int64_t d : shape.dims()) proto->add_dim()->set_dim_value(d);
+  return shape;
+}
+
+// The type of runtime input `in`, its dims bound by BindInputShape.
+absl::StatusOr<ValueInfo> ReadRuntimeInput(onnx::ValueInfoProto* in,
+                                           const ImportOptions& options) {
+  const std::string& name = in->name();
+  if (!in->has_type() ||
+      in->type().value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph input '", name, "' declares no type"));
+  }
+  if (!in->type().has_tensor_type()) {
+    return absl::UnimplementedError(
+        absl::StrCat("graph input '", name,
+                     "' is not a tensor (sequences, maps and optionals are not "
+                     "supported)"));
+  }
+  onnx::TypeProto_Tensor* type = in->mutable_type()->mutable_tensor_type();
+  if (type->elem_type() == onnx::TensorProto::UNDEFINED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph input '", name, "' declares no element type"));
+  }
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(type->elem_type());
+  if (!dtype.ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "graph input '", name, "' has element type ",
+        OnnxTypeName(type->elem_type()), ", which Glint does not support"));
+  }
+  ValueInfo info;
+  info.name = name;
+  info.dtype = *dtype;
+  GLINT_ASSIGN_OR_RETURN(info.shape, BindInputShape(name, type, options));
+  GLINT_RETURN_IF_ERROR(CheckTensorSize(
+      info.dtype, info.shape, absl::StrCat("graph input '", name, "'")));
+  return info;
+}
+
+// Describes an input that is also an initializer by its tensor, so that
+// inference sees the exact type even where the declaration was vague.
+void DescribeByTensor(const Tensor& tensor, onnx::ValueInfoProto* in) {
+  onnx::TypeProto_Tensor* type = in->mutable_type()->mutable_tensor_type();
+  type->set_elem_type(static_cast<int32_t>(tensor.dtype()));
+  type->clear_shape();
+  onnx::TensorShapeProto* shape = type->mutable_shape();
+  for (int64_t d : tensor.shape().dims()) shape->add_dim()->set_dim_value(d);
+}
+
+absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr,
+                                           const onnx::NodeProto& node) {
+  switch (attr.type()) {
+    case onnx::AttributeProto::INT:
+      return Attribute(static_cast<int64_t>(attr.i()));
+    case onnx::AttributeProto::FLOAT:
+      return Attribute(attr.f());
+    case onnx::AttributeProto::STRING:
+      return Attribute(attr.s());
+    case onnx::AttributeProto::INTS:
+      return Attribute(
+          std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+    case onnx::AttributeProto::FLOATS:
+      return Attribute(
+          std::vector<float>(attr.floats().begin(), attr.floats().end()));
+    case onnx::AttributeProto::STRINGS:
+      return Attribute(std::vector<std::string>(attr.strings().begin(),
+                                                attr.strings().end()));
+    case onnx::AttributeProto::TENSOR: {
+      absl::StatusOr<Tensor> t = TensorFromOnnxProto(attr.t());
+      if (!t.ok()) {
+        return absl::Status(
+            t.status().code(),
+            absl::StrCat("attribute '", attr.name(), "' of ",
+                         DescribeNode(node), ": ", t.status().message()));
+      }
+      return Attribute(*std::move(t));
+    }
+    default:
+      // CheckModelIsRunnable refused the other kinds already.
+      return absl::UnimplementedError(absl::StrCat(
+          "attribute '", attr.name(), "' of ", DescribeNode(node), " has type ",
+          onnx::AttributeProto_AttributeType_Name(attr.type()),
+          ", which Glint does not support"));
+  }
+}
+
+// The type of a node's output after inference. Unknown rank is kept as an
+// empty Shape and reported through `unknown_rank`: the runtime computes
+// shapes as it goes, so such a value is importable, but passes should not
+// take its Shape for a scalar's.
+absl::StatusOr<ValueInfo> NodeOutputInfo(
+    const std::string& value, const onnx::NodeProto& node,
+    const TypeIndex& types, std::vector<std::string>* unknown_rank) {
+  auto it = types.find(value);
+  const onnx::TypeProto* type = it == types.end() ? nullptr : it->second;
+  if (type != nullptr && type->value_case() != onnx::TypeProto::kTensorType &&
+      type->value_case() != onnx::TypeProto::VALUE_NOT_SET) {
+    return absl::UnimplementedError(absl::StrCat(
+        "value '", value, "' produced by ", DescribeNode(node),
+        " is not a tensor (sequences, maps and optionals are not supported)"));
+  }
+  if (type == nullptr || !type->has_tensor_type() ||
+      type->tensor_type().elem_type() == onnx::TensorProto::UNDEFINED) {
+    return absl::UnimplementedError(
+        absl::StrCat("cannot infer the type of value '", value,
+                     "' produced by ", DescribeNode(node)));
+  }
+  const onnx::TypeProto_Tensor& t = type->tensor_type();
+  ValueInfo info;
+  info.name = value;
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(t.elem_type());
+  if (!dtype.ok()) {
+    return absl::UnimplementedError(
+        absl::StrCat("value '", value, "' produced by ", DescribeNode(node),
+                     " has element type ", OnnxTypeName(t.elem_type()),
+                     ", which Glint does not support"));
+  }
+  info.dtype = *dtype;
+  if (t.has_shape()) {
+    for (const auto& d : t.shape().dim()) {
+      info.shape.mutable_dims().push_back(
+          d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
+                                                  : Shape::kUnknownDim);
+    }
+  } else {
+    unknown_rank->push_back(value);
+  }
+  return info;
+}
+
+// Adds the node `proto` to `result`, with its outputs' types.
+absl::Status AddNode(const onnx::NodeProto& proto, const TypeIndex& types,
+                     std::vector<std::string>* unknown_rank, Graph* result) {
+  Node node;
+  node.name = proto.name();
+  node.op_type = proto.op_type();
+  node.domain = proto.domain();
+  node.inputs.assign(proto.input().begin(), proto.input().end());
+  node.outputs.assign(proto.output().begin(), proto.output().end());
+  for (const onnx::AttributeProto& attr : proto.attribute()) {
+    GLINT_ASSIGN_OR_RETURN(Attribute value, ConvertAttribute(attr, proto));
+    node.attributes.emplace(attr.name(), std::move(value));
+  }
+  for (const std::string& out : node.outputs) {
+    if (out.empty()) continue;
+    GLINT_ASSIGN_OR_RETURN(ValueInfo info,
+                           NodeOutputInfo(out, proto, types, unknown_rank));
+    result->values[out] = std::move(info);
+  }
+  result->nodes.push_back(std::move(node));
+  return absl::OkStatus();
+}
+
+absl::Status AddOutputs(const onnx::GraphProto& graph, Graph* result) {
+  absl::flat_hash_set<std::string> output_names;
+  for (const onnx::ValueInfoProto& out : graph.output()) {
+    if (!output_names.insert(out.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", out.name(), "' is listed twice"));
+    }
+    const ValueInfo* info = result->FindValue(out.name());
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph output '", out.name(), "' is never produced"));
+    }
+    result->outputs.push_back(*info);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Tensor>> ReadInitializers(
+    const onnx::GraphProto& graph) {
+  std::map<std::string, Tensor> initializers;
+  for (const onnx::TensorProto& proto : graph.initializer()) {
+    if (proto.name().empty()) {
+      return absl::InvalidArgumentError("an initializer has no name");
+    }
+    absl::StatusOr<Tensor> t = TensorFromOnnxProto(proto);
+    if (!t.ok()) {
+      return absl::Status(t.status().code(),
+                          absl::StrCat("initializer '", proto.name(),
+                                       "': ", t.status().message()));
+    }
+    if (!initializers.emplace(proto.name(), *std::move(t)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("initializer '", proto.name(), "' is defined twice"));
+    }
+  }
+  return initializers;
+}
+
+absl::Status BindInputs(onnx::GraphProto* graph,
+                        const std::map<std::string, Tensor>& initializers,
+                        const ImportOptions& options, Graph* result) {
+  GLINT_RETURN_IF_ERROR(CheckInputShapesNames(*graph, initializers, options));
+  absl::flat_hash_set<std::string> declared;
+  for (onnx::ValueInfoProto& in : *graph->mutable_input()) {
+    const std::string& name = in.name();
+    if (name.empty()) {
+      return absl::InvalidArgumentError("a graph input has no name");
+    }
+    if (!declared.insert(name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("graph input '", name, "' is declared twice"));
+    }
+    auto init = initializers.find(name);
+    if (init != initializers.end()) {
+      // A constant, not an input a request provides.
+      DescribeByTensor(init->second, &in);
+      continue;
+    }
+    GLINT_ASSIGN_OR_RETURN(ValueInfo info, ReadRuntimeInput(&in, options));
+    result->values[name] = info;
+    result->inputs.push_back(std::move(info));
+  }
+  for (const auto& [name, tensor] : initializers) {
+    result->values[name] = ValueInfo{name, tensor.dtype(), tensor.shape()};
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildGraph(const onnx::GraphProto& graph,
+                        std::map<std::string, Tensor> initializers,
+                        Graph* result) {
+  const TypeIndex types = IndexTypes(graph);
+  std::vector<std::string> unknown_rank;
+  result->nodes.reserve(graph.node_size());
+  for (const onnx::NodeProto& proto : graph.node()) {
+    GLINT_RETURN_IF_ERROR(AddNode(proto, types, &unknown_rank, result));
+  }
+  result->initializers = std::move(initializers);
+  GLINT_RETURN_IF_ERROR(AddOutputs(graph, result));
+  if (!unknown_rank.empty()) {
+    GLINT_LOG_DEBUG("ONNX import of '{}': rank unknown until run time for {}",
+                    result->name, absl::StrJoin(unknown_rank, ", "));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace glint::onnx_internal
