@@ -1,7 +1,12 @@
 #include "provisioner/provisioner.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -17,6 +22,86 @@ bool CanRun(const DeviceManager& device, const DeviceInfo& model,
     }
   }
   return true;
+}
+
+// The routing of one replica's runs (ReplicaRouting): which device each
+// value lives on and how it gets there, decided once here so that a run
+// only follows it. Network inputs come from the host; a partition's
+// outputs live on its device; an argument already on the device (produced
+// there, or copied in for an earlier partition) moves no more.
+ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
+                     const ExecutableNetwork& network) {
+  ReplicaRouting routing;
+  // Tensor slots, one per (value, device) pair a run holds.
+  std::map<std::pair<std::string, DeviceManager*>, int> slots;
+  auto slot = [&](const std::string& value, DeviceManager* device) {
+    auto [it, added] = slots.try_emplace({value, device}, routing.num_tensors);
+    if (added) ++routing.num_tensors;
+    return it->second;
+  };
+  absl::flat_hash_map<std::string, int> producer;  // value → partition.
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
+      producer.emplace(out.name, static_cast<int>(i));
+    }
+  }
+  absl::flat_hash_map<std::string, int> network_input;
+  for (size_t i = 0; i < network.inputs.size(); ++i) {
+    network_input.emplace(network.inputs[i].name, static_cast<int>(i));
+  }
+
+  // (value, device) pairs a run has made available on a device by then.
+  absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    DeviceManager* device = partitions[i].device;
+    auto known = std::find(routing.devices.begin(), routing.devices.end(),
+                           device);
+    routing.partition_device.push_back(
+        static_cast<int>(known - routing.devices.begin()));
+    if (known == routing.devices.end()) routing.devices.push_back(device);
+
+    const CompiledFunction& f = partitions[i].function->function();
+    std::vector<InputRoute>& routes = routing.inputs.emplace_back();
+    for (const ValueInfo& in : f.inputs()) {
+      InputRoute& route = routes.emplace_back();
+      route.value = in.name;
+      route.tensor = slot(in.name, device);
+      if (!present.insert({in.name, device}).second) continue;
+      auto ni = network_input.find(in.name);
+      auto pi = producer.find(in.name);
+      if (ni != network_input.end()) {
+        route.source = InputRoute::Source::kNetworkInput;
+        route.network_input = ni->second;
+      } else if (pi != producer.end() &&
+                 partitions[pi->second].device != device) {
+        route.source = InputRoute::Source::kPeer;
+        route.producer = pi->second;
+        route.producer_tensor = slot(in.name, partitions[pi->second].device);
+      }
+    }
+    std::vector<int>& results = routing.results.emplace_back();
+    for (const ValueInfo& out : f.outputs()) {
+      results.push_back(slot(out.name, device));
+      present.insert({out.name, device});
+    }
+  }
+
+  for (const ValueInfo& out : network.outputs) {
+    OutputRoute& route = routing.outputs.emplace_back();
+    auto ni = network_input.find(out.name);
+    auto pi = producer.find(out.name);
+    if (network.constant_outputs.count(out.name) > 0) {
+      route.source = OutputRoute::Source::kConstant;
+    } else if (ni != network_input.end() && pi == producer.end()) {
+      route.source = OutputRoute::Source::kNetworkInput;
+      route.network_input = ni->second;
+    } else if (pi != producer.end()) {
+      route.source = OutputRoute::Source::kPartition;
+      route.producer = pi->second;
+      route.tensor = slot(out.name, partitions[pi->second].device);
+    }
+  }
+  return routing;
 }
 
 }  // namespace
@@ -126,7 +211,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
            std::shared_ptr<const CompiledFunction>>
       compiled;
   for (int r = 0; r < dag.replicas; ++r) {
-    auto replica = std::make_unique<Replica>();
+    std::vector<ProvisionedPartition> partitions;
     for (size_t i = 0; i < dag.nodes.size(); ++i) {
       const DagNode& node = dag.nodes[i];
       DeviceManager* device = physical[r][node.logical_device];
@@ -153,9 +238,11 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
       p.flops = function->flops();
       p.weight_bytes = function->constant_bytes();
       p.num_nodes = static_cast<int>(node.function.nodes.size());
-      replica->partitions.push_back(std::move(p));
+      partitions.push_back(std::move(p));
     }
-    network->replicas.push_back(std::move(replica));
+    ReplicaRouting routing = Route(partitions, *network);
+    network->replicas.push_back(
+        std::make_unique<Replica>(std::move(partitions), std::move(routing)));
   }
   return network;
 }
