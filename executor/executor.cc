@@ -12,7 +12,8 @@ namespace {
 // Everything one run owns until its last stream reports back.
 struct RunState {
   const ExecutableNetwork* network = nullptr;
-  Replica* replica = nullptr;  // Set once picked; counts the run as outstanding.
+  // Set once picked; the run counts as outstanding on it until it ends.
+  Replica* replica = nullptr;
   ExecutionRequest request;
   ExecutionCallback done;
 
@@ -64,7 +65,7 @@ class StreamSlice {
     s.thread_name = absl::StrCat("stream ", device);
     slice_ = trace->AddSlice(std::move(s));
     TraceSlice* slice = slice_;
-    stream_.Enqueue([slice] {
+    stream_.EnqueueHostCallback([slice] {
       slice->begin = absl::Now();
       return absl::OkStatus();
     });
@@ -72,7 +73,7 @@ class StreamSlice {
   ~StreamSlice() {
     if (slice_ == nullptr) return;
     TraceSlice* slice = slice_;
-    stream_.Enqueue([slice] {
+    stream_.EnqueueHostCallback([slice] {
       slice->end = absl::Now();
       return absl::OkStatus();
     });
@@ -206,9 +207,9 @@ absl::Status LeaseStreams(RunState& run) {
 absl::Status CheckOutputsRouted(const RunState& run) {
   for (int index : run.request.outputs) {
     if (run.routing().outputs[index].source == OutputRoute::Source::kNone) {
-      return absl::InternalError(
-          absl::StrCat("no partition produces output '",
-                       run.network->outputs[index].name, "'"));
+      return absl::InternalError(absl::StrCat("no partition produces output '",
+                                              run.network->outputs[index].name,
+                                              "'"));
     }
   }
   return absl::OkStatus();
@@ -216,9 +217,7 @@ absl::Status CheckOutputsRouted(const RunState& run) {
 
 // Step 3: the run's device tensors and done-events, from the replica's
 // pool.
-void AcquireState(RunState& run) {
-  run.state = run.replica->states.Acquire();
-}
+void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 
 // Step 4: the whole DAG, in topological order, following the replica's
 // routing: for each partition, on its device's stream, copy network inputs
@@ -226,8 +225,7 @@ void AcquireState(RunState& run) {
 // check the run is still wanted; launch; record the done-event.
 void EnqueuePartitions(RunState& run) {
   const ReplicaRouting& routing = run.routing();
-  const std::vector<ProvisionedPartition>& partitions =
-      run.replica->partitions;
+  const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;
   ExecutionState& state = *run.state;
   for (size_t i = 0; i < partitions.size(); ++i) {
     const ProvisionedPartition& p = partitions[i];
@@ -281,7 +279,7 @@ void EnqueuePartitions(RunState& run) {
           "compute");
       // Checked once the inputs are in, right before the launch: a run
       // cancelled or late by then skips this partition and all after it.
-      stream.Enqueue(
+      stream.EnqueueHostCallback(
           [request = &run.request] { return CheckRunnable(*request); });
       device->Launch(stream, *p.function, std::move(args), std::move(results));
     }

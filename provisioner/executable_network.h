@@ -71,8 +71,7 @@ class ExecutionStatePool {
   }
 
   // Returns a state whose run has finished (every enqueued item done).
-  void Release(std::unique_ptr<ExecutionState> state)
-      ABSL_LOCKS_EXCLUDED(mu_) {
+  void Release(std::unique_ptr<ExecutionState> state) ABSL_LOCKS_EXCLUDED(mu_) {
     state->warm = true;
     absl::MutexLock lock(&mu_);
     if (idle_.size() < kMaxIdle) idle_.push_back(std::move(state));
@@ -115,11 +114,14 @@ struct InputRoute {
     kPeer,
   };
   Source source = Source::kOnDevice;
-  std::string value;  // The value's name (trace slices).
-  int tensor = -1;    // The argument's tensor slot, on this partition's device.
-  int network_input = -1;  // kNetworkInput: index into ExecutableNetwork::inputs.
-  int producer = -1;       // kPeer: the producing partition.
-  int producer_tensor = -1;  // kPeer: the value's slot on the producer's device.
+  std::string value;  // The value's name, for trace slices.
+  // The argument's tensor slot (on this partition's device).
+  int tensor = -1;
+  // kNetworkInput: the index into ExecutableNetwork::inputs.
+  int network_input = -1;
+  // kPeer: the producing partition and the value's slot on its device.
+  int producer = -1;
+  int producer_tensor = -1;
 };
 
 // Where one network output comes from in a run.

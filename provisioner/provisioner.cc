@@ -54,8 +54,8 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
   absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
   for (size_t i = 0; i < partitions.size(); ++i) {
     DeviceManager* device = partitions[i].device;
-    auto known = std::find(routing.devices.begin(), routing.devices.end(),
-                           device);
+    auto known =
+        std::find(routing.devices.begin(), routing.devices.end(), device);
     routing.partition_device.push_back(
         static_cast<int>(known - routing.devices.begin()));
     if (known == routing.devices.end()) routing.devices.push_back(device);
