@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "partitioner/validate.h"
 
 namespace glint {
 namespace {
@@ -108,26 +109,16 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     const Dag& dag) const {
+  // Partition validates the Dags it makes, but callers may build their
+  // own: device counts and logical device indices are checked, with the
+  // partitioner's own validator, before anything indexes by them.
+  GLINT_RETURN_IF_ERROR(
+      ValidateDeviceCount(dag, static_cast<int>(devices_.size())));
   const int logical_count = dag.num_logical_devices;
-  if (static_cast<int>(dag.logical_devices.size()) != logical_count ||
-      dag.replicas < 1) {
-    return absl::InvalidArgumentError("malformed plan: device counts");
-  }
+  const int needed = logical_count * dag.replicas;
   std::vector<std::vector<const DagNode*>> by_logical(logical_count);
   for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 || node.logical_device >= logical_count) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition ", node.name, " has logical device ",
-                       node.logical_device, " of ", logical_count));
-    }
     by_logical[node.logical_device].push_back(&node);
-  }
-  const int needed = logical_count * dag.replicas;
-  if (needed > static_cast<int>(devices_.size())) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the plan needs ", needed, " devices (", logical_count,
-        " per replica x ", dag.replicas, " replicas) but only ",
-        devices_.size(), " exist"));
   }
 
   // Logical → physical, per replica: distinct capable devices. Among those
