@@ -73,7 +73,7 @@ double EmptyItemMicros(DeviceManager& device, int iterations) {
   std::vector<absl::Duration> samples;
   for (int i = 0; i < iterations; ++i) {
     const absl::Time start = absl::Now();
-    stream.Enqueue([] { return absl::OkStatus(); });
+    stream.EnqueueHostCallback([] { return absl::OkStatus(); });
     (void)stream.Synchronize();
     samples.push_back(absl::Now() - start);
   }
@@ -89,14 +89,14 @@ double CrossDeviceWaitMicros(DeviceManager& a, DeviceManager& b,
     absl::Notification go;
     absl::Time signalled, seen;
     Event event;
-    a.default_stream().Enqueue([&] {
+    a.default_stream().EnqueueHostCallback([&] {
       go.WaitForNotification();
       signalled = absl::Now();
       return absl::OkStatus();
     });
     a.default_stream().Record(event);
     b.default_stream().Wait(event);
-    b.default_stream().Enqueue([&] {
+    b.default_stream().EnqueueHostCallback([&] {
       seen = absl::Now();
       return absl::OkStatus();
     });

@@ -7,9 +7,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -18,6 +19,10 @@
 #include "devices/event.h"
 
 namespace glint {
+
+namespace devices_internal {
+class StreamInternal;
+}  // namespace devices_internal
 
 // Work a stream runs. Returning an error fails the stream (sticky): later
 // items are skipped and events recorded after it carry the error.
@@ -32,9 +37,17 @@ class Stream {
   virtual int device_id() const = 0;
   virtual int priority() const = 0;
 
-  // Appends `work`. Device-internal: components outside devices/ enqueue
-  // through DeviceManager (copies, launches), which wraps their work.
-  virtual void Enqueue(StreamWork work) = 0;
+  // Appends a host function, as cudaLaunchHostFunc does: `callback` runs
+  // on a host thread once every item enqueued before it has finished, and
+  // items enqueued after it wait for it. An error it returns fails the
+  // stream like a failing item (later items are skipped; events recorded
+  // after it carry the error); it is skipped when the stream has failed
+  // already. For host-side work in stream order (trace timestamps, a check
+  // that the run is still wanted): it must not touch device memory (copy
+  // through the DeviceManager) and must not block on this stream.
+  void EnqueueHostCallback(StreamWork callback) {
+    Enqueue(std::move(callback));
+  }
 
   // Captures all work enqueued so far; `event` completes when it finishes.
   // Re-recording makes a new version (earlier waiters keep theirs).
@@ -79,7 +92,17 @@ class Stream {
     return launch_check_ ? launch_check_() : absl::OkStatus();
   }
 
+ protected:
+  // Appends `work`, which the device runs in stream order. Device-internal:
+  // device implementations reach it through devices_internal::
+  // StreamInternal (devices/stream_internal.h, visible in devices/ only);
+  // everyone else enqueues through the DeviceManager (copies, launches) or
+  // EnqueueHostCallback.
+  virtual void Enqueue(StreamWork work) = 0;
+
  private:
+  friend class devices_internal::StreamInternal;
+
   mutable absl::Mutex launch_check_mu_;
   std::function<absl::Status()> launch_check_ ABSL_GUARDED_BY(launch_check_mu_);
 };
@@ -95,7 +118,6 @@ class HostStream : public Stream {
 
   int device_id() const override { return device_id_; }
   int priority() const override { return priority_; }
-  void Enqueue(StreamWork work) override;
   void Record(Event& event) override;
   void Wait(const Event& event) override;
   void OnDone(std::function<void(absl::Status)> callback) override;
@@ -107,6 +129,9 @@ class HostStream : public Stream {
 
   // Fails queued items (and later ones) with `reason` and stops the worker.
   void Stop(absl::Status reason);
+
+ protected:
+  void Enqueue(StreamWork work) override;
 
  private:
   struct Item {

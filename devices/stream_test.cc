@@ -6,16 +6,20 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "devices/stream_internal.h"
 #include "gtest/gtest.h"
 
 namespace glint {
+
+using devices_internal::StreamInternal;
+
 namespace {
 
 TEST(HostStreamTest, RunsItemsInOrder) {
   HostStream stream(0, 0, "s");
   std::vector<int> order;
   for (int i = 0; i < 100; ++i) {
-    stream.Enqueue([&order, i] {
+    StreamInternal::Enqueue(stream, [&order, i] {
       order.push_back(i);
       return absl::OkStatus();
     });
@@ -29,7 +33,7 @@ TEST(HostStreamTest, RunsItemsInOrder) {
 TEST(HostStreamTest, QueryIsFalseWhileAnItemRuns) {
   HostStream stream(0, 0, "s");
   absl::Notification started, release;
-  stream.Enqueue([&] {
+  StreamInternal::Enqueue(stream, [&] {
     started.Notify();
     release.WaitForNotification();
     return absl::OkStatus();
@@ -46,7 +50,7 @@ TEST(HostStreamTest, WaitOrdersAcrossStreams) {
   HostStream producer(0, 0, "a"), consumer(1, 0, "b");
   absl::Notification release;
   std::atomic<int> value{0};
-  producer.Enqueue([&] {
+  StreamInternal::Enqueue(producer, [&] {
     release.WaitForNotification();
     value = 42;
     return absl::OkStatus();
@@ -55,7 +59,7 @@ TEST(HostStreamTest, WaitOrdersAcrossStreams) {
   producer.Record(done);
   consumer.Wait(done);  // Must not block the host.
   int seen = -1;
-  consumer.Enqueue([&] {
+  StreamInternal::Enqueue(consumer, [&] {
     seen = value.load();
     return absl::OkStatus();
   });
@@ -73,13 +77,13 @@ TEST(HostStreamTest, WaitKeepsTheVersionItCaptured) {
   ASSERT_TRUE(a.Synchronize().ok());
   c.Wait(e);    // Captures version 1, already complete.
   absl::Notification release;
-  b.Enqueue([&] {
+  StreamInternal::Enqueue(b, [&] {
     release.WaitForNotification();
     return absl::OkStatus();
   });
   b.Record(e);  // Version 2, blocked until release.
   bool ran = false;
-  c.Enqueue([&] {
+  StreamInternal::Enqueue(c, [&] {
     ran = true;
     return absl::OkStatus();
   });
@@ -100,9 +104,9 @@ TEST(HostStreamTest, WaitOnNeverRecordedEventIsNoOp) {
 
 TEST(HostStreamTest, ErrorsAreStickyAndTravelThroughEvents) {
   HostStream a(0, 0, "a"), b(1, 0, "b");
-  a.Enqueue([] { return absl::DataLossError("boom"); });
+  StreamInternal::Enqueue(a, [] { return absl::DataLossError("boom"); });
   bool skipped = true;
-  a.Enqueue([&] {
+  StreamInternal::Enqueue(a, [&] {
     skipped = false;
     return absl::OkStatus();
   });
@@ -110,7 +114,7 @@ TEST(HostStreamTest, ErrorsAreStickyAndTravelThroughEvents) {
   a.Record(e);
   b.Wait(e);
   bool b_ran = false;
-  b.Enqueue([&] {
+  StreamInternal::Enqueue(b, [&] {
     b_ran = true;
     return absl::OkStatus();
   });
@@ -125,7 +129,7 @@ TEST(HostStreamTest, ErrorsAreStickyAndTravelThroughEvents) {
 
 TEST(HostStreamTest, OnDoneRunsEvenAfterAnError) {
   HostStream s(0, 0, "s");
-  s.Enqueue([] { return absl::InternalError("x"); });
+  StreamInternal::Enqueue(s, [] { return absl::InternalError("x"); });
   absl::Notification called;
   absl::Status seen;
   s.OnDone([&](absl::Status st) {
@@ -143,14 +147,14 @@ TEST(HostStreamTest, StopFailsPendingWorkAndNeverHangs) {
   // `other` will never complete this version: it is blocked behind a wait
   // on a stream that gets stopped.
   absl::Notification release;
-  other.Enqueue([&] {
+  StreamInternal::Enqueue(other, [&] {
     release.WaitForNotification();
     return absl::OkStatus();
   });
   other.Record(never_done);
   s->Wait(never_done);
   bool ran = false;
-  s->Enqueue([&] {
+  StreamInternal::Enqueue(*s, [&] {
     ran = true;
     return absl::OkStatus();
   });

@@ -1,14 +1,10 @@
 #include "executor/executor.h"
 
 #include <atomic>
-#include <map>
+#include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "executor/execution_state.h"
-#include "core/status_macros.h"
 
 namespace glint {
 namespace {
@@ -16,21 +12,21 @@ namespace {
 // Everything one run owns until its last stream reports back.
 struct RunState {
   const ExecutableNetwork* network = nullptr;
+  // Set once picked; the run counts as outstanding on it until it ends.
   Replica* replica = nullptr;
   ExecutionRequest request;
   ExecutionCallback done;
 
-  // One stream per device the run touches, leased for the run, with its
-  // track number in a trace.
-  std::map<DeviceManager*, Stream*> streams;
+  // One stream per device of the replica, leased for the run, in
+  // ReplicaRouting::devices order; its index is its track in a trace.
+  std::vector<Stream*> streams;
   std::unique_ptr<ExecutionState> state;  // From the replica's pool.
   std::vector<Tensor> outputs;            // Host copies.
 
   std::atomic<int> pending_streams{0};
 
-  DeviceTensor* Slot(const std::string& value, DeviceManager* device) {
-    return &state->tensors[{value, device}];
-  }
+  const ReplicaRouting& routing() const { return replica->routing; }
+  DeviceTensor* Slot(int slot) { return &state->tensors[slot]; }
 };
 
 // Whether the run may go on: fails (and so skips what follows on the
@@ -49,24 +45,27 @@ absl::Status CheckRunnable(const ExecutionRequest& request) {
   return absl::OkStatus();
 }
 
-// Brackets work enqueued on a stream with two tiny items that time it into
-// a trace slice. Does nothing when the run is not traced.
+// Brackets work enqueued on one of the run's streams with two host
+// callbacks that time it into a trace slice. Does nothing when the run is
+// not traced; the slice's name is only built when it is, so untraced runs
+// pay no string formatting.
 class StreamSlice {
  public:
-  StreamSlice(RunTrace* trace, Stream& stream, DeviceManager* device,
-              int track, std::string name, std::string category)
-      : stream_(stream) {
+  StreamSlice(RunState& run, int device, absl::FunctionRef<std::string()> name,
+              const char* category)
+      : stream_(*run.streams[device]) {
+    RunTrace* trace = run.request.trace.get();
     if (trace == nullptr) return;
     TraceSlice s;
-    s.name = std::move(name);
-    s.category = std::move(category);
-    s.process = device->id() + 1;
-    s.process_name = device->GetDeviceInfo().name;
-    s.thread = track;
-    s.thread_name = absl::StrCat("stream ", track);
+    s.name = name();
+    s.category = category;
+    s.process = run.routing().devices[device]->id() + 1;
+    s.process_name = run.routing().devices[device]->GetDeviceInfo().name;
+    s.thread = device;
+    s.thread_name = absl::StrCat("stream ", device);
     slice_ = trace->AddSlice(std::move(s));
     TraceSlice* slice = slice_;
-    stream_.Enqueue([slice] {
+    stream_.EnqueueHostCallback([slice] {
       slice->begin = absl::Now();
       return absl::OkStatus();
     });
@@ -74,7 +73,7 @@ class StreamSlice {
   ~StreamSlice() {
     if (slice_ == nullptr) return;
     TraceSlice* slice = slice_;
-    stream_.Enqueue([slice] {
+    stream_.EnqueueHostCallback([slice] {
       slice->end = absl::Now();
       return absl::OkStatus();
     });
@@ -104,19 +103,21 @@ absl::Status DescribeFailure(const RunState& run, absl::Status status) {
 }
 
 void ReleaseStreams(RunState& run) {
-  for (auto& [device, stream] : run.streams) {
+  for (size_t d = 0; d < run.streams.size(); ++d) {
+    Stream* stream = run.streams[d];
+    if (stream == nullptr) continue;  // Leasing stopped before it.
     // Every item of this run has finished, so the stream can be reset for
     // the next run; a stopped device keeps refusing work anyway.
     (void)stream->ClearError();
     stream->SetLaunchCheck(nullptr);
-    device->ReleaseStream(stream);
+    run.routing().devices[d]->ReleaseStream(stream);
   }
   run.streams.clear();
 }
 
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
-  for (auto& [device, stream] : run->streams) {
+  for (Stream* stream : run->streams) {
     absl::Status s = stream->status();
     if (!s.ok() && status.ok()) status = s;
   }
@@ -141,7 +142,7 @@ void Finish(std::shared_ptr<RunState> run) {
 
 // Ends a run that failed before anything was enqueued.
 void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
-  ReleaseStreams(*run);
+  if (run->replica != nullptr) ReleaseStreams(*run);
   if (run->state != nullptr) {
     run->replica->states.Release(std::move(run->state));
   }
@@ -150,26 +151,11 @@ void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
   done(std::move(status));
 }
 
-}  // namespace
-
-void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
-                   ExecutionCallback done) const {
-  const absl::Time enqueue_start = absl::Now();
-  auto run = std::make_shared<RunState>();
-  run->network = &network;
-  run->request = std::move(request);
-  run->done = std::move(done);
-  run->outputs.resize(run->request.outputs.size());
-  RunTrace* trace = run->request.trace.get();
-
-  if (absl::Status s = CheckRunnable(run->request); !s.ok()) {
-    FailEarly(run, s);
-    return;
-  }
-
-  // The replica with the least outstanding work takes the run, among
-  // those whose devices are all healthy if any is (a replica on a dead
-  // device would fail the run; the others keep serving).
+// Step 1: the replica with the least outstanding work takes the run, among
+// those whose devices are all healthy if any is (a replica on a dead
+// device would fail the run; the others keep serving). The run counts as
+// outstanding on it from here on.
+Replica* PickReplica(const ExecutableNetwork& network) {
   auto healthy = [](const Replica& r) {
     for (const ProvisionedPartition& p : r.partitions) {
       if (!p.device->healthy()) return false;
@@ -186,164 +172,221 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   }
   if (replica == nullptr) replica = network.replicas.front().get();
   replica->outstanding.fetch_add(1);
-  run->replica = replica;
-  const std::vector<ProvisionedPartition>& partitions = replica->partitions;
+  return replica;
+}
 
-  // Lease a stream on every device the replica uses.
-  for (const ProvisionedPartition& p : partitions) {
-    if (run->streams.count(p.device) > 0) continue;
-    absl::StatusOr<Stream*> stream = p.device->AcquireStream();
+// Step 2: a stream on every device the replica uses, leased for this run
+// alone (runs never share a stream, so one run's failure cannot poison
+// another's). Streams leased before a failure are in `run.streams` for
+// ReleaseStreams.
+absl::Status LeaseStreams(RunState& run) {
+  const ReplicaRouting& routing = run.routing();
+  run.streams.assign(routing.devices.size(), nullptr);
+  for (size_t d = 0; d < routing.devices.size(); ++d) {
+    absl::StatusOr<Stream*> stream = routing.devices[d]->AcquireStream();
     if (!stream.ok()) {
-      FailEarly(run, absl::Status(stream.status().code(),
-                                  absl::StrCat("partition ", p.name, ": ",
-                                               stream.status().message())));
-      return;
+      // Named after the first partition on the device, which needed it.
+      size_t first = 0;
+      while (routing.partition_device[first] != static_cast<int>(d)) ++first;
+      return absl::Status(
+          stream.status().code(),
+          absl::StrCat("partition ", run.replica->partitions[first].name, ": ",
+                       stream.status().message()));
     }
     // Checked again right before each launch computes: a launch queued
     // behind other runs' work is skipped once this run is cancelled.
     (*stream)->SetLaunchCheck(
-        [request = &run->request] { return CheckRunnable(*request); });
-    run->streams[p.device] = *stream;
+        [request = &run.request] { return CheckRunnable(*request); });
+    run.streams[d] = *stream;
   }
+  return absl::OkStatus();
+}
 
-  // Where each value lives: network inputs on the host, partition outputs
-  // on the producing partition's device.
-  absl::flat_hash_map<std::string, int> producer;  // value → partition.
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
-      producer.emplace(out.name, static_cast<int>(i));
+// Every requested output must come from somewhere; a plan that loses one
+// is a bug, reported rather than crashed on.
+absl::Status CheckOutputsRouted(const RunState& run) {
+  for (int index : run.request.outputs) {
+    if (run.routing().outputs[index].source == OutputRoute::Source::kNone) {
+      return absl::InternalError(absl::StrCat("no partition produces output '",
+                                              run.network->outputs[index].name,
+                                              "'"));
     }
   }
-  absl::flat_hash_map<std::string, int> network_input;
-  for (size_t i = 0; i < network.inputs.size(); ++i) {
-    network_input.emplace(network.inputs[i].name, static_cast<int>(i));
-  }
+  return absl::OkStatus();
+}
 
-  // Every output must come from somewhere; a plan that loses one is a bug,
-  // reported rather than crashed on.
-  for (int index : run->request.outputs) {
-    const std::string& name = network.outputs[index].name;
-    if (producer.find(name) == producer.end() &&
-        network_input.find(name) == network_input.end() &&
-        network.constant_outputs.count(name) == 0) {
-      FailEarly(run, absl::InternalError(absl::StrCat(
-                         "no partition produces output '", name, "'")));
-      return;
-    }
-  }
+// Step 3: the run's device tensors and done-events, from the replica's
+// pool.
+void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 
-  run->state = replica->states.Acquire();
-  ExecutionState& state = *run->state;
-  while (state.done_events.size() < partitions.size()) {
-    state.done_events.push_back(std::make_unique<Event>());
-  }
-  // Track numbers of the streams in a trace: one per device here.
-  absl::flat_hash_map<DeviceManager*, int> track;
-  for (auto& [device, stream] : run->streams) {
-    track.emplace(device, static_cast<int>(track.size()));
-  }
-  // (value, device) pairs this run has made available on a device.
-  absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
-
+// Step 4: the whole DAG, in topological order, following the replica's
+// routing: for each partition, on its device's stream, copy network inputs
+// in or wait for a producer on another device and peer-copy its output in;
+// check the run is still wanted; launch; record the done-event.
+void EnqueuePartitions(RunState& run) {
+  const ReplicaRouting& routing = run.routing();
+  const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;
+  ExecutionState& state = *run.state;
   for (size_t i = 0; i < partitions.size(); ++i) {
     const ProvisionedPartition& p = partitions[i];
+    const int d = routing.partition_device[i];
     DeviceManager* device = p.device;
-    Stream& stream = *run->streams[device];
-    const CompiledFunction& f = p.function->function();
+    Stream& stream = *run.streams[d];
     std::vector<const DeviceTensor*> args;
-    for (const ValueInfo& in : f.inputs()) {
-      DeviceTensor* slot = run->Slot(in.name, device);
-      args.push_back(slot);
-      if (!present.insert({in.name, device}).second) continue;
-      auto ni = network_input.find(in.name);
-      auto pi = producer.find(in.name);
-      if (ni != network_input.end()) {
-        StreamSlice s(trace, stream, device, track[device],
-                      absl::StrCat("copy ", in.name, " host->device"),
-                      "copy");
-        device->CopyToDevice(stream, &run->request.inputs[ni->second], slot);
-      } else if (pi != producer.end()) {
-        DeviceManager* source = partitions[pi->second].device;
-        if (source == device) continue;  // Same stream: already in order.
-        {
-          StreamSlice s(trace, stream, device, track[device],
-                        absl::StrCat("wait ", partitions[pi->second].name),
-                        "wait");
-          stream.Wait(*state.done_events[pi->second]);
+    args.reserve(routing.inputs[i].size());
+    for (const InputRoute& in : routing.inputs[i]) {
+      DeviceTensor* tensor = run.Slot(in.tensor);
+      args.push_back(tensor);
+      switch (in.source) {
+        case InputRoute::Source::kOnDevice:
+          break;
+        case InputRoute::Source::kNetworkInput: {
+          StreamSlice s(
+              run, d,
+              [&] { return absl::StrCat("copy ", in.value, " host->device"); },
+              "copy");
+          device->CopyToDevice(stream, &run.request.inputs[in.network_input],
+                               tensor);
+          break;
         }
-        StreamSlice s(trace, stream, device, track[device],
-                      absl::StrCat("copy ", in.name, " ",
-                                   source->GetDeviceInfo().name, "->device"),
-                      "copy");
-        device->CopyFromPeer(stream, run->Slot(in.name, source), slot);
+        case InputRoute::Source::kPeer: {
+          const ProvisionedPartition& producer = partitions[in.producer];
+          {
+            StreamSlice s(
+                run, d, [&] { return absl::StrCat("wait ", producer.name); },
+                "wait");
+            stream.Wait(*state.done_events[in.producer]);
+          }
+          StreamSlice s(
+              run, d,
+              [&] {
+                return absl::StrCat("copy ", in.value, " ",
+                                    producer.device->GetDeviceInfo().name,
+                                    "->device");
+              },
+              "copy");
+          device->CopyFromPeer(stream, run.Slot(in.producer_tensor), tensor);
+          break;
+        }
       }
     }
     std::vector<DeviceTensor*> results;
-    for (const ValueInfo& out : f.outputs()) {
-      results.push_back(run->Slot(out.name, device));
-      present.insert({out.name, device});
-    }
+    results.reserve(routing.results[i].size());
+    for (int slot : routing.results[i]) results.push_back(run.Slot(slot));
     {
-      StreamSlice s(trace, stream, device, track[device],
-                    absl::StrCat("partition ", p.name), "compute");
+      StreamSlice s(
+          run, d, [&] { return absl::StrCat("partition ", p.name); },
+          "compute");
       // Checked once the inputs are in, right before the launch: a run
       // cancelled or late by then skips this partition and all after it.
-      const ExecutionRequest* request = &run->request;
-      stream.Enqueue([request] { return CheckRunnable(*request); });
+      stream.EnqueueHostCallback(
+          [request = &run.request] { return CheckRunnable(*request); });
       device->Launch(stream, *p.function, std::move(args), std::move(results));
     }
     stream.Record(*state.done_events[i]);
   }
+}
 
-  // Outputs go back to the host on the stream of the partition producing
-  // them, right behind its launch.
-  for (size_t r = 0; r < run->request.outputs.size(); ++r) {
-    const ValueInfo& out = network.outputs[run->request.outputs[r]];
-    // Outputs no partition computes are answered on the host, as copies:
-    // the caller owns what it gets back, and an input may be borrowed.
-    auto constant = network.constant_outputs.find(out.name);
-    if (constant != network.constant_outputs.end()) {
-      run->outputs[r] = constant->second.Clone();
-      continue;
+// Step 5: requested outputs go back to the host on the stream of the
+// partition producing them, right behind its launch. Outputs no partition
+// computes are answered on the host, as copies: the caller owns what it
+// gets back, and an input may be borrowed.
+void EnqueueOutputs(RunState& run) {
+  const ReplicaRouting& routing = run.routing();
+  for (size_t r = 0; r < run.request.outputs.size(); ++r) {
+    const int index = run.request.outputs[r];
+    const OutputRoute& route = routing.outputs[index];
+    switch (route.source) {
+      case OutputRoute::Source::kConstant:
+        run.outputs[r] =
+            run.network->constant_outputs.at(run.network->outputs[index].name)
+                .Clone();
+        break;
+      case OutputRoute::Source::kNetworkInput:
+        run.outputs[r] = run.request.inputs[route.network_input].Clone();
+        break;
+      case OutputRoute::Source::kPartition: {
+        const int d = routing.partition_device[route.producer];
+        DeviceManager* device = routing.devices[d];
+        StreamSlice s(
+            run, d,
+            [&] {
+              return absl::StrCat("copy ", run.network->outputs[index].name,
+                                  " device->host");
+            },
+            "copy");
+        device->CopyToHost(*run.streams[d], run.Slot(route.tensor),
+                           &run.outputs[r]);
+        break;
+      }
+      case OutputRoute::Source::kNone:
+        break;  // CheckOutputsRouted refused the run.
     }
-    auto ni = network_input.find(out.name);
-    if (ni != network_input.end() && producer.find(out.name) == producer.end()) {
-      run->outputs[r] = run->request.inputs[ni->second].Clone();
-      continue;
-    }
-    DeviceManager* device = partitions[producer.at(out.name)].device;
-    StreamSlice s(trace, *run->streams[device], device, track[device],
-                  absl::StrCat("copy ", out.name, " device->host"), "copy");
-    device->CopyToHost(*run->streams[device], run->Slot(out.name, device),
-                       &run->outputs[r]);
   }
+}
 
-  if (trace != nullptr) {
-    TraceSlice enqueue;
-    enqueue.name = "enqueue";
-    enqueue.category = "host";
-    enqueue.process_name = "host";
-    enqueue.thread_name = "executor";
-    enqueue.begin = enqueue_start;
-    enqueue.end = absl::Now();
-    trace->AddSlice(std::move(enqueue));
-  }
+// The host's part of a traced run: from Run's call to the last enqueue.
+void TraceEnqueue(const RunState& run, absl::Time begin) {
+  RunTrace* trace = run.request.trace.get();
+  if (trace == nullptr) return;
+  TraceSlice enqueue;
+  enqueue.name = "enqueue";
+  enqueue.category = "host";
+  enqueue.process_name = "host";
+  enqueue.thread_name = "executor";
+  enqueue.begin = begin;
+  enqueue.end = absl::Now();
+  trace->AddSlice(std::move(enqueue));
+}
 
+// Step 6: the last stream to drain finishes the run.
+void ArmCompletion(std::shared_ptr<RunState> run) {
   // A network of no partition (outputs are inputs or constants) has no
   // stream to finish it: it is done already.
   if (run->streams.empty()) {
-    Finish(run);
+    Finish(std::move(run));
     return;
   }
-  // The last stream to drain finishes the run.
   run->pending_streams.store(static_cast<int>(run->streams.size()));
-  std::vector<Stream*> streams;
-  for (auto& [device, stream] : run->streams) streams.push_back(stream);
+  // A copy: the first callback may finish the run, and so clear
+  // run->streams, while later ones are still being registered.
+  const std::vector<Stream*> streams = run->streams;
   for (Stream* stream : streams) {
     stream->OnDone([run](absl::Status) {
       if (run->pending_streams.fetch_sub(1) == 1) Finish(run);
     });
   }
+}
+
+}  // namespace
+
+void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
+                   ExecutionCallback done) const {
+  const absl::Time enqueue_start = absl::Now();
+  auto run = std::make_shared<RunState>();
+  run->network = &network;
+  run->request = std::move(request);
+  run->done = std::move(done);
+  run->outputs.resize(run->request.outputs.size());
+
+  if (absl::Status s = CheckRunnable(run->request); !s.ok()) {
+    FailEarly(run, s);
+    return;
+  }
+  run->replica = PickReplica(network);
+  if (absl::Status s = LeaseStreams(*run); !s.ok()) {
+    FailEarly(run, s);
+    return;
+  }
+  if (absl::Status s = CheckOutputsRouted(*run); !s.ok()) {
+    FailEarly(run, s);
+    return;
+  }
+  AcquireState(*run);
+  EnqueuePartitions(*run);
+  EnqueueOutputs(*run);
+  TraceEnqueue(*run, enqueue_start);
+  ArmCompletion(std::move(run));
 }
 
 }  // namespace glint

@@ -16,10 +16,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "provisioner/provisioner.h"
 #include "core/cancellation.h"
-#include "core/trace.h"
 #include "core/tensor.h"
+#include "core/trace.h"
+#include "provisioner/executable_network.h"
 
 namespace glint {
 

@@ -6,21 +6,19 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/load_balance.h"
+#include "partitioner/plan_util.h"
+#include "partitioner/validate.h"
 #include "core/status_macros.h"
 
 namespace glint {
 namespace {
 
-bool Supports(const DeviceInfo& device, absl::string_view op) {
-  return std::find(device.unsupported_ops.begin(),
-                   device.unsupported_ops.end(),
-                   op) == device.unsupported_ops.end();
-}
+using partitioner_internal::Mib;
+using partitioner_internal::Supports;
 
 // Devices of one type with the same unsupported ops are interchangeable.
 std::string TypeKey(const DeviceInfo& device) {
@@ -49,10 +47,6 @@ struct Assignment {
   std::vector<int> logical;  // Per node.
   std::vector<DeviceInfo> models;
 };
-
-std::string Mib(uint64_t bytes) {
-  return absl::StrCat(bytes, " bytes (", bytes / kMiB, " MiB)");
-}
 
 class Planner {
  public:
@@ -475,26 +469,6 @@ class Planner {
   int primary_ = 0;
 };
 
-// Distinct colours for up to 8 logical devices, then cycling.
-constexpr const char* kColours[] = {"#a6cee3", "#b2df8a", "#fb9a99",
-                                    "#fdbf6f", "#cab2d6", "#ffff99",
-                                    "#8dd3c7", "#bebada"};
-
-std::string Escape(absl::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
-
-std::string HumanBytes(uint64_t bytes) {
-  if (bytes >= kMiB) return absl::StrCat(bytes / kMiB, " MiB");
-  if (bytes >= 1024) return absl::StrCat(bytes / 1024, " KiB");
-  return absl::StrCat(bytes, " B");
-}
-
 }  // namespace
 
 absl::StatusOr<Dag> Partition(const Graph& graph,
@@ -504,197 +478,6 @@ absl::StatusOr<Dag> Partition(const Graph& graph,
     return absl::InvalidArgumentError("no devices to partition onto");
   }
   return Planner(graph, devices, options).Run();
-}
-
-absl::Status ValidateAcyclic(const Dag& dag) {
-  for (int i = 0; i < static_cast<int>(dag.nodes.size()); ++i) {
-    for (int parent : dag.nodes[i].parents) {
-      if (parent < 0 || parent >= i) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "partition ", dag.nodes[i].name, " depends on partition ", parent,
-            ", which does not come before it (a cycle or a bad order)"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateProducedBeforeConsumed(const Dag& dag) {
-  absl::flat_hash_map<std::string, int> producer;
-  absl::flat_hash_set<std::string> network_inputs;
-  for (const ValueInfo& in : dag.inputs) network_inputs.insert(in.name);
-  for (int i = 0; i < static_cast<int>(dag.nodes.size()); ++i) {
-    const DagNode& node = dag.nodes[i];
-    for (const ValueInfo& in : node.function.inputs) {
-      if (network_inputs.contains(in.name)) continue;
-      auto it = producer.find(in.name);
-      if (it == producer.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("partition ", node.name, " consumes '", in.name,
-                         "', which no earlier partition produces"));
-      }
-      if (std::find(node.parents.begin(), node.parents.end(), it->second) ==
-          node.parents.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "partition ", node.name, " consumes '", in.name,
-            "' from partition ", dag.nodes[it->second].name,
-            ", which is not its parent"));
-      }
-    }
-    for (const ValueInfo& out : node.function.outputs) {
-      producer.emplace(out.name, i);
-    }
-  }
-  for (const ValueInfo& out : dag.outputs) {
-    if (!producer.contains(out.name) && !network_inputs.contains(out.name)) {
-      bool constant = dag.constant_outputs.count(out.name) > 0;
-      for (const DagNode& node : dag.nodes) {
-        constant = constant || node.function.IsInitializer(out.name);
-      }
-      if (!constant) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "network output '", out.name, "' is produced by no partition"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateMemoryFits(const Dag& dag) {
-  std::vector<uint64_t> used(dag.logical_devices.size(), 0);
-  for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 ||
-        node.logical_device >= static_cast<int>(used.size())) {
-      continue;  // ValidateDeviceCount reports it.
-    }
-    used[node.logical_device] += node.memory_bytes;
-  }
-  for (size_t l = 0; l < used.size(); ++l) {
-    if (used[l] > dag.logical_devices[l].available_memory_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the partitions on logical device ", l, " need ", Mib(used[l]),
-          " but ", dag.logical_devices[l].name, " has ",
-          Mib(dag.logical_devices[l].available_memory_bytes), " free"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateDeviceCount(const Dag& dag, int available_devices) {
-  if (dag.replicas < 1 ||
-      dag.num_logical_devices != static_cast<int>(dag.logical_devices.size())) {
-    return absl::InvalidArgumentError("malformed plan: device counts");
-  }
-  const int needed = dag.num_logical_devices * dag.replicas;
-  if (needed > available_devices) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the plan needs ", needed, " devices (", dag.num_logical_devices,
-        " per replica x ", dag.replicas, " replicas) but only ",
-        available_devices, " exist"));
-  }
-  for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 ||
-        node.logical_device >= dag.num_logical_devices) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "partition ", node.name, " is on logical device ",
-          node.logical_device, " of ", dag.num_logical_devices));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateOpsSupported(const Dag& dag) {
-  for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 ||
-        node.logical_device >= static_cast<int>(dag.logical_devices.size())) {
-      continue;
-    }
-    const DeviceInfo& device = dag.logical_devices[node.logical_device];
-    for (const Node& op : node.function.nodes) {
-      if (!Supports(device, op.op_type)) {
-        return absl::UnimplementedError(absl::StrCat(
-            "partition ", node.name, " places op '", op.op_type, "' (node '",
-            op.name, "') on a device of type '", device.type,
-            "', which does not support it"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateDag(const Dag& dag, int available_devices) {
-  GLINT_RETURN_IF_ERROR(ValidateAcyclic(dag));
-  GLINT_RETURN_IF_ERROR(ValidateProducedBeforeConsumed(dag));
-  GLINT_RETURN_IF_ERROR(ValidateDeviceCount(dag, available_devices));
-  GLINT_RETURN_IF_ERROR(ValidateOpsSupported(dag));
-  GLINT_RETURN_IF_ERROR(ValidateMemoryFits(dag));
-  return absl::OkStatus();
-}
-
-std::string DagToDot(const Dag& dag, absl::string_view name) {
-  std::string dot = absl::StrCat("digraph \"", Escape(name), "\" {\n",
-                                 "  rankdir=TB;\n  compound=true;\n",
-                                 "  node [shape=box, style=filled, "
-                                 "fillcolor=white, fontsize=10];\n");
-  absl::flat_hash_map<std::string, std::string> producer_node;
-  for (const ValueInfo& in : dag.inputs) {
-    const std::string id = absl::StrCat("in_", producer_node.size());
-    producer_node[in.name] = id;
-    absl::StrAppend(&dot, "  ", id, " [shape=ellipse, label=\"",
-                    Escape(in.ToString()), "\"];\n");
-  }
-  int counter = 0;
-  for (const DagNode& p : dag.nodes) {
-    const DeviceInfo* model =
-        p.logical_device >= 0 &&
-                p.logical_device < static_cast<int>(dag.logical_devices.size())
-            ? &dag.logical_devices[p.logical_device]
-            : nullptr;
-    absl::StrAppend(
-        &dot, "  subgraph \"cluster_", Escape(p.name), "\" {\n",
-        "    label=\"", Escape(p.name), " on logical device ",
-        p.logical_device, model != nullptr ? absl::StrCat(" (", model->type, ")")
-                                           : "",
-        "\\n", p.function.nodes.size(), " nodes, memory ",
-        HumanBytes(p.memory_bytes), "\";\n    style=filled;\n",
-        "    fillcolor=\"", kColours[p.logical_device % 8], "\";\n");
-    for (const Node& node : p.function.nodes) {
-      const std::string id = absl::StrCat("n", counter++);
-      absl::StrAppend(&dot, "    ", id, " [label=\"", Escape(node.name),
-                      "\\n", Escape(node.op_type), "\"];\n");
-      for (const std::string& out : node.outputs) {
-        if (!out.empty()) producer_node[out] = id;
-      }
-    }
-    absl::StrAppend(&dot, "  }\n");
-  }
-  // Edges: one per (producer, consumer, value), labelled with its bytes.
-  counter = 0;
-  for (const DagNode& p : dag.nodes) {
-    for (const Node& node : p.function.nodes) {
-      const std::string id = absl::StrCat("n", counter++);
-      absl::flat_hash_set<std::string> drawn;
-      for (const std::string& in : node.inputs) {
-        if (in.empty() || !drawn.insert(in).second) continue;
-        auto it = producer_node.find(in);
-        if (it == producer_node.end()) continue;  // A constant.
-        const ValueInfo* v = p.function.FindValue(in);
-        absl::StrAppend(&dot, "  ", it->second, " -> ", id, " [label=\"",
-                        v != nullptr ? HumanBytes(ValueBytes(*v)) : "?",
-                        "\"];\n");
-      }
-    }
-  }
-  for (const ValueInfo& out : dag.outputs) {
-    auto it = producer_node.find(out.name);
-    if (it == producer_node.end()) continue;
-    const std::string id = absl::StrCat("out_", counter++);
-    absl::StrAppend(&dot, "  ", id, " [shape=ellipse, label=\"",
-                    Escape(out.ToString()), "\"];\n  ", it->second, " -> ", id,
-                    " [label=\"", HumanBytes(ValueBytes(out)), "\"];\n");
-  }
-  absl::StrAppend(&dot, "}\n");
-  return dot;
 }
 
 }  // namespace glint

@@ -5,18 +5,21 @@
 // logical device; partitions are then the maximal runs of consecutive nodes
 // on one logical device, so partition edges always point forward and the
 // DAG is acyclic by construction.
+//
+// The validators (validate.h) and the DOT export (dot.h) have their own
+// files and targets; this header includes both for its callers.
 #ifndef GLINT_PARTITIONER_PARTITIONER_H_
 #define GLINT_PARTITIONER_PARTITIONER_H_
 
-#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "api/types.h"
 #include "core/dag.h"
 #include "core/device_info.h"
 #include "core/graph.h"
+#include "partitioner/dot.h"
+#include "partitioner/validate.h"
 
 namespace glint {
 
@@ -34,26 +37,6 @@ inline constexpr double kNominalLinkBytesPerSecond = 10e9;
 absl::StatusOr<Dag> Partition(const Graph& graph,
                               const std::vector<DeviceInfo>& devices,
                               const PartitionOptions& options = {});
-
-// --- Validators, each usable alone ----------------------------------------
-// Partition edges point to earlier partitions only (acyclic, topological).
-absl::Status ValidateAcyclic(const Dag& dag);
-// Every value a partition consumes is a network input, one of its own
-// constants, or an output of one of its parents.
-absl::Status ValidateProducedBeforeConsumed(const Dag& dag);
-// The partitions of each logical device fit its memory together.
-absl::Status ValidateMemoryFits(const Dag& dag);
-// Logical devices × replicas do not exceed `available_devices`, and every
-// partition names a logical device of the plan.
-absl::Status ValidateDeviceCount(const Dag& dag, int available_devices);
-// No partition holds an op its logical device's type declares unsupported.
-absl::Status ValidateOpsSupported(const Dag& dag);
-// All of the above.
-absl::Status ValidateDag(const Dag& dag, int available_devices);
-
-// Graphviz DOT: partitions as clusters coloured by logical device, edges
-// between partitions labelled with the bytes they carry per run.
-std::string DagToDot(const Dag& dag, absl::string_view name);
 
 }  // namespace glint
 

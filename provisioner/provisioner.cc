@@ -1,9 +1,15 @@
 #include "provisioner/provisioner.h"
 
+#include <algorithm>
 #include <map>
+#include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "partitioner/validate.h"
 
 namespace glint {
 namespace {
@@ -19,30 +25,100 @@ bool CanRun(const DeviceManager& device, const DeviceInfo& model,
   return true;
 }
 
+// The routing of one replica's runs (ReplicaRouting): which device each
+// value lives on and how it gets there, decided once here so that a run
+// only follows it. Network inputs come from the host; a partition's
+// outputs live on its device; an argument already on the device (produced
+// there, or copied in for an earlier partition) moves no more.
+ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
+                     const ExecutableNetwork& network) {
+  ReplicaRouting routing;
+  // Tensor slots, one per (value, device) pair a run holds.
+  std::map<std::pair<std::string, DeviceManager*>, int> slots;
+  auto slot = [&](const std::string& value, DeviceManager* device) {
+    auto [it, added] = slots.try_emplace({value, device}, routing.num_tensors);
+    if (added) ++routing.num_tensors;
+    return it->second;
+  };
+  absl::flat_hash_map<std::string, int> producer;  // value → partition.
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
+      producer.emplace(out.name, static_cast<int>(i));
+    }
+  }
+  absl::flat_hash_map<std::string, int> network_input;
+  for (size_t i = 0; i < network.inputs.size(); ++i) {
+    network_input.emplace(network.inputs[i].name, static_cast<int>(i));
+  }
+
+  // (value, device) pairs a run has made available on a device by then.
+  absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    DeviceManager* device = partitions[i].device;
+    auto known =
+        std::find(routing.devices.begin(), routing.devices.end(), device);
+    routing.partition_device.push_back(
+        static_cast<int>(known - routing.devices.begin()));
+    if (known == routing.devices.end()) routing.devices.push_back(device);
+
+    const CompiledFunction& f = partitions[i].function->function();
+    std::vector<InputRoute>& routes = routing.inputs.emplace_back();
+    for (const ValueInfo& in : f.inputs()) {
+      InputRoute& route = routes.emplace_back();
+      route.value = in.name;
+      route.tensor = slot(in.name, device);
+      if (!present.insert({in.name, device}).second) continue;
+      auto ni = network_input.find(in.name);
+      auto pi = producer.find(in.name);
+      if (ni != network_input.end()) {
+        route.source = InputRoute::Source::kNetworkInput;
+        route.network_input = ni->second;
+      } else if (pi != producer.end() &&
+                 partitions[pi->second].device != device) {
+        route.source = InputRoute::Source::kPeer;
+        route.producer = pi->second;
+        route.producer_tensor = slot(in.name, partitions[pi->second].device);
+      }
+    }
+    std::vector<int>& results = routing.results.emplace_back();
+    for (const ValueInfo& out : f.outputs()) {
+      results.push_back(slot(out.name, device));
+      present.insert({out.name, device});
+    }
+  }
+
+  for (const ValueInfo& out : network.outputs) {
+    OutputRoute& route = routing.outputs.emplace_back();
+    auto ni = network_input.find(out.name);
+    auto pi = producer.find(out.name);
+    if (network.constant_outputs.count(out.name) > 0) {
+      route.source = OutputRoute::Source::kConstant;
+    } else if (ni != network_input.end() && pi == producer.end()) {
+      route.source = OutputRoute::Source::kNetworkInput;
+      route.network_input = ni->second;
+    } else if (pi != producer.end()) {
+      route.source = OutputRoute::Source::kPartition;
+      route.producer = pi->second;
+      route.tensor = slot(out.name, partitions[pi->second].device);
+    }
+  }
+  return routing;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     const Dag& dag) const {
+  // Partition validates the Dags it makes, but callers may build their
+  // own: device counts and logical device indices are checked, with the
+  // partitioner's own validator, before anything indexes by them.
+  GLINT_RETURN_IF_ERROR(
+      ValidateDeviceCount(dag, static_cast<int>(devices_.size())));
   const int logical_count = dag.num_logical_devices;
-  if (static_cast<int>(dag.logical_devices.size()) != logical_count ||
-      dag.replicas < 1) {
-    return absl::InvalidArgumentError("malformed plan: device counts");
-  }
+  const int needed = logical_count * dag.replicas;
   std::vector<std::vector<const DagNode*>> by_logical(logical_count);
   for (const DagNode& node : dag.nodes) {
-    if (node.logical_device < 0 || node.logical_device >= logical_count) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("partition ", node.name, " has logical device ",
-                       node.logical_device, " of ", logical_count));
-    }
     by_logical[node.logical_device].push_back(&node);
-  }
-  const int needed = logical_count * dag.replicas;
-  if (needed > static_cast<int>(devices_.size())) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the plan needs ", needed, " devices (", logical_count,
-        " per replica x ", dag.replicas, " replicas) but only ",
-        devices_.size(), " exist"));
   }
 
   // Logical → physical, per replica: distinct capable devices. Among those
@@ -126,7 +202,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
            std::shared_ptr<const CompiledFunction>>
       compiled;
   for (int r = 0; r < dag.replicas; ++r) {
-    auto replica = std::make_unique<Replica>();
+    std::vector<ProvisionedPartition> partitions;
     for (size_t i = 0; i < dag.nodes.size(); ++i) {
       const DagNode& node = dag.nodes[i];
       DeviceManager* device = physical[r][node.logical_device];
@@ -153,9 +229,11 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
       p.flops = function->flops();
       p.weight_bytes = function->constant_bytes();
       p.num_nodes = static_cast<int>(node.function.nodes.size());
-      replica->partitions.push_back(std::move(p));
+      partitions.push_back(std::move(p));
     }
-    network->replicas.push_back(std::move(replica));
+    ReplicaRouting routing = Route(partitions, *network);
+    network->replicas.push_back(
+        std::make_unique<Replica>(std::move(partitions), std::move(routing)));
   }
   return network;
 }

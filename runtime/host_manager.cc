@@ -663,13 +663,134 @@ std::vector<DeviceInfo> HostManager::GetDevices() const {
   return infos;
 }
 
+namespace {
+
+// Ends a run's hold on its network: drops its reference to the executable
+// and its in-flight count, which RemoveNetwork and re-provisioning wait for.
+void LeaveNetwork(NetworkEntry& entry,
+                  std::shared_ptr<ExecutableNetwork>& executable)
+    ABSL_LOCKS_EXCLUDED(entry.mu) {
+  absl::MutexLock lock(&entry.mu);
+  executable.reset();
+  --entry.in_flight;
+}
+
+// The executor's request for a run: the caller's inputs matched to the
+// network's (dtypes and shapes checked), the requested outputs as indices,
+// the run options.
+absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
+    const NetworkInfo& info, std::vector<NamedTensor> inputs,
+    const RunOptions& options,
+    std::shared_ptr<const CancellationToken> shutdown) {
+  GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> bound,
+                         BindInputs(info, std::move(inputs)));
+  GLINT_ASSIGN_OR_RETURN(std::vector<int> outputs,
+                         BindOutputs(info, options.requested_outputs));
+  auto request = std::make_shared<ExecutionRequest>();
+  request->inputs = std::move(bound);
+  request->outputs = std::move(outputs);
+  request->deadline = options.deadline;
+  request->cancel = options.cancel;
+  request->shutdown = std::move(shutdown);
+  request->trace = options.trace;
+  return request;
+}
+
+// A traced run's slice for its time in the admission queue, ended when the
+// run starts or is refused; null when the run is not traced.
+TraceSlice* TraceAdmission(const RunOptions& options) {
+  if (options.trace == nullptr) return nullptr;
+  TraceSlice slice;
+  slice.name = "admission queue";
+  slice.category = "host";
+  slice.process_name = "host";
+  slice.thread_name = "admission";
+  slice.thread = 1;
+  slice.begin = absl::Now();
+  return options.trace->AddSlice(std::move(slice));
+}
+
+// Ends a run (HostManager::FinishRun): called exactly once, with the run's
+// result once it ran, or with the refusal if it never started (then it
+// holds no admission slot).
+using RunFinish =
+    std::function<void(absl::StatusOr<std::vector<Tensor>>, bool started)>;
+
+// Starts an admitted run on the executor; a run that Shutdown took out of
+// the admission queue (`admitted` false) is refused instead.
+void StartRun(const Executor& executor, const ExecutableNetwork& executable,
+              ExecutionRequest request, std::shared_ptr<RunFinish> finish,
+              TraceSlice* queued, bool admitted) {
+  if (queued != nullptr) queued->end = absl::Now();
+  if (!admitted) {
+    (*finish)(absl::UnavailableError("the host manager is shutting down"),
+              false);
+    return;
+  }
+  executor.Run(executable, std::move(request),
+               [finish](absl::StatusOr<std::vector<Tensor>> result) {
+                 (*finish)(std::move(result), true);
+               });
+}
+
+}  // namespace
+
 void HostManager::RunNetworkAsync(absl::string_view name,
                                   std::vector<NamedTensor> inputs,
                                   const RunOptions& options, RunCallback done) {
-  std::shared_ptr<NetworkEntry> entry;
   // The run's reference to the executable it runs on, dropped under
   // entry->mu when the run ends (see NetworkEntry::executable).
   auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
+  // 1. Find the network. A run parked for a re-provisioned plan takes its
+  // arguments along to start again.
+  absl::StatusOr<std::shared_ptr<NetworkEntry>> found = FindNetworkForRun(
+      name, executable.get(), [&]() -> std::function<void()> {
+        return [this, name = std::string(name), inputs = std::move(inputs),
+                options, done = std::move(done)]() mutable {
+          RunNetworkAsync(name, std::move(inputs), options, std::move(done));
+        };
+      });
+  // Callbacks run without locks held: they may call back into the manager.
+  if (!found.ok()) {
+    done(found.status());
+    return;
+  }
+  if (*found == nullptr) return;  // Parked.
+  std::shared_ptr<NetworkEntry> entry = *std::move(found);
+
+  // 2. Check the inputs (and requested outputs) against the network's.
+  absl::StatusOr<std::shared_ptr<ExecutionRequest>> request =
+      BindRequest(entry->info, std::move(inputs), options, shutdown_token_);
+  if (!request.ok()) {
+    LeaveNetwork(*entry, *executable);
+    done(request.status());
+    return;
+  }
+
+  // 5. Finish: every path from here ends the run through it.
+  auto finish = std::make_shared<RunFinish>(
+      [this, entry, executable, outputs = (*request)->outputs,
+       done = std::move(done)](absl::StatusOr<std::vector<Tensor>> result,
+                               bool started) {
+        FinishRun(*entry, *executable, outputs, std::move(result), started,
+                  done);
+      });
+
+  // 3. Admit: 4. start the run now, or once a running one ends.
+  TraceSlice* queued = TraceAdmission(options);
+  absl::Status admission = Admit(
+      [this, executable, request = *std::move(request), finish,
+       queued](bool admitted) {
+        StartRun(*executor_, **executable, std::move(*request), finish,
+                 queued, admitted);
+      });
+  if (!admission.ok()) (*finish)(admission, false);
+}
+
+absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::FindNetworkForRun(
+    absl::string_view name, std::shared_ptr<ExecutableNetwork>* executable,
+    absl::FunctionRef<std::function<void()>()> park) {
+  std::shared_ptr<NetworkEntry> entry;
   absl::Status refused;
   bool parked = false;
   {
@@ -693,11 +814,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
         // A device it needs has died and the monitor is (or will be, once
         // asked) re-provisioning it: the run waits for the new plan rather
         // than fail on the dead device too.
-        it->second->parked.push_back([this, name = std::string(name),
-                                      inputs = std::move(inputs), options,
-                                      done = std::move(done)]() mutable {
-          RunNetworkAsync(name, std::move(inputs), options, std::move(done));
-        });
+        it->second->parked.push_back(park());
         parked = true;
       } else {
         entry = it->second;
@@ -706,98 +823,35 @@ void HostManager::RunNetworkAsync(absl::string_view name,
       }
     }
   }
-  if (parked) {
-    RequestDeviceCheck();
-    return;
-  }
-  // Callbacks run without locks held: they may call back into the manager.
-  if (!refused.ok()) {
-    done(refused);
-    return;
-  }
-  auto not_run = [&entry, &executable, &done](absl::Status status) {
-    {
-      absl::MutexLock lock(&entry->mu);
-      executable->reset();
-      --entry->in_flight;
-    }
-    done(std::move(status));
-  };
-  absl::StatusOr<std::vector<Tensor>> bound =
-      BindInputs(entry->info, std::move(inputs));
-  if (!bound.ok()) {
-    not_run(bound.status());
-    return;
-  }
-  absl::StatusOr<std::vector<int>> outputs =
-      BindOutputs(entry->info, options.requested_outputs);
-  if (!outputs.ok()) {
-    not_run(outputs.status());
-    return;
-  }
-  auto request = std::make_shared<ExecutionRequest>();
-  request->inputs = *std::move(bound);
-  request->outputs = *outputs;
-  request->deadline = options.deadline;
-  request->cancel = options.cancel;
-  request->shutdown = shutdown_token_;
-  request->trace = options.trace;
-  TraceSlice* queued = nullptr;
-  if (options.trace != nullptr) {
-    TraceSlice slice;
-    slice.name = "admission queue";
-    slice.category = "host";
-    slice.process_name = "host";
-    slice.thread_name = "admission";
-    slice.thread = 1;
-    slice.begin = absl::Now();
-    queued = options.trace->AddSlice(std::move(slice));
-  }
+  if (!refused.ok()) return refused;
+  if (parked) RequestDeviceCheck();
+  return entry;
+}
 
-  // Called exactly once: with the run's result once it ran, or with the
-  // refusal if it never started (then it holds no admission slot).
-  auto finish = std::make_shared<
-      std::function<void(absl::StatusOr<std::vector<Tensor>>, bool)>>(
-      [this, entry, executable, outputs = *outputs, done = std::move(done)](
-          absl::StatusOr<std::vector<Tensor>> result, bool started) {
-        absl::StatusOr<std::vector<NamedTensor>> named;
-        if (result.ok()) {
-          std::vector<NamedTensor> list;
-          for (size_t i = 0; i < outputs.size(); ++i) {
-            list.push_back({entry->info.outputs[outputs[i]].name,
-                            std::move((*result)[i])});
-          }
-          named = std::move(list);
-        } else {
-          named = result.status();
-        }
-        {
-          absl::MutexLock lock(&entry->mu);
-          executable->reset();
-          --entry->in_flight;
-        }
-        if (started) Release();
-        // A device that fails runs may have died: look at the devices.
-        if (!named.ok() &&
-            named.status().code() == absl::StatusCode::kUnavailable) {
-          RequestDeviceCheck();
-        }
-        done(std::move(named));
-      });
-  auto start = [this, executable, request, finish, queued](bool admitted) {
-    if (queued != nullptr) queued->end = absl::Now();
-    if (!admitted) {
-      (*finish)(absl::UnavailableError("the host manager is shutting down"),
-                false);
-      return;
+void HostManager::FinishRun(NetworkEntry& entry,
+                            std::shared_ptr<ExecutableNetwork>& executable,
+                            const std::vector<int>& outputs,
+                            absl::StatusOr<std::vector<Tensor>> result,
+                            bool started, const RunCallback& done) {
+  absl::StatusOr<std::vector<NamedTensor>> named;
+  if (result.ok()) {
+    std::vector<NamedTensor> list;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      list.push_back({entry.info.outputs[outputs[i]].name,
+                      std::move((*result)[i])});
     }
-    executor_->Run(**executable, std::move(*request),
-                   [finish](absl::StatusOr<std::vector<Tensor>> result) {
-                     (*finish)(std::move(result), true);
-                   });
-  };
-  absl::Status admitted = Admit(std::move(start));
-  if (!admitted.ok()) (*finish)(admitted, false);
+    named = std::move(list);
+  } else {
+    named = result.status();
+  }
+  LeaveNetwork(entry, executable);
+  if (started) Release();
+  // A device that fails runs may have died: look at the devices.
+  if (!named.ok() &&
+      named.status().code() == absl::StatusCode::kUnavailable) {
+    RequestDeviceCheck();
+  }
+  done(std::move(named));
 }
 
 absl::Status HostManager::Admit(std::function<void(bool)> start) {

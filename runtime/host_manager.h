@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -192,6 +193,30 @@ class HostManager {
   void MonitorDevices() ABSL_LOCKS_EXCLUDED(monitor_mu_, mu_);
   void Reprovision(const std::shared_ptr<NetworkEntry>& entry,
                    const std::string& failed_device) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // RunNetworkAsync's steps (find the network, check the inputs, admit,
+  // start the run, finish it; the middle ones are in host_manager.cc).
+  //
+  // Finds the network `name` for a run. When it can run, counts the run in
+  // flight on it, sets `*executable` to the run's reference to its plan
+  // (see NetworkEntry::executable) and returns it. When every replica sits
+  // on a dead device, parks `park()` (made only then) to start the run
+  // again once the network is re-provisioned, asks for a device check and
+  // returns null. Errors: UNAVAILABLE (shutting down, or the network is
+  // unavailable), NOT_FOUND.
+  absl::StatusOr<std::shared_ptr<NetworkEntry>> FindNetworkForRun(
+      absl::string_view name, std::shared_ptr<ExecutableNetwork>* executable,
+      absl::FunctionRef<std::function<void()>()> park)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends a run found by FindNetworkForRun: names its outputs (`outputs`
+  // indexes the network's), lets go of the network, frees its admission
+  // slot if it was `started`, asks for a device check if it failed
+  // UNAVAILABLE, and calls `done`.
+  void FinishRun(NetworkEntry& entry,
+                 std::shared_ptr<ExecutableNetwork>& executable,
+                 const std::vector<int>& outputs,
+                 absl::StatusOr<std::vector<Tensor>> result, bool started,
+                 const RunCallback& done) ABSL_LOCKS_EXCLUDED(mu_);
 
   // AddNetwork and RestoreNetwork: `record` says whether to journal it.
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,

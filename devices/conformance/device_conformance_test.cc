@@ -26,14 +26,18 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/graph.h"
 #include "devices/device_guard.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
+#include "devices/stream_internal.h"
 #include "gtest/gtest.h"
-#include "core/graph.h"
 
 namespace glint {
+
+using devices_internal::StreamInternal;
+
 namespace {
 
 // --- Configurations ---------------------------------------------------------
@@ -502,7 +506,7 @@ TEST_P(DeviceConformanceTest, CopiesAreEnqueuedOnTheStream) {
   Tensor back;
   Gate gate;
   Stream* s = *device->AcquireStream();
-  s->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*s, gate.Blocker());
   device->CopyToDevice(*s, &x, &dx);
   device->CopyToHost(*s, &dx, &back);
   // Nothing moved yet: data moves only when the stream runs the copies.
@@ -608,7 +612,7 @@ TEST_P(DeviceConformanceTest, StreamRunsItemsStrictlyInOrder) {
   ASSERT_TRUE(s.ok());
   std::vector<int> order;  // Touched only by the stream's items.
   for (int i = 0; i < 200; ++i) {
-    (*s)->Enqueue([&order, i] {
+    StreamInternal::Enqueue(**s, [&order, i] {
       order.push_back(i);
       return absl::OkStatus();
     });
@@ -625,7 +629,7 @@ TEST_P(DeviceConformanceTest, QueryIsFalseWhileAnItemRuns) {
   absl::Notification started;
   Stream& s = device->default_stream();
   EXPECT_TRUE(s.Query());
-  s.Enqueue(gate.Blocker(&started));
+  StreamInternal::Enqueue(s, gate.Blocker(&started));
   started.WaitForNotification();
   // The queue is empty, but the item has not finished.
   EXPECT_FALSE(s.Query());
@@ -640,8 +644,8 @@ TEST_P(DeviceConformanceTest, SynchronizeBlocksUntilEverythingIsDone) {
   Gate gate;
   std::atomic<bool> finished{false};
   Stream* s = *device->AcquireStream();
-  s->Enqueue(gate.Blocker());
-  s->Enqueue([&finished] {
+  StreamInternal::Enqueue(*s, gate.Blocker());
+  StreamInternal::Enqueue(*s, [&finished] {
     finished = true;
     return absl::OkStatus();
   });
@@ -665,9 +669,10 @@ TEST_P(DeviceConformanceTest, RecordCapturesTheWorkEnqueuedSoFar) {
   Event e;
   EXPECT_TRUE(e.Query());  // Never recorded.
   EXPECT_TRUE(e.Synchronize().ok());
-  s->Enqueue(first.Blocker());
+  StreamInternal::Enqueue(*s, first.Blocker());
   s->Record(e);
-  s->Enqueue(second.Blocker());  // After the record: not part of it.
+  // After the record: not part of it.
+  StreamInternal::Enqueue(*s, second.Blocker());
   EXPECT_FALSE(e.Query());
   EXPECT_EQ(e.Synchronize(absl::Now() + absl::Milliseconds(10)).code(),
             absl::StatusCode::kDeadlineExceeded);
@@ -691,11 +696,11 @@ TEST_P(DeviceConformanceTest, ReRecordingMakesANewVersionAndWaitsKeepTheirs) {
   a->Record(e);  // Version 1: nothing before it.
   ASSERT_TRUE(e.Synchronize().ok());
   c->Wait(e);  // Captures version 1.
-  b->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*b, gate.Blocker());
   b->Record(e);  // Version 2: blocked until the gate opens.
   EXPECT_FALSE(e.Query());
   bool ran = false;
-  c->Enqueue([&ran] {
+  StreamInternal::Enqueue(*c, [&ran] {
     ran = true;
     return absl::OkStatus();
   });
@@ -720,7 +725,7 @@ TEST_P(DeviceConformanceTest, WaitOnANeverRecordedEventIsANoOp) {
   s->Wait(never);
   EXPECT_TRUE(s->Query());  // Nothing was enqueued.
   bool ran = false;
-  s->Enqueue([&ran] {
+  StreamInternal::Enqueue(*s, [&ran] {
     ran = true;
     return absl::OkStatus();
   });
@@ -737,7 +742,7 @@ TEST_P(DeviceConformanceTest, WaitNeverBlocksTheHost) {
   Gate gate;
   Stream* sa = *a->AcquireStream();
   Stream* sb = *b->AcquireStream();
-  sa->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*sa, gate.Blocker());
   Event e;
   sa->Record(e);
   // If either Wait blocked, this test would never reach Open().
@@ -764,16 +769,16 @@ TEST_P(DeviceConformanceTest, CrossDeviceWaitOrdersWork) {
   Tensor back;
   Stream* sa = *a->AcquireStream();
   Stream* sb = *b->AcquireStream();
-  sa->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*sa, gate.Blocker());
   a->CopyToDevice(*sa, &x, &on_a);
-  sa->Enqueue([&produced] {
+  StreamInternal::Enqueue(*sa, [&produced] {
     produced = 42;
     return absl::OkStatus();
   });
   Event e;
   sa->Record(e);
   sb->Wait(e);
-  sb->Enqueue([&] {
+  StreamInternal::Enqueue(*sb, [&] {
     seen = produced.load();
     return absl::OkStatus();
   });
@@ -816,7 +821,7 @@ TEST_P(DeviceConformanceTest, ElapsedTimeErrorsAndMeasurement) {
   // Recorded but not complete.
   {
     Gate gate;
-    sa->Enqueue(gate.Blocker());
+    StreamInternal::Enqueue(*sa, gate.Blocker());
     sa->Record(end);
     EXPECT_EQ(elapsed_code(start, end), absl::StatusCode::kFailedPrecondition);
     gate.Open();
@@ -831,7 +836,7 @@ TEST_P(DeviceConformanceTest, ElapsedTimeErrorsAndMeasurement) {
   // Positive: an item that takes 5 ms (simulated work, not synchronisation)
   // between two records.
   sa->Record(start);
-  sa->Enqueue([] {
+  StreamInternal::Enqueue(*sa, [] {
     absl::SleepFor(absl::Milliseconds(5));
     return absl::OkStatus();
   });
@@ -865,14 +870,14 @@ TEST_P(DeviceConformanceTest, ErrorsAreStickyAndTravelAcrossDevices) {
   Tensor out, x = HostTensor({1, 2}), out_b;
   DeviceTensor dx, on_b;
   a->CopyToHost(*sa, &empty, &out);
-  sa->Enqueue(count);                 // Skipped.
-  a->CopyToDevice(*sa, &x, &dx);      // Skipped.
+  StreamInternal::Enqueue(*sa, count);  // Skipped.
+  a->CopyToDevice(*sa, &x, &dx);        // Skipped.
   Event e;
-  sa->Record(e);                      // Carries the error.
+  sa->Record(e);  // Carries the error.
   sb->Wait(e);
-  sb->Enqueue(count);                 // Skipped: b's stream fails too.
-  b->CopyFromPeer(*sb, &dx, &on_b);   // Skipped.
-  b->CopyToHost(*sb, &on_b, &out_b);  // Skipped.
+  StreamInternal::Enqueue(*sb, count);  // Skipped: b's stream fails too.
+  b->CopyFromPeer(*sb, &dx, &on_b);     // Skipped.
+  b->CopyToHost(*sb, &on_b, &out_b);    // Skipped.
 
   const absl::Status sa_status = sa->Synchronize();
   EXPECT_EQ(sa_status.code(), absl::StatusCode::kInternal) << sa_status;
@@ -884,12 +889,12 @@ TEST_P(DeviceConformanceTest, ErrorsAreStickyAndTravelAcrossDevices) {
   EXPECT_EQ(dx.buffer, nullptr);
   EXPECT_EQ(on_b.buffer, nullptr);
   // Later items are skipped too, until the owner clears the error.
-  sa->Enqueue(count);
+  StreamInternal::Enqueue(*sa, count);
   EXPECT_EQ(sa->Synchronize(), sa_status);
   EXPECT_EQ(ran_after, 0);
 
   // Errors are per stream: another stream of the failed device is fine.
-  healthy->Enqueue(count);
+  StreamInternal::Enqueue(*healthy, count);
   EXPECT_TRUE(healthy->Synchronize().ok());
   EXPECT_EQ(ran_after, 1);
 
@@ -897,10 +902,10 @@ TEST_P(DeviceConformanceTest, ErrorsAreStickyAndTravelAcrossDevices) {
   ASSERT_TRUE(sa->ClearError().ok());
   ASSERT_TRUE(sb->ClearError().ok());
   EXPECT_TRUE(sa->status().ok());
-  sa->Enqueue([] { return absl::DataLossError("boom"); });
+  StreamInternal::Enqueue(*sa, [] { return absl::DataLossError("boom"); });
   sa->Record(e);
   sb->Wait(e);
-  sb->Enqueue(count);
+  StreamInternal::Enqueue(*sb, count);
   EXPECT_EQ(sb->Synchronize().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(ran_after, 1);
 
@@ -925,12 +930,13 @@ TEST_P(DeviceConformanceTest, ClearErrorRefusesWhileWorkIsPending) {
   ASSERT_NE(device, nullptr);
   Gate gate;
   Stream* s = *device->AcquireStream();
-  s->Enqueue([] { return absl::AbortedError("first"); });
-  s->Enqueue(gate.Blocker());  // Skipped, but pending until it is reached.
+  StreamInternal::Enqueue(*s, [] { return absl::AbortedError("first"); });
+  // Skipped, but pending until it is reached.
+  StreamInternal::Enqueue(*s, gate.Blocker());
   ASSERT_EQ(s->Synchronize().code(), absl::StatusCode::kAborted);
   // Everything finished: the error can be cleared.
   ASSERT_TRUE(s->ClearError().ok());
-  s->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*s, gate.Blocker());
   EXPECT_EQ(s->ClearError().code(), absl::StatusCode::kFailedPrecondition);
   gate.Open();
   EXPECT_TRUE(s->Synchronize().ok());
@@ -949,7 +955,7 @@ TEST_P(DeviceConformanceTest, StopFailsPendingWorkAndNeverHangs) {
   // The victim's stream is blocked on another device's event, with copies
   // and a launch queued behind the wait.
   Stream* blocker = *other->AcquireStream();
-  blocker->Enqueue(gate.Blocker());
+  StreamInternal::Enqueue(*blocker, gate.Blocker());
   Event never_yet;
   blocker->Record(never_yet);
   auto owned = victim->CreateStream(1);
@@ -958,7 +964,7 @@ TEST_P(DeviceConformanceTest, StopFailsPendingWorkAndNeverHangs) {
   std::atomic<int> ran{0};
   for (Stream* s : {owned->get(), pooled, &victim->default_stream()}) {
     s->Wait(never_yet);
-    s->Enqueue([&ran] {
+    StreamInternal::Enqueue(*s, [&ran] {
       ++ran;
       return absl::OkStatus();
     });

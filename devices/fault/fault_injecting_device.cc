@@ -7,8 +7,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "devices/stream_internal.h"
 
 namespace glint {
+
+using devices_internal::StreamInternal;
+
 namespace {
 
 constexpr absl::string_view kInnerParam = "inner";
@@ -178,7 +182,8 @@ absl::Status FaultInjectingDevice::CheckAlive() const {
 
 void FaultInjectingDevice::EnqueueFailure(Stream& stream,
                                           absl::Status status) {
-  stream.Enqueue([status = std::move(status)] { return status; });
+  StreamInternal::Enqueue(stream,
+                          [status = std::move(status)] { return status; });
 }
 
 absl::Status FaultInjectingDevice::Charge(uint64_t bytes,
@@ -237,7 +242,7 @@ void FaultInjectingDevice::CopyToDevice(Stream& stream, const Tensor* src,
   }
   // Allocate the destination through the wrapper (so that it is charged)
   // when the copy runs: src may be produced by earlier work on the stream.
-  stream.Enqueue([this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     if (dst->buffer != nullptr) return absl::OkStatus();
     GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(src->num_bytes()));
     return absl::OkStatus();
@@ -261,8 +266,8 @@ void FaultInjectingDevice::CopyFromPeer(Stream& stream,
   }
   // The wrapped device allocates the destination itself: charge for it when
   // the copy runs (src's size is known only then).
-  stream.Enqueue(
-      [this, src] { return Charge(src->num_bytes(), "CopyFromPeer"); });
+  StreamInternal::Enqueue(
+      stream, [this, src] { return Charge(src->num_bytes(), "CopyFromPeer"); });
   inner_->CopyFromPeer(stream, src, dst);
 }
 
@@ -293,17 +298,18 @@ void FaultInjectingDevice::Launch(Stream& stream,
   }
   if (faults.launch_delay > absl::ZeroDuration()) {
     // A slow device, not a synchronisation aid: Stop() cuts it short.
-    stream.Enqueue([this, delay = faults.launch_delay]() -> absl::Status {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), delay)) {
-        return absl::UnavailableError(
-            "injected launch delay cut short: device stopped");
-      }
-      return absl::OkStatus();
-    });
+    StreamInternal::Enqueue(
+        stream, [this, delay = faults.launch_delay]() -> absl::Status {
+          absl::MutexLock lock(&mu_);
+          if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), delay)) {
+            return absl::UnavailableError(
+                "injected launch delay cut short: device stopped");
+          }
+          return absl::OkStatus();
+        });
   }
   if (n == faults.hang_launch) {
-    stream.Enqueue([this, n]() -> absl::Status {
+    StreamInternal::Enqueue(stream, [this, n]() -> absl::Status {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&stopped_));
       return absl::UnavailableError(absl::StrCat(
@@ -332,8 +338,9 @@ void FaultInjectingDevice::Launch(Stream& stream,
   }
   const uint64_t output_bytes = StaticOutputBytes(function.function());
   if (output_bytes > 0) {
-    stream.Enqueue(
-        [this, output_bytes] { return Charge(output_bytes, "launch outputs"); });
+    StreamInternal::Enqueue(stream, [this, output_bytes] {
+      return Charge(output_bytes, "launch outputs");
+    });
   }
   inner_->Launch(stream, function, std::move(inputs), std::move(outputs));
 }

@@ -5,12 +5,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "core/graph.h"
 #include "devices/device_registry.h"
 #include "devices/sim/sim_device.h"
+#include "devices/stream_internal.h"
 #include "gtest/gtest.h"
-#include "core/graph.h"
 
 namespace glint {
+
+using devices_internal::StreamInternal;
+
 namespace {
 
 constexpr uint64_t kCapacity = 1 << 20;
@@ -206,7 +210,7 @@ TEST(FaultInjectingDeviceTest, KthLaunchFailsAndTheDeviceKeepsWorking) {
   second.loaded = std::move(first.loaded);
   second.Enqueue(*device, *s);
   bool skipped = true;
-  s->Enqueue([&] {
+  StreamInternal::Enqueue(*s, [&] {
     skipped = false;
     return absl::OkStatus();
   });

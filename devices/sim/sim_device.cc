@@ -8,10 +8,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "devices/cpu/kernel_util.h"
 #include "core/status_macros.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/stream_internal.h"
 
 namespace glint {
+
+using devices_internal::StreamInternal;
+
 namespace {
 
 // Device addresses handed to host code have this bit flipped: x86-64 and
@@ -147,7 +151,6 @@ class SimDevice::OwnedStream : public Stream {
 
   int device_id() const override { return stream_->device_id(); }
   int priority() const override { return stream_->priority(); }
-  void Enqueue(StreamWork work) override { stream_->Enqueue(std::move(work)); }
   void Record(Event& event) override { stream_->Record(event); }
   void Wait(const Event& event) override { stream_->Wait(event); }
   void OnDone(std::function<void(absl::Status)> callback) override {
@@ -159,6 +162,11 @@ class SimDevice::OwnedStream : public Stream {
   }
   absl::Status status() const override { return stream_->status(); }
   absl::Status ClearError() override { return stream_->ClearError(); }
+
+ protected:
+  void Enqueue(StreamWork work) override {
+    StreamInternal::Enqueue(*stream_, std::move(work));
+  }
 
  private:
   SimDevice* const device_;
@@ -357,7 +365,7 @@ absl::Status SimDevice::TimedCopy(size_t bytes,
 
 void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
                              DeviceTensor* dst) {
-  stream.Enqueue([this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr) {
       GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
@@ -378,7 +386,7 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
 
 void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
                            Tensor* dst) {
-  stream.Enqueue([this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     if (src->buffer == nullptr) {
       return absl::InternalError("copy from a device tensor with no buffer");
     }
@@ -396,7 +404,7 @@ void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
 
 void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
                              DeviceTensor* dst) {
-  stream.Enqueue([this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     if (src->buffer == nullptr) {
       return absl::InternalError("peer copy from a tensor with no buffer");
     }
@@ -444,30 +452,34 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
                        std::vector<DeviceTensor*> outputs) {
   const auto* loaded = dynamic_cast<const SimLoadedFunction*>(&function);
   const int priority = stream.priority();
-  stream.Enqueue([this, &stream, loaded, priority, inputs = std::move(inputs),
-                  outputs = std::move(outputs)]() -> absl::Status {
-    if (loaded == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "launch on ", config_.name, " of a function loaded elsewhere"));
-    }
-    GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> arena,
-                           loaded->AcquireArena());
-    CpuExecutionMemory memory;
-    memory.constants = loaded->constants();
-    memory.arena = HostAddress(*arena);
-    memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
-    memory.resolve = &SimDevice::HostAddress;
-    const absl::Status s = compute_engine_.Run(priority, [&]() -> absl::Status {
-      GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
-      const absl::Time start = absl::Now();
-      absl::Status result =
-          loaded->cpu_function().Execute(memory, inputs, outputs);
-      WaitOutModel(start, timing_.ComputeTime(loaded->cpu_function().flops()));
-      return result;
-    });
-    loaded->ReleaseArena(std::move(arena));
-    return s;
-  });
+  StreamInternal::Enqueue(
+      stream,
+      [this, &stream, loaded, priority, inputs = std::move(inputs),
+       outputs = std::move(outputs)]() -> absl::Status {
+        if (loaded == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "launch on ", config_.name, " of a function loaded elsewhere"));
+        }
+        GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> arena,
+                               loaded->AcquireArena());
+        CpuExecutionMemory memory;
+        memory.constants = loaded->constants();
+        memory.arena = HostAddress(*arena);
+        memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
+        memory.resolve = &SimDevice::HostAddress;
+        const absl::Status s =
+            compute_engine_.Run(priority, [&]() -> absl::Status {
+              GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
+              const absl::Time start = absl::Now();
+              absl::Status result =
+                  loaded->cpu_function().Execute(memory, inputs, outputs);
+              WaitOutModel(start,
+                           timing_.ComputeTime(loaded->cpu_function().flops()));
+              return result;
+            });
+        loaded->ReleaseArena(std::move(arena));
+        return s;
+      });
 }
 
 }  // namespace glint
