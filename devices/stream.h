@@ -141,10 +141,10 @@ class HostStream : public Stream {
     std::function<void(absl::Status)> callback;  // Always called.
   };
 
-  void Push(Item item);
-  void WorkerLoop();
+  void Push(Item item) ABSL_LOCKS_EXCLUDED(mu_);
+  void WorkerLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for `marker` or Stop(); returns the marker's status or the reason.
-  absl::Status AwaitMarker(const EventMarker& marker);
+  absl::Status AwaitMarker(const EventMarker& marker) ABSL_LOCKS_EXCLUDED(mu_);
 
   const int device_id_;
   const int priority_;

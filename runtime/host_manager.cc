@@ -266,11 +266,7 @@ void HostManager::MonitorDevices() {
   for (;;) {
     {
       absl::MutexLock lock(&monitor_mu_);
-      monitor_mu_.Await(absl::Condition(
-          +[](HostManager* h) {
-            return h->check_requested_ || h->monitor_stop_;
-          },
-          this));
+      monitor_mu_.Await(absl::Condition(this, &HostManager::MonitorHasWork));
       if (monitor_stop_) return;
       check_requested_ = false;
     }
@@ -817,9 +813,11 @@ absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::FindNetworkForRun(
         it->second->parked.push_back(park());
         parked = true;
       } else {
+        // Through `it`, whose mu is the one held (the analysis cannot see
+        // that `entry` aliases it).
+        *executable = it->second->executable;
+        ++it->second->in_flight;
         entry = it->second;
-        *executable = entry->executable;
-        ++entry->in_flight;
       }
     }
   }

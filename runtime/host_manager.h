@@ -191,6 +191,10 @@ class HostManager {
   // that fits nowhere becomes unavailable, saying why.
   void RequestDeviceCheck() ABSL_LOCKS_EXCLUDED(monitor_mu_);
   void MonitorDevices() ABSL_LOCKS_EXCLUDED(monitor_mu_, mu_);
+  // MonitorDevices' wake-up condition.
+  bool MonitorHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(monitor_mu_) {
+    return check_requested_ || monitor_stop_;
+  }
   void Reprovision(const std::shared_ptr<NetworkEntry>& entry,
                    const std::string& failed_device) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -228,9 +232,10 @@ class HostManager {
   // max_active_requests run, else queues it (never blocking the caller);
   // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE when shutting
   // down. A queued run refused by Shutdown gets `start(false)`.
-  absl::Status Admit(std::function<void(bool admitted)> start);
+  absl::Status Admit(std::function<void(bool admitted)> start)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Ends an admitted run and starts the next queued one.
-  void Release();
+  void Release() ABSL_LOCKS_EXCLUDED(mu_);
 
   const HostManagerOptions options_;
   const std::vector<std::unique_ptr<DeviceManager>> devices_;

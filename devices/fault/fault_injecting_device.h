@@ -140,10 +140,11 @@ class FaultInjectingDevice : public DeviceManager {
  private:
   // Charges `bytes` against the allocation limit (RESOURCE_EXHAUSTED if
   // over, and then nothing is charged).
-  absl::Status Charge(uint64_t bytes, absl::string_view what);
-  void Refund(uint64_t bytes);
+  absl::Status Charge(uint64_t bytes, absl::string_view what)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Refund(uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
   // UNAVAILABLE if the device is dead or stopped.
-  absl::Status CheckAlive() const;
+  absl::Status CheckAlive() const ABSL_LOCKS_EXCLUDED(mu_);
   // Enqueues an item that fails `stream` with `status`.
   static void EnqueueFailure(Stream& stream, absl::Status status);
 

@@ -108,14 +108,16 @@ class SimDevice : public DeviceManager {
             SimTimingModel timing, std::vector<std::string> unsupported_ops,
             int threads);
 
-  void ReturnMemory(size_t bytes);
+  void ReturnMemory(size_t bytes) ABSL_LOCKS_EXCLUDED(memory_mu_);
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
   absl::Status StoppedError() const;
-  std::shared_ptr<HostStream> NewStream(int priority);
-  void ForgetStream(const HostStream* stream);
+  std::shared_ptr<HostStream> NewStream(int priority)
+      ABSL_LOCKS_EXCLUDED(streams_mu_);
+  void ForgetStream(const HostStream* stream) ABSL_LOCKS_EXCLUDED(streams_mu_);
   // Runs a copy of `bytes` on the copy engine, taking at least the
   // modelled time.
-  absl::Status TimedCopy(size_t bytes, const std::function<void()>& copy);
+  absl::Status TimedCopy(size_t bytes, const std::function<void()>& copy)
+      ABSL_LOCKS_EXCLUDED(copy_engine_);
 
   const int id_;
   const DeviceConfig config_;
