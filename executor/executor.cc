@@ -1,7 +1,10 @@
 #include "executor/executor.h"
 
 #include <atomic>
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
@@ -9,7 +12,10 @@
 namespace glint {
 namespace {
 
-// Everything one run owns until its last stream reports back.
+// Everything one run owns until its last stream reports back. Touched by
+// the thread in Executor::Run until ArmCompletion hands it to the streams,
+// then only by the callback of the last stream to drain (pending_streams
+// decides which).
 struct RunState {
   const ExecutableNetwork* network = nullptr;
   // Set once picked; the run counts as outstanding on it until it ends.

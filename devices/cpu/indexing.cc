@@ -11,10 +11,11 @@
 #include <memory>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {
@@ -38,21 +39,6 @@ absl::StatusOr<int64_t> FixIndex(int64_t idx, int64_t n,
   return idx < 0 ? idx + n : idx;
 }
 
-std::vector<int64_t> Strides(const Shape& s) {
-  std::vector<int64_t> st(s.rank(), 1);
-  for (int d = s.rank() - 2; d >= 0; --d) st[d] = st[d + 1] * s.dim(d + 1);
-  return st;
-}
-
-// Advances a row-major multi-index; false after the last one.
-bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    if (++index[d] < dims[d]) return true;
-    index[d] = 0;
-  }
-  return false;
-}
-
 // ------------------------------------------------------------------ Slice
 
 class SliceKernel final : public KernelBase {
@@ -70,25 +56,16 @@ class SliceKernel final : public KernelBase {
                            GetInput(ctx, 0, dtype_, node()));
     std::vector<int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
     if (from_inputs_) {
-      GLINT_ASSIGN_OR_RETURN(const TensorView* s,
-                             GetInput(ctx, 1, DType::kUndefined, node()));
-      GLINT_ASSIGN_OR_RETURN(starts, ReadInt64s(*s, "starts", node()));
-      GLINT_ASSIGN_OR_RETURN(const TensorView* e,
-                             GetInput(ctx, 2, DType::kUndefined, node()));
-      GLINT_ASSIGN_OR_RETURN(ends, ReadInt64s(*e, "ends", node()));
-      GLINT_ASSIGN_OR_RETURN(const TensorView* a,
-                             GetOptionalInput(ctx, 3, DType::kUndefined,
-                                              node()));
-      axes.clear();
-      if (a != nullptr) {
-        GLINT_ASSIGN_OR_RETURN(axes, ReadInt64s(*a, "axes", node()));
-      }
-      GLINT_ASSIGN_OR_RETURN(const TensorView* st,
-                             GetOptionalInput(ctx, 4, DType::kUndefined,
-                                              node()));
-      if (st != nullptr) {
-        GLINT_ASSIGN_OR_RETURN(steps, ReadInt64s(*st, "steps", node()));
-      }
+      GLINT_ASSIGN_OR_RETURN(
+          starts, GetInputInt64s(ctx, 1, DType::kUndefined, "starts", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          ends, GetInputInt64s(ctx, 2, DType::kUndefined, "ends", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          axes, GetOptionalInputInt64s(ctx, 3, DType::kUndefined, {}, "axes",
+                                       node()));
+      GLINT_ASSIGN_OR_RETURN(
+          steps, GetOptionalInputInt64s(ctx, 4, DType::kUndefined, {}, "steps",
+                                        node()));
     }
     const int rank = x->shape.rank();
     if (axes.empty()) {
@@ -133,8 +110,8 @@ class SliceKernel final : public KernelBase {
       using T = typename decltype(tag)::type;
       const T* px = x->as<const T>();
       T* py = y.as<T>();
-      const std::vector<int64_t> st = Strides(x->shape);
-      std::vector<int64_t> index(rank, 0);
+      const std::vector<int64_t> st = RowStrides(x->shape.dims());
+      IndexWalk walk(dims);
       int64_t i = 0;
       if (rank == 0) {
         py[0] = px[0];
@@ -143,10 +120,10 @@ class SliceKernel final : public KernelBase {
       do {
         int64_t src = 0;
         for (int d = 0; d < rank; ++d) {
-          src += (begin[d] + index[d] * step[d]) * st[d];
+          src += (begin[d] + walk.index(d) * step[d]) * st[d];
         }
         py[i++] = px[src];
-      } while (Next(index, dims));
+      } while (walk.Next());
       return absl::OkStatus();
     });
   }
@@ -186,11 +163,9 @@ class SplitKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, rank, false, node()));
     std::vector<int64_t> split = split_;
     if (from_input_) {
-      GLINT_ASSIGN_OR_RETURN(const TensorView* s,
-                             GetOptionalInput(ctx, 1, DType::kInt64, node()));
-      if (s != nullptr) {
-        GLINT_ASSIGN_OR_RETURN(split, ReadInt64s(*s, "split", node()));
-      }
+      GLINT_ASSIGN_OR_RETURN(
+          split, GetOptionalInputInt64s(ctx, 1, DType::kInt64, split_, "split",
+                                        node()));
     }
     const int64_t n = x->shape.dim(axis);
     if (split.empty()) {
@@ -298,10 +273,7 @@ class GatherKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGather(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, kIndexDTypes).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecDataAndIndex(spec, 2, kIndexDTypes));
   return std::unique_ptr<Kernel>(
       new GatherKernel(spec, dtype, spec.node->GetInt("axis", 0)));
 }
@@ -318,20 +290,20 @@ absl::Status WalkElements(const Shape& data, const TensorView& idx, int axis,
   }
   const int64_t m = idx.num_elements();
   if (m == 0) return absl::OkStatus();
-  const std::vector<int64_t> st = Strides(data);
-  std::vector<int64_t> index(rank, 0);
+  const std::vector<int64_t> st = RowStrides(data.dims());
+  IndexWalk walk(idx.shape.dims());
   for (int64_t i = 0; i < m; ++i) {
     GLINT_ASSIGN_OR_RETURN(int64_t k,
                            FixIndex(IndexAt(idx, i), data.dim(axis), node));
     int64_t pos = 0;
     for (int d = 0; d < rank; ++d) {
-      if (d != axis && index[d] >= data.dim(d)) {
+      if (d != axis && walk.index(d) >= data.dim(d)) {
         return InvalidArgument(node, "indices shape exceeds the data's");
       }
-      pos += (d == axis ? k : index[d]) * st[d];
+      pos += (d == axis ? k : walk.index(d)) * st[d];
     }
     f(i, pos);
-    Next(index, idx.shape.dims());
+    walk.Next();
   }
   return absl::OkStatus();
 }
@@ -366,10 +338,7 @@ class GatherElementsKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGatherElements(
     const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, kIndexDTypes).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecDataAndIndex(spec, 2, kIndexDTypes));
   return std::unique_ptr<Kernel>(
       new GatherElementsKernel(spec, dtype, spec.node->GetInt("axis", 0)));
 }
@@ -443,10 +412,7 @@ class ScatterElementsKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(
     const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, kIndexDTypes).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecDataAndIndex(spec, 3, kIndexDTypes));
   GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
   return std::unique_ptr<Kernel>(new ScatterElementsKernel(
       spec, dtype, spec.node->GetInt("axis", 0), r));
@@ -478,7 +444,7 @@ absl::StatusOr<NdPlan> PlanNd(const Shape& data, const TensorView& idx,
       return InvalidArgument(node, "batch dimensions differ");
     }
   }
-  const std::vector<int64_t> st = Strides(data);
+  const std::vector<int64_t> st = RowStrides(data.dims());
   NdPlan plan;
   plan.slice = Product(data.dims(), static_cast<int>(batch_dims + q), r);
   const int64_t tuples = q == 0 ? idx.num_elements() : idx.num_elements() / q;
@@ -536,10 +502,8 @@ class GatherNDKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGatherND(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 2, {DType::kInt64}));
   return std::unique_ptr<Kernel>(
       new GatherNDKernel(spec, dtype, spec.node->GetInt("batch_dims", 0)));
 }
@@ -585,10 +549,8 @@ class ScatterNDKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 3, {DType::kInt64}));
   GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
   return std::unique_ptr<Kernel>(new ScatterNDKernel(spec, dtype, r));
 }
@@ -729,10 +691,8 @@ class CompressKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCompress(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kBool}).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 2, {DType::kBool}));
   return std::unique_ptr<Kernel>(new CompressKernel(
       spec, dtype, spec.node->HasAttribute("axis"),
       spec.node->GetInt("axis", 0)));

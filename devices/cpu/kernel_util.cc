@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "devices/cpu/element_types.h"
 
 namespace glint::cpu {
 
@@ -60,6 +61,16 @@ absl::Status CheckArity(const KernelSpec& spec, int min_inputs,
     return InvalidArgument(spec.node->Describe(), "has no output");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<DType> SpecDataAndIndex(
+    const KernelSpec& spec, int num_inputs,
+    std::initializer_list<DType> index_dtypes) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, num_inputs, num_inputs));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kEveryDType));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, index_dtypes).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return dtype;
 }
 
 absl::StatusOr<const TensorView*> GetOptionalInput(const KernelContext& ctx,
@@ -145,6 +156,24 @@ absl::StatusOr<std::vector<int64_t>> ReadInt64s(const TensorView& t,
                            DTypeName(t.dtype));
   }
   return v;
+}
+
+absl::StatusOr<std::vector<int64_t>> GetInputInt64s(const KernelContext& ctx,
+                                                    int i, DType dtype,
+                                                    absl::string_view what,
+                                                    absl::string_view node) {
+  GLINT_ASSIGN_OR_RETURN(const TensorView* t, GetInput(ctx, i, dtype, node));
+  return ReadInt64s(*t, what, node);
+}
+
+absl::StatusOr<std::vector<int64_t>> GetOptionalInputInt64s(
+    const KernelContext& ctx, int i, DType dtype,
+    const std::vector<int64_t>& fallback, absl::string_view what,
+    absl::string_view node) {
+  GLINT_ASSIGN_OR_RETURN(const TensorView* t,
+                         GetOptionalInput(ctx, i, dtype, node));
+  if (t == nullptr) return fallback;
+  return ReadInt64s(*t, what, node);
 }
 
 int64_t Product(const std::vector<int64_t>& dims, int begin, int end) {

@@ -120,6 +120,13 @@ absl::StatusOr<DType> SpecOutputDType(const KernelSpec& spec, int i,
 // (counting absent optional ones in the middle) and at least one output.
 absl::Status CheckArity(const KernelSpec& spec, int min_inputs,
                         int max_inputs);
+// The checks of a kernel that moves the elements of input 0 (data) into
+// output 0 as input 1 directs (indices, a shape, repeats, a condition):
+// exactly `num_inputs` inputs, data of any fixed-size dtype, input 1 of
+// one of `index_dtypes`, output 0 of the data's dtype, which is returned.
+absl::StatusOr<DType> SpecDataAndIndex(
+    const KernelSpec& spec, int num_inputs,
+    std::initializer_list<DType> index_dtypes);
 
 // Run-time access.
 //
@@ -146,6 +153,17 @@ absl::StatusOr<int> NormalizeAxis(int64_t axis, int rank, bool inclusive_end,
 absl::StatusOr<std::vector<int64_t>> ReadInt64s(const TensorView& t,
                                                 absl::string_view what,
                                                 absl::string_view node);
+// The values of input `i`, checked as GetInput checks it (against
+// `dtype`) and read as ReadInt64s reads them.
+absl::StatusOr<std::vector<int64_t>> GetInputInt64s(const KernelContext& ctx,
+                                                    int i, DType dtype,
+                                                    absl::string_view what,
+                                                    absl::string_view node);
+// GetInputInt64s for an optional input: `fallback` when it is absent.
+absl::StatusOr<std::vector<int64_t>> GetOptionalInputInt64s(
+    const KernelContext& ctx, int i, DType dtype,
+    const std::vector<int64_t>& fallback, absl::string_view what,
+    absl::string_view node);
 
 // Product of dims[begin, end).
 int64_t Product(const std::vector<int64_t>& dims, int begin, int end);

@@ -12,11 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {
@@ -28,16 +29,6 @@ constexpr int64_t kMaxGeneratedElements = int64_t{1} << 31;
 
 absl::StatusOr<DType> AnyDType(const KernelSpec& spec, int i) {
   return SpecInputDType(spec, i, kEveryDType);
-}
-
-// The int64 values of optional input `i`, or `fallback` when absent.
-absl::StatusOr<std::vector<int64_t>> OptionalInts(
-    const KernelContext& ctx, int i, const std::vector<int64_t>& fallback,
-    absl::string_view what, absl::string_view node) {
-  GLINT_ASSIGN_OR_RETURN(const TensorView* t,
-                         GetOptionalInput(ctx, i, DType::kUndefined, node));
-  if (t == nullptr) return fallback;
-  return ReadInt64s(*t, what, node);
 }
 
 // ---------------------------------------------------- reshaping copies
@@ -59,7 +50,9 @@ class ReshapingKernel final : public KernelBase {
                            GetInput(ctx, 0, dtype_, node()));
     std::vector<int64_t> axes = axes_;
     if (axes_input_) {
-      GLINT_ASSIGN_OR_RETURN(axes, OptionalInts(ctx, 1, axes_, "axes", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          axes, GetOptionalInputInt64s(ctx, 1, DType::kUndefined, axes_, "axes",
+                                       node()));
     }
     std::vector<int64_t> dims;
     const int rank = x->shape.rank();
@@ -225,10 +218,9 @@ class ExpandKernel final : public KernelBase {
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
                            GetInput(ctx, 0, dtype_, node()));
-    GLINT_ASSIGN_OR_RETURN(const TensorView* s,
-                           GetInput(ctx, 1, DType::kInt64, node()));
-    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                           ReadInt64s(*s, "shape", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> dims,
+        GetInputInt64s(ctx, 1, DType::kInt64, "shape", node()));
     for (int64_t d : dims) {
       if (d < 0) return InvalidArgument(node(), "negative dimension ", d);
     }
@@ -251,10 +243,8 @@ class ExpandKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 2, {DType::kInt64}));
   return std::unique_ptr<Kernel>(new ExpandKernel(spec, dtype));
 }
 
@@ -266,10 +256,9 @@ class TileKernel final : public KernelBase {
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
                            GetInput(ctx, 0, dtype_, node()));
-    GLINT_ASSIGN_OR_RETURN(const TensorView* r,
-                           GetInput(ctx, 1, DType::kInt64, node()));
-    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> reps,
-                           ReadInt64s(*r, "repeats", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> reps,
+        GetInputInt64s(ctx, 1, DType::kInt64, "repeats", node()));
     const int rank = x->shape.rank();
     if (static_cast<int>(reps.size()) != rank) {
       return InvalidArgument(node(), "repeats has ", reps.size(),
@@ -292,22 +281,16 @@ class TileKernel final : public KernelBase {
       using T = typename decltype(tag)::type;
       const T* px = x->as<const T>();
       T* py = y.as<T>();
-      std::vector<int64_t> in_stride(rank, 1);
-      for (int d = rank - 2; d >= 0; --d) {
-        in_stride[d] = in_stride[d + 1] * x->shape.dim(d + 1);
-      }
-      std::vector<int64_t> index(rank, 0);
+      const std::vector<int64_t> in_stride = RowStrides(x->shape.dims());
+      IndexWalk walk(dims);
       const int64_t n = y.num_elements();
       for (int64_t i = 0; i < n; ++i) {
         int64_t src = 0;
         for (int d = 0; d < rank; ++d) {
-          src += (index[d] % x->shape.dim(d)) * in_stride[d];
+          src += (walk.index(d) % x->shape.dim(d)) * in_stride[d];
         }
         py[i] = px[src];
-        for (int d = rank - 1; d >= 0; --d) {
-          if (++index[d] < dims[d]) break;
-          index[d] = 0;
-        }
+        walk.Next();
       }
       return absl::OkStatus();
     });
@@ -318,10 +301,8 @@ class TileKernel final : public KernelBase {
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeTile(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
-  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 2, {DType::kInt64}));
   return std::unique_ptr<Kernel>(new TileKernel(spec, dtype));
 }
 
@@ -347,9 +328,8 @@ class PadKernel final : public KernelBase {
     std::vector<int64_t> pads = pads_;
     const TensorView* value = nullptr;
     if (from_inputs_) {
-      GLINT_ASSIGN_OR_RETURN(const TensorView* p,
-                             GetInput(ctx, 1, DType::kInt64, node()));
-      GLINT_ASSIGN_OR_RETURN(pads, ReadInt64s(*p, "pads", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          pads, GetInputInt64s(ctx, 1, DType::kInt64, "pads", node()));
       GLINT_ASSIGN_OR_RETURN(value, GetOptionalInput(ctx, 2, dtype_, node()));
       if (value != nullptr && value->num_elements() != 1) {
         return InvalidArgument(node(), "constant_value must be a scalar");
@@ -397,17 +377,14 @@ class PadKernel final : public KernelBase {
                          : Store<S>(static_cast<ComputeType<S>>(value_));
       const S* px = x->as<const S>();
       S* py = y.as<S>();
-      std::vector<int64_t> in_stride(rank, 1);
-      for (int d = rank - 2; d >= 0; --d) {
-        in_stride[d] = in_stride[d + 1] * x->shape.dim(d + 1);
-      }
-      std::vector<int64_t> index(rank, 0);
+      const std::vector<int64_t> in_stride = RowStrides(x->shape.dims());
+      IndexWalk walk(dims);
       const int64_t n = y.num_elements();
       for (int64_t i = 0; i < n; ++i) {
         int64_t src = 0;
         bool inside = true;
         for (int d = 0; d < rank && inside; ++d) {
-          int64_t j = index[d] - pads[d];
+          int64_t j = walk.index(d) - pads[d];
           const int64_t len = x->shape.dim(d);
           if (j < 0 || j >= len) {
             if (mode_ == PadMode::kConstant) {
@@ -426,10 +403,7 @@ class PadKernel final : public KernelBase {
           src += j * in_stride[d];
         }
         py[i] = inside ? px[src] : fill;
-        for (int d = rank - 1; d >= 0; --d) {
-          if (++index[d] < dims[d]) break;
-          index[d] = 0;
-        }
+        walk.Next();
       }
       return absl::OkStatus();
     });
@@ -476,10 +450,9 @@ class ConstantOfShapeKernel final : public KernelBase {
       : KernelBase(spec), value_(std::move(value)) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
-    GLINT_ASSIGN_OR_RETURN(const TensorView* s,
-                           GetInput(ctx, 0, DType::kInt64, node()));
-    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
-                           ReadInt64s(*s, "shape", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> dims,
+        GetInputInt64s(ctx, 0, DType::kInt64, "shape", node()));
     double total = 1;
     for (int64_t d : dims) {
       if (d < 0) return InvalidArgument(node(), "negative dimension ", d);

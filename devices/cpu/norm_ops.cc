@@ -6,11 +6,12 @@
 #include <memory>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {
@@ -190,32 +191,19 @@ absl::Status NormalizeGroups(const TensorView& x, const std::vector<bool>& reduc
                              const std::vector<double>* bias,
                              const TensorView& y) {
   const int rank = x.shape.rank();
-  std::vector<int64_t> group_stride(rank, 0);
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    if (!reduce[d]) {
-      group_stride[d] = s;
-      s *= x.shape.dim(d);
-    }
-  }
-  const int64_t groups = s;
+  int64_t groups = 0;
+  const std::vector<int64_t> group_stride =
+      KeptStrides(x.shape.dims(), reduce, &groups);
   const std::vector<double> xs = LoadAsDoubles(x);
   std::vector<int64_t> group(xs.size());
   std::vector<int64_t> channel(xs.size(), 0);
   {
-    std::vector<int64_t> index(rank, 0);
+    IndexWalk walk(x.shape.dims());
     int64_t g = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       group[i] = g;
-      if (rank > 1) channel[i] = index[1];
-      for (int d = rank - 1; d >= 0; --d) {
-        if (++index[d] < x.shape.dim(d)) {
-          g += group_stride[d];
-          break;
-        }
-        g -= group_stride[d] * (x.shape.dim(d) - 1);
-        index[d] = 0;
-      }
+      if (rank > 1) channel[i] = walk.index(1);
+      walk.Next(group_stride, g);
     }
   }
   std::vector<double> sum(groups, 0), sq(groups, 0), count(groups, 0);

@@ -15,10 +15,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {
@@ -61,12 +62,9 @@ class ReduceKernel final : public KernelBase {
                            GetInput(ctx, 0, dtype_, node()));
     std::vector<int64_t> axes = axes_;
     if (axes_input_) {
-      GLINT_ASSIGN_OR_RETURN(const TensorView* a,
-                             GetOptionalInput(ctx, 1, DType::kUndefined,
-                                              node()));
-      if (a != nullptr) {
-        GLINT_ASSIGN_OR_RETURN(axes, ReadInt64s(*a, "axes", node()));
-      }
+      GLINT_ASSIGN_OR_RETURN(
+          axes, GetOptionalInputInt64s(ctx, 1, DType::kUndefined, axes_, "axes",
+                                       node()));
     }
     const int rank = x->shape.rank();
     GLINT_ASSIGN_OR_RETURN(std::vector<bool> reduce,
@@ -81,14 +79,8 @@ class ReduceKernel final : public KernelBase {
         out_dims.push_back(1);
       }
     }
-    std::vector<int64_t> out_stride(rank, 0);
-    int64_t s = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      if (!reduce[d]) {
-        out_stride[d] = s;
-        s *= x->shape.dim(d);
-      }
-    }
+    const std::vector<int64_t> out_stride =
+        KeptStrides(x->shape.dims(), reduce);
     int64_t count = 1;
     for (int d = 0; d < rank; ++d) {
       if (reduce[d]) count *= x->shape.dim(d);
@@ -117,21 +109,13 @@ class ReduceKernel final : public KernelBase {
     std::vector<A> acc(n_out, Init<A>());
     std::vector<A> shift(n_out, A(0));
     const S* px = x.as<const S>();
-    const int rank = x.shape.rank();
     auto walk = [&](auto&& f) {
-      std::vector<int64_t> index(rank, 0);
+      IndexWalk at(x.shape.dims());
       int64_t o = 0;
       const int64_t n = x.num_elements();
       for (int64_t i = 0; i < n; ++i) {
         f(o, static_cast<A>(Load<C>(px[i])));
-        for (int d = rank - 1; d >= 0; --d) {
-          if (++index[d] < x.shape.dim(d)) {
-            o += out_stride[d];
-            break;
-          }
-          o -= out_stride[d] * (x.shape.dim(d) - 1);
-          index[d] = 0;
-        }
+        at.Next(out_stride, o);
       }
     };
     if (op_ == Reduce::kLogSumExp) {
@@ -349,10 +333,9 @@ class CumSumKernel final : public KernelBase {
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
                            GetInput(ctx, 0, dtype_, node()));
-    GLINT_ASSIGN_OR_RETURN(const TensorView* a,
-                           GetInput(ctx, 1, DType::kUndefined, node()));
-    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
-                           ReadInt64s(*a, "axis", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> axes,
+        GetInputInt64s(ctx, 1, DType::kUndefined, "axis", node()));
     if (axes.size() != 1) {
       return InvalidArgument(node(), "axis must hold one value");
     }
@@ -430,10 +413,9 @@ class TopKKernel final : public KernelBase {
                            GetInput(ctx, 0, dtype_, node()));
     int64_t k = k_attr_;
     if (k_input_) {
-      GLINT_ASSIGN_OR_RETURN(const TensorView* kt,
-                             GetInput(ctx, 1, DType::kInt64, node()));
-      GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> kv,
-                             ReadInt64s(*kt, "K", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          std::vector<int64_t> kv,
+          GetInputInt64s(ctx, 1, DType::kInt64, "K", node()));
       if (kv.size() != 1) return InvalidArgument(node(), "K must be one value");
       k = kv[0];
     }

@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {
@@ -295,11 +296,8 @@ class ResizeKernel final : public KernelBase {
     }
     const std::vector<double> xs = LoadAsDoubles(*x);
     std::vector<double> ys(y.num_elements());
-    std::vector<int64_t> in_stride(rank, 1);
-    for (int a = rank - 2; a >= 0; --a) {
-      in_stride[a] = in_stride[a + 1] * x->shape.dim(a + 1);
-    }
-    std::vector<int64_t> index(rank, 0);
+    const std::vector<int64_t> in_stride = RowStrides(x->shape.dims());
+    IndexWalk walk(out);
     for (int64_t i = 0; i < y.num_elements(); ++i) {
       // Sum over the tensor product of the axes' taps.
       double sum = 0;
@@ -309,7 +307,7 @@ class ResizeKernel final : public KernelBase {
         int64_t src = 0;
         bool outside = false;
         for (int a = 0; a < rank; ++a) {
-          const Tap& tp = taps[a][index[a]][pick[a]];
+          const Tap& tp = taps[a][walk.index(a)][pick[a]];
           if (tp.index < 0) outside = true;
           wgt *= tp.weight;
           src += std::max<int64_t>(tp.index, 0) * in_stride[a];
@@ -317,16 +315,13 @@ class ResizeKernel final : public KernelBase {
         sum += wgt * (outside ? extrapolation_ : xs[src]);
         int a = rank - 1;
         for (; a >= 0; --a) {
-          if (++pick[a] < taps[a][index[a]].size()) break;
+          if (++pick[a] < taps[a][walk.index(a)].size()) break;
           pick[a] = 0;
         }
         if (a < 0) break;
       }
       ys[i] = sum;
-      for (int a = rank - 1; a >= 0; --a) {
-        if (++index[a] < out[a]) break;
-        index[a] = 0;
-      }
+      walk.Next();
     }
     StoreDoubles(ys, y);
     return absl::OkStatus();
