@@ -31,12 +31,12 @@
 #include "absl/strings/str_split.h"
 #include "bench/timing.h"
 #include "client/glint_client.h"
+#include "core/device_info.h"
 #include "grpcpp/grpcpp.h"
+#include "onnx/test_models.h"
 #include "proto/glint.grpc.pb.h"
 #include "proto/limits.h"
-#include "core/device_info.h"
 #include "runtime/host_manager.h"
-#include "onnx/test_models.h"
 #include "tests/process_util.h"
 
 namespace glint {

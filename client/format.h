@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/device_info.h"
 #include "api/types.h"
+#include "core/device_info.h"
 #include "core/tensor.h"
 
 namespace glint {

@@ -17,9 +17,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "proto/glint.grpc.pb.h"
-#include "core/device_info.h"
 #include "api/types.h"
+#include "core/device_info.h"
+#include "proto/glint.grpc.pb.h"
 
 namespace glint {
 

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "onnx/onnx_pb.h"
 #include "api/types.h"
 #include "core/tensor.h"
+#include "onnx/onnx_pb.h"
 
 namespace glint {
 

@@ -1,7 +1,7 @@
 #include "core/op_cost.h"
 
-#include "absl/strings/strip.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 
 namespace glint {
 

@@ -3,11 +3,11 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "core/dtype.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "core/text.h"
+#include "gtest/gtest.h"
 
 namespace glint {
 namespace {

@@ -8,12 +8,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/device_info.h"
+#include "core/tensor.h"
 #include "devices/compiled_function.h"
 #include "devices/device_memory.h"
 #include "devices/event.h"
 #include "devices/stream.h"
-#include "core/device_info.h"
-#include "core/tensor.h"
 
 namespace glint {
 

@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "devices/sim/sim_device.h"
 #include "core/status_macros.h"
+#include "devices/sim/sim_device.h"
 
 namespace glint {
 

@@ -16,8 +16,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "devices/device_manager.h"
 #include "core/device_info.h"
+#include "devices/device_manager.h"
 
 namespace glint {
 

@@ -26,9 +26,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "fuzz/fuzz_check.h"
 #include "core/graph.h"
 #include "core/logging.h"
+#include "fuzz/fuzz_check.h"
 #include "onnx/onnx_importer.h"
 
 #if defined(__has_feature)

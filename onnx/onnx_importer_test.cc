@@ -11,12 +11,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph.h"
+#include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
-#include "core/graph.h"
 #include "onnx/onnx_tensor.h"
-#include "core/tensor.h"
 
 namespace glint {
 

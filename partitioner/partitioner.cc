@@ -8,11 +8,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/load_balance.h"
 #include "partitioner/plan_util.h"
 #include "partitioner/validate.h"
-#include "core/status_macros.h"
 
 namespace glint {
 namespace {

@@ -26,10 +26,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "fuzz/fuzz_check.h"
-#include "partitioner/partitioner.h"
 #include "core/device_info.h"
 #include "core/graph.h"
+#include "fuzz/fuzz_check.h"
+#include "partitioner/partitioner.h"
 
 namespace glint {
 namespace {

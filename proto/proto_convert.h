@@ -10,12 +10,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "proto/glint.pb.h"
+#include "api/types.h"
 #include "core/device_info.h"
 #include "core/dtype.h"
 #include "core/graph.h"
-#include "api/types.h"
 #include "core/tensor.h"
+#include "proto/glint.pb.h"
 
 namespace glint {
 

@@ -3,9 +3,9 @@
 #include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
-#include "partitioner/partitioner.h"
 #include "onnx/onnx_importer.h"
 #include "onnx/test_models.h"
+#include "partitioner/partitioner.h"
 
 namespace glint {
 namespace {

@@ -12,17 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
+#include "core/digest.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "core/text.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
 #include "executor/executor.h"
+#include "onnx/onnx_importer.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
-#include "core/logging.h"
-#include "core/digest.h"
-#include "onnx/onnx_importer.h"
-#include "core/status_macros.h"
-#include "core/text.h"
 
 namespace glint {
 

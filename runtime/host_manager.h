@@ -31,9 +31,9 @@
 #include "core/cancellation.h"
 #include "core/device_info.h"
 #include "core/graph.h"
-#include "onnx/onnx_importer.h"
 #include "core/tensor.h"
 #include "core/trace.h"
+#include "onnx/onnx_importer.h"
 
 namespace glint {
 

@@ -12,8 +12,8 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/host_manager.h"
 #include "onnx/test_models.h"
+#include "runtime/host_manager.h"
 
 namespace glint {
 namespace {

@@ -18,10 +18,10 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/stubs/common.h"
-#include "proto/store.pb.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
+#include "google/protobuf/stubs/common.h"
+#include "proto/store.pb.h"
 
 namespace glint {
 namespace {

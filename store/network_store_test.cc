@@ -1,7 +1,5 @@
 #include "store/network_store.h"
 
-#include "core/digest.h"
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "core/digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

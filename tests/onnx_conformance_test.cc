@@ -40,10 +40,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/tensor_file.h"
-#include "gtest/gtest.h"
-#include "onnx/onnx_pb.h"
 #include "core/device_info.h"
 #include "core/half.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
 #include "tests/test_util.h"
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "onnx/onnx_pb.h"
 #include "api/types.h"
 #include "core/tensor.h"
+#include "onnx/onnx_pb.h"
 
 namespace glint {
 namespace testing {

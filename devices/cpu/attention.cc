@@ -18,11 +18,11 @@
 #include <memory>
 #include <new>
 
+#include "core/status_macros.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

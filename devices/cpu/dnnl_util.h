@@ -18,12 +18,12 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "oneapi/dnnl/dnnl.hpp"
-#include "absl/status/statusor.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "oneapi/dnnl/dnnl.hpp"
 
 namespace glint::cpu {
 

@@ -26,12 +26,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "devices/cpu/kernel.h"
-#include "devices/cpu/kernel_util.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "devices/cpu/kernel.h"
+#include "devices/cpu/kernel_util.h"
 
 namespace glint::cpu::testing {
 

@@ -14,10 +14,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "devices/cpu/kernel.h"
 #include "core/dtype.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "devices/cpu/kernel.h"
 
 namespace glint::cpu {
 

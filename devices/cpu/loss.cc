@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -14,12 +14,12 @@
 #include <memory>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

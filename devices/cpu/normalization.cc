@@ -5,10 +5,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

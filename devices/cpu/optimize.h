@@ -43,8 +43,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "devices/cpu/kernel.h"
 #include "core/graph.h"
+#include "devices/cpu/kernel.h"
 
 namespace glint::cpu {
 

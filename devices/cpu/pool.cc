@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "core/status_macros.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
-#include "core/status_macros.h"
 
 namespace glint::cpu {
 namespace {

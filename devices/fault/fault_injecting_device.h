@@ -18,9 +18,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/device_info.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
-#include "core/device_info.h"
 
 namespace glint {
 

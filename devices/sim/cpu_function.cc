@@ -6,10 +6,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
 #include "core/op_cost.h"
 #include "core/status_macros.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 
 namespace glint {
 namespace {

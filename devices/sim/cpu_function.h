@@ -11,10 +11,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/graph.h"
 #include "devices/compiled_function.h"
 #include "devices/cpu/kernel.h"
 #include "devices/device_memory.h"
-#include "core/graph.h"
 
 namespace glint {
 

@@ -3,12 +3,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "proto/glint.pb.h"
 #include "core/digest.h"
-#include "proto/store.pb.h"
 #include "core/logging.h"
-#include "proto/proto_convert.h"
 #include "core/status_macros.h"
+#include "proto/glint.pb.h"
+#include "proto/proto_convert.h"
+#include "proto/store.pb.h"
 
 namespace glint {
 

@@ -9,8 +9,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "proto/proto_convert.h"
 #include "onnx/test_models.h"
+#include "proto/proto_convert.h"
 
 namespace glint {
 namespace {
