@@ -81,6 +81,19 @@ enum class PlanReuse {
 absl::StatusOr<PlanReuse> ParsePlanReuse(absl::string_view name);
 absl::string_view PlanReuseName(PlanReuse reuse);
 
+// Dynamic batching, as Triton's dynamic batcher: concurrent runs of one
+// network whose inputs share every dimension but the first (the batch
+// dimension) are merged, run once, and split back; each caller gets what
+// an unbatched run would have given. Opt-in per network at AddNetwork.
+struct DynamicBatching {
+  // The most requests' rows one execution takes; 0 turns batching off.
+  int max_batch_size = 0;
+  // How long the first request of a forming batch may wait for others.
+  absl::Duration max_queue_delay = absl::ZeroDuration();
+  // Batch sizes to form in preference, when that many rows are waiting.
+  std::vector<int> preferred_batch_sizes;
+};
+
 struct AddNetworkOptions {
   // Binds graph inputs whose declared shape has symbolic or unknown
   // dimensions: input name → full static shape. Unbound unknown dimensions
@@ -94,6 +107,9 @@ struct AddNetworkOptions {
   // Part of what a plan is made for: change it to force a new plan (e.g. a
   // digest of everything outside the model that should invalidate plans).
   std::string user_config;
+  // Server-side merging of concurrent requests (off unless
+  // max_batch_size > 0).
+  DynamicBatching batching;
 };
 
 // A named tensor, as inputs and outputs of a run travel.
@@ -149,6 +165,52 @@ struct RunOptions {
   // and each partition, copy and wait on its device stream); read it with
   // RunTrace::ToChromeJson() once the run is done.
   std::shared_ptr<RunTrace> trace;
+  // Queueing priority: a larger number is more urgent; runs of equal
+  // priority are admitted first come, first served. 0 is the default.
+  int priority = 0;
+};
+
+// --- Statistics ----------------------------------------------------------------
+
+// A duration series: how many, their total, and quantiles of the recent
+// ones.
+struct DurationStats {
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+};
+
+// One partition's launches (replica 0's device, or all replicas summed).
+struct PartitionStatistics {
+  std::string name;
+  std::string device_name;
+  DurationStats compute;
+};
+
+// A network's serving statistics since it was added (Triton's
+// InferStatistics plus Glint's own). Durations as Triton defines them:
+// queue = waiting for admission (and for a batch), compute_input = inputs
+// to the devices, compute_infer = the partitions, compute_output = outputs
+// back to the host; request = the whole run as the caller saw it.
+struct NetworkStatistics {
+  std::string name;
+  uint64_t success_count = 0;
+  uint64_t failure_count = 0;
+  // Requests answered (success or not), and executions of the network: with
+  // dynamic batching one execution serves several requests.
+  uint64_t inference_count = 0;
+  uint64_t execution_count = 0;
+  absl::Time last_inference = absl::UnixEpoch();  // Epoch: never run.
+  DurationStats request;  // Successful requests, end to end.
+  DurationStats failed;   // Failed requests, end to end.
+  DurationStats queue;
+  DurationStats compute_input;
+  DurationStats compute_infer;
+  DurationStats compute_output;
+  int queue_depth = 0;  // Runs waiting for admission now.
+  int in_flight = 0;    // Runs admitted and not finished now.
+  std::vector<PartitionStatistics> partitions;
 };
 
 }  // namespace glint
