@@ -23,9 +23,10 @@ struct RunState {
   ExecutionRequest request;
   ExecutionCallback done;
 
-  // One stream per device of the replica, leased for the run, in
-  // ReplicaRouting::devices order; its index is its track in a trace.
-  std::vector<Stream*> streams;
+  // The run's view of a shared stream on every device of the replica, in
+  // ReplicaRouting::devices order (its index is its track in a trace): the
+  // run's own error scope on streams all runs share.
+  std::vector<std::unique_ptr<Stream>> streams;
   std::unique_ptr<ExecutionState> state;  // From the replica's pool.
   std::vector<Tensor> outputs;            // Host copies.
 
@@ -108,28 +109,18 @@ absl::Status DescribeFailure(const RunState& run, absl::Status status) {
   return status;
 }
 
-void ReleaseStreams(RunState& run) {
-  for (size_t d = 0; d < run.streams.size(); ++d) {
-    Stream* stream = run.streams[d];
-    if (stream == nullptr) continue;  // Leasing stopped before it.
-    // Every item of this run has finished, so the stream can be reset for
-    // the next run; a stopped device keeps refusing work anyway.
-    (void)stream->ClearError();
-    stream->SetLaunchCheck(nullptr);
-    run.routing().devices[d]->ReleaseStream(stream);
-  }
-  run.streams.clear();
-}
+// Every item of the run has finished (or none was enqueued): its views go.
+void CloseStreams(RunState& run) { run.streams.clear(); }
 
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
-  for (Stream* stream : run->streams) {
+  for (const std::unique_ptr<Stream>& stream : run->streams) {
     absl::Status s = stream->status();
     if (!s.ok() && status.ok()) status = s;
   }
   if (!status.ok()) status = DescribeFailure(*run, status);
   if (status.ok()) status = CheckRunnable(run->request);
-  ReleaseStreams(*run);
+  CloseStreams(*run);
   // A state goes back to the pool, buffers and all, unless this run was its
   // first and failed: then its memory is freed, so a failed run leaves the
   // devices' memory as it found it.
@@ -148,7 +139,7 @@ void Finish(std::shared_ptr<RunState> run) {
 
 // Ends a run that failed before anything was enqueued.
 void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
-  if (run->replica != nullptr) ReleaseStreams(*run);
+  CloseStreams(*run);
   if (run->state != nullptr) {
     run->replica->states.Release(std::move(run->state));
   }
@@ -181,15 +172,24 @@ Replica* PickReplica(const ExecutableNetwork& network) {
   return replica;
 }
 
-// Step 2: a stream on every device the replica uses, leased for this run
-// alone (runs never share a stream, so one run's failure cannot poison
-// another's). Streams leased before a failure are in `run.streams` for
-// ReleaseStreams.
-absl::Status LeaseStreams(RunState& run) {
+// Step 2: on every device the replica uses, a view of the device's shared
+// stream of the run's priority. Runs share the streams (so a device's
+// threads do not grow with the runs in flight) but each view is an error
+// scope of its own, so one run's failure never poisons another's. Each
+// view checks, right before each of its launches computes, that the run is
+// still wanted: a launch queued behind other runs' work is skipped once
+// this run is cancelled.
+absl::Status OpenStreams(RunState& run) {
   const ReplicaRouting& routing = run.routing();
-  run.streams.assign(routing.devices.size(), nullptr);
+  run.streams.reserve(routing.devices.size());
   for (size_t d = 0; d < routing.devices.size(); ++d) {
-    absl::StatusOr<Stream*> stream = routing.devices[d]->AcquireStream();
+    SharedStreamOptions options;
+    options.priority = run.request.priority;
+    options.launch_check = [request = &run.request] {
+      return CheckRunnable(*request);
+    };
+    absl::StatusOr<std::unique_ptr<Stream>> stream =
+        routing.devices[d]->OpenSharedStream(std::move(options));
     if (!stream.ok()) {
       // Named after the first partition on the device, which needed it.
       size_t first = 0;
@@ -199,11 +199,7 @@ absl::Status LeaseStreams(RunState& run) {
           absl::StrCat("partition ", run.replica->partitions[first].name, ": ",
                        stream.status().message()));
     }
-    // Checked again right before each launch computes: a launch queued
-    // behind other runs' work is skipped once this run is cancelled.
-    (*stream)->SetLaunchCheck(
-        [request = &run.request] { return CheckRunnable(*request); });
-    run.streams[d] = *stream;
+    run.streams.push_back(*std::move(stream));
   }
   return absl::OkStatus();
 }
@@ -229,6 +225,9 @@ void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
 // check the run is still wanted; launch; record the done-event.
+// Topological order is what keeps the shared streams free of deadlocks:
+// every Wait refers to a producer's done-event recorded earlier in this
+// call (see HostStream).
 void EnqueuePartitions(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;
@@ -354,9 +353,11 @@ void ArmCompletion(std::shared_ptr<RunState> run) {
     return;
   }
   run->pending_streams.store(static_cast<int>(run->streams.size()));
-  // A copy: the first callback may finish the run, and so clear
-  // run->streams, while later ones are still being registered.
-  const std::vector<Stream*> streams = run->streams;
+  // A copy: the first callback may finish the run, and so close
+  // run->streams, while later ones are still being registered. Each view
+  // lives until the run finishes, after its own callback has started.
+  std::vector<Stream*> streams;
+  for (const auto& stream : run->streams) streams.push_back(stream.get());
   for (Stream* stream : streams) {
     stream->OnDone([run](absl::Status) {
       if (run->pending_streams.fetch_sub(1) == 1) Finish(run);
@@ -380,7 +381,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     return;
   }
   run->replica = PickReplica(network);
-  if (absl::Status s = LeaseStreams(*run); !s.ok()) {
+  if (absl::Status s = OpenStreams(*run); !s.ok()) {
     FailEarly(run, s);
     return;
   }

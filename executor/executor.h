@@ -1,9 +1,10 @@
 // Executor: runs an ExecutableNetwork on event-synchronized device streams.
 //
-// A run enqueues the whole DAG up front: for each partition, on a stream of
-// its device, it waits for the done-events of producers on other devices,
-// copies their outputs in (peer copy), launches, and records its own
-// done-event; outputs are copied back to the host on the producer's stream.
+// A run enqueues the whole DAG up front: for each partition, on its view of
+// a stream its device shares between runs, it waits for the done-events of
+// producers on other devices, copies their outputs in (peer copy),
+// launches, and records its own done-event; outputs are copied back to the
+// host on the producer's stream.
 // The host never waits between partitions: completion is reported by a
 // callback the last stream runs. See docs/ARCHITECTURE.md, Executor.
 #ifndef GLINT_EXECUTOR_EXECUTOR_H_
@@ -40,6 +41,11 @@ struct ExecutionRequest {
   // When set, the run adds a slice per partition, copy and wait on each
   // device stream's track, and one for the host's enqueueing.
   std::shared_ptr<RunTrace> trace;
+  // Larger is more urgent (RunOptions::priority). Picks the shared stream
+  // the run's work goes on, on each device, and orders its launches at the
+  // devices' compute engines: a more urgent run's launch goes before the
+  // launches of less urgent runs waiting there.
+  int priority = 0;
 };
 
 // Called once with the requested outputs (in request order) or the run's

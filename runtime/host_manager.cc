@@ -689,6 +689,7 @@ absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
   request->cancel = options.cancel;
   request->shutdown = std::move(shutdown);
   request->trace = options.trace;
+  request->priority = options.priority;
   return request;
 }
 
