@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "devices/event.h"
@@ -152,14 +153,17 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   // What to do once mu_ is released: what completed markers call (it
   // reaches other views' and streams' locks), OnDone callbacks, waits to
   // register, work skipped (its captures are freed outside the lock).
+  // Inlined: one per item run, usually with one entry or none.
   struct Deferred {
-    std::vector<std::function<void()>> marker_callbacks;
-    std::vector<std::pair<std::function<void(absl::Status)>, absl::Status>>
+    std::vector<std::function<void()>> marker_callbacks;  // Complete()'s.
+    absl::InlinedVector<
+        std::pair<std::function<void(absl::Status)>, absl::Status>, 1>
         callbacks;
-    std::vector<std::pair<std::shared_ptr<const EventMarker>,
-                          std::shared_ptr<Queue>>>
+    absl::InlinedVector<std::pair<std::shared_ptr<const EventMarker>,
+                                  std::shared_ptr<Queue>>,
+                        1>
         waits;
-    std::vector<StreamWork> garbage;
+    absl::InlinedVector<StreamWork, 1> garbage;
   };
 
   explicit SharedStream(Options options);
