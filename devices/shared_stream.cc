@@ -234,44 +234,62 @@ void SharedStream::RunDeferred(Deferred& deferred) {
 }
 
 void SharedStream::Worker(bool compute) {
-  mu_.Lock();
-  while (true) {
-    // The compute thread takes launches first, then anything; the helper
-    // only non-launch work, and only while the compute thread is busy (a
-    // lone run stays on one thread: no hand-off per item).
-    auto ready = [this, compute]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      if (stopping_) return true;
-      if (compute) return !ready_launches_.empty() || !ready_other_.empty();
-      return compute_busy_ && !ready_other_.empty();
-    };
-    mu_.Await(absl::Condition(&ready));
-    if (stopping_) break;
+  // The compute thread takes launches first, then anything; the helper
+  // only non-launch work, and only while the compute thread is busy (a lone
+  // run stays on one thread: no hand-off per item).
+  auto ready = [this, compute]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    if (compute) return !ready_launches_.empty() || !ready_other_.empty();
+    return compute_busy_ && !ready_other_.empty();
+  };
+  // Takes the next item to run (mu_ held, ready() true, not stopping).
+  auto take = [this, compute](std::shared_ptr<Queue>& queue, Item& item)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ReadySet& from = compute && !ready_launches_.empty() ? ready_launches_
                                                           : ready_other_;
-    std::shared_ptr<Queue> queue = from.Pop();
+    queue = from.Pop();
     if (compute) compute_busy_ = true;
-    Item item = std::move(queue->items.front());
+    item = std::move(queue->items.front());
     queue->items.pop_front();
     queue->running = true;
+  };
+  std::shared_ptr<Queue> queue;
+  Item item;
+  mu_.Lock();
+  while (true) {
+    mu_.Await(absl::Condition(&ready));
+    if (stopping_) break;
+    take(queue, item);
     mu_.Unlock();
+    // Runs items back to back while there are ready ones, taking the lock
+    // once per item.
+    while (true) {
+      absl::Status status = item.work();
+      // Release captured state (buffers, callbacks) before reporting
+      // progress, so that a Synchronize()d caller may free what it used.
+      item.work = nullptr;
 
-    absl::Status status = item.work();
-    // Release captured state (buffers, callbacks) before reporting
-    // progress, so that a Synchronize()d caller may free what it used.
-    item.work = nullptr;
-
-    Deferred deferred;
-    mu_.Lock();
-    if (compute) compute_busy_ = false;
-    Queue& q = *queue;
-    q.running = false;
-    q.busy = false;
-    ++q.completed;
-    if (!status.ok() && q.status.ok()) q.status = std::move(status);
-    if (!stopping_) Advance(queue, deferred);
-    mu_.Unlock();
-    RunDeferred(deferred);
-    queue.reset();  // Before taking the lock: it may be the view's last.
+      Deferred deferred;
+      std::shared_ptr<Queue> done = std::move(queue);
+      bool more = false;
+      mu_.Lock();
+      if (compute) compute_busy_ = false;
+      done->running = false;
+      done->busy = false;
+      ++done->completed;
+      if (!status.ok() && done->status.ok()) done->status = std::move(status);
+      if (!stopping_) {
+        Advance(done, deferred);
+        more = ready();
+        if (more) take(queue, item);
+      }
+      mu_.Unlock();
+      // What the finished item woke (another device's next partition)
+      // goes before this thread's next item.
+      RunDeferred(deferred);
+      done.reset();  // Without the lock: it may be the view's last.
+      if (!more) break;
+    }
     mu_.Lock();
   }
   mu_.Unlock();

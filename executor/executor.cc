@@ -282,10 +282,9 @@ void EnqueuePartitions(RunState& run) {
       StreamSlice s(
           run, d, [&] { return absl::StrCat("partition ", p.name); },
           "compute");
-      // Checked once the inputs are in, right before the launch: a run
-      // cancelled or late by then skips this partition and all after it.
-      stream.EnqueueHostCallback(
-          [request = &run.request] { return CheckRunnable(*request); });
+      // The view's launch check (OpenStreams) runs right before the launch
+      // computes: a run cancelled or late by then skips this partition and
+      // all after it.
       device->Launch(stream, *p.function, std::move(args), std::move(results));
     }
     stream.Record(*state.done_events[i]);

@@ -1223,8 +1223,14 @@ TEST_P(DeviceConformanceTest, MoreUrgentSharedViewsLaunchFirst) {
     Event first_done(timed), low_done(timed), mid_done(timed),
         high_done(timed);
     DeviceTensor y0, y_low, y_mid, y_high;
+    const uint64_t idle = device->AvailableMemory();
     device->Launch(**first, **loaded, {&dx}, {&y0});
     (*first)->Record(first_done);
+    // The first launch computes once its output is allocated (not before:
+    // until it starts, a more urgent launch would rightly go first).
+    ASSERT_TRUE(PollUntil([&] {
+      return device->AvailableMemory() <= idle - 4 * sizeof(float);
+    }));
     // Enqueued in the order low, mid, high while the first computes.
     device->Launch(**low, **loaded, {&dx}, {&y_low});
     (*low)->Record(low_done);
