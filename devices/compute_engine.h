@@ -25,23 +25,24 @@ namespace glint {
 // thread that ran launches would keep a pool of its own; once pooled
 // threads outnumber the cores, libgomp stops letting idle workers spin and
 // each parallel region pays a futex wake-up (seen on a 2-core VM: a 1x1
-// conv took twice as long as the same primitive run alone). So jobs run
-// only on few, fixed threads of the engine:
-//  - Adopted threads (AdoptThread): the workers of the device's shared
-//    streams, a small fixed set (one per priority level in use, usually
-//    one), which is where every run's launches come from. An adopted
-//    caller runs its job itself, on its own thread: at once when the
-//    engine is free, else once it is its turn. A launch then costs no
-//    thread hand-off at all; before, every launch crossed stream thread ->
-//    engine thread -> stream thread, two wake-ups, most of a partition
-//    hop's cost (executor_bench: 9.3 -> 4 us per hop on a 2-core VM).
-//  - The engine's own thread, for every other caller (the streams one
-//    owner creates or leases, used by tests and tools): Run() hands the
-//    job over and waits. Started on the first such job, so a device that
-//    only serves runs never starts it.
-// With one priority level in use a device therefore keeps exactly one
-// pool, as with the engine thread alone; each further level in use adds
-// one (the shared streams are capped, see SimDeviceOptions).
+// conv took twice as long as the same primitive run alone). So jobs run on
+// two kinds of threads only:
+//  - Adopted threads (AdoptThread): the compute thread of the device's
+//    shared stream (shared_stream.h), which every run's launches come
+//    from. It runs its jobs itself: at once when the engine is free, else
+//    once it is its turn. A launch then costs no thread hand-off. Before
+//    runs shared a stream, each run leased a stream thread per device, and
+//    every launch crossed stream thread -> engine thread -> stream thread:
+//    two wake-ups per launch, most of a partition hop (executor_bench, this
+//    2-core VM: 9 us per hop then, 4-5 us now, with one wake-up left: the
+//    next device's compute thread, woken by the event it waited for).
+//  - The engine's own thread, for every other caller (the streams an
+//    owner creates or leases, used by tests and tools): Run() hands the job
+//    over and waits. Started on the first such job, so a device that only
+//    serves runs never starts it.
+// A device serving runs therefore keeps exactly one pool, as with the
+// engine thread alone; it gets a second only while owned or leased streams
+// launch on it too.
 //
 // Thread-safe. The destructor lets every job already handed over run, then
 // ends the thread; a Run() that starts after that would never return, so

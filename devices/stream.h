@@ -120,6 +120,16 @@ struct SharedStreamOptions {
 // Stop() fails pending work with UNAVAILABLE and joins the worker; it is
 // called by the destructor and never hangs, also with waits outstanding.
 // A HostStream must not be destroyed from its own worker (its callbacks).
+//
+// A Wait blocks the worker until the event version completes. Waits among
+// streams cannot deadlock, because a Wait can only capture a version that
+// is already enqueued (Record enqueues its marker before publishing it in
+// the Event): number all items in the order they were enqueued; each
+// depends only on items numbered lower (those ahead of it on its stream
+// and, for a Wait, its marker); so the lowest-numbered unfinished item is
+// at the head of its stream with all it depends on finished, and runs.
+// (Work that blocks by itself, such as an injected hang, is another
+// matter.)
 class HostStream : public Stream {
  public:
   HostStream(int device_id, int priority, std::string name);

@@ -173,12 +173,12 @@ Replica* PickReplica(const ExecutableNetwork& network) {
 }
 
 // Step 2: on every device the replica uses, a view of the device's shared
-// stream of the run's priority. Runs share the streams (so a device's
+// stream, with the run's priority. Runs share the stream (so a device's
 // threads do not grow with the runs in flight) but each view is an error
 // scope of its own, so one run's failure never poisons another's. Each
 // view checks, right before each of its launches computes, that the run is
 // still wanted: a launch queued behind other runs' work is skipped once
-// this run is cancelled.
+// this run is cancelled or late.
 absl::Status OpenStreams(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   run.streams.reserve(routing.devices.size());
@@ -225,9 +225,8 @@ void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
 // check the run is still wanted; launch; record the done-event.
-// Topological order is what keeps the shared streams free of deadlocks:
-// every Wait refers to a producer's done-event recorded earlier in this
-// call (see HostStream).
+// Topological order makes every Wait refer to a producer's done-event
+// recorded earlier in this call, so that each wait completes.
 void EnqueuePartitions(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;

@@ -41,10 +41,9 @@ struct ExecutionRequest {
   // When set, the run adds a slice per partition, copy and wait on each
   // device stream's track, and one for the host's enqueueing.
   std::shared_ptr<RunTrace> trace;
-  // Larger is more urgent (RunOptions::priority). Picks the shared stream
-  // the run's work goes on, on each device, and orders its launches at the
-  // devices' compute engines: a more urgent run's launch goes before the
-  // launches of less urgent runs waiting there.
+  // Larger is more urgent (RunOptions::priority): on each device, the
+  // run's ready work goes before that of less urgent runs (launches at the
+  // compute engine included); first come, first served among equals.
   int priority = 0;
 };
 

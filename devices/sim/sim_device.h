@@ -1,7 +1,8 @@
 // The simulated device type "sim": a DeviceManager whose memory is a
 // capacity-accounted region the host cannot dereference, whose streams are
-// host worker threads, whose compute engine runs the CPU kernels one launch
-// at a time, and whose speed can follow a timing model.
+// host worker threads (runs share one SharedStream of two), whose compute
+// engine runs the CPU kernels one launch at a time, and whose speed can
+// follow a timing model.
 #ifndef GLINT_DEVICES_SIM_SIM_DEVICE_H_
 #define GLINT_DEVICES_SIM_SIM_DEVICE_H_
 
