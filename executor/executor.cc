@@ -164,6 +164,9 @@ void ReportTimings(RunState& run) {
     timings.output_ns += clock.phase_ns[static_cast<int>(Phase::kOutput)];
   }
   timings.partition_ns = run.partition_ns;
+  for (const ProvisionedPartition& p : run.replica->partitions) {
+    timings.partition_device.push_back(p.device->id());
+  }
 }
 
 // The first failing partition in topological order is where the run broke;

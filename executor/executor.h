@@ -40,8 +40,10 @@ struct RunTimings {
   // Requested outputs device->host.
   int64_t output_ns = 0;
   // Each partition's launch, indexed as the replica's partitions (the same
-  // in every replica).
+  // in every replica), and the id of the device it ran on in the replica
+  // the run took.
   std::vector<int64_t> partition_ns;
+  std::vector<int> partition_device;
 };
 
 struct ExecutionRequest {

@@ -190,6 +190,7 @@ TEST(ExecutorRunTimingsTest, PhasesAreMeasuredOnTheStreams) {
   }
   EXPECT_EQ(timings->compute_ns,
             timings->partition_ns[0] + timings->partition_ns[1]);
+  EXPECT_EQ(timings->partition_device, (std::vector<int>{0, 1}));
   EXPECT_GE(absl::Nanoseconds(timings->input_ns), 2 * kCopy);
   EXPECT_GE(absl::Nanoseconds(timings->output_ns), kCopy);
   // The stages and copies are serial here, and nothing is counted twice

@@ -238,6 +238,9 @@ HostManager::HostManager(HostManagerOptions options,
     : options_(options),
       devices_(std::move(devices)),
       executor_(std::make_unique<Executor>()) {
+  for (const auto& device : devices_) {
+    device_compute_[device->id()] = std::make_unique<DurationSeries>();
+  }
   monitor_ = std::thread([this] { MonitorDevices(); });
 }
 
@@ -704,6 +707,17 @@ std::vector<NetworkStatistics> HostManager::GetAllStatistics() const {
   return all;
 }
 
+std::vector<DeviceStatistics> HostManager::GetDeviceStatistics() const {
+  std::vector<DeviceStatistics> all;
+  for (const auto& d : devices_) {
+    DeviceStatistics stats;
+    stats.device = d->GetDeviceInfo();
+    stats.compute = device_compute_.at(d->id())->Snapshot();
+    all.push_back(std::move(stats));
+  }
+  return all;
+}
+
 std::vector<DeviceInfo> HostManager::GetDevices() const {
   std::vector<DeviceInfo> infos;
   for (const auto& d : devices_) infos.push_back(d->GetDeviceInfo());
@@ -912,6 +926,15 @@ void HostManager::FinishRun(NetworkEntry& entry,
     success.partition_ns = measures.timings.partition_ns;
     entry.stats.RecordExecution();
     entry.stats.RecordSuccess(success);
+    const RunTimings& timings = measures.timings;
+    for (size_t i = 0; i < timings.partition_device.size() &&
+                       i < timings.partition_ns.size();
+         ++i) {
+      auto device = device_compute_.find(timings.partition_device[i]);
+      if (device != device_compute_.end()) {
+        device->second->Record(absl::Nanoseconds(timings.partition_ns[i]));
+      }
+    }
   } else {
     entry.stats.RecordFailure(request);
   }

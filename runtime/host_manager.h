@@ -38,6 +38,7 @@
 namespace glint {
 
 class DeviceManager;
+class DurationSeries;
 class Executor;
 struct ExecutableNetwork;
 struct NetworkEntry;
@@ -166,6 +167,9 @@ class HostManager {
   absl::StatusOr<NetworkStatistics> GetStatistics(absl::string_view name) const;
   // Every network's, sorted by name.
   std::vector<NetworkStatistics> GetAllStatistics() const;
+  // Every device's, in GetDevices() order: its launches (of successful
+  // runs) since the HostManager started, and its state now.
+  std::vector<DeviceStatistics> GetDeviceStatistics() const;
 
   // Refuses new runs and adds (UNAVAILABLE), fails the queued runs, stops
   // the in-flight ones before their next partition (UNAVAILABLE; a
@@ -254,6 +258,8 @@ class HostManager {
   const HostManagerOptions options_;
   const std::vector<std::unique_ptr<DeviceManager>> devices_;
   std::unique_ptr<Executor> executor_;
+  // Launches per device, by DeviceManager::id(); fixed at construction.
+  absl::flat_hash_map<int, std::unique_ptr<DurationSeries>> device_compute_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks_

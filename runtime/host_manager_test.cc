@@ -453,6 +453,15 @@ TEST(HostManagerStatisticsTest, CountsAndDurationsAfterSuccessAndFailure) {
             stats->compute_infer.total_ns);
   EXPECT_EQ(stats->queue_depth, 0);
   EXPECT_EQ(stats->in_flight, 0);
+
+  // The device saw the same three launches, and holds the network.
+  std::vector<DeviceStatistics> devices = (*host)->GetDeviceStatistics();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device.name, info->partitions[0].device_name);
+  EXPECT_EQ(devices[0].compute.count, 3u);
+  EXPECT_EQ(devices[0].compute.total_ns, stats->compute_infer.total_ns);
+  EXPECT_LT(devices[0].device.available_memory_bytes,
+            devices[0].device.memory_bytes);
 }
 
 // Queue depth and runs in flight while runs wait: one slot, a launch of
