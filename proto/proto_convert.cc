@@ -1,6 +1,6 @@
 #include "proto/proto_convert.h"
 
-
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -286,6 +286,93 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.loaded_functions = proto.loaded_functions();
   info.unhealthy_reason = proto.unhealthy_reason();
   return info;
+}
+
+void DurationStatsToProto(const DurationStats& stats,
+                          v1::DurationStats* proto) {
+  proto->set_count(stats.count);
+  proto->set_total_ns(stats.total_ns);
+  proto->set_p50_us(stats.p50_us);
+  proto->set_p99_us(stats.p99_us);
+}
+
+DurationStats DurationStatsFromProto(const v1::DurationStats& proto) {
+  DurationStats stats;
+  stats.count = proto.count();
+  stats.total_ns = proto.total_ns();
+  stats.p50_us = proto.p50_us();
+  stats.p99_us = proto.p99_us();
+  return stats;
+}
+
+void NetworkStatisticsToProto(const NetworkStatistics& stats,
+                              v1::NetworkStatistics* proto) {
+  proto->Clear();
+  proto->set_name(stats.name);
+  proto->set_success_count(stats.success_count);
+  proto->set_failure_count(stats.failure_count);
+  proto->set_inference_count(stats.inference_count);
+  proto->set_execution_count(stats.execution_count);
+  if (stats.last_inference > absl::UnixEpoch()) {
+    proto->set_last_inference_unix_ns(absl::ToUnixNanos(stats.last_inference));
+  }
+  DurationStatsToProto(stats.request, proto->mutable_request());
+  DurationStatsToProto(stats.failed, proto->mutable_failed());
+  DurationStatsToProto(stats.queue, proto->mutable_queue());
+  DurationStatsToProto(stats.compute_input, proto->mutable_compute_input());
+  DurationStatsToProto(stats.compute_infer, proto->mutable_compute_infer());
+  DurationStatsToProto(stats.compute_output, proto->mutable_compute_output());
+  proto->set_queue_depth(stats.queue_depth);
+  proto->set_in_flight(stats.in_flight);
+  for (const PartitionStatistics& p : stats.partitions) {
+    v1::PartitionStatistics* out = proto->add_partitions();
+    out->set_name(p.name);
+    out->set_device_name(p.device_name);
+    DurationStatsToProto(p.compute, out->mutable_compute());
+  }
+}
+
+NetworkStatistics NetworkStatisticsFromProto(
+    const v1::NetworkStatistics& proto) {
+  NetworkStatistics stats;
+  stats.name = proto.name();
+  stats.success_count = proto.success_count();
+  stats.failure_count = proto.failure_count();
+  stats.inference_count = proto.inference_count();
+  stats.execution_count = proto.execution_count();
+  // Before the epoch is not a time a server reports: read as never.
+  stats.last_inference =
+      absl::FromUnixNanos(std::max<int64_t>(0, proto.last_inference_unix_ns()));
+  stats.request = DurationStatsFromProto(proto.request());
+  stats.failed = DurationStatsFromProto(proto.failed());
+  stats.queue = DurationStatsFromProto(proto.queue());
+  stats.compute_input = DurationStatsFromProto(proto.compute_input());
+  stats.compute_infer = DurationStatsFromProto(proto.compute_infer());
+  stats.compute_output = DurationStatsFromProto(proto.compute_output());
+  stats.queue_depth = proto.queue_depth();
+  stats.in_flight = proto.in_flight();
+  for (const v1::PartitionStatistics& p : proto.partitions()) {
+    PartitionStatistics out;
+    out.name = p.name();
+    out.device_name = p.device_name();
+    out.compute = DurationStatsFromProto(p.compute());
+    stats.partitions.push_back(std::move(out));
+  }
+  return stats;
+}
+
+void DeviceStatisticsToProto(const DeviceStatistics& stats,
+                             v1::DeviceStatistics* proto) {
+  proto->Clear();
+  DeviceInfoToProto(stats.device, proto->mutable_device());
+  DurationStatsToProto(stats.compute, proto->mutable_compute());
+}
+
+DeviceStatistics DeviceStatisticsFromProto(const v1::DeviceStatistics& proto) {
+  DeviceStatistics stats;
+  stats.device = DeviceInfoFromProto(proto.device());
+  stats.compute = DurationStatsFromProto(proto.compute());
+  return stats;
 }
 
 }  // namespace glint

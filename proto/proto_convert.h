@@ -58,6 +58,19 @@ ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto);
 NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto);
 DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto);
 
+// Statistics, server → client and back (the client's `glint stats`).
+// last_inference travels as Unix ns, 0 for never (absl::UnixEpoch()).
+void DurationStatsToProto(const DurationStats& stats,
+                          v1::DurationStats* proto);
+DurationStats DurationStatsFromProto(const v1::DurationStats& proto);
+void NetworkStatisticsToProto(const NetworkStatistics& stats,
+                              v1::NetworkStatistics* proto);
+NetworkStatistics NetworkStatisticsFromProto(
+    const v1::NetworkStatistics& proto);
+void DeviceStatisticsToProto(const DeviceStatistics& stats,
+                             v1::DeviceStatistics* proto);
+DeviceStatistics DeviceStatisticsFromProto(const v1::DeviceStatistics& proto);
+
 }  // namespace glint
 
 #endif  // GLINT_PROTO_PROTO_CONVERT_H_
