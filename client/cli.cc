@@ -50,6 +50,9 @@ commands:
                      Graphviz DOT instead (render: glint show N --dot | dot -Tpng)
   remove NAME        remove a network
   devices            list the daemon's devices
+  stats [NAME]       serving statistics: per network (or NAME only, with
+                     its partitions) requests, executions, queue and
+                     p50/p99 times; per device memory and launches
   help               this text
 
 --timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.
@@ -168,6 +171,7 @@ class Cli {
   absl::Status Show(const ParsedArgs& args);
   absl::Status Remove(const ParsedArgs& args);
   absl::Status Devices(const ParsedArgs& args);
+  absl::Status Stats(const ParsedArgs& args);
 
   // Connects lazily so that usage errors never wait on the network.
   absl::StatusOr<GlintClient*> Client();
@@ -253,6 +257,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       {"show", {"dot"}, {"dot"}, &Cli::Show},
       {"remove", {}, {}, &Cli::Remove},
       {"devices", {}, {}, &Cli::Devices},
+      {"stats", {}, {}, &Cli::Stats},
   };
   for (const Command& c : commands) {
     if (command != c.name) continue;
@@ -456,6 +461,20 @@ absl::Status Cli::Devices(const ParsedArgs& args) {
   absl::StatusOr<std::vector<DeviceInfo>> devices = (*client)->GetDevices();
   if (!devices.ok()) return devices.status();
   for (const DeviceInfo& d : *devices) out_ << FormatDevice(d) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Stats(const ParsedArgs& args) {
+  if (args.positional.size() > 1) {
+    return UsageError("expected: glint stats [NAME]");
+  }
+  const std::string name = args.positional.empty() ? "" : args.positional[0];
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<ServingStatistics> stats = (*client)->GetStatistics(name);
+  if (!stats.ok()) return stats.status();
+  out_ << FormatStatistics(stats->networks, stats->devices,
+                           /*detailed=*/!name.empty());
   return absl::OkStatus();
 }
 
