@@ -78,7 +78,8 @@ ABSL_FLAG(int, max_queued_runs, 1024,
           "with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, grpc_memory_limit, "2GiB",
           "gRPC's resource quota for memory (buffers of calls in progress); "
-          "at least one message of the 1 GiB limit.");
+          "over it new calls fail with RESOURCE_EXHAUSTED. Below 2 GiB, "
+          "messages near the 1 GiB limit may not fit.");
 ABSL_FLAG(int, grpc_max_threads, 8,
           "gRPC's resource quota for threads of synchronous services (only "
           "reflection is one; calls of glint.v1 run on gRPC's callback "

@@ -5,17 +5,21 @@
 #include "absl/strings/str_cat.h"
 
 namespace glint {
+namespace {
+
+// Below this gRPC could not hold one connection's buffers.
+constexpr uint64_t kMinMemoryQuotaBytes = uint64_t{1} << 20;
+
+}  // namespace
 
 absl::Status ValidateGrpcServerOptions(const GrpcServerOptions& options) {
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError("the message size limit must be positive");
   }
-  if (options.memory_quota_bytes <
-      static_cast<uint64_t>(options.max_message_bytes)) {
+  if (options.memory_quota_bytes < kMinMemoryQuotaBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the gRPC memory quota (", options.memory_quota_bytes,
-        " bytes) must hold at least one message of the largest size (",
-        options.max_message_bytes, " bytes)"));
+        "the gRPC memory quota must be at least 1 MiB (got ",
+        options.memory_quota_bytes, " bytes)"));
   }
   if (options.max_threads < 2) {
     return absl::InvalidArgumentError(

@@ -34,14 +34,19 @@ struct GrpcServerOptions {
   // The resource quota: memory gRPC may hold for calls (read buffers,
   // messages being parsed), and threads its synchronous servers may start
   // (only the reflection service is synchronous; the callback services run
-  // on gRPC's own fixed pool). Beyond the memory, gRPC refuses new streams
-  // rather than grow.
+  // on gRPC's own fixed pool). Over the memory, gRPC refuses new streams
+  // (the caller sees RESOURCE_EXHAUSTED, "RST_STREAM with error code 11")
+  // rather than grow, and may close an idle connection (GOAWAY: calls not
+  // yet sent on it fail UNAVAILABLE, which clients retry). The default
+  // holds two messages of the largest size; a smaller quota refuses
+  // messages larger than what it has free.
   uint64_t memory_quota_bytes = uint64_t{2} << 30;
   int max_threads = 8;
 };
 
-// INVALID_ARGUMENT for a quota below one message, or fewer than 2 threads
-// (a synchronous server needs a poller and a worker).
+// INVALID_ARGUMENT for a message limit that is not positive, a memory quota
+// below 1 MiB, or fewer than 2 threads (a synchronous server needs a poller
+// and a worker).
 absl::Status ValidateGrpcServerOptions(const GrpcServerOptions& options);
 
 // Adds the listening port (the bound port lands in `*port` once the server
