@@ -120,9 +120,8 @@ LevelResult RunLevel(v1::HostManager::Stub& stub, pid_t pid, int calls,
                                ++done;
                              });
   }
-  auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return done == calls;
-  };
+  // Read with mu held (Await evaluates it under the lock).
+  auto all_done = [&] { return done == calls; };
   for (;;) {
     const int threads = ThreadCount(pid);
     if (threads > result.peak_threads) {

@@ -1,5 +1,6 @@
 #include "runtime/server/reactors.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "proto/status_util.h"
@@ -67,6 +68,35 @@ grpc::ServerUnaryReactor* FinishOnPool(grpc::CallbackServerContext* context,
       });
   if (!scheduled.ok()) reactor->Finish(ToGrpcStatus(scheduled));
   return reactor;
+}
+
+void RunForCall(HostManager& host_manager, absl::string_view name,
+                std::vector<NamedTensor> inputs, RunOptions options,
+                std::shared_ptr<const CancellationToken> cancel,
+                RunResponder respond, FinishCallback finish) {
+  options.cancel = std::move(cancel);
+  host_manager.RunNetworkAsync(
+      name, std::move(inputs), options,
+      [respond = std::move(respond), finish = std::move(finish)](
+          absl::StatusOr<std::vector<NamedTensor>> result) {
+        finish(respond(std::move(result)));
+      });
+}
+
+grpc::ServerUnaryReactor* StartRunReactor(grpc::CallbackServerContext* context,
+                                          HostManager& host_manager,
+                                          std::string name,
+                                          std::vector<NamedTensor> inputs,
+                                          RunOptions options,
+                                          RunResponder respond) {
+  options.deadline =
+      std::min(options.deadline, DeadlineFromGrpc(context->deadline()));
+  return StartCancellable(
+      context, [&](std::shared_ptr<const CancellationToken> cancel,
+                   FinishCallback finish) {
+        RunForCall(host_manager, name, std::move(inputs), std::move(options),
+                   std::move(cancel), std::move(respond), std::move(finish));
+      });
 }
 
 }  // namespace glint

@@ -13,11 +13,17 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "api/types.h"
 #include "core/cancellation.h"
+#include "runtime/host_manager.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
@@ -55,6 +61,31 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 grpc::ServerUnaryReactor* FinishOnPool(grpc::CallbackServerContext* context,
                                        WorkerPool& pool,
                                        std::function<grpc::Status()> work);
+
+// --- The RunNetwork core every inference call shares ---------------------
+
+// Turns a run's result into the call's response (filling it) and its
+// status; called once, on the thread that ends the run.
+using RunResponder = std::function<grpc::Status(
+    absl::StatusOr<std::vector<NamedTensor>> result)>;
+
+// Without gRPC's server: starts `name` on `host_manager` with `options`,
+// its cancellation token replaced by `cancel`, and once the run ends calls
+// `finish(respond(result))`. Returns at once; `finish` may be called before
+// it returns (a refused run) or later on a device thread.
+void RunForCall(HostManager& host_manager, absl::string_view name,
+                std::vector<NamedTensor> inputs, RunOptions options,
+                std::shared_ptr<const CancellationToken> cancel,
+                RunResponder respond, FinishCallback finish);
+
+// The reactor of an inference call: RunForCall under StartCancellable, the
+// run's deadline the earlier of `options.deadline` and the call's.
+grpc::ServerUnaryReactor* StartRunReactor(grpc::CallbackServerContext* context,
+                                          HostManager& host_manager,
+                                          std::string name,
+                                          std::vector<NamedTensor> inputs,
+                                          RunOptions options,
+                                          RunResponder respond);
 
 }  // namespace glint
 

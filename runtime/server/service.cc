@@ -79,49 +79,57 @@ grpc::Status GlintHandlers::GetStatistics(
   return grpc::Status::OK;
 }
 
+absl::StatusOr<GlintHandlers::PreparedRun> GlintHandlers::PrepareRun(
+    const v1::RunNetworkRequest& request,
+    v1::RunNetworkResponse* response) const {
+  absl::StatusOr<std::vector<NamedTensor>> inputs =
+      NamedTensorsFromProto(request.inputs());
+  if (!inputs.ok()) return inputs.status();
+  PreparedRun run;
+  run.name = request.name();
+  run.inputs = *std::move(inputs);
+  RunOptions& options = run.options;
+  options.requested_outputs.assign(request.requested_outputs().begin(),
+                                   request.requested_outputs().end());
+  options.priority = request.priority();
+  if (request.trace()) options.trace = std::make_shared<RunTrace>();
+  run.respond =
+      [response, trace = options.trace](
+          absl::StatusOr<std::vector<NamedTensor>> outputs) -> grpc::Status {
+    if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+    for (const NamedTensor& t : *outputs) {
+      absl::Status s = TensorToProto(t, response->add_outputs());
+      // An output that cannot travel is the runtime's fault, not the
+      // caller's.
+      if (!s.ok()) return ToGrpcStatus(absl::InternalError(s.message()));
+    }
+    if (trace != nullptr) response->set_trace_json(trace->ToChromeJson());
+    return grpc::Status::OK;
+  };
+  return run;
+}
+
 void GlintHandlers::RunNetwork(const v1::RunNetworkRequest& request,
                                v1::RunNetworkResponse* response,
                                absl::Time deadline,
                                std::shared_ptr<const CancellationToken> cancel,
                                FinishCallback finish) const {
-  absl::StatusOr<std::vector<NamedTensor>> inputs =
-      NamedTensorsFromProto(request.inputs());
-  if (!inputs.ok()) {
-    finish(ToGrpcStatus(inputs.status()));
+  absl::StatusOr<PreparedRun> run = PrepareRun(request, response);
+  if (!run.ok()) {
+    finish(ToGrpcStatus(run.status()));
     return;
   }
-  RunOptions options;
-  options.requested_outputs.assign(request.requested_outputs().begin(),
-                                   request.requested_outputs().end());
-  options.deadline = deadline;
-  options.cancel = std::move(cancel);
-  options.priority = request.priority();
-  if (request.trace()) options.trace = std::make_shared<RunTrace>();
-  host_manager_->RunNetworkAsync(
-      request.name(), *std::move(inputs), options,
-      [response, trace = options.trace, finish = std::move(finish)](
-          absl::StatusOr<std::vector<NamedTensor>> outputs) {
-        if (!outputs.ok()) {
-          finish(ToGrpcStatus(outputs.status()));
-          return;
-        }
-        for (const NamedTensor& t : *outputs) {
-          absl::Status s = TensorToProto(t, response->add_outputs());
-          // An output that cannot travel is the runtime's fault, not the
-          // caller's.
-          if (!s.ok()) {
-            finish(ToGrpcStatus(absl::InternalError(s.message())));
-            return;
-          }
-        }
-        if (trace != nullptr) response->set_trace_json(trace->ToChromeJson());
-        finish(grpc::Status::OK);
-      });
+  run->options.deadline = deadline;
+  RunForCall(*host_manager_, run->name, std::move(run->inputs),
+             std::move(run->options), std::move(cancel),
+             std::move(run->respond), std::move(finish));
 }
 
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                    WorkerPool* blocking)
-    : handlers_(host_manager), blocking_(blocking) {}
+    : host_manager_(host_manager),
+      handlers_(host_manager),
+      blocking_(blocking) {}
 
 grpc::ServerUnaryReactor* GlintServiceImpl::AddNetwork(
     grpc::CallbackServerContext* context, const v1::AddNetworkRequest* request,
@@ -156,14 +164,12 @@ grpc::ServerUnaryReactor* GlintServiceImpl::GetNetwork(
 grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
     grpc::CallbackServerContext* context, const v1::RunNetworkRequest* request,
     v1::RunNetworkResponse* response) {
-  const absl::Time deadline = DeadlineFromGrpc(context->deadline());
-  return StartCancellable(
-      context, [this, request, response, deadline](
-                   std::shared_ptr<const CancellationToken> cancel,
-                   FinishCallback finish) {
-        handlers_.RunNetwork(*request, response, deadline, std::move(cancel),
-                             std::move(finish));
-      });
+  absl::StatusOr<GlintHandlers::PreparedRun> run =
+      handlers_.PrepareRun(*request, response);
+  if (!run.ok()) return FinishNow(context, ToGrpcStatus(run.status()));
+  return StartRunReactor(context, *host_manager_, std::move(run->name),
+                         std::move(run->inputs), std::move(run->options),
+                         std::move(run->respond));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::GetDevices(

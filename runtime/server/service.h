@@ -18,10 +18,14 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "api/types.h"
 #include "core/cancellation.h"
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
@@ -51,8 +55,21 @@ class GlintHandlers {
   grpc::Status GetStatistics(const v1::GetStatisticsRequest& request,
                              v1::GetStatisticsResponse* response) const;
 
-  // Starts the run and returns; `finish` is called exactly once, once
-  // `response` is filled (possibly before RunNetwork returns, possibly on a
+  // RunNetwork's request as a run: the inputs converted, the options
+  // (requested outputs, priority, trace; no deadline or cancellation yet),
+  // and how its result fills `response`. INVALID_ARGUMENT for a malformed
+  // tensor. `response` must live until the responder has been called.
+  struct PreparedRun {
+    std::string name;
+    std::vector<NamedTensor> inputs;
+    RunOptions options;
+    RunResponder respond;
+  };
+  absl::StatusOr<PreparedRun> PrepareRun(const v1::RunNetworkRequest& request,
+                                         v1::RunNetworkResponse* response) const;
+
+  // PrepareRun, then RunForCall: starts the run and returns; `finish` is
+  // called exactly once, once `response` is filled (possibly before RunNetwork returns, possibly on a
   // device thread). `deadline` (the call's) becomes RunOptions::deadline;
   // cancelling `cancel` cancels the run (partitions not yet started are
   // skipped; the call ends CANCELLED). `request` and `response` must live
@@ -104,6 +121,7 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
       v1::GetStatisticsResponse* response) override;
 
  private:
+  HostManager* const host_manager_;
   const GlintHandlers handlers_;
   WorkerPool* const blocking_;
 };
