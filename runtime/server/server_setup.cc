@@ -31,7 +31,10 @@ absl::Status ValidateGrpcServerOptions(const GrpcServerOptions& options) {
 
 void ConfigureServerBuilder(const GrpcServerOptions& options,
                             grpc::ServerBuilder* builder, int* port) {
-  builder->AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
+  builder->AddListeningPort(options.listen,
+                            options.credentials != nullptr
+                                ? options.credentials
+                                : grpc::InsecureServerCredentials(),
                             port);
   builder->SetMaxReceiveMessageSize(options.max_message_bytes);
   builder->SetMaxSendMessageSize(options.max_message_bytes);

@@ -17,6 +17,7 @@
 #define GLINT_RUNTIME_SERVER_SERVER_SETUP_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <grpcpp/grpcpp.h>
@@ -29,6 +30,8 @@ namespace glint {
 struct GrpcServerOptions {
   // host:port with a concrete port (glintd chooses one for port 0 first).
   std::string listen = "127.0.0.1:50051";
+  // TLS or not (grpc_auth.h's MakeServerCredentials); null: plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
   // Send and receive limit for one message.
   int max_message_bytes = kMaxMessageBytes;
   // The resource quota: memory gRPC may hold for calls (read buffers,
@@ -49,8 +52,9 @@ struct GrpcServerOptions {
 // and a worker).
 absl::Status ValidateGrpcServerOptions(const GrpcServerOptions& options);
 
-// Adds the listening port (the bound port lands in `*port` once the server
-// is built; 0 if binding failed), the message limits and the resource quota
+// Adds the listening port with its credentials (the bound port lands in
+// `*port` once the server is built; 0 if binding failed), the message
+// limits and the resource quota
 // to `builder`. `options` must be valid.
 void ConfigureServerBuilder(const GrpcServerOptions& options,
                             grpc::ServerBuilder* builder, int* port);

@@ -4,9 +4,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/grpc_auth.h"
 
 namespace glint {
 
@@ -126,14 +128,27 @@ void GlintHandlers::RunNetwork(const v1::RunNetworkRequest& request,
 }
 
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
-                                   WorkerPool* blocking)
+                                   WorkerPool* blocking,
+                                   const Authorizer* authorizer)
     : host_manager_(host_manager),
       handlers_(host_manager),
-      blocking_(blocking) {}
+      blocking_(blocking),
+      authorizer_(authorizer) {}
+
+grpc::Status GlintServiceImpl::Authorize(
+    const grpc::CallbackServerContext& context,
+    absl::string_view method) const {
+  if (authorizer_ == nullptr) return grpc::Status::OK;
+  return AuthorizeCall(authorizer_, context,
+                       absl::StrCat("/glint.v1.HostManager/", method));
+}
 
 grpc::ServerUnaryReactor* GlintServiceImpl::AddNetwork(
     grpc::CallbackServerContext* context, const v1::AddNetworkRequest* request,
     v1::AddNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "AddNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishOnPool(context, *blocking_, [this, request, response] {
     return handlers_.AddNetwork(*request, response);
   });
@@ -143,6 +158,9 @@ grpc::ServerUnaryReactor* GlintServiceImpl::RemoveNetwork(
     grpc::CallbackServerContext* context,
     const v1::RemoveNetworkRequest* request,
     v1::RemoveNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RemoveNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishOnPool(context, *blocking_, [this, request, response] {
     return handlers_.RemoveNetwork(*request, response);
   });
@@ -152,18 +170,27 @@ grpc::ServerUnaryReactor* GlintServiceImpl::ListNetworks(
     grpc::CallbackServerContext* context,
     const v1::ListNetworksRequest* request,
     v1::ListNetworksResponse* response) {
+  if (grpc::Status s = Authorize(*context, "ListNetworks"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishNow(context, handlers_.ListNetworks(*request, response));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::GetNetwork(
     grpc::CallbackServerContext* context, const v1::GetNetworkRequest* request,
     v1::GetNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishNow(context, handlers_.GetNetwork(*request, response));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
     grpc::CallbackServerContext* context, const v1::RunNetworkRequest* request,
     v1::RunNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RunNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   absl::StatusOr<GlintHandlers::PreparedRun> run =
       handlers_.PrepareRun(*request, response);
   if (!run.ok()) return FinishNow(context, ToGrpcStatus(run.status()));
@@ -175,6 +202,9 @@ grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
 grpc::ServerUnaryReactor* GlintServiceImpl::GetDevices(
     grpc::CallbackServerContext* context, const v1::GetDevicesRequest* request,
     v1::GetDevicesResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetDevices"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishNow(context, handlers_.GetDevices(*request, response));
 }
 
@@ -182,6 +212,9 @@ grpc::ServerUnaryReactor* GlintServiceImpl::GetStatistics(
     grpc::CallbackServerContext* context,
     const v1::GetStatisticsRequest* request,
     v1::GetStatisticsResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetStatistics"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
   return FinishNow(context, handlers_.GetStatistics(*request, response));
 }
 

@@ -29,6 +29,7 @@
 #include "core/cancellation.h"
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 #include "runtime/server/reactors.h"
 #include "runtime/server/worker_pool.h"
 
@@ -85,9 +86,13 @@ class GlintHandlers {
 
 class GlintServiceImpl final : public v1::HostManager::CallbackService {
  public:
-  // Neither is owned; both must outlive the gRPC server. `blocking` runs
-  // AddNetwork and RemoveNetwork.
-  GlintServiceImpl(HostManager* host_manager, WorkerPool* blocking);
+  // None is owned; all must outlive the gRPC server. `blocking` runs
+  // AddNetwork and RemoveNetwork. A null `authorizer` leaves every call
+  // open (glintd without --auth_tokens); else each handler first checks
+  // the call's bearer token against auth.h's method table
+  // (UNAUTHENTICATED / PERMISSION_DENIED), answered at once.
+  GlintServiceImpl(HostManager* host_manager, WorkerPool* blocking,
+                   const Authorizer* authorizer = nullptr);
 
   grpc::ServerUnaryReactor* AddNetwork(
       grpc::CallbackServerContext* context,
@@ -121,9 +126,14 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
       v1::GetStatisticsResponse* response) override;
 
  private:
+  // AuthorizeCall for `method` ("AddNetwork"...) of glint.v1.HostManager.
+  grpc::Status Authorize(const grpc::CallbackServerContext& context,
+                         absl::string_view method) const;
+
   HostManager* const host_manager_;
   const GlintHandlers handlers_;
   WorkerPool* const blocking_;
+  const Authorizer* const authorizer_;
 };
 
 }  // namespace glint

@@ -263,11 +263,12 @@ TEST(HandlersCancelTest, CancelledTokenCancelsTheRun) {
 // GlintServiceImpl served on loopback with glintd's settings.
 class ServiceTest : public ::testing::Test {
  protected:
-  void Serve(HostManager* host) {
+  void Serve(HostManager* host, const Authorizer* authorizer = nullptr) {
     WorkerPoolOptions pool;
     pool.threads = 1;
     blocking_ = std::make_unique<WorkerPool>(pool);
-    service_ = std::make_unique<GlintServiceImpl>(host, blocking_.get());
+    service_ = std::make_unique<GlintServiceImpl>(host, blocking_.get(),
+                                                  authorizer);
     GrpcServerOptions options;
     options.listen = "127.0.0.1:0";
     ASSERT_TRUE(ValidateGrpcServerOptions(options).ok());
@@ -330,6 +331,75 @@ TEST_F(ServiceTest, AddRunAndStatisticsOverTheWire) {
   ASSERT_EQ(stats.networks_size(), 1);
   EXPECT_EQ(stats.networks(0).success_count(), 4u);
   EXPECT_EQ(stats.networks(0).in_flight(), 0);
+}
+
+// With an Authorizer, a call without a token is refused before it reaches
+// HostManager, whatever it asks. (Calls with tokens: tests/e2e_auth_test.)
+TEST_F(ServiceTest, WithTokensEveryHandlerRefusesAnonymousCalls) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->AddNetwork("m", testing::MakeMlpModel(1, 2, 2), {}).ok());
+  absl::StatusOr<std::unique_ptr<Authorizer>> authorizer =
+      Authorizer::Parse("token0123456789abcdef infer,admin\n");
+  ASSERT_TRUE(authorizer.ok()) << authorizer.status();
+  Serve(host->get(), authorizer->get());
+  auto refused = [](const grpc::Status& s) {
+    return s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  };
+  {
+    v1::AddNetworkRequest request;
+    request.set_name("n");
+    request.set_model(testing::MakeMlpModel(1, 2, 2));
+    v1::AddNetworkResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->AddNetwork(&context, request, &response)));
+  }
+  {
+    v1::RemoveNetworkRequest request;
+    request.set_name("m");
+    v1::RemoveNetworkResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->RemoveNetwork(&context, request, &response)));
+  }
+  {
+    v1::ListNetworksResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->ListNetworks(&context, {}, &response)));
+    EXPECT_EQ(response.networks_size(), 0);
+  }
+  {
+    v1::GetNetworkRequest request;
+    request.set_name("m");
+    v1::GetNetworkResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->GetNetwork(&context, request, &response)));
+  }
+  {
+    v1::RunNetworkResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->RunNetwork(
+        &context, RunRequest("m", {1, 2}, 1), &response)));
+    EXPECT_EQ(response.outputs_size(), 0);
+  }
+  {
+    v1::GetDevicesResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->GetDevices(&context, {}, &response)));
+    EXPECT_EQ(response.devices_size(), 0);
+  }
+  {
+    v1::GetStatisticsResponse response;
+    grpc::ClientContext context;
+    EXPECT_TRUE(refused(stub_->GetStatistics(&context, {}, &response)));
+    EXPECT_EQ(response.networks_size(), 0);
+  }
+  // Nothing was added, removed or run.
+  std::vector<NetworkInfo> networks = (*host)->ListNetworks();
+  ASSERT_EQ(networks.size(), 1u);
+  EXPECT_EQ(networks[0].name, "m");
+  EXPECT_EQ((*host)->GetStatistics("m")->inference_count, 0u);
 }
 
 // The client cancels a run the server holds: OnCancel cancels it, so its
