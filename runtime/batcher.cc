@@ -264,13 +264,16 @@ void Batcher::Dispatch() {
       }
       again_ = false;
     }
-    for (auto& [waiting, why] : failed) waiting.request.done(std::move(why));
+    for (auto& [waiting, why] : failed) {
+      waiting.request.done(std::move(why), BatchMeasures());
+    }
     if (batch.has_value()) Start(*std::move(batch));
   }
 }
 
 void Batcher::Start(Formed batch) {
   BatchExecution execution;
+  execution.measures = std::make_shared<BatchMeasures>();
   execution.rows = batch.rows;
   execution.requests = static_cast<int>(batch.members.size());
   execution.deadline = absl::InfinitePast();
@@ -310,20 +313,22 @@ void Batcher::Start(Formed batch) {
     w.request.inputs.shrink_to_fit();
   }
   if (!merged.ok()) {
-    Finish(std::move(batch.members), merged);
+    Finish(std::move(batch.members), merged, BatchMeasures());
     return;
   }
+  std::shared_ptr<BatchMeasures> measures = execution.measures;
   execute_(std::move(execution),
-           [self = shared_from_this(), members = std::make_shared<
-                                           std::vector<Waiting>>(
-                                           std::move(batch.members))](
+           [self = shared_from_this(), measures,
+            members = std::make_shared<std::vector<Waiting>>(
+                std::move(batch.members))](
                absl::StatusOr<std::vector<Tensor>> result) {
-             self->Finish(std::move(*members), std::move(result));
+             self->Finish(std::move(*members), std::move(result), *measures);
            });
 }
 
 void Batcher::Finish(std::vector<Waiting> members,
-                     absl::StatusOr<std::vector<Tensor>> result) {
+                     absl::StatusOr<std::vector<Tensor>> result,
+                     const BatchMeasures& measures) {
   {
     absl::MutexLock lock(&mu_);
     --in_flight_;
@@ -357,7 +362,7 @@ void Batcher::Finish(std::vector<Waiting> members,
       }
     }
     first += w.rows;
-    w.request.done(std::move(mine));
+    w.request.done(std::move(mine), measures);
   }
 }
 

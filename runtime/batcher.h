@@ -58,6 +58,7 @@
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "core/trace.h"
+#include "executor/executor.h"
 
 namespace glint {
 
@@ -86,6 +87,15 @@ class BatchTimer {
   std::thread thread_;
 };
 
+// What became of a batch, for its members' statistics: filled by the
+// BatchExecutor before it calls `done`.
+struct BatchMeasures {
+  bool admitted = false;  // Whether the batch was admitted to run...
+  absl::Duration admitted_at = absl::ZeroDuration();  // ...and when (any
+                                                      // monotonic clock).
+  RunTimings timings;     // The executor's measures of the batch's run.
+};
+
 // What one execution of a batch runs: the network's inputs at the compiled
 // (max_batch_size) shapes, `rows` of them real and the rest padding.
 struct BatchExecution {
@@ -96,6 +106,8 @@ struct BatchExecution {
   absl::Time deadline = absl::InfiniteFuture();
   int priority = 0;  // The most urgent member's (RunOptions::priority).
   std::shared_ptr<RunTrace> trace;  // The first traced member's, if any.
+  // Never null; the executor fills it (see BatchMeasures).
+  std::shared_ptr<BatchMeasures> measures;
 };
 
 // Every network output at the compiled shapes, in the network's order, or
@@ -116,8 +128,11 @@ struct BatchRequest {
   int priority = 0;
   std::shared_ptr<RunTrace> trace;  // Records its batch's execution.
   // Called exactly once, without the batcher's lock: the requested outputs
-  // (in `outputs` order), each with this request's rows only, or the error.
-  std::function<void(absl::StatusOr<std::vector<Tensor>>)> done;
+  // (in `outputs` order), each with this request's rows only, or the error;
+  // and its batch's measures (default ones if it never joined a batch).
+  std::function<void(absl::StatusOr<std::vector<Tensor>>,
+                     const BatchMeasures&)>
+      done;
 };
 
 struct BatcherOptions {
@@ -201,7 +216,8 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
   void Start(Formed batch) ABSL_LOCKS_EXCLUDED(mu_);
   // A batch ended: frees its slot, dispatches the next, splits its rows.
   void Finish(std::vector<Waiting> members,
-              absl::StatusOr<std::vector<Tensor>> result)
+              absl::StatusOr<std::vector<Tensor>> result,
+              const BatchMeasures& measures)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const BatcherOptions options_;

@@ -95,7 +95,8 @@ struct Call {
     r.outputs = std::move(outputs);
     r.cancel = cancel;
     r.deadline = deadline;
-    r.done = [this](absl::StatusOr<std::vector<Tensor>> out) {
+    r.done = [this](absl::StatusOr<std::vector<Tensor>> out,
+                    const BatchMeasures&) {
       result = std::move(out);
       answered.Notify();
     };

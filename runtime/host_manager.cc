@@ -24,6 +24,7 @@
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
 #include "runtime/batcher.h"
+#include "runtime/statistics.h"
 
 namespace glint {
 
@@ -50,6 +51,24 @@ struct NetworkEntry {
   // Set when the network batches (AddNetworkOptions::batching); never
   // changes after the add, also across re-provisioning (same shapes).
   std::shared_ptr<Batcher> batcher;
+
+  // Its serving statistics (thread-safe on its own).
+  NetworkStatsRecorder stats;
+};
+
+// A run's clock readings for its statistics: written by the steps of
+// RunNetworkAsync in order (each step happens after the one before), read
+// by FinishRun.
+struct RunMeasures {
+  absl::Duration arrived;    // MonotonicNow() when RunNetworkAsync began.
+  absl::Duration queued;     // When it asked for admission.
+  absl::Duration admitted;   // When it was admitted.
+  RunTimings timings;        // The executor's (ExecutionRequest::timings).
+  // A batched run: `admitted` and `timings` are its batch's, which counts
+  // the execution (see HostManager::MakeBatcher); `batch_admitted` says
+  // whether its batch was admitted (then the run counts in flight).
+  bool batched = false;
+  bool batch_admitted = false;
 };
 
 namespace {
@@ -257,6 +276,9 @@ HostManager::HostManager(HostManagerOptions options,
       devices_(std::move(devices)),
       executor_(std::make_unique<Executor>()),
       batch_timer_(std::make_unique<BatchTimer>()) {
+  for (const auto& device : devices_) {
+    device_compute_[device->id()] = std::make_unique<DurationSeries>();
+  }
   monitor_ = std::thread([this] { MonitorDevices(); });
 }
 
@@ -717,6 +739,54 @@ absl::StatusOr<NetworkInfo> HostManager::GetNetwork(
   return it->second->info;
 }
 
+absl::StatusOr<NetworkStatistics> HostManager::GetStatistics(
+    absl::string_view name) const {
+  std::shared_ptr<NetworkEntry> entry;
+  NetworkInfo info;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = networks_.find(name);
+    if (it == networks_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no network named '", Clip(name), "'"));
+    }
+    entry = it->second;
+    info = entry->info;
+  }
+  // Outside mu_: a snapshot sorts the recent values of every series.
+  return entry->stats.Snapshot(info);
+}
+
+std::vector<NetworkStatistics> HostManager::GetAllStatistics() const {
+  std::vector<std::pair<std::shared_ptr<NetworkEntry>, NetworkInfo>> entries;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : networks_) {
+      entries.emplace_back(entry, entry->info);
+    }
+  }
+  std::vector<NetworkStatistics> all;
+  for (const auto& [entry, info] : entries) {
+    all.push_back(entry->stats.Snapshot(info));
+  }
+  std::sort(all.begin(), all.end(),
+            [](const NetworkStatistics& a, const NetworkStatistics& b) {
+              return a.name < b.name;
+            });
+  return all;
+}
+
+std::vector<DeviceStatistics> HostManager::GetDeviceStatistics() const {
+  std::vector<DeviceStatistics> all;
+  for (const auto& d : devices_) {
+    DeviceStatistics stats;
+    stats.device = d->GetDeviceInfo();
+    stats.compute = device_compute_.at(d->id())->Snapshot();
+    all.push_back(std::move(stats));
+  }
+  return all;
+}
+
 std::vector<DeviceInfo> HostManager::GetDevices() const {
   std::vector<DeviceInfo> infos;
   for (const auto& d : devices_) infos.push_back(d->GetDeviceInfo());
@@ -807,6 +877,8 @@ void StartRun(const Executor& executor, const ExecutableNetwork& executable,
 void HostManager::RunNetworkAsync(absl::string_view name,
                                   std::vector<NamedTensor> inputs,
                                   const RunOptions& options, RunCallback done) {
+  auto measures = std::make_shared<RunMeasures>();
+  measures->arrived = MonotonicNow();
   // The run's reference to the executable it runs on, dropped under
   // entry->mu when the run ends (see NetworkEntry::executable).
   auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
@@ -831,36 +903,51 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   absl::StatusOr<std::shared_ptr<ExecutionRequest>> request =
       BindRequest(entry->info, std::move(inputs), options, shutdown_token_);
   if (!request.ok()) {
+    entry->stats.RecordFailure(MonotonicNow() - measures->arrived);
     LeaveNetwork(*entry, *executable);
     done(request.status());
     return;
   }
+  // Measured for the statistics; shares the measures' allocation.
+  (*request)->timings =
+      std::shared_ptr<RunTimings>(measures, &measures->timings);
 
   if (entry->batcher != nullptr) {
     EnqueueBatched(std::move(entry), std::move(executable),
-                   *std::move(request), options.priority, std::move(done));
+                   *std::move(request), std::move(measures), options.priority,
+                   std::move(done));
     return;
   }
 
   // 5. Finish: every path from here ends the run through it.
   auto finish = std::make_shared<RunFinish>(
-      [this, entry, executable, outputs = (*request)->outputs,
+      [this, entry, executable, measures, outputs = (*request)->outputs,
        done = std::move(done)](absl::StatusOr<std::vector<Tensor>> result,
                                bool started) {
         FinishRun(*entry, *executable, outputs, std::move(result), started,
-                  done);
+                  *measures, done);
       });
 
   // 3. Admit: 4. start the run now, or once a running one ends.
   TraceSlice* queued = TraceAdmission(options);
+  measures->queued = MonotonicNow();
+  entry->stats.AddQueued(1);
   absl::Status admission = Admit(
       options.priority,
-      [this, executable, request = *std::move(request), finish,
-       queued](bool admitted) {
+      [this, executable, entry, measures, request = *std::move(request),
+       finish, queued](bool admitted) {
+        entry->stats.AddQueued(-1);
+        if (admitted) {
+          measures->admitted = MonotonicNow();
+          entry->stats.AddInFlight(1);
+        }
         StartRun(*executor_, **executable, std::move(*request), finish,
                  queued, admitted);
       });
-  if (!admission.ok()) (*finish)(admission, false);
+  if (!admission.ok()) {
+    entry->stats.AddQueued(-1);
+    (*finish)(admission, false);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::FindNetworkForRun(
@@ -910,7 +997,32 @@ void HostManager::FinishRun(NetworkEntry& entry,
                             std::shared_ptr<ExecutableNetwork>& executable,
                             const std::vector<int>& outputs,
                             absl::StatusOr<std::vector<Tensor>> result,
-                            bool started, const RunCallback& done) {
+                            bool started, const RunMeasures& measures,
+                            const RunCallback& done) {
+  // Recorded before the caller hears of the run, so that statistics read
+  // after an answer count it.
+  const absl::Duration request = MonotonicNow() - measures.arrived;
+  if (result.ok()) {
+    NetworkStatsRecorder::Success success;
+    success.request = request;
+    success.queue = measures.admitted - measures.queued;
+    success.compute_input = absl::Nanoseconds(measures.timings.input_ns);
+    success.compute_infer = absl::Nanoseconds(measures.timings.compute_ns);
+    success.compute_output = absl::Nanoseconds(measures.timings.output_ns);
+    success.partition_ns = measures.timings.partition_ns;
+    entry.stats.RecordSuccess(success);
+    // A batched run's batch counts the execution and the devices' time.
+    if (!measures.batched) {
+      entry.stats.RecordExecution();
+      RecordDeviceCompute(measures.timings);
+    }
+  } else {
+    entry.stats.RecordFailure(request);
+  }
+  if (started || measures.batch_admitted) entry.stats.AddInFlight(-1);
+  if (measures.batched && !measures.batch_admitted) {
+    entry.stats.AddQueued(-1);
+  }
   absl::StatusOr<std::vector<NamedTensor>> named;
   if (result.ok()) {
     std::vector<NamedTensor> list;
@@ -1026,15 +1138,20 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
                        "' is unavailable: ", entry->info.unavailable_reason)));
       return;
     }
+    std::shared_ptr<BatchMeasures> measures = batch.measures;
     ExecutionRequest request;
     request.inputs = std::move(batch.inputs);
     for (int i = 0; i < num_outputs; ++i) request.outputs.push_back(i);
     request.deadline = batch.deadline;
     request.shutdown = shutdown_token_;
     request.trace = std::move(batch.trace);
+    request.timings =
+        std::shared_ptr<RunTimings>(measures, &measures->timings);
     auto shared_done = std::make_shared<BatchDone>(std::move(done));
+    const int members = batch.requests;
     absl::Status admission = Admit(
-        batch.priority, [this, entry, executable, shared_done,
+        batch.priority, [this, entry, executable, shared_done, measures,
+                         members,
                          request = std::make_shared<ExecutionRequest>(
                              std::move(request))](bool admitted) {
           if (!admitted) {
@@ -1043,10 +1160,20 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
                 absl::UnavailableError("the host manager is shutting down"));
             return;
           }
+          // Its members leave the queue for the devices together.
+          measures->admitted = true;
+          measures->admitted_at = MonotonicNow();
+          entry->stats.AddQueued(-members);
+          entry->stats.AddInFlight(members);
           executor_->Run(
               **executable, std::move(*request),
-              [this, entry, executable,
+              [this, entry, executable, measures,
                shared_done](absl::StatusOr<std::vector<Tensor>> result) {
+                // One execution however many requests it served.
+                if (result.ok()) {
+                  entry->stats.RecordExecution();
+                  RecordDeviceCompute(measures->timings);
+                }
                 LeaveNetworkPlan(*entry, *executable);
                 Release();
                 if (!result.ok() && absl::IsUnavailable(result.status())) {
@@ -1067,16 +1194,19 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
 void HostManager::EnqueueBatched(
     std::shared_ptr<NetworkEntry> entry,
     std::shared_ptr<std::shared_ptr<ExecutableNetwork>> executable,
-    std::shared_ptr<ExecutionRequest> request, int priority,
-    RunCallback done) {
+    std::shared_ptr<ExecutionRequest> request,
+    std::shared_ptr<RunMeasures> measures, int priority, RunCallback done) {
   // Each request ends as a run that was never admitted itself (its batch
-  // holds the admission slot).
+  // holds the admission slot); waiting to be batched counts as queued.
+  measures->batched = true;
+  measures->queued = MonotonicNow();
+  entry->stats.AddQueued(1);
   auto finish = std::make_shared<RunFinish>(
-      [this, entry, executable, outputs = request->outputs,
+      [this, entry, executable, measures, outputs = request->outputs,
        done = std::move(done)](absl::StatusOr<std::vector<Tensor>> result,
                                bool started) {
         FinishRun(*entry, *executable, outputs, std::move(result), started,
-                  done);
+                  *measures, done);
       });
   BatchRequest batched;
   batched.inputs = std::move(request->inputs);
@@ -1085,11 +1215,26 @@ void HostManager::EnqueueBatched(
   batched.cancel = request->cancel;
   batched.priority = priority;
   batched.trace = request->trace;
-  batched.done = [finish](absl::StatusOr<std::vector<Tensor>> result) {
+  batched.done = [finish, measures](absl::StatusOr<std::vector<Tensor>> result,
+                                    const BatchMeasures& batch) {
+    measures->batch_admitted = batch.admitted;
+    measures->admitted = batch.admitted_at;
+    measures->timings = batch.timings;
     (*finish)(std::move(result), /*started=*/false);
   };
   absl::Status queued = entry->batcher->Enqueue(std::move(batched));
   if (!queued.ok()) (*finish)(queued, false);
+}
+
+void HostManager::RecordDeviceCompute(const RunTimings& timings) {
+  for (size_t i = 0; i < timings.partition_device.size() &&
+                     i < timings.partition_ns.size();
+       ++i) {
+    auto device = device_compute_.find(timings.partition_device[i]);
+    if (device != device_compute_.end()) {
+      device->second->Record(absl::Nanoseconds(timings.partition_ns[i]));
+    }
+  }
 }
 
 absl::StatusOr<std::vector<NamedTensor>> HostManager::RunNetwork(

@@ -498,6 +498,17 @@ TEST(HostManagerBatchingTest, BadLateAndCancelledRequestsFailAlone) {
   ExpectRelu(*a);
   ExpectRelu(*b);
   ExpectRelu(*c);
+  // Statistics: one execution served the three good requests (the bad,
+  // late and cancelled ones count as failed requests, not executions).
+  absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("relu");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->execution_count, 1u);
+  EXPECT_EQ(stats->success_count, 3u);
+  EXPECT_EQ(stats->failure_count, 6u);
+  EXPECT_EQ(stats->inference_count, 9u);
+  EXPECT_EQ(stats->queue_depth, 0);
+  EXPECT_EQ(stats->in_flight, 0);
+  EXPECT_EQ(stats->queue.count, 3u);
   // Requested outputs and unknown ones, as for any run.
   RunOptions unknown;
   unknown.requested_outputs = {"nope"};
