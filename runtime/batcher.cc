@@ -66,6 +66,11 @@ size_t RowBytes(DType dtype, const Shape& shape) {
 // Rows [first, first + rows) of `batch`, a tensor of its own.
 absl::StatusOr<Tensor> Rows(const Tensor& batch, int64_t first,
                             int64_t rows) {
+  if (batch.shape().rank() < 1 || first + rows > batch.shape().dim(0)) {
+    return absl::InternalError(absl::StrCat(
+        "a batch output of shape ", batch.shape().ToString(),
+        " has no rows ", first, "..", first + rows));
+  }
   Shape shape = batch.shape();
   shape.mutable_dims()[0] = rows;
   absl::StatusOr<Tensor> out = Tensor::Create(batch.dtype(), shape);
@@ -105,6 +110,18 @@ absl::StatusOr<std::shared_ptr<Batcher>> Batcher::Create(
     return absl::InvalidArgumentError(
         "a batcher needs max_in_flight >= 1, max_queue_size >= 0, a timer "
         "and an executor");
+  }
+  if (options.sizes.empty()) {
+    options.sizes = {options.batching.max_batch_size};
+  }
+  for (size_t i = 0; i < options.sizes.size(); ++i) {
+    const bool last = i + 1 == options.sizes.size();
+    if (options.sizes[i] < 1 ||
+        (last && options.sizes[i] != options.batching.max_batch_size) ||
+        (!last && options.sizes[i] >= options.sizes[i + 1])) {
+      return absl::InvalidArgumentError(
+          "batch sizes must ascend from 1 up to max_batch_size");
+    }
   }
   for (const auto* values : {&options.inputs, &options.outputs}) {
     for (const ValueInfo& v : *values) {
@@ -283,12 +300,22 @@ void Batcher::Start(Formed batch) {
     execution.priority = std::max(execution.priority, w.request.priority);
     if (execution.trace == nullptr) execution.trace = w.request.trace;
   }
+  // The smallest compiled size that holds the rows.
+  execution.size = options_.sizes.back();
+  for (int size : options_.sizes) {
+    if (size >= batch.rows) {
+      execution.size = size;
+      break;
+    }
+  }
   // Each input: the members' rows in order, then the first row again up
-  // to max_batch_size.
+  // to the size.
   absl::Status merged;
   for (size_t i = 0; i < options_.inputs.size() && merged.ok(); ++i) {
     const ValueInfo& info = options_.inputs[i];
-    absl::StatusOr<Tensor> tensor = Tensor::Create(info.dtype, info.shape);
+    Shape shape = info.shape;
+    shape.mutable_dims()[0] = execution.size;
+    absl::StatusOr<Tensor> tensor = Tensor::Create(info.dtype, shape);
     if (!tensor.ok()) {
       merged = tensor.status();
       break;
@@ -301,7 +328,7 @@ void Batcher::Start(Formed batch) {
       std::memcpy(out + offset, in.raw_data(), in.num_bytes());
       offset += in.num_bytes();
     }
-    for (int64_t r = batch.rows; r < info.shape.dim(0); ++r) {
+    for (int64_t r = batch.rows; r < execution.size; ++r) {
       std::memcpy(out + offset, out, row);
       offset += row;
     }

@@ -3,18 +3,21 @@
 // and split back, each caller getting the rows an unbatched run of its
 // request would have given.
 //
-// Design. Glint compiles a network for static shapes, so a batching
-// network is compiled once, at max_batch_size rows (ImportOptions::
-// batch_size). A batch of fewer rows is padded to max_batch_size by
-// repeating its first row, which is valid input by construction (zeros
-// could be a divisor, an index out of range...), and the padding rows'
-// results are dropped. One compiled size means every execution sees the
-// same shapes and so the same kernels, whatever the batch's size; that a
-// row's result depends neither on its position in the batch nor on the
-// other rows is checked bit for bit against unbatched runs by the tests
-// (batcher_test, host_manager_batching_test). Compiling every preferred
-// size instead would save the padding's compute at low load, at the cost
-// of a plan, weights and arenas per size.
+// Design. Glint compiles a network for static shapes (ImportOptions::
+// batch_size binds the batch), so a batching network is compiled at
+// max_batch_size and at each preferred batch size: those are the sizes a
+// batch can run at. A batch runs on the smallest compiled size that holds
+// its rows, padded up to it by repeating its first row, which is valid
+// input by construction (zeros could be a divisor, an index out of
+// range...); the padding rows' results are dropped. The preferred sizes
+// are thus the operator's trade: each costs its own plan, weights and
+// arenas on the devices, and saves the padding's compute for batches of
+// that size (preferred size 1 makes a lone request cost what an unbatched
+// run costs). Whether a row's result depends on its position in the batch,
+// on the other rows, or on the size compiled (oneDNN may pick other
+// kernels for other shapes) is checked bit for bit against unbatched runs
+// of the same requests by host_manager_batching_test (ONNX node cases and
+// a CNN, on one device and pipelined over two): they are identical.
 //
 // Policy (per network, FIFO): a batch takes the waiting requests in
 // arrival order while their rows fit max_batch_size (a request never
@@ -96,10 +99,13 @@ struct BatchMeasures {
   RunTimings timings;     // The executor's measures of the batch's run.
 };
 
-// What one execution of a batch runs: the network's inputs at the compiled
-// (max_batch_size) shapes, `rows` of them real and the rest padding.
+// What one execution of a batch runs: the network's inputs at one of its
+// compiled batch sizes, `rows` of them real and the rest padding.
 struct BatchExecution {
-  std::vector<Tensor> inputs;  // In the network's input order.
+  // In the network's input order, each with `size` rows (a compiled size,
+  // BatcherOptions::sizes), of which the first `rows` are real.
+  std::vector<Tensor> inputs;
+  int64_t size = 0;
   int64_t rows = 0;
   int requests = 0;
   // The latest of its requests' deadlines: past it, no member wants it.
@@ -110,7 +116,7 @@ struct BatchExecution {
   std::shared_ptr<BatchMeasures> measures;
 };
 
-// Every network output at the compiled shapes, in the network's order, or
+// Every network output at the batch's size, in the network's order, or
 // the execution's error (which then fails every member).
 using BatchDone = std::function<void(absl::StatusOr<std::vector<Tensor>>)>;
 // Starts an execution; calls `done` exactly once, on any thread, possibly
@@ -141,6 +147,10 @@ struct BatcherOptions {
   // max_batch_size (the HostManager checks this at AddNetwork).
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
+  // The batch sizes the network is compiled at, ascending; the last is
+  // max_batch_size (empty: just max_batch_size). A batch is padded to the
+  // smallest that holds its rows.
+  std::vector<int> sizes;
   // Batches of this network executing at once (>= 1); while that many
   // run, requests wait and the next batch grows.
   int max_in_flight = 1;

@@ -20,8 +20,10 @@ class FakeNetwork {
  public:
   explicit FakeNetwork(int max) : max_(max) {}
 
-  BatcherOptions Options(DynamicBatching batching, int in_flight = 1) const {
+  BatcherOptions Options(DynamicBatching batching, int in_flight = 1,
+                         std::vector<int> sizes = {}) const {
     BatcherOptions options;
+    options.sizes = std::move(sizes);
     options.batching = std::move(batching);
     options.inputs = {{"x", DType::kFloat32, Shape({max_, kWidth})}};
     options.outputs = {{"y", DType::kFloat32, Shape({max_, kWidth})},
@@ -60,9 +62,10 @@ class FakeNetwork {
       return;
     }
     const Tensor& x = batch.first.inputs[0];
+    const int64_t size = x.shape().dim(0);
     Tensor y = *Tensor::Create(DType::kFloat32, x.shape());
-    Tensor s = *Tensor::Create(DType::kFloat32, Shape({max_, 1}));
-    for (int64_t r = 0; r < max_; ++r) {
+    Tensor s = *Tensor::Create(DType::kFloat32, Shape({size, 1}));
+    for (int64_t r = 0; r < size; ++r) {
       float sum = 0;
       for (int64_t c = 0; c < kWidth; ++c) {
         const float v = x.data<float>()[r * kWidth + c];
@@ -191,6 +194,40 @@ TEST(BatcherTest, APartialBatchIsPaddedWithItsFirstRow) {
   }
   net.Complete();
   a.ExpectOwnRows();
+}
+
+TEST(BatcherTest, ABatchRunsAtTheSmallestCompiledSizeThatHoldsIt) {
+  FakeNetwork net(8);
+  BatchTimer timer;
+  absl::StatusOr<std::shared_ptr<Batcher>> batcher = Batcher::Create(
+      net.Options(Batching(8, kMaxQueueDelay), 1, {1, 4, 8}), net.Executor(),
+      &timer);
+  ASSERT_TRUE(batcher.ok()) << batcher.status();
+  Call a(1, 0), b(2, 10), c(3, 20), d(5, 30);
+  for (auto [call, size] : std::vector<std::pair<Call*, int64_t>>{
+           {&a, 1}, {&b, 4}, {&c, 4}, {&d, 8}}) {
+    ASSERT_TRUE((*batcher)->Enqueue(call->Request()).ok());
+    (*batcher)->Flush();
+    ASSERT_EQ(net.pending(), 1);
+    const BatchExecution batch = net.Peek();
+    EXPECT_EQ(batch.size, size);
+    EXPECT_EQ(batch.rows, call->rows);
+    ASSERT_EQ(batch.inputs[0].shape(), Shape({size, kWidth}));
+    // Padded with the first row.
+    EXPECT_EQ(batch.inputs[0].data<float>()[(size - 1) * kWidth],
+              call->x.data<float>()[0]);
+    net.Complete();
+    call->ExpectOwnRows();
+  }
+  // Sizes must ascend to max_batch_size.
+  for (std::vector<int> bad : std::vector<std::vector<int>>{
+           {1, 4}, {4, 1, 8}, {0, 8}, {1, 9}}) {
+    EXPECT_EQ(Batcher::Create(net.Options(Batching(8, kMaxQueueDelay), 1, bad),
+                              net.Executor(), &timer)
+                  .status()
+                  .code(),
+              absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(BatcherTest, RequestsWaitForTheDelayOrAFlush) {

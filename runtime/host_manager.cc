@@ -43,6 +43,11 @@ struct NetworkEntry {
   // under `mu`) until it ends, so re-provisioning can swap it under them
   // and wait for the old one's runs.
   std::shared_ptr<ExecutableNetwork> executable ABSL_GUARDED_BY(mu);
+  // With dynamic batching, the network compiled at each preferred batch
+  // size below max_batch_size (`executable` is the max_batch_size one),
+  // replaced with it; batches' references are held like runs'.
+  std::map<int, std::shared_ptr<ExecutableNetwork>> smaller
+      ABSL_GUARDED_BY(mu);
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   // Runs that arrived while every replica sat on a dead device, waiting
   // for the re-provisioned plan (or the network's removal, or shutdown) to
@@ -103,6 +108,16 @@ bool Uses(const ExecutableNetwork& network, const DeviceManager* device) {
     }
   }
   return false;
+}
+
+// The batch sizes a batching network is compiled at: each preferred size
+// and max_batch_size, ascending (see runtime/batcher.h).
+std::vector<int> CompiledBatchSizes(const DynamicBatching& batching) {
+  std::vector<int> sizes = batching.preferred_batch_sizes;
+  sizes.push_back(batching.max_batch_size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
 }
 
 }  // namespace
@@ -304,6 +319,7 @@ HostManager::~HostManager() {
   for (auto& [name, entry] : networks) {
     absl::MutexLock lock(&entry->mu);
     entry->executable.reset();
+    entry->smaller.clear();
   }
   networks.clear();
 }
@@ -348,12 +364,14 @@ void HostManager::MonitorDevices() {
       for (const auto& [name, entry] : networks_) {
         absl::MutexLock entry_lock(&entry->mu);
         if (entry->executable == nullptr) continue;
+        bool uses = false;
         for (const DeviceManager* device : dead) {
-          if (Uses(*entry->executable, device)) {
-            affected.push_back(entry);
-            break;
+          uses = uses || Uses(*entry->executable, device);
+          for (const auto& [size, smaller] : entry->smaller) {
+            uses = uses || Uses(*smaller, device);
           }
         }
+        if (uses) affected.push_back(entry);
       }
     }
     for (const auto& entry : affected) Reprovision(entry, dead_names);
@@ -374,13 +392,24 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
     built = Build(entry->info.name, entry->model, options, &info);
     if (built.ok() || !absl::IsResourceExhausted(built.status())) break;
   }
-  std::shared_ptr<ExecutableNetwork> old;
+  // A batching network's other sizes, as many replicas: all or nothing.
+  absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>> smaller;
+  if (built.ok()) {
+    smaller = BuildSmaller(entry->info.name, entry->model, options);
+    if (!smaller.ok()) built = smaller.status();
+  }
+  std::vector<std::shared_ptr<ExecutableNetwork>> old;
   {
     absl::MutexLock lock(&mu_);
     absl::MutexLock entry_lock(&entry->mu);
-    old = std::move(entry->executable);
+    old.push_back(std::move(entry->executable));
+    for (auto& [size, executable] : entry->smaller) {
+      old.push_back(std::move(executable));
+    }
+    entry->smaller.clear();
     if (built.ok()) {
       entry->executable = *std::move(built);
+      entry->smaller = *std::move(smaller);
       info.unavailable_reason.clear();
       entry->info = std::move(info);
       GLINT_LOG_INFO(
@@ -401,11 +430,38 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
   // then its partitions are unloaded.
   absl::MutexLock entry_lock(&entry->mu);
   entry->mu.Await(absl::Condition(
-      +[](std::shared_ptr<ExecutableNetwork>* p) {
-        return p->use_count() <= 1;
+      +[](std::vector<std::shared_ptr<ExecutableNetwork>>* plans) {
+        for (const auto& p : *plans) {
+          if (p.use_count() > 1) return false;
+        }
+        return true;
       },
       &old));
-  old.reset();
+  old.clear();
+}
+
+absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
+HostManager::BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+                          const AddNetworkOptions& options) const {
+  std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
+  if (options.batching.max_batch_size <= 0) return smaller;
+  for (int size : CompiledBatchSizes(options.batching)) {
+    if (size == options.batching.max_batch_size) continue;
+    AddNetworkOptions at = options;
+    at.batching.max_batch_size = size;
+    at.batching.preferred_batch_sizes.clear();
+    NetworkInfo info;
+    absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
+        Build(name, onnx_model, at, &info);
+    if (!built.ok()) {
+      return absl::Status(
+          built.status().code(),
+          absl::StrCat("at preferred batch size ", size, ": ",
+                       built.status().message()));
+    }
+    smaller[size] = *std::move(built);
+  }
+  return smaller;
 }
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
@@ -638,11 +694,15 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
     }
     entry->model = std::string(onnx_model);
     entry->options = options;
+    std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
     if (options.batching.max_batch_size > 0) {
+      GLINT_ASSIGN_OR_RETURN(smaller,
+                             BuildSmaller(name, onnx_model, options));
       GLINT_ASSIGN_OR_RETURN(entry->batcher, MakeBatcher(entry.get()));
     }
     absl::MutexLock lock(&entry->mu);
     entry->executable = std::move(executable);
+    entry->smaller = std::move(smaller);
     return entry;
   }();
   // Durable before it is visible: once a client could see it, a restart
@@ -653,6 +713,7 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
         !s.ok()) {
       absl::MutexLock lock(&(*entry)->mu);
       (*entry)->executable.reset();
+      (*entry)->smaller.clear();
       entry = s;
     }
   }
@@ -712,6 +773,7 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
   // callbacks may still hold the entry for a moment, but never touch the
   // executable again, and the caller expects the memory back on return.
   entry->executable.reset();
+  entry->smaller.clear();
   return absl::OkStatus();
 }
 
@@ -1120,6 +1182,7 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
           std::max<int>(1, static_cast<int>(entry->info.partitions.size())) +
       1;
   options.max_queue_size = options_.max_queue_size;
+  options.sizes = CompiledBatchSizes(entry->options.batching);
   const int num_outputs = static_cast<int>(entry->info.outputs.size());
   // `entry` outlives every batch: a batch runs only for requests that hold
   // the entry until they are answered.
@@ -1129,8 +1192,14 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
     // it ends (as a run's, see NetworkEntry::executable).
     auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
     {
+      // The plan compiled at the batch's size (it is padded to one).
       absl::MutexLock lock(&entry->mu);
-      *executable = entry->executable;
+      auto it = entry->smaller.find(static_cast<int>(batch.size));
+      if (it != entry->smaller.end()) {
+        *executable = it->second;
+      } else if (batch.size == entry->options.batching.max_batch_size) {
+        *executable = entry->executable;
+      }
     }
     if (*executable == nullptr) {
       done(absl::UnavailableError(

@@ -210,6 +210,11 @@ class HostManager {
       const AddNetworkOptions& options, NetworkInfo* info,
       const CachedPlan* types = nullptr, const CachedPlan* plan = nullptr,
       CachedPlan* made = nullptr) const;
+  // For a batching network: Build at each preferred batch size below
+  // max_batch_size (see runtime/batcher.h), by size.
+  absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
+  BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+               const AddNetworkOptions& options) const;
   // What a plan of this network would be made for, over today's healthy
   // devices (CachedPlan::key).
   std::string PlanKey(absl::string_view onnx_model,

@@ -209,8 +209,9 @@ TEST(HostManagerBatchingTest, OnnxNodeCasesMatchUnbatchedRunsBitForBit) {
     std::map<std::string, Tensor> source;
     const std::string model =
         BatchableModel(absl::StrCat(kNodeDir, "/", c.name), c, &source);
-    // Full batches in two orders, and a partial one (a preferred size,
-    // padded to 8): rows at every position, batches of 8 and 5 rows.
+    // Batches of 8 rows in several orders, 6 rows padded to 8, 4 rows
+    // padded to 5 (a preferred, so compiled, size) and 5 rows at 5: rows
+    // at every position, in batches of every kind.
     ASSERT_TRUE(
         host->AddNetwork("full", model, With(Batching(kMax))).ok());
     ASSERT_TRUE(
@@ -223,9 +224,10 @@ TEST(HostManagerBatchingTest, OnnxNodeCasesMatchUnbatchedRunsBitForBit) {
     };
     const std::vector<Run> runs = {{"full", {2, 1, 3, 1, 1}, 0},
                                    {"full", {1, 1, 3, 1, 2}, 0},
+                                   {"full", {3, 3, 3, 5}, 3},
                                    {"partial", {3, 2}, 0},
                                    {"full", {8}, 5},
-                                   {"partial", {1, 4}, 7}};
+                                   {"partial", {4, 5}, 7}};
     // The unbatched reference of each request size: the same model,
     // compiled at that size, without batching.
     std::map<int64_t, std::string> reference;
@@ -315,13 +317,17 @@ Tensor CnnInput(int64_t rows, uint32_t seed) {
                             Pseudo(rows * 3 * 16 * 16, 1.0f, seed));
 }
 
-// Many concurrent batch-1 requests (batches of whatever sizes form) and
-// multi-row ones: every answer is bit for bit the unbatched network's.
-void CheckCnn(int devices, const PartitionOptions& partition) {
+// Many concurrent batch-1 requests and some of 3 rows, from 4 threads at
+// once, so batches of many compositions form; every answer is bit for bit
+// the unbatched network's. The delay is the longest allowed: batches form
+// only when full (or at a preferred size), and removing the network at the
+// end flushes the rest.
+void CheckCnn(int devices, const PartitionOptions& partition,
+              std::vector<int> preferred) {
   std::unique_ptr<HostManager> host = MakeHost(devices);
   const std::string cnn = MakeCnn();
   AddNetworkOptions batched;
-  batched.batching = Batching(8, {}, absl::Microseconds(200));
+  batched.batching = Batching(8, preferred);
   batched.partition = partition;
   absl::StatusOr<NetworkInfo> info = host->AddNetwork("cnn", cnn, batched);
   ASSERT_TRUE(info.ok()) << info.status();
@@ -345,14 +351,42 @@ void CheckCnn(int devices, const PartitionOptions& partition) {
     p->inputs.push_back({"x", CnnInput(i % 5 == 0 ? 3 : 1, 100 + i)});
     pending.push_back(std::move(p));
   }
-  // From 4 threads at once, so batches of every composition form.
+  absl::Mutex mu;
+  int answered = 0;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = t; i < kRequests; i += 4) Start(*host, "cnn", *pending[i]);
+      for (int i = t; i < kRequests; i += 4) {
+        Pending* p = pending[i].get();
+        host->RunNetworkAsync(
+            "cnn", p->inputs, {},
+            [p, &mu, &answered](absl::StatusOr<std::vector<NamedTensor>> r) {
+              p->result = std::move(r);
+              absl::MutexLock lock(&mu);
+              ++answered;
+              p->done.Notify();
+            });
+      }
     });
   }
   for (std::thread& t : threads) t.join();
+  if (preferred.empty()) {
+    // Every batch but the last (under 8 rows, waiting) is full: 8 rows,
+    // or 6 or more that the next request did not fit. So at most 7
+    // requests wait, and the executions so far served several each.
+    {
+      absl::MutexLock lock(&mu);
+      mu.Await(absl::Condition(
+          +[](int* n) { return *n >= kRequests - 7; }, &answered));
+    }
+    absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("cnn");
+    ASSERT_TRUE(stats.ok());
+    // 6 rows or more of 1 or 3 each: 2 requests or more per execution.
+    EXPECT_GE(stats->success_count, 2 * stats->execution_count)
+        << stats->execution_count << " executions";
+    EXPECT_GT(stats->execution_count, 0u);
+  }
+  ASSERT_TRUE(host->RemoveNetwork("cnn").ok());  // Runs what waits.
   for (int i = 0; i < kRequests; ++i) {
     pending[i]->done.WaitForNotification();
     ASSERT_TRUE(pending[i]->result.ok()) << pending[i]->result.status();
@@ -366,15 +400,17 @@ void CheckCnn(int devices, const PartitionOptions& partition) {
   }
 }
 
+// Batches padded to 8 rows.
 TEST(HostManagerBatchingTest, CnnMatchesUnbatchedRunsBitForBit) {
-  CheckCnn(1, {});
+  CheckCnn(1, {}, {});
 }
 
 TEST(HostManagerBatchingTest, PipelinedCnnMatchesUnbatchedRunsBitForBit) {
   PartitionOptions partition;
   partition.strategy = PartitionStrategy::kLoadBalanced;
   partition.plan_devices = 2;
-  CheckCnn(2, partition);
+  // Compiled at 1, 4 and 8 rows: batches run at several sizes.
+  CheckCnn(2, partition, {1, 4});
 }
 
 // --- Errors, one request at a time --------------------------------------------
