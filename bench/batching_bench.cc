@@ -6,6 +6,10 @@
 //
 //   bazel run -c opt //bench:batching_bench -- MODEL.onnx \
 //       [CONCURRENCY=1,8,64] [SECONDS=3] [MAX_BATCH=8] [DELAY_US=0]
+//       [PREFERRED=1,2,4]
+// PREFERRED are the preferred (so also compiled) batch sizes; "-" for
+// none, when every batch is padded to MAX_BATCH.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -87,7 +91,8 @@ int Main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: batching_bench MODEL.onnx [CONCURRENCY=1,8,64] "
-                 "[SECONDS=3] [MAX_BATCH=8] [DELAY_US=0]\n");
+                 "[SECONDS=3] [MAX_BATCH=8] [DELAY_US=0] "
+                 "[PREFERRED=1,2,4|-]\n");
     return 2;
   }
   std::ifstream file(argv[1], std::ios::binary);
@@ -105,6 +110,14 @@ int Main(int argc, char** argv) {
   const double seconds = argc > 3 ? std::atof(argv[3]) : 3.0;
   const int max_batch = argc > 4 ? std::atoi(argv[4]) : 8;
   const int delay_us = argc > 5 ? std::atoi(argv[5]) : 0;
+  std::vector<int> preferred = {1, 2, 4};
+  if (argc > 6) {
+    preferred.clear();
+    for (absl::string_view s : absl::StrSplit(argv[6], ',')) {
+      int size = 0;
+      if (absl::SimpleAtoi(s, &size)) preferred.push_back(size);
+    }
+  }
 
   // The default devices of glintd: two simulated devices.
   std::vector<DeviceConfig> configs(2);
@@ -118,6 +131,7 @@ int Main(int argc, char** argv) {
   AddNetworkOptions options;
   options.batching.max_batch_size = max_batch;
   options.batching.max_queue_delay = absl::Microseconds(delay_us);
+  options.batching.preferred_batch_sizes = preferred;
   absl::StatusOr<NetworkInfo> batched =
       (*host)->AddNetwork("batched", model, options);
   if (!plain.ok() || !batched.ok()) {
@@ -125,21 +139,70 @@ int Main(int argc, char** argv) {
                  batched.status().ToString().c_str());
     return 1;
   }
+  std::string sizes;
+  for (int p : preferred) sizes += std::to_string(p) + " ";
   std::printf("%s: batch-1 requests, 2 sim devices, %.1f s per level; "
-              "batched: max_batch_size %d, max_queue_delay %d us\n",
-              argv[1], seconds, max_batch, delay_us);
-  std::printf("%12s %16s %16s %8s\n", "in flight", "unbatched run/s",
+              "batched: max_batch_size %d, max_queue_delay %d us, "
+              "preferred sizes [ %s]\n",
+              argv[1], seconds, max_batch, delay_us, sizes.c_str());
+  std::printf("%12s %16s %16s %8s   (medians of 5 interleaved rounds)\n",
+              "in flight", "unbatched run/s",
               "batched run/s", "ratio");
   int failures = 0;
   // Warm both (pools, primitive caches) before measuring.
   Throughput(**host, "plain", *plain, 2, 0.3, &failures);
   Throughput(**host, "batched", *batched, max_batch, 0.3, &failures);
+  // Interleaved rounds, medians: a machine shared with other work drifts,
+  // and both modes see the same drift.
+  constexpr int kRounds = 5;
   for (int c : levels) {
-    const double u = Throughput(**host, "plain", *plain, c, seconds, &failures);
-    const double b =
-        Throughput(**host, "batched", *batched, c, seconds, &failures);
-    std::printf("%12d %16.1f %16.1f %8.2f\n", c, u, b, b / u);
+    std::vector<double> u, b;
+    for (int r = 0; r < kRounds; ++r) {
+      u.push_back(Throughput(**host, "plain", *plain, c, seconds / kRounds,
+                             &failures));
+      b.push_back(Throughput(**host, "batched", *batched, c,
+                             seconds / kRounds, &failures));
+    }
+    std::sort(u.begin(), u.end());
+    std::sort(b.begin(), b.end());
+    const double um = u[kRounds / 2], bm = b[kRounds / 2];
+    std::printf("%12d %16.1f %16.1f %8.2f\n", c, um, bm, bm / um);
     std::fflush(stdout);
+  }
+  // What batching can gain in compute alone: one run of MAX_BATCH rows vs
+  // one of a single row, back to back (no concurrency), per row.
+  {
+    AddNetworkOptions at_max;
+    for (const ValueInfo& v : plain->inputs) {
+      Shape shape = v.shape;
+      shape.mutable_dims()[0] = max_batch;
+      at_max.input_shapes[v.name] = shape;
+    }
+    absl::StatusOr<NetworkInfo> big = (*host)->AddNetwork("big", model, at_max);
+    if (big.ok()) {
+      auto median_run = [&](const std::string& name, const NetworkInfo& info) {
+        std::vector<NamedTensor> inputs;
+        for (const ValueInfo& v : info.inputs) {
+          inputs.push_back({v.name, *Tensor::Create(v.dtype, v.shape)});
+          std::fill_n(static_cast<char*>(inputs.back().tensor.raw_data()),
+                      inputs.back().tensor.num_bytes(), 0);
+        }
+        std::vector<double> ms;
+        for (int i = 0; i < 7; ++i) {
+          const absl::Time t = absl::Now();
+          if (!(*host)->RunNetwork(name, inputs).ok()) ++failures;
+          ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - t));
+        }
+        std::sort(ms.begin(), ms.end());
+        return ms[ms.size() / 2];
+      };
+      const double one = median_run("plain", *plain);
+      const double many = median_run("big", *big);
+      std::printf("one run alone: 1 row %.2f ms, %d rows %.2f ms: %.2f ms "
+                  "per row, %.2fx cheaper per row batched\n",
+                  one, max_batch, many, many / max_batch,
+                  one / (many / max_batch));
+    }
   }
   absl::StatusOr<NetworkStatistics> stats =
       (*host)->GetStatistics("batched");
