@@ -160,7 +160,11 @@ class HostManager {
   // Runs `name` on `inputs` (each graph input exactly once, by name, with
   // the declared dtype and shape; else INVALID_ARGUMENT naming the input and
   // what was expected). `done` is called exactly once, possibly on another
-  // thread, possibly before RunNetworkAsync returns.
+  // thread, possibly before RunNetworkAsync returns. A network added with
+  // dynamic batching takes 1..max_batch_size rows (the same number for
+  // every input) and answers with as many; its runs are merged with others
+  // (runtime/batcher.h). Runs waiting for admission go by
+  // RunOptions::priority (see HostManagerOptions::priority_aging).
   void RunNetworkAsync(absl::string_view name, std::vector<NamedTensor> inputs,
                        const RunOptions& options, RunCallback done);
   // Blocking helper over RunNetworkAsync.
