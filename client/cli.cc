@@ -36,9 +36,16 @@ commands:
   add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
       [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
       [--reuse moo|match|override|graph] [--user_config TEXT]
+      [--max_batch_size N [--max_queue_delay_us U]
+       [--preferred_batch_sizes B1,B2,...]]
                      add an ONNX model as network NAME. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
+                     --max_batch_size turns on dynamic batching: concurrent
+                     runs are merged along their first dim up to N rows
+                     (every input and output must have the batch first),
+                     waiting up to U microseconds (0..10000000, default 0)
+                     for a batch to fill or reach a preferred size.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
       [--trace FILE]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
@@ -284,7 +291,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   const Command commands[] = {
       {"add",
        {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
-        "user_config"},
+        "user_config", "max_batch_size", "max_queue_delay_us",
+        "preferred_batch_sizes"},
        {},
        &Cli::Add},
       {"run", {"input", "output", "output_dir", "trace"}, {}, &Cli::RunNetwork},
@@ -356,6 +364,36 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   }
   if (std::optional<std::string> config = args.Last("user_config")) {
     options.user_config = *config;
+  }
+  DynamicBatching& batching = options.batching;
+  if (std::optional<std::string> v = args.Last("max_batch_size")) {
+    if (!absl::SimpleAtoi(*v, &batching.max_batch_size)) {
+      return UsageError(absl::StrCat("bad --max_batch_size '", *v,
+                                     "' (expected a number)"));
+    }
+  }
+  if (std::optional<std::string> v = args.Last("max_queue_delay_us")) {
+    int64_t us = 0;
+    if (!absl::SimpleAtoi(*v, &us) || us < 0 ||
+        us > absl::ToInt64Microseconds(kMaxQueueDelay)) {
+      return UsageError(absl::StrCat(
+          "bad --max_queue_delay_us '", *v, "' (expected 0..",
+          absl::ToInt64Microseconds(kMaxQueueDelay), " microseconds)"));
+    }
+    batching.max_queue_delay = absl::Microseconds(us);
+  }
+  if (std::optional<std::string> v = args.Last("preferred_batch_sizes")) {
+    for (absl::string_view part : absl::StrSplit(*v, ',')) {
+      int size = 0;
+      if (!absl::SimpleAtoi(part, &size)) {
+        return UsageError(absl::StrCat("bad --preferred_batch_sizes '", *v,
+                                       "' (expected B1,B2,...)"));
+      }
+      batching.preferred_batch_sizes.push_back(size);
+    }
+  }
+  if (absl::Status s = ValidateDynamicBatching(batching); !s.ok()) {
+    return UsageError(s.message());
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();

@@ -47,6 +47,34 @@ TEST(CliTest, UsageErrorsExit2WithoutContactingAServer) {
                      "bad dimension 'a'");
   ExpectOneLineError(RunCli({"--timeout=soon", "list"}), 2, "bad duration");
   ExpectOneLineError(RunCli({"list", "--server"}), 2, "needs a value");
+  // Batching options are checked before the model is read.
+  ExpectOneLineError(
+      RunCli({"add", "n", "m.onnx", "--max_batch_size", "eight"}), 2,
+      "bad --max_batch_size 'eight'");
+  ExpectOneLineError(RunCli({"add", "n", "m.onnx", "--max_batch_size", "8",
+                             "--max_queue_delay_us", "-5"}),
+                     2, "bad --max_queue_delay_us '-5'");
+  ExpectOneLineError(RunCli({"add", "n", "m.onnx", "--max_batch_size", "8",
+                             "--preferred_batch_sizes", "4,x"}),
+                     2, "bad --preferred_batch_sizes '4,x'");
+  ExpectOneLineError(RunCli({"add", "n", "m.onnx", "--max_batch_size", "8",
+                             "--preferred_batch_sizes", "4,16"}),
+                     2, "preferred batch size 16 is not in 1..max_batch_size");
+  ExpectOneLineError(
+      RunCli({"add", "n", "m.onnx", "--max_queue_delay_us", "100"}), 2,
+      "need a max_batch_size");
+}
+
+TEST(FormatTest, NetworkShowsItsBatching) {
+  NetworkInfo info;
+  info.name = "cnn";
+  EXPECT_THAT(FormatNetwork(info, false), ::testing::Not(HasSubstr("batching")));
+  info.batching.max_batch_size = 8;
+  info.batching.max_queue_delay = absl::Microseconds(500);
+  info.batching.preferred_batch_sizes = {4, 8};
+  EXPECT_THAT(FormatNetwork(info, false),
+              HasSubstr("batching: up to 8 rows, queue delay 500us, "
+                        "preferred sizes 4,8\n"));
 }
 
 TEST(CliTest, FileErrorsComeBeforeTheServer) {

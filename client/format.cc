@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "core/half.h"
 
 namespace glint {
@@ -83,6 +84,17 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
     absl::StrAppend(&out, ", replicas: ", network.replicas);
   }
   absl::StrAppend(&out, "\n");
+  if (network.batching.max_batch_size > 0) {
+    const DynamicBatching& b = network.batching;
+    absl::StrAppend(&out, "  batching: up to ", b.max_batch_size,
+                    " rows, queue delay ",
+                    absl::FormatDuration(b.max_queue_delay));
+    if (!b.preferred_batch_sizes.empty()) {
+      absl::StrAppend(&out, ", preferred sizes ",
+                      absl::StrJoin(b.preferred_batch_sizes, ","));
+    }
+    absl::StrAppend(&out, "\n");
+  }
   if (!detailed) return out;
   for (const PartitionInfo& p : network.partitions) {
     absl::StrAppend(

@@ -150,7 +150,40 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
     GLINT_ASSIGN_OR_RETURN(options.reuse, ParsePlanReuse(proto.reuse()));
   }
   options.user_config = proto.user_config();
+  GLINT_ASSIGN_OR_RETURN(options.batching,
+                         DynamicBatchingFromProto(proto.batching()));
   return options;
+}
+
+absl::StatusOr<DynamicBatching> DynamicBatchingFromProto(
+    const v1::DynamicBatching& proto) {
+  // Bounded before it becomes a Duration, which would saturate.
+  const int64_t max_delay_us = absl::ToInt64Microseconds(kMaxQueueDelay);
+  if (proto.max_queue_delay_us() < 0 ||
+      proto.max_queue_delay_us() > max_delay_us) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batching: max_queue_delay_us ",
+                     proto.max_queue_delay_us(), " is not in 0..",
+                     max_delay_us));
+  }
+  DynamicBatching batching;
+  batching.max_batch_size = proto.max_batch_size();
+  batching.max_queue_delay = absl::Microseconds(proto.max_queue_delay_us());
+  batching.preferred_batch_sizes.assign(proto.preferred_batch_sizes().begin(),
+                                        proto.preferred_batch_sizes().end());
+  GLINT_RETURN_IF_ERROR(ValidateDynamicBatching(batching));
+  return batching;
+}
+
+void DynamicBatchingToProto(const DynamicBatching& batching,
+                            v1::DynamicBatching* proto) {
+  proto->Clear();
+  proto->set_max_batch_size(batching.max_batch_size);
+  proto->set_max_queue_delay_us(
+      absl::ToInt64Microseconds(batching.max_queue_delay));
+  for (int size : batching.preferred_batch_sizes) {
+    proto->add_preferred_batch_sizes(size);
+  }
 }
 
 void AddNetworkOptionsToProto(const AddNetworkOptions& options,
@@ -174,6 +207,9 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
   }
   proto->set_reuse(std::string(PlanReuseName(options.reuse)));
   proto->set_user_config(options.user_config);
+  if (options.batching.max_batch_size > 0) {
+    DynamicBatchingToProto(options.batching, proto->mutable_batching());
+  }
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
@@ -190,6 +226,9 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
   proto->set_replicas(info.replicas);
   if (include_dot) proto->set_dot(info.dot);
   proto->set_unavailable_reason(info.unavailable_reason);
+  if (info.batching.max_batch_size > 0) {
+    DynamicBatchingToProto(info.batching, proto->mutable_batching());
+  }
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
@@ -245,6 +284,13 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   info.replicas = proto.replicas();
   info.dot = proto.dot();
   info.unavailable_reason = proto.unavailable_reason();
+  // A reply, not a request: shown as sent, not refused.
+  info.batching.max_batch_size = proto.batching().max_batch_size();
+  info.batching.max_queue_delay =
+      absl::Microseconds(proto.batching().max_queue_delay_us());
+  info.batching.preferred_batch_sizes.assign(
+      proto.batching().preferred_batch_sizes().begin(),
+      proto.batching().preferred_batch_sizes().end());
   for (const v1::ValueInfo& v : proto.inputs()) {
     info.inputs.push_back(ValueInfoFromProto(v));
   }

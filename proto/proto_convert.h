@@ -45,6 +45,13 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
 void AddNetworkOptionsToProto(const AddNetworkOptions& options,
                               v1::AddNetworkOptions* proto);
 
+// glint.v1.DynamicBatching <-> DynamicBatching. INVALID_ARGUMENT (naming
+// the field) out of the bounds of ValidateDynamicBatching.
+absl::StatusOr<DynamicBatching> DynamicBatchingFromProto(
+    const v1::DynamicBatching& proto);
+void DynamicBatchingToProto(const DynamicBatching& batching,
+                            v1::DynamicBatching* proto);
+
 // Descriptions flow server → client; the reverse direction serves the
 // client library, which hands domain types to its callers.
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto);

@@ -1,6 +1,7 @@
 #include "proto/proto_convert.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,55 @@ TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AddNetworkOptionsTest, BatchingRoundTripAndValidation) {
+  v1::AddNetworkOptions p;
+  p.mutable_batching()->set_max_batch_size(8);
+  p.mutable_batching()->set_max_queue_delay_us(500);
+  p.mutable_batching()->add_preferred_batch_sizes(4);
+  p.mutable_batching()->add_preferred_batch_sizes(8);
+  absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->batching.max_batch_size, 8);
+  EXPECT_EQ(o->batching.max_queue_delay, absl::Microseconds(500));
+  EXPECT_THAT(o->batching.preferred_batch_sizes, ElementsAre(4, 8));
+  v1::AddNetworkOptions back;
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_EQ(back.batching().max_batch_size(), 8);
+  EXPECT_EQ(back.batching().max_queue_delay_us(), 500);
+  EXPECT_THAT(back.batching().preferred_batch_sizes(), ElementsAre(4, 8));
+  // Unset: off, and not written back.
+  o = AddNetworkOptionsFromProto(v1::AddNetworkOptions());
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->batching.max_batch_size, 0);
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_FALSE(back.has_batching());
+
+  auto refused = [](void (*edit)(v1::DynamicBatching*),
+                    absl::string_view mention) {
+    v1::AddNetworkOptions bad;
+    bad.mutable_batching()->set_max_batch_size(8);
+    edit(bad.mutable_batching());
+    absl::Status s = AddNetworkOptionsFromProto(bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << mention;
+    EXPECT_NE(s.message().find(mention), absl::string_view::npos) << s;
+  };
+  refused([](v1::DynamicBatching* b) { b->set_max_batch_size(-1); },
+          "max_batch_size");
+  refused([](v1::DynamicBatching* b) { b->set_max_batch_size(1 << 20); },
+          "max_batch_size");
+  refused([](v1::DynamicBatching* b) { b->set_max_queue_delay_us(-1); },
+          "max_queue_delay_us");
+  refused(
+      [](v1::DynamicBatching* b) {
+        b->set_max_queue_delay_us(std::numeric_limits<int64_t>::max());
+      },
+      "max_queue_delay_us");
+  refused([](v1::DynamicBatching* b) { b->add_preferred_batch_sizes(9); },
+          "preferred batch size 9");
+  refused([](v1::DynamicBatching* b) { b->add_preferred_batch_sizes(0); },
+          "preferred batch size 0");
+}
+
 TEST(NetworkInfoTest, RoundTrip) {
   NetworkInfo info;
   info.name = "mlp";
@@ -178,9 +228,13 @@ TEST(NetworkInfoTest, RoundTrip) {
   part.activation_bytes = 64;
   part.flops = 1e6;
   info.partitions.push_back(part);
+  info.batching.max_batch_size = 4;
+  info.batching.max_queue_delay = absl::Milliseconds(2);
+  info.batching.preferred_batch_sizes = {2};
 
   v1::NetworkInfo p;
   NetworkInfoToProto(info, &p);
+  EXPECT_EQ(p.batching().max_queue_delay_us(), 2000);
   EXPECT_EQ(p.name(), "mlp");
   ASSERT_EQ(p.inputs_size(), 1);
   EXPECT_EQ(p.inputs(0).dtype(), v1::DATA_TYPE_FLOAT32);
@@ -197,6 +251,9 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.partitions[0].num_nodes, 3);
   EXPECT_EQ(back.partitions[0].flops, 1e6);
   EXPECT_THAT(back.partitions[0].inputs, ElementsAre("x"));
+  EXPECT_EQ(back.batching.max_batch_size, 4);
+  EXPECT_EQ(back.batching.max_queue_delay, absl::Milliseconds(2));
+  EXPECT_THAT(back.batching.preferred_batch_sizes, ElementsAre(2));
 }
 
 TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {
