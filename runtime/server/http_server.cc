@@ -1,0 +1,248 @@
+#include "runtime/server/http_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "core/logging.h"
+#include "runtime/server/rest_convert.h"
+
+namespace glint {
+namespace {
+
+// httplib's own ThreadPool (0.11) bounds the threads but queues accepted
+// connections without limit; this one makes the accepting thread wait
+// instead, so a flood of connections backs up into the kernel's listen
+// backlog rather than into open sockets here.
+//
+// Thread-safe.
+class BoundedThreadPool : public httplib::TaskQueue {
+ public:
+  BoundedThreadPool(int threads, int max_pending) : max_pending_(max_pending) {
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~BoundedThreadPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(this, &BoundedThreadPool::HasRoom));
+    pending_.push_back(std::move(fn));
+  }
+
+  // Every queued connection is still served (each holds a socket that
+  // only its task closes), then the workers end.
+  void shutdown() override ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    for (std::thread& t : workers_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(pending_.size()) < max_pending_;
+  }
+  bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !pending_.empty() || stopping_;
+  }
+
+  void Work() ABSL_LOCKS_EXCLUDED(mu_) {
+    for (;;) {
+      std::function<void()> task;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(this, &BoundedThreadPool::HasWorkOrStopping));
+        if (pending_.empty()) return;  // Stopping, and nothing left.
+        task = std::move(pending_.front());
+        pending_.pop_front();
+      }
+      task();
+    }
+  }
+
+  const int max_pending_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+};
+
+void WriteReply(const HttpReply& reply, httplib::Response& res) {
+  res.status = reply.status;
+  if (!reply.allow.empty()) res.set_header("Allow", reply.allow);
+  if (!reply.body.empty() || !reply.content_type.empty()) {
+    res.set_content(reply.body, reply.content_type.c_str());
+  }
+}
+
+// The message of an error httplib answers by itself (before any handler).
+std::string HttpErrorMessage(int status, size_t max_request_bytes) {
+  switch (status) {
+    case 400: return "malformed HTTP request";
+    case 404: return "no endpoint at this path";
+    case 413:
+      return absl::StrCat("the request body is over the limit of ",
+                          max_request_bytes, " bytes");
+    case 414: return "the request target is too long";
+    default: return absl::StrCat("HTTP error ", status);
+  }
+}
+
+// httplib takes seconds and microseconds.
+std::pair<time_t, time_t> SecondsAndMicros(absl::Duration d) {
+  const int64_t us = absl::ToInt64Microseconds(d);
+  return {static_cast<time_t>(us / 1000000), static_cast<time_t>(us % 1000000)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    absl::string_view listen) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == absl::string_view::npos ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", listen, "' is not host:port with a port in 0..65535"));
+  }
+  absl::string_view host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::make_pair(std::string(host), port);
+}
+
+bool IsLoopbackHost(absl::string_view host) {
+  return host == "localhost" || host == "::1" ||
+         absl::StartsWith(host, "127.");
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const HttpServerOptions& options, const RestApi* api) {
+  if (options.threads < 1 || options.max_pending_connections < 1 ||
+      options.max_request_bytes < 1 ||
+      options.io_timeout <= absl::ZeroDuration() ||
+      options.keep_alive_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "HTTP server options: threads, max_pending_connections, "
+        "max_request_bytes and the timeouts must be positive");
+  }
+  absl::StatusOr<std::pair<std::string, int>> address =
+      SplitHostPort(options.listen);
+  if (!address.ok()) return address.status();
+  const auto& [host, port] = *address;
+
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  server->server_ = std::make_unique<httplib::Server>();
+  httplib::Server& s = *server->server_;
+  const int threads = options.threads;
+  const int max_pending = options.max_pending_connections;
+  s.new_task_queue = [threads, max_pending]() -> httplib::TaskQueue* {
+    return new BoundedThreadPool(threads, max_pending);
+  };
+  s.set_payload_max_length(options.max_request_bytes);
+  const auto [io_s, io_us] = SecondsAndMicros(options.io_timeout);
+  s.set_read_timeout(io_s, io_us);
+  s.set_write_timeout(io_s, io_us);
+  s.set_keep_alive_timeout(
+      std::max<time_t>(1, SecondsAndMicros(options.keep_alive_timeout).first));
+  s.set_keep_alive_max_count(100);
+
+  // Runs before the body is read: refuses what must not be read at all.
+  s.set_pre_routing_handler([](const httplib::Request& req,
+                               httplib::Response& res) {
+    const absl::Status headers =
+        CheckRestHeaders([&req](absl::string_view name) {
+          return req.get_header_value(std::string(name));
+        });
+    if (headers.ok()) return httplib::Server::HandlerResponse::Unhandled;
+    WriteReply(RestApi::ErrorReply(headers), res);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  const httplib::Server::Handler handle =
+      [api](const httplib::Request& req, httplib::Response& res) {
+        WriteReply(api->Handle(req.method, req.target, req.body), res);
+      };
+  // Every path goes to RestApi, which routes; the pattern matches any
+  // character, line breaks included.
+  const std::string any = R"([\s\S]*)";
+  s.Get(any, handle);
+  s.Post(any, handle);
+  s.Put(any, handle);
+  s.Patch(any, handle);
+  s.Delete(any, handle);
+  s.Options(any, handle);
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res,
+                             std::exception_ptr error) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    GLINT_LOG_ERROR("HTTP handler failed: {}", what);
+    WriteReply(RestApi::ErrorReply(absl::InternalError(
+                   absl::StrCat("internal error: ", what))),
+               res);
+  });
+  const size_t max_request_bytes = options.max_request_bytes;
+  s.set_error_handler(httplib::Server::HandlerWithResponse(
+      [max_request_bytes](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_content(
+        ErrorJson(HttpErrorMessage(res.status, max_request_bytes)),
+        "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+
+  const int bound =
+      port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for HTTP on ", options.listen));
+  }
+  server->port_ = bound;
+  auto listener_done = std::make_shared<std::atomic<bool>>(false);
+  absl::MutexLock lock(&server->stop_mu_);
+  server->listener_ = std::thread([&s, listener_done] {
+    s.listen_after_bind();
+    listener_done->store(true);
+  });
+  // httplib's stop() does nothing before the listener has marked itself
+  // running (its first statement), so a Stop() right after Start() could
+  // be lost: wait for that mark, a few instructions away.
+  while (!s.is_running() && !listener_done->load()) std::this_thread::yield();
+  if (listener_done->load()) {
+    server->listener_.join();
+    return absl::UnavailableError(
+        absl::StrCat("the HTTP listener on ", options.listen, " failed"));
+  }
+  return server;  // `lock` (declared after `server`) unlocks first.
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  absl::MutexLock lock(&stop_mu_);
+  if (server_ != nullptr) server_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+}  // namespace glint
