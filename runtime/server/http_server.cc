@@ -156,6 +156,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   s.new_task_queue = [threads, max_pending]() -> httplib::TaskQueue* {
     return new BoundedThreadPool(threads, max_pending);
   };
+  // httplib's default sets SO_REUSEPORT, with which a second glintd on the
+  // same port would bind too and the kernel would spread connections over
+  // both. SO_REUSEADDR alone lets a restart bind past TIME_WAIT sockets.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   s.set_payload_max_length(options.max_request_bytes);
   const auto [io_s, io_us] = SecondsAndMicros(options.io_timeout);
   s.set_read_timeout(io_s, io_us);

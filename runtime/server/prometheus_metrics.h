@@ -11,8 +11,8 @@
 //   nv_inference_compute_infer_duration_us,
 //   nv_inference_compute_output_duration_us
 // (Triton's names predate Prometheus's conventions: promtool's linter
-// flags their missing `_total` and their abbreviated unit, and nothing
-// else). Glint's own follow the conventions (base units, `_total` on
+// flags their missing `_total`, their abbreviated unit and the `_count`
+// ending of two of them, and nothing else). Glint's own follow the conventions (base units, `_total` on
 // counters):
 //   glint_queue_depth, glint_runs_in_flight            {model, version}
 //   glint_partition_executions_total,
