@@ -45,8 +45,9 @@ struct HttpServerOptions {
   // A client slower than this to send (or to take) a piece of a request
   // (reply) loses its connection, freeing its worker.
   absl::Duration io_timeout = absl::Seconds(30);
-  // An idle keep-alive connection holds its worker this long at most.
-  absl::Duration keep_alive_timeout = absl::Seconds(5);
+  // An idle keep-alive connection holds its worker this long at most, and
+  // holds Stop() back as long (httplib waits out its idle wait).
+  absl::Duration keep_alive_timeout = absl::Seconds(2);
 };
 
 // Serves `api` until Stop(). Thread-safe: Stop() may be called from any
@@ -66,8 +67,8 @@ class HttpServer {
   // The bound port.
   int port() const { return port_; }
 
-  // Stops accepting, ends idle keep-alive connections, and waits for the
-  // requests in progress to be answered.
+  // Stops accepting, waits for the requests in progress to be answered and
+  // for idle keep-alive connections to end (keep_alive_timeout at most).
   void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_);
 
  private:

@@ -123,7 +123,7 @@ std::string EscapeLabelValue(absl::string_view value) {
 
 std::string PrometheusMetricsText(
     const std::vector<NetworkStatistics>& networks,
-    const std::vector<DeviceInfo>& devices) {
+    const std::vector<DeviceStatistics>& devices) {
   Page page;
   // Triton's per-model families.
   struct ModelFamily {
@@ -203,26 +203,40 @@ std::string PrometheusMetricsText(
 
   page.Family("glint_device_memory_total_bytes", "gauge",
               "Memory capacity of the device");
-  for (const DeviceInfo& d : devices) {
-    page.Sample(DeviceLabels(d), absl::StrCat(d.memory_bytes));
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device), absl::StrCat(d.device.memory_bytes));
   }
   page.Family("glint_device_memory_used_bytes", "gauge",
               "Memory of the device allocated now");
-  for (const DeviceInfo& d : devices) {
-    const uint64_t used = d.memory_bytes >= d.available_memory_bytes
-                              ? d.memory_bytes - d.available_memory_bytes
+  for (const DeviceStatistics& d : devices) {
+    const DeviceInfo& i = d.device;
+    const uint64_t used = i.memory_bytes >= i.available_memory_bytes
+                              ? i.memory_bytes - i.available_memory_bytes
                               : 0;
-    page.Sample(DeviceLabels(d), absl::StrCat(used));
+    page.Sample(DeviceLabels(i), absl::StrCat(used));
   }
   page.Family("glint_device_loaded_partitions", "gauge",
               "Compiled partitions loaded on the device now");
-  for (const DeviceInfo& d : devices) {
-    page.Sample(DeviceLabels(d), absl::StrCat(d.loaded_functions));
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                absl::StrCat(d.device.loaded_functions));
   }
   page.Family("glint_device_healthy", "gauge",
               "1 while the device works, 0 once it has failed");
-  for (const DeviceInfo& d : devices) {
-    page.Sample(DeviceLabels(d), d.unhealthy_reason.empty() ? "1" : "0");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                d.device.unhealthy_reason.empty() ? "1" : "0");
+  }
+  page.Family("glint_device_executions_total", "counter",
+              "Partition launches of successful runs on the device");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device), absl::StrCat(d.compute.count));
+  }
+  page.Family("glint_device_compute_seconds_total", "counter",
+              "Cumulative compute time of those launches");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                FormatDouble(static_cast<double>(d.compute.total_ns) / 1e9));
   }
   return page.Take();
 }

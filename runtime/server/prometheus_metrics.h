@@ -18,7 +18,9 @@
 //   glint_partition_executions_total,
 //   glint_partition_compute_seconds_total       {model, partition, device}
 //   glint_device_memory_total_bytes, glint_device_memory_used_bytes,
-//   glint_device_loaded_partitions, glint_device_healthy        {device}
+//   glint_device_loaded_partitions, glint_device_healthy,
+//   glint_device_executions_total,
+//   glint_device_compute_seconds_total                          {device}
 //
 // Pure functions (thread-safe).
 #ifndef GLINT_RUNTIME_SERVER_PROMETHEUS_METRICS_H_
@@ -29,7 +31,6 @@
 
 #include "absl/strings/string_view.h"
 #include "api/types.h"
-#include "core/device_info.h"
 
 namespace glint {
 
@@ -38,11 +39,12 @@ inline constexpr absl::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
 // The whole page: every family's HELP and TYPE lines once, then its
-// samples, one per network (partition, device) in the order given. Names
-// are user strings: label values are escaped (EscapeLabelValue).
+// samples, one per network (partition, device) in the order given
+// (HostManager::GetAllStatistics and GetDeviceStatistics). Names are user
+// strings: label values are escaped (EscapeLabelValue).
 std::string PrometheusMetricsText(
     const std::vector<NetworkStatistics>& networks,
-    const std::vector<DeviceInfo>& devices);
+    const std::vector<DeviceStatistics>& devices);
 
 // `value` as it goes between a label's quotes: backslash, double quote
 // and line feed escaped as \\, \" and \n, and every byte that is not part

@@ -87,7 +87,7 @@ std::vector<NetworkStatistics> TwoNetworks() {
   return {mlp, hostile};
 }
 
-std::vector<DeviceInfo> TwoDevices() {
+std::vector<DeviceStatistics> TwoDevices() {
   DeviceInfo a;
   a.id = 0;
   a.name = "sim:0";
@@ -100,7 +100,7 @@ std::vector<DeviceInfo> TwoDevices() {
   b.available_memory_bytes = 2 * kGiB;
   b.loaded_functions = 0;
   b.unhealthy_reason = "died at launch 100";
-  return {a, b};
+  return {{a, {8, 1'250'000'000, 150, 160}}, {b, {}}};
 }
 
 TEST(EscapeLabelValueTest, EscapesTheThreeSpecialCharacters) {
@@ -159,6 +159,9 @@ TEST(PrometheusMetricsTest, PartitionsAndDevices) {
            "glint_device_loaded_partitions{device=\"sim:0\"} 2\n",
            "glint_device_healthy{device=\"sim:0\"} 1\n",
            "glint_device_healthy{device=\"sim:1\"} 0\n",
+           "glint_device_executions_total{device=\"sim:0\"} 8\n",
+           "glint_device_compute_seconds_total{device=\"sim:0\"} 1.25\n",
+           "glint_device_compute_seconds_total{device=\"sim:1\"} 0\n",
        }) {
     EXPECT_THAT(page, HasSubstr(line));
   }
@@ -194,14 +197,14 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 17u);
+  EXPECT_EQ(typed.size(), 19u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
   for (const auto& [networks, devices] :
        {std::make_pair(TwoNetworks(), TwoDevices()),
         std::make_pair(std::vector<NetworkStatistics>{},
-                       std::vector<DeviceInfo>{})}) {
+                       std::vector<DeviceStatistics>{})}) {
     const PromtoolResult r = Promtool(PrometheusMetricsText(networks, devices));
     // 0: clean; 3: lint remarks only (1 would be a format error).
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.exit_code;

@@ -230,11 +230,10 @@ HttpReply RestApi::Infer(const RestRoute& route, absl::string_view body) const {
 }
 
 HttpReply RestApi::Metrics() const {
-  std::vector<NetworkStatistics> networks;
-  if (options_.statistics) networks = options_.statistics();
   HttpReply reply;
   reply.content_type = std::string(kPrometheusContentType);
-  reply.body = PrometheusMetricsText(networks, host_manager_->GetDevices());
+  reply.body = PrometheusMetricsText(host_manager_->GetAllStatistics(),
+                                     host_manager_->GetDeviceStatistics());
   return reply;
 }
 

@@ -77,9 +77,6 @@ struct RestApiOptions {
   // Whether glintd is ready for inference: its stored networks are
   // restored and it is not shutting down. Unset: always.
   std::function<bool()> ready;
-  // The per-network statistics /metrics shows. Unset: none (the device
-  // families are still shown).
-  std::function<std::vector<NetworkStatistics>()> statistics;
 };
 
 // The endpoints over one HostManager. Thread-safe: Handle may be called

@@ -113,12 +113,6 @@ class RestApiTest : public ::testing::Test {
                     .ok());
     RestApiOptions options;
     options.ready = [this] { return ready_; };
-    options.statistics = [] {
-      NetworkStatistics s;
-      s.name = "mlp";
-      s.success_count = 11;
-      return std::vector<NetworkStatistics>{s};
-    };
     api_ = std::make_unique<RestApi>(host_manager_.get(), std::move(options));
   }
 
@@ -299,12 +293,24 @@ TEST_F(RestApiTest, WrongMethodsAndPaths) {
 }
 
 TEST_F(RestApiTest, MetricsShowStatisticsAndDevices) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(Post("/v2/models/mlp/infer", InferBody(std::vector<float>(8, i)))
+                  .status,
+              200);
+  }
+  ASSERT_EQ(Post("/v2/models/mlp/infer", R"({"inputs": []})").status, 400);
   const HttpReply reply = Get("/metrics");
   ASSERT_EQ(reply.status, 200);
   EXPECT_EQ(reply.content_type, "text/plain; version=0.0.4; charset=utf-8");
   EXPECT_THAT(reply.body,
               HasSubstr("nv_inference_request_success{model=\"mlp\","
-                        "version=\"1\"} 11\n"));
+                        "version=\"1\"} 3\n"));
+  EXPECT_THAT(reply.body,
+              HasSubstr("nv_inference_request_failure{model=\"mlp\","
+                        "version=\"1\"} 1\n"));
+  EXPECT_THAT(reply.body,
+              HasSubstr("nv_inference_exec_count{model=\"mlp\","
+                        "version=\"1\"} 3\n"));
   EXPECT_THAT(reply.body,
               HasSubstr("glint_device_memory_total_bytes{device=\"sim:0\"} "
                         "16777216\n"));
