@@ -8,6 +8,8 @@
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s]
+//          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
+//          [--auth_tokens=FILE]
 //   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
@@ -26,6 +28,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,17 +44,21 @@
 #include "onnx/import_sandbox.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
+#include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/rest_api.h"
+#include "runtime/server/security_options.h"
 #include "runtime/server/service.h"
 #include "store/network_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "Address to serve on, host:port. Loopback by default: glintd has no "
-          "authentication, so exposing it is an explicit choice. Port 0 "
-          "picks a free port (see --port_file).");
+          "Address to serve on, host:port. Loopback by default: exposing "
+          "glintd is an explicit choice, and one without --tls_cert or "
+          "--auth_tokens is warned about loudly. Port 0 picks a free port "
+          "(see --port_file).");
 ABSL_FLAG(std::string, port_file, "",
           "If set, the bound port is written to this file once the server "
           "accepts connections (written atomically: a reader never sees a "
@@ -85,6 +92,19 @@ ABSL_FLAG(std::string, import_memory_limit, "8GiB",
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
           "CPU and wall-clock time the import helper gets per model.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) of the server: serve TLS only. Needs "
+          "--tls_key.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM private key of --tls_cert (unencrypted; keep it chmod 600).");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificate(s): clients must present a certificate signed "
+          "by one of them (mutual TLS).");
+ABSL_FLAG(std::string, auth_tokens, "",
+          "Token file: one 'TOKEN SCOPE[,SCOPE]' per line, scopes infer and "
+          "admin, '#' comments. Calls then need 'authorization: Bearer "
+          "TOKEN' with the method's scope; health checks stay open. Empty: "
+          "every call is open.");
 
 namespace glint {
 namespace {
@@ -185,11 +205,14 @@ absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
-// The HTTP server of --http_listen and the --http_* flags.
+// The HTTP server of --http_listen and the --http_* flags, with the TLS
+// material of the gRPC port.
 absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
-    const std::string& listen, const RestApi* api) {
+    const std::string& listen, const std::optional<TlsMaterial>& tls,
+    const RestApi* api) {
   HttpServerOptions options;
   options.listen = listen;
+  options.tls = tls;
   options.threads = absl::GetFlag(FLAGS_http_threads);
   absl::StatusOr<uint64_t> max_request =
       ParseByteSize(absl::GetFlag(FLAGS_http_max_request));
@@ -198,14 +221,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
         "--http_max_request: ", max_request.status().message()));
   }
   options.max_request_bytes = *max_request;
-  absl::StatusOr<std::pair<std::string, int>> address = SplitHostPort(listen);
-  if (address.ok() && !IsLoopbackHost(address->first)) {
-    GLINT_LOG_WARN(
-        "--http_listen={} is not a loopback address: anyone who can reach "
-        "it can run and inspect every network, without authentication or "
-        "TLS",
-        listen);
-  }
   return HttpServer::Start(options, api);
 }
 
@@ -221,6 +236,24 @@ std::string DescribeDevices(const std::vector<DeviceInfo>& devices) {
     absl::StrAppend(out, d.id, "=", d.name, " (", d.type, ", ",
                     d.memory_bytes / kMiB, " MiB)");
   });
+}
+
+SecurityOptions SecurityOptionsFromFlags() {
+  SecurityOptions options;
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
+  return options;
+}
+
+// A banner rather than a line, so that it stands out in a scrolling log.
+void WarnIfExposed(const std::string& listen, const SecurityOptions& options) {
+  const std::vector<std::string> warnings = ExposureWarnings(listen, options);
+  if (warnings.empty()) return;
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
+  for (const std::string& w : warnings) GLINT_LOG_WARN("!! {}", w);
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
 }
 
 int Run() {
@@ -250,6 +283,23 @@ int Run() {
     GLINT_LOG_ERROR("--import_memory_limit: {}",
                     import_memory.status().ToString());
     return 1;
+  }
+  const SecurityOptions security = SecurityOptionsFromFlags();
+  absl::StatusOr<std::optional<TlsMaterial>> tls =
+      LoadTlsMaterial(security.tls);
+  if (!tls.ok()) {
+    GLINT_LOG_ERROR("{}", tls.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<Authorizer> authorizer;
+  if (!security.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> parsed =
+        Authorizer::FromFile(security.auth_tokens_file);
+    if (!parsed.ok()) {
+      GLINT_LOG_ERROR("--auth_tokens: {}", parsed.status().ToString());
+      return 1;
+    }
+    authorizer = *std::move(parsed);
   }
   // Cancelled on SIGINT/SIGTERM: an import in progress then stops at once.
   auto stopping = std::make_shared<CancellationToken>();
@@ -281,7 +331,7 @@ int Run() {
     return 1;
   }
 
-  GlintServiceImpl service(host_manager->get());
+  GlintServiceImpl service(host_manager->get(), authorizer.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -293,7 +343,7 @@ int Run() {
   }
   const std::string listen = *chosen;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, MakeServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&service);
@@ -302,20 +352,29 @@ int Run() {
     GLINT_LOG_ERROR("cannot listen on {}", listen);
     return 1;
   }
-  GLINT_LOG_INFO("glintd listening on {} (port {}); devices: {}", listen,
-                 port, DescribeDevices((*host_manager)->GetDevices()));
+  GLINT_LOG_INFO("glintd listening on {} (port {}, {}, {}); devices: {}",
+                 listen, port,
+                 !security.tls.enabled() ? "plaintext"
+                 : security.tls.mutual() ? "mutual TLS"
+                                         : "TLS",
+                 authorizer == nullptr
+                     ? std::string("no tokens")
+                     : absl::StrCat(authorizer->num_tokens(), " tokens"),
+                 DescribeDevices((*host_manager)->GetDevices()));
+  WarnIfExposed(listen, security);
 
   // REST and /metrics. Ready as the gRPC health says SERVING: once the
   // stored networks are back, until a shutdown begins.
   std::atomic<bool> ready{false};
   RestApiOptions rest_options;
   rest_options.ready = [&ready] { return ready.load(); };
+  rest_options.authorizer = authorizer.get();
   RestApi rest_api(host_manager->get(), std::move(rest_options));
   std::unique_ptr<HttpServer> http_server;
   if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
       !http_listen.empty()) {
     absl::StatusOr<std::unique_ptr<HttpServer>> started =
-        StartHttp(http_listen, &rest_api);
+        StartHttp(http_listen, *tls, &rest_api);
     if (!started.ok()) {
       GLINT_LOG_ERROR("--http_listen: {}", started.status().ToString());
       server->Shutdown();
@@ -323,9 +382,11 @@ int Run() {
       return 1;
     }
     http_server = *std::move(started);
-    GLINT_LOG_INFO("glintd serving HTTP (KServe v2 REST, /metrics) on {} "
+    GLINT_LOG_INFO("glintd serving {} (KServe v2 REST, /metrics) on {} "
                    "(port {})",
-                   http_listen, http_server->port());
+                   tls->has_value() ? "HTTPS" : "HTTP", http_listen,
+                   http_server->port());
+    WarnIfExposed(http_listen, security);
   }
 
   const std::string http_port_file = absl::GetFlag(FLAGS_http_port_file);

@@ -1,17 +1,21 @@
 #include "runtime/server/http_server.h"
 
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <algorithm>
 #include <atomic>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -82,9 +86,22 @@ class BoundedThreadPool : public httplib::TaskQueue {
   std::vector<std::thread> workers_;
 };
 
+HttpRequest RequestOf(const httplib::Request& req) {
+  HttpRequest request;
+  request.method = req.method;
+  request.target = req.target;
+  request.body = req.body;
+  request.authorization = req.get_header_value("Authorization");
+  request.content_encoding = req.get_header_value("Content-Encoding");
+  request.inference_header_content_length =
+      req.get_header_value("Inference-Header-Content-Length");
+  request.peer = absl::StrCat(req.remote_addr, ":", req.remote_port);
+  return request;
+}
+
 void WriteReply(const HttpReply& reply, httplib::Response& res) {
   res.status = reply.status;
-  if (!reply.allow.empty()) res.set_header("Allow", reply.allow);
+  for (const auto& [name, value] : reply.headers) res.set_header(name, value);
   if (!reply.body.empty() || !reply.content_type.empty()) {
     res.set_content(reply.body, reply.content_type.c_str());
   }
@@ -101,6 +118,72 @@ std::string HttpErrorMessage(int status, size_t max_request_bytes) {
     case 414: return "the request target is too long";
     default: return absl::StrCat("HTTP error ", status);
   }
+}
+
+// OpenSSL's error queue as text (and emptied).
+std::string OpenSslErrors() {
+  std::string out;
+  while (const unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    absl::StrAppend(&out, out.empty() ? "" : "; ", buf);
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+// Every certificate of a PEM text, in order.
+std::vector<X509*> ReadCertificates(const std::string& pem) {
+  std::vector<X509*> certs;
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return certs;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    certs.push_back(cert);
+  }
+  ERR_clear_error();  // The end of the text reads as an error.
+  BIO_free(bio);
+  return certs;
+}
+
+// The server side of TLS from the material glintd checked at start
+// (security_options.h), the same the gRPC port uses: TLS 1.2 or later, the
+// certificate chain, the key, and with a client CA, client certificates
+// required and verified against it.
+bool SetUpTls(SSL_CTX& ctx, const TlsMaterial& tls, std::string* error) {
+  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  std::vector<X509*> chain = ReadCertificates(tls.cert_chain_pem);
+  bool ok = !chain.empty() && SSL_CTX_use_certificate(&ctx, chain[0]) == 1;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    // add0 takes ownership of the intermediates; the leaf was copied.
+    if (i > 0 && ok && SSL_CTX_add0_chain_cert(&ctx, chain[i]) == 1) continue;
+    X509_free(chain[i]);
+  }
+  BIO* bio = BIO_new_mem_buf(tls.private_key_pem.data(),
+                             static_cast<int>(tls.private_key_pem.size()));
+  EVP_PKEY* key =
+      bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr)
+                     : nullptr;
+  BIO_free(bio);
+  ok = ok && key != nullptr && SSL_CTX_use_PrivateKey(&ctx, key) == 1 &&
+       SSL_CTX_check_private_key(&ctx) == 1;
+  EVP_PKEY_free(key);
+  if (ok && !tls.client_ca_pem.empty()) {
+    std::vector<X509*> cas = ReadCertificates(tls.client_ca_pem);
+    ok = !cas.empty();
+    X509_STORE* store = SSL_CTX_get_cert_store(&ctx);
+    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
+    for (X509* ca : cas) {
+      ok = ok && X509_STORE_add_cert(store, ca) == 1 &&
+           sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca))) >
+               0;
+      X509_free(ca);
+    }
+    SSL_CTX_set_client_CA_list(&ctx, names);  // Takes `names`.
+    SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                       nullptr);
+  }
+  if (!ok) *error = OpenSslErrors();
+  return ok;
 }
 
 // httplib takes seconds and microseconds.
@@ -128,11 +211,6 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   return std::make_pair(std::string(host), port);
 }
 
-bool IsLoopbackHost(absl::string_view host) {
-  return host == "localhost" || host == "::1" ||
-         absl::StartsWith(host, "127.");
-}
-
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     const HttpServerOptions& options, const RestApi* api) {
   if (options.threads < 1 || options.max_pending_connections < 1 ||
@@ -149,7 +227,22 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   const auto& [host, port] = *address;
 
   std::unique_ptr<HttpServer> server(new HttpServer());
-  server->server_ = std::make_unique<httplib::Server>();
+  if (options.tls.has_value()) {
+    std::string tls_error;
+    const TlsMaterial& tls = *options.tls;
+    auto ssl = std::make_unique<httplib::SSLServer>(
+        [&tls, &tls_error](SSL_CTX& ctx) {
+          return SetUpTls(ctx, tls, &tls_error);
+        });
+    if (!ssl->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot set up TLS for HTTP: ",
+          tls_error.empty() ? OpenSslErrors() : tls_error));
+    }
+    server->server_ = std::move(ssl);
+  } else {
+    server->server_ = std::make_unique<httplib::Server>();
+  }
   httplib::Server& s = *server->server_;
   const int threads = options.threads;
   const int max_pending = options.max_pending_connections;
@@ -171,20 +264,20 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
       std::max<time_t>(1, SecondsAndMicros(options.keep_alive_timeout).first));
   s.set_keep_alive_max_count(100);
 
-  // Runs before the body is read: refuses what must not be read at all.
-  s.set_pre_routing_handler([](const httplib::Request& req,
-                               httplib::Response& res) {
-    const absl::Status headers =
-        CheckRestHeaders([&req](absl::string_view name) {
-          return req.get_header_value(std::string(name));
-        });
-    if (headers.ok()) return httplib::Server::HandlerResponse::Unhandled;
-    WriteReply(RestApi::ErrorReply(headers), res);
+  // Runs before the body is read: a request refused by its headers or its
+  // token costs no body.
+  s.set_pre_routing_handler([api](const httplib::Request& req,
+                                  httplib::Response& res) {
+    std::optional<HttpReply> refused = api->Admit(RequestOf(req));
+    if (!refused.has_value()) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    WriteReply(*refused, res);
     return httplib::Server::HandlerResponse::Handled;
   });
   const httplib::Server::Handler handle =
       [api](const httplib::Request& req, httplib::Response& res) {
-        WriteReply(api->Handle(req.method, req.target, req.body), res);
+        WriteReply(api->Handle(RequestOf(req)), res);
       };
   // Every path goes to RestApi, which routes; the pattern matches any
   // character, line breaks included.

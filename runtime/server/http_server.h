@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "runtime/server/rest_api.h"
+#include "runtime/server/security_options.h"
 
 namespace httplib {
 class Server;
@@ -48,6 +50,10 @@ struct HttpServerOptions {
   // An idle keep-alive connection holds its worker this long at most, and
   // holds Stop() back as long (httplib waits out its idle wait).
   absl::Duration keep_alive_timeout = absl::Seconds(2);
+  // HTTPS with this material (LoadTlsMaterial's, as the gRPC port's): TLS
+  // 1.2 or later; with a client CA, clients must present a certificate it
+  // signed. nullopt: plain HTTP.
+  std::optional<TlsMaterial> tls;
 };
 
 // Serves `api` until Stop(). Thread-safe: Stop() may be called from any
@@ -84,10 +90,6 @@ class HttpServer {
 // port or it is not a number in 0..65535.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     absl::string_view listen);
-
-// Whether `host` is a loopback name or address (localhost, 127.0.0.0/8,
-// ::1): listening elsewhere exposes glintd beyond this machine.
-bool IsLoopbackHost(absl::string_view host);
 
 }  // namespace glint
 

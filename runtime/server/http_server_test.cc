@@ -4,9 +4,17 @@
 #include "runtime/server/http_server.h"
 
 #include <httplib.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,15 +46,59 @@ TEST(SplitHostPortTest, Forms) {
   }
 }
 
-TEST(IsLoopbackHostTest, Hosts) {
-  EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
-  EXPECT_TRUE(IsLoopbackHost("127.1.2.3"));
-  EXPECT_TRUE(IsLoopbackHost("::1"));
-  EXPECT_TRUE(IsLoopbackHost("localhost"));
-  EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
-  EXPECT_FALSE(IsLoopbackHost(""));
-  EXPECT_FALSE(IsLoopbackHost("::"));
-  EXPECT_FALSE(IsLoopbackHost("10.0.0.1"));
+// A self-signed P-256 certificate for CN `name`, valid for 127.0.0.1,
+// made with libcrypto; PEM texts.
+struct KeyAndCert {
+  std::string key_pem;
+  std::string cert_pem;
+};
+
+std::string BioText(BIO* bio) {
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  return std::string(data, static_cast<size_t>(size));
+}
+
+KeyAndCert MakeSelfSigned(const char* name) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -86400);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
+  X509_set_pubkey(cert, key);
+  X509_NAME* subject = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>(name), -1,
+                             -1, 0);
+  X509_set_issuer_name(cert, subject);
+  X509V3_CTX ctx;
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name,
+                                            "IP:127.0.0.1");
+  X509_add_ext(cert, san, -1);
+  X509_EXTENSION_free(san);
+  X509_sign(cert, key, EVP_sha256());
+  KeyAndCert out;
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  out.key_pem = BioText(bio);
+  BIO_free(bio);
+  bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(bio, cert);
+  out.cert_pem = BioText(bio);
+  BIO_free(bio);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  const std::string path =
+      absl::StrCat(dir != nullptr ? dir : "/tmp", "/", getpid(), "_", name);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  return path;
 }
 
 class HttpServerTest : public ::testing::Test {
@@ -65,6 +117,26 @@ class HttpServerTest : public ::testing::Test {
                       .ok());
     }
     api_ = std::make_unique<RestApi>(host_manager_.get(), RestApiOptions());
+  }
+
+  // An HTTPS client of the server trusting `ca_pem`, optionally with a
+  // client certificate.
+  std::unique_ptr<httplib::SSLClient> TlsClient(
+      const std::string& ca_pem, const KeyAndCert* client_cert = nullptr) {
+    std::unique_ptr<httplib::SSLClient> client;
+    if (client_cert != nullptr) {
+      client = std::make_unique<httplib::SSLClient>(
+          "127.0.0.1", server_->port(),
+          WriteTemp("client.crt", client_cert->cert_pem),
+          WriteTemp("client.key", client_cert->key_pem));
+    } else {
+      client = std::make_unique<httplib::SSLClient>("127.0.0.1",
+                                                    server_->port());
+    }
+    client->set_ca_cert_path(WriteTemp("ca.crt", ca_pem).c_str());
+    client->enable_server_certificate_verification(true);
+    client->set_read_timeout(30, 0);
+    return client;
   }
 
   void StartServer(HttpServerOptions options) {
@@ -235,6 +307,64 @@ TEST_F(HttpServerTest, StopWaitsForIdleKeepAliveAtMostItsTimeout) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(20));
   server_->Stop();
   EXPECT_FALSE(client->Get("/v2/health/live"));
+}
+
+TEST_F(HttpServerTest, Https) {
+  const KeyAndCert server = MakeSelfSigned("server");
+  const KeyAndCert other = MakeSelfSigned("other");
+  HttpServerOptions options;
+  options.tls = TlsMaterial{server.cert_pem, server.key_pem, ""};
+  StartServer(options);
+
+  auto client = TlsClient(server.cert_pem);
+  httplib::Result live = client->Get("/v2/health/live");
+  ASSERT_TRUE(live) << httplib::to_string(live.error());
+  EXPECT_EQ(live->status, 200);
+  httplib::Result infer =
+      client->Post("/v2/models/mlp/infer", InferBody(2), "application/json");
+  ASSERT_TRUE(infer) << httplib::to_string(infer.error());
+  EXPECT_EQ(infer->status, 200) << infer->body;
+
+  // A client that trusts another certificate refuses the server...
+  httplib::Result distrust = TlsClient(other.cert_pem)->Get("/v2/health/live");
+  EXPECT_FALSE(distrust);
+  EXPECT_EQ(distrust.error(), httplib::Error::SSLServerVerification);
+  // ...and plain HTTP gets no answer.
+  EXPECT_FALSE(Client()->Get("/v2/health/live"));
+  // The server keeps serving.
+  EXPECT_EQ(client->Get("/v2/health/ready")->status, 200);
+}
+
+TEST_F(HttpServerTest, MutualTlsNeedsTheClientCa) {
+  const KeyAndCert server = MakeSelfSigned("server");
+  const KeyAndCert client_cert = MakeSelfSigned("client");
+  const KeyAndCert rogue = MakeSelfSigned("rogue");
+  HttpServerOptions options;
+  options.tls =
+      TlsMaterial{server.cert_pem, server.key_pem, client_cert.cert_pem};
+  StartServer(options);
+
+  httplib::Result with_cert =
+      TlsClient(server.cert_pem, &client_cert)->Get("/v2/health/live");
+  ASSERT_TRUE(with_cert) << httplib::to_string(with_cert.error());
+  EXPECT_EQ(with_cert->status, 200);
+  EXPECT_FALSE(TlsClient(server.cert_pem)->Get("/v2/health/live"));
+  EXPECT_FALSE(TlsClient(server.cert_pem, &rogue)->Get("/v2/health/live"));
+}
+
+TEST_F(HttpServerTest, BadTlsMaterialIsRefused) {
+  const KeyAndCert server = MakeSelfSigned("server");
+  const KeyAndCert other = MakeSelfSigned("other");
+  HttpServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.tls = TlsMaterial{server.cert_pem, other.key_pem, ""};
+  absl::StatusOr<std::unique_ptr<HttpServer>> mismatched =
+      HttpServer::Start(options, api_.get());
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mismatched.status().message(), HasSubstr("TLS"));
+  options.tls = TlsMaterial{"no certificate", server.key_pem, ""};
+  EXPECT_EQ(HttpServer::Start(options, api_.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(HttpServerTest, BusyPortIsUnavailable) {

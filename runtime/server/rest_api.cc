@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/logging.h"
 #include "core/text.h"
 #include "proto/status_util.h"
 #include "runtime/server/prometheus_metrics.h"
@@ -129,16 +130,29 @@ absl::string_view RestMethod(RestRoute::Kind kind) {
   return kind == RestRoute::Kind::kModelInfer ? "POST" : "GET";
 }
 
-absl::Status CheckRestHeaders(
-    const std::function<std::string(absl::string_view name)>& header) {
-  const std::string encoding =
-      absl::AsciiStrToLower(header("Content-Encoding"));
+Scope RestScope(RestRoute::Kind kind) {
+  switch (kind) {
+    case RestRoute::Kind::kLive:
+    case RestRoute::Kind::kReady:
+    case RestRoute::Kind::kMetrics:
+      return Scope::kOpen;
+    case RestRoute::Kind::kServerMetadata:
+    case RestRoute::Kind::kModelMetadata:
+    case RestRoute::Kind::kModelReady:
+    case RestRoute::Kind::kModelInfer:
+      return Scope::kInfer;
+  }
+  return Scope::kAdmin;  // Closed unless decided otherwise.
+}
+
+absl::Status CheckRestHeaders(const HttpRequest& request) {
+  const std::string encoding = absl::AsciiStrToLower(request.content_encoding);
   if (!encoding.empty() && encoding != "identity") {
     return absl::UnimplementedError(absl::StrCat(
         "compressed request bodies (Content-Encoding: ", Clip(encoding),
         ") are not accepted; send the body uncompressed"));
   }
-  if (!header("Inference-Header-Content-Length").empty()) {
+  if (!request.inference_header_content_length.empty()) {
     return absl::UnimplementedError(
         "Triton's binary tensor data extension "
         "(Inference-Header-Content-Length) is not supported; send the "
@@ -148,7 +162,9 @@ absl::Status CheckRestHeaders(
 }
 
 RestApi::RestApi(HostManager* host_manager, RestApiOptions options)
-    : host_manager_(host_manager), options_(std::move(options)) {}
+    : host_manager_(host_manager),
+      authorizer_(options.authorizer),
+      options_(std::move(options)) {}
 
 HttpReply RestApi::ErrorReply(const absl::Status& status) {
   HttpReply reply = JsonReply(ErrorJson(status.message()));
@@ -156,17 +172,48 @@ HttpReply RestApi::ErrorReply(const absl::Status& status) {
   return reply;
 }
 
-HttpReply RestApi::Handle(absl::string_view method, absl::string_view target,
-                          absl::string_view body) const {
-  absl::StatusOr<RestRoute> route = ParseRestTarget(target);
+std::optional<HttpReply> RestApi::Admit(const HttpRequest& request) const {
+  if (absl::Status s = CheckRestHeaders(request); !s.ok()) {
+    return ErrorReply(s);
+  }
+  absl::StatusOr<RestRoute> route = ParseRestTarget(request.target);
+  // Paths that name nothing answer 404 whoever asks: they reveal nothing.
+  if (!route.ok() || authorizer_ == nullptr) return std::nullopt;
+  const Scope scope = RestScope(route->kind);
+  const absl::Status s =
+      authorizer_->Authorize(BearerToken(request.authorization), scope);
+  if (s.ok()) return std::nullopt;
+  const std::string what = absl::StrCat(
+      Clip(request.method, 16), " ", Clip(request.target.substr(
+                                          0, request.target.find('?'))));
+  // As the gRPC services log: scanners cause UNAUTHENTICATED by the
+  // thousand; a known token beyond its scope is worth a warning.
+  if (s.code() == absl::StatusCode::kPermissionDenied) {
+    GLINT_LOG_WARN("refused {} from {}: {}", what, request.peer,
+                   std::string(s.message()));
+  } else {
+    GLINT_LOG_DEBUG("refused {} from {}: {}", what, request.peer,
+                    std::string(s.message()));
+  }
+  HttpReply reply = ErrorReply(s);
+  if (s.code() == absl::StatusCode::kUnauthenticated) {
+    reply.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"glintd\"");
+  }
+  return reply;
+}
+
+HttpReply RestApi::Handle(const HttpRequest& request) const {
+  if (std::optional<HttpReply> refused = Admit(request)) return *refused;
+  absl::StatusOr<RestRoute> route = ParseRestTarget(request.target);
   if (!route.ok()) return ErrorReply(route.status());
+  const absl::string_view method = request.method;
   const absl::string_view allowed = RestMethod(route->kind);
   // HEAD is GET without the body, which the HTTP server drops.
   if (method != allowed && !(method == "HEAD" && allowed == "GET")) {
     HttpReply reply = ErrorReply(absl::UnimplementedError(absl::StrCat(
         "method ", Clip(method, 16), " is not allowed here; use ", allowed)));
     reply.status = 405;
-    reply.allow = std::string(allowed);
+    reply.headers.emplace_back("Allow", std::string(allowed));
     return reply;
   }
   switch (route->kind) {
@@ -186,7 +233,7 @@ HttpReply RestApi::Handle(absl::string_view method, absl::string_view target,
     case RestRoute::Kind::kModelReady:
       return ModelReady(*route);
     case RestRoute::Kind::kModelInfer:
-      return Infer(*route, body);
+      return Infer(*route, request.body);
     case RestRoute::Kind::kMetrics:
       return Metrics();
   }

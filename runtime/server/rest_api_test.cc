@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "onnx/test_models.h"
+#include "runtime/server/auth.h"
 
 namespace glint {
 namespace {
@@ -84,24 +85,40 @@ TEST(ParseRestTargetTest, MalformedEscapesAreInvalid) {
 }
 
 TEST(CheckRestHeadersTest, CompressedAndBinaryBodiesAreRefused) {
-  std::map<std::string, std::string> headers;
-  auto lookup = [&headers](absl::string_view name) {
-    const auto it = headers.find(std::string(name));
-    return it == headers.end() ? std::string() : it->second;
-  };
-  EXPECT_TRUE(CheckRestHeaders(lookup).ok());
-  headers["Content-Encoding"] = "identity";
-  EXPECT_TRUE(CheckRestHeaders(lookup).ok());
-  headers["Content-Encoding"] = "gzip";
-  EXPECT_EQ(CheckRestHeaders(lookup).code(), absl::StatusCode::kUnimplemented);
-  headers.clear();
-  headers["Inference-Header-Content-Length"] = "120";
-  EXPECT_EQ(CheckRestHeaders(lookup).code(), absl::StatusCode::kUnimplemented);
+  HttpRequest request;
+  EXPECT_TRUE(CheckRestHeaders(request).ok());
+  request.content_encoding = "Identity";
+  EXPECT_TRUE(CheckRestHeaders(request).ok());
+  request.content_encoding = "gzip";
+  EXPECT_EQ(CheckRestHeaders(request).code(), absl::StatusCode::kUnimplemented);
+  request.content_encoding = "";
+  request.inference_header_content_length = "120";
+  EXPECT_EQ(CheckRestHeaders(request).code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(RestScopeTest, HealthAndMetricsAreOpen) {
+  EXPECT_EQ(RestScope(Kind::kLive), Scope::kOpen);
+  EXPECT_EQ(RestScope(Kind::kReady), Scope::kOpen);
+  EXPECT_EQ(RestScope(Kind::kMetrics), Scope::kOpen);
+  EXPECT_EQ(RestScope(Kind::kServerMetadata), Scope::kInfer);
+  EXPECT_EQ(RestScope(Kind::kModelMetadata), Scope::kInfer);
+  EXPECT_EQ(RestScope(Kind::kModelReady), Scope::kInfer);
+  EXPECT_EQ(RestScope(Kind::kModelInfer), Scope::kInfer);
+}
+
+// The value of header `name` in `reply`, "" when absent.
+std::string HeaderOf(const HttpReply& reply, const std::string& name) {
+  for (const auto& [n, v] : reply.headers) {
+    if (n == name) return v;
+  }
+  return "";
 }
 
 class RestApiTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start(nullptr); }
+
+  void Start(const Authorizer* authorizer) {
     DeviceConfig device;
     device.memory_bytes = 16 * kMiB;
     absl::StatusOr<std::unique_ptr<HostManager>> hm =
@@ -113,14 +130,24 @@ class RestApiTest : public ::testing::Test {
                     .ok());
     RestApiOptions options;
     options.ready = [this] { return ready_; };
+    options.authorizer = authorizer;
     api_ = std::make_unique<RestApi>(host_manager_.get(), std::move(options));
   }
 
-  HttpReply Get(const std::string& target) {
-    return api_->Handle("GET", target, "");
+  HttpReply Call(const std::string& method, const std::string& target,
+                 const std::string& body = "",
+                 const std::string& authorization = "") {
+    HttpRequest request;
+    request.method = method;
+    request.target = target;
+    request.body = body;
+    request.authorization = authorization;
+    request.peer = "127.0.0.1:1";
+    return api_->Handle(request);
   }
+  HttpReply Get(const std::string& target) { return Call("GET", target); }
   HttpReply Post(const std::string& target, const std::string& body) {
-    return api_->Handle("POST", target, body);
+    return Call("POST", target, body);
   }
 
   // The error message of a failed reply (its body must be {"error": ...}).
@@ -158,7 +185,7 @@ TEST_F(RestApiTest, Health) {
   EXPECT_EQ(not_ready.status, 503);
   EXPECT_THAT(ErrorOf(not_ready), HasSubstr("not ready"));
   EXPECT_EQ(Get("/v2/health/live").status, 200);
-  EXPECT_EQ(api_->Handle("HEAD", "/v2/health/live", "").status, 200);
+  EXPECT_EQ(Call("HEAD", "/v2/health/live").status, 200);
 }
 
 TEST_F(RestApiTest, ServerAndModelMetadata) {
@@ -280,12 +307,12 @@ TEST_F(RestApiTest, InferErrorsMapToHttpStatuses) {
 TEST_F(RestApiTest, WrongMethodsAndPaths) {
   HttpReply reply = Get("/v2/models/mlp/infer");
   EXPECT_EQ(reply.status, 405);
-  EXPECT_EQ(reply.allow, "POST");
+  EXPECT_EQ(HeaderOf(reply, "Allow"), "POST");
   EXPECT_THAT(ErrorOf(reply), HasSubstr("POST"));
   reply = Post("/v2/health/live", "");
   EXPECT_EQ(reply.status, 405);
-  EXPECT_EQ(reply.allow, "GET");
-  EXPECT_EQ(api_->Handle("DELETE", "/v2/models/mlp", "").status, 405);
+  EXPECT_EQ(HeaderOf(reply, "Allow"), "GET");
+  EXPECT_EQ(Call("DELETE", "/v2/models/mlp").status, 405);
   reply = Get("/v3/anything");
   EXPECT_EQ(reply.status, 404);
   EXPECT_THAT(ErrorOf(reply), HasSubstr("/v3/anything"));
@@ -316,6 +343,64 @@ TEST_F(RestApiTest, MetricsShowStatisticsAndDevices) {
                         "16777216\n"));
   EXPECT_THAT(reply.body,
               HasSubstr("glint_device_loaded_partitions{device=\"sim:0\"} 1\n"));
+}
+
+constexpr char kInferToken[] = "infer-token-0123456789";
+constexpr char kAdminToken[] = "admin-token-0123456789";
+
+// With tokens: health and /metrics stay open, the rest needs the infer
+// scope; 401 (and WWW-Authenticate) without a known token, 403 without the
+// scope.
+TEST_F(RestApiTest, TokensGuardAllButHealthAndMetrics) {
+  absl::StatusOr<std::unique_ptr<Authorizer>> authorizer = Authorizer::Parse(
+      absl::StrCat(kInferToken, " infer\n", kAdminToken, " admin\n"));
+  ASSERT_TRUE(authorizer.ok()) << authorizer.status();
+  api_.reset();
+  host_manager_.reset();
+  Start(authorizer->get());
+  const std::string infer = absl::StrCat("Bearer ", kInferToken);
+  const std::string admin = absl::StrCat("Bearer ", kAdminToken);
+  const std::string body = InferBody(std::vector<float>(8, 1.0f));
+
+  for (const char* open : {"/v2/health/live", "/v2/health/ready", "/metrics"}) {
+    EXPECT_EQ(Get(open).status, 200) << open;
+  }
+  for (const char* guarded :
+       {"/v2", "/v2/models/mlp", "/v2/models/mlp/ready", "/v2/models/nope"}) {
+    const HttpReply anonymous = Get(guarded);
+    EXPECT_EQ(anonymous.status, 401) << guarded;
+    EXPECT_EQ(HeaderOf(anonymous, "WWW-Authenticate"), "Bearer realm=\"glintd\"");
+    EXPECT_THAT(ErrorOf(anonymous), HasSubstr("Bearer"));
+    EXPECT_EQ(Call("GET", guarded, "", "Bearer unknown-token-0123456789").status,
+              401)
+        << guarded;
+    EXPECT_EQ(Call("GET", guarded, "", admin).status, 403) << guarded;
+  }
+  EXPECT_EQ(Call("GET", "/v2/models/mlp", "", infer).status, 200);
+  EXPECT_EQ(Call("GET", "/v2/models/nope", "", infer).status, 404);
+
+  EXPECT_EQ(Post("/v2/models/mlp/infer", body).status, 401);
+  const HttpReply denied = Call("POST", "/v2/models/mlp/infer", body, admin);
+  EXPECT_EQ(denied.status, 403);
+  EXPECT_THAT(ErrorOf(denied), HasSubstr("infer"));
+  EXPECT_EQ(Call("POST", "/v2/models/mlp/infer", body, infer).status, 200);
+  // The scheme is case-insensitive, as RFC 7235 says.
+  EXPECT_EQ(Call("POST", "/v2/models/mlp/infer", body,
+                 absl::StrCat("bearer ", kInferToken))
+                .status,
+            200);
+  // A path that names nothing is 404 whoever asks.
+  EXPECT_EQ(Get("/v2/nothing").status, 404);
+
+  // Admit decides without the body: what the server checks before reading.
+  HttpRequest head;
+  head.method = "POST";
+  head.target = "/v2/models/mlp/infer";
+  std::optional<HttpReply> refused = api_->Admit(head);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 401);
+  head.authorization = infer;
+  EXPECT_FALSE(api_->Admit(head).has_value());
 }
 
 }  // namespace
