@@ -219,6 +219,9 @@ void AppendFloat(T value, std::string* out) {
     out->append("\"NaN\"");
   } else if (std::isinf(value)) {
     out->append(value < 0 ? "\"-Infinity\"" : "\"Infinity\"");
+  } else if (value == 0 && std::signbit(value)) {
+    // "-0" would read back as the integer 0, losing the sign.
+    out->append("-0.0");
   } else {
     char buf[64];
     const std::to_chars_result r = std::to_chars(buf, buf + sizeof(buf), value);

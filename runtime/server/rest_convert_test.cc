@@ -260,8 +260,10 @@ TEST(TensorJsonTest, EveryDatatypeRoundTrips) {
                   {0.1f, -1.0f / 3, 1e-45f, 3.4028235e38f,
                    std::numeric_limits<float>::quiet_NaN(),
                    -std::numeric_limits<float>::infinity()})},
-      {"f64", Tensor::FromVector<double>(DType::kFloat64, Shape({3}),
-                                         {0.1, -1.0 / 3, 5e-324})},
+      {"f64", Tensor::FromVector<double>(DType::kFloat64, Shape({4}),
+                                         {0.1, -1.0 / 3, 5e-324, -0.0})},
+      {"negative_zeros",
+       Tensor::FromVector<uint16_t>(DType::kFloat16, Shape({1}), {0x8000})},
       {"scalar", Tensor::FromVector<int64_t>(DType::kInt64, Shape(), {42})},
   };
   for (const NamedTensor& t : tensors) {
@@ -296,15 +298,16 @@ TEST(TensorJsonTest, EveryDatatypeRoundTrips) {
 TEST(TensorJsonTest, FloatsAreShortestAndNonFiniteAreNamed) {
   std::string text;
   ASSERT_TRUE(AppendTensorJson({"y", Tensor::FromVector<float>(
-                                         DType::kFloat32, Shape({4}),
+                                         DType::kFloat32, Shape({5}),
                                          {0.1f, 2.0f,
                                           std::numeric_limits<float>::infinity(),
-                                          std::numeric_limits<float>::quiet_NaN()})},
+                                          std::numeric_limits<float>::quiet_NaN(),
+                                          -0.0f})},
                                &text)
                   .ok());
   EXPECT_EQ(text,
-            "{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[4],"
-            "\"data\":[0.1,2,\"Infinity\",\"NaN\"]}");
+            "{\"name\":\"y\",\"datatype\":\"FP32\",\"shape\":[5],"
+            "\"data\":[0.1,2,\"Infinity\",\"NaN\",-0.0]}");
 }
 
 TEST(TensorJsonTest, TensorsWithoutJsonFormAreRefused) {
