@@ -320,8 +320,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   }
   server->port_ = bound;
   auto listener_done = std::make_shared<std::atomic<bool>>(false);
-  absl::MutexLock lock(&server->stop_mu_);
-  server->listener_ = std::thread([&s, listener_done] {
+  HttpServer* const raw = server.get();  // Plain names for lock analysis.
+  absl::MutexLock lock(&raw->stop_mu_);
+  raw->listener_ = std::thread([&s, listener_done] {
     s.listen_after_bind();
     listener_done->store(true);
   });
@@ -330,7 +331,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   // be lost: wait for that mark, a few instructions away.
   while (!s.is_running() && !listener_done->load()) std::this_thread::yield();
   if (listener_done->load()) {
-    server->listener_.join();
+    raw->listener_.join();
     return absl::UnavailableError(
         absl::StrCat("the HTTP listener on ", options.listen, " failed"));
   }

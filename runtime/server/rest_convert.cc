@@ -376,6 +376,26 @@ absl::StatusOr<NamedTensor> ParseInput(const json& input, size_t index) {
   return out;
 }
 
+// Triton's request priority levels, as the gRPC service reads them (to
+// fold into proto/oip_types' RunPriorityFromOip when it lands): 1 is the
+// most urgent, larger numbers less, 0 the default. Glint's
+// RunOptions::priority is "larger = more urgent, 0 default", so level L in
+// [1, kMaxPriorityLevel] becomes kMaxPriorityLevel + 1 - L: every explicit
+// level runs ahead of default requests, level 1 ahead of all.
+constexpr int64_t kMaxPriorityLevel = 1'000'000;
+absl::StatusOr<int> RunPriorityFromTritonLevel(int64_t level) {
+  if (level < 0 || level > kMaxPriorityLevel) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a priority level is in [0, ", kMaxPriorityLevel,
+                     "] (1 the most urgent, 0 the default), not ", level));
+  }
+  return level == 0 ? 0 : static_cast<int>(kMaxPriorityLevel + 1 - level);
+}
+
+// Ten years: beyond it a timeout is a mistake, and absl::Time arithmetic
+// stays far from its limits.
+constexpr int64_t kMaxTimeoutMicros = int64_t{10} * 366 * 24 * 3600 * 1000000;
+
 absl::Status ParseParameters(const json& parameters, absl::Time now,
                              RunOptions* options) {
   if (!parameters.is_object()) {
@@ -389,21 +409,28 @@ absl::Status ParseParameters(const json& parameters, absl::Time now,
     }
   }
   if (const auto it = parameters.find("priority"); it != parameters.end()) {
-    int32_t priority = 0;
-    if (absl::Status s = ToInteger<int32_t>(*it, &priority); !s.ok()) {
+    int64_t level = 0;
+    absl::Status s = ToInteger<int64_t>(*it, &level);
+    if (s.ok()) {
+      absl::StatusOr<int> priority = RunPriorityFromTritonLevel(level);
+      if (priority.ok()) {
+        options->priority = *priority;
+      } else {
+        s = priority.status();
+      }
+    }
+    if (!s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("parameter 'priority': ", s.message()));
     }
-    options->priority = priority;
   }
   if (const auto it = parameters.find("timeout"); it != parameters.end()) {
     int64_t timeout_us = 0;
     if (absl::Status s = ToInteger<int64_t>(*it, &timeout_us);
-        !s.ok() || timeout_us < 0) {
+        !s.ok() || timeout_us < 0 || timeout_us > kMaxTimeoutMicros) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'timeout' must be a non-negative integer of "
-          "microseconds, got ",
-          Show(*it)));
+          "parameter 'timeout' must be an integer of microseconds in [0, ",
+          kMaxTimeoutMicros, "], got ", Show(*it)));
     }
     // 0 is Triton's "no timeout".
     if (timeout_us > 0) options->deadline = now + absl::Microseconds(timeout_us);

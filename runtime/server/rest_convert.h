@@ -75,8 +75,9 @@ struct RestInferRequest {
 // Parses the body of POST /v2/models/{m}/infer:
 //   {"id"?, "parameters"?, "inputs": [{"name", "shape", "datatype",
 //    "parameters"?, "data"}], "outputs"?: [{"name", "parameters"?}]}
-// Parameters Glint reads: `priority` (integer; larger is more urgent) and
-// `timeout` (integer microseconds, > 0), as Triton's. Others are ignored,
+// Parameters Glint reads, as Triton's: `priority` (a level: 1 the most
+// urgent, larger numbers less, 0 the default; up to 1000000) and `timeout`
+// (integer microseconds, 0 = none, up to ten years). Others are ignored,
 // except the ones that would change the meaning of the reply if ignored:
 // Triton's binary tensor extension on an input (`binary_data_size`) and
 // the classification extension on an output are UNIMPLEMENTED; an

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/half.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -335,7 +336,8 @@ TEST(ParseInferRequestTest, FullRequest) {
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->id.has_value());
   EXPECT_EQ(*r->id, "42");
-  EXPECT_EQ(r->options.priority, 3);
+  // Triton's level 3: behind levels 1 and 2, ahead of the default (0).
+  EXPECT_EQ(r->options.priority, 1'000'000 + 1 - 3);
   EXPECT_EQ(r->options.deadline, kNow + absl::Seconds(2.5));
   EXPECT_THAT(r->options.requested_outputs, ElementsAre("y", "z"));
   ASSERT_EQ(r->inputs.size(), 2u);
@@ -360,6 +362,21 @@ TEST(ParseInferRequestTest, MinimalRequestHasDefaults) {
       R"({"parameters": {"timeout": 0}, "inputs": []})", kNow);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->options.deadline, absl::InfiniteFuture());
+}
+
+TEST(ParseInferRequestTest, PriorityLevelsAsTritons) {
+  auto priority = [](int64_t level) {
+    absl::StatusOr<RestInferRequest> r = ParseInferRequest(
+        absl::StrCat(R"({"inputs": [], "parameters": {"priority": )", level,
+                     "}}"),
+        kNow);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->options.priority : -1;
+  };
+  EXPECT_EQ(priority(0), 0);
+  EXPECT_GT(priority(1), priority(2));
+  EXPECT_GT(priority(2), priority(1'000'000));
+  EXPECT_GT(priority(1'000'000), priority(0));
 }
 
 TEST(ParseInferRequestTest, BadJsonGivesTheParsersMessage) {
@@ -395,6 +412,9 @@ TEST(ParseInferRequestTest, MalformedRequestsAreInvalid) {
       R"({"inputs": [], "parameters": {"priority": "high"}})",
       R"({"inputs": [], "parameters": {"priority": 1.5}})",
       R"({"inputs": [], "parameters": {"timeout": -1}})",
+      R"({"inputs": [], "parameters": {"timeout": 400000000000000}})",
+      R"({"inputs": [], "parameters": {"priority": -1}})",
+      R"({"inputs": [], "parameters": {"priority": 1000001}})",
       R"({"inputs": [], "parameters": {"nested": {"a": 1}}})",
   };
   for (const char* body : bodies) {
