@@ -143,10 +143,13 @@ std::string PrometheusMetricsText(
        [](const NetworkStatistics& n) {
          return absl::StrCat(n.failure_count);
        }},
+      // Triton counts the inferences performed, which failed requests are
+      // not (NetworkStatistics::inference_count includes them): one per
+      // successful request here.
       {"nv_inference_count", "counter",
-       "Inferences performed (requests answered)",
+       "Inferences performed (one per successful request)",
        [](const NetworkStatistics& n) {
-         return absl::StrCat(n.inference_count);
+         return absl::StrCat(n.success_count);
        }},
       {"nv_inference_exec_count", "counter",
        "Model executions performed (one may serve several requests when "

@@ -3,7 +3,9 @@
 //
 // Per network, Triton's metric names and labels (`model`, `version`), so
 // that dashboards made for Triton read glintd unchanged; these are
-// cumulative counters, durations in microseconds of successful requests:
+// cumulative counters, durations in microseconds of successful requests,
+// nv_inference_count one per successful request (Triton counts performed
+// inferences, not failed requests):
 //   nv_inference_request_success, nv_inference_request_failure,
 //   nv_inference_count, nv_inference_exec_count,
 //   nv_inference_request_duration_us, nv_inference_queue_duration_us,
