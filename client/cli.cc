@@ -26,7 +26,9 @@ namespace glint {
 namespace {
 
 constexpr char kUsage[] =
-    R"(usage: glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION] COMMAND [ARGS]
+    R"(usage: glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION]
+             [--tls_ca=CA.pem | --tls] [--tls_cert=CERT.pem --tls_key=KEY.pem]
+             [--tls_server_name=NAME] [--token_file=FILE] COMMAND [ARGS]
 
 Talks to a glintd daemon (default server 127.0.0.1:50051).
 
@@ -34,9 +36,16 @@ commands:
   add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
       [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
       [--reuse moo|match|override|graph] [--user_config TEXT]
+      [--max_batch_size N [--max_queue_delay_us U]
+       [--preferred_batch_sizes B1,B2,...]]
                      add an ONNX model as network NAME. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
+                     --max_batch_size turns on dynamic batching: concurrent
+                     runs are merged along their first dim up to N rows
+                     (every input and output must have the batch first),
+                     waiting up to U microseconds (0..10000000, default 0)
+                     for a batch to fill or reach a preferred size.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
       [--trace FILE]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
@@ -50,9 +59,17 @@ commands:
                      Graphviz DOT instead (render: glint show N --dot | dot -Tpng)
   remove NAME        remove a network
   devices            list the daemon's devices
+  stats [NAME]       serving statistics: per network (or NAME only, with
+                     its partitions) requests, executions, queue and
+                     p50/p99 times; per device memory and launches
   help               this text
 
 --timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.
+Securing (glintd's --tls_cert, --tls_client_ca, --auth_tokens): --tls_ca
+trusts that CA for glintd's certificate (--tls: the system's roots);
+--tls_cert/--tls_key present a client certificate (mutual TLS);
+--tls_server_name checks that name instead of the --server host;
+--token_file sends the token on its first line as 'authorization: Bearer'.
 Errors print one line "glint: error: CODE: message"; exit code 2 for usage
 errors, 1 otherwise.
 )";
@@ -168,6 +185,7 @@ class Cli {
   absl::Status Show(const ParsedArgs& args);
   absl::Status Remove(const ParsedArgs& args);
   absl::Status Devices(const ParsedArgs& args);
+  absl::Status Stats(const ParsedArgs& args);
 
   // Connects lazily so that usage errors never wait on the network.
   absl::StatusOr<GlintClient*> Client();
@@ -176,11 +194,21 @@ class Cli {
   std::string server_ = kDefaultServer;
   ClientOptions client_options_;
   absl::Duration run_timeout_ = absl::InfiniteDuration();
+  std::string token_file_;
   std::unique_ptr<GlintClient> client_;
 };
 
 absl::StatusOr<GlintClient*> Cli::Client() {
   if (client_ == nullptr) {
+    if (!token_file_.empty()) {
+      absl::StatusOr<std::string> token = ReadTokenFile(token_file_);
+      if (!token.ok()) {
+        return absl::Status(token.status().code(),
+                            absl::StrCat("--token_file: ",
+                                         token.status().message()));
+      }
+      client_options_.token = *std::move(token);
+    }
     absl::StatusOr<std::unique_ptr<GlintClient>> c =
         GlintClient::Connect(server_, client_options_);
     if (!c.ok()) return c.status();
@@ -196,7 +224,13 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
     const std::string& a = all_args[i];
     std::string key, value;
     bool global = false;
-    for (const char* g : {"server", "connect_timeout", "timeout"}) {
+    if (a == "--tls") {
+      client_options_.tls = true;
+      continue;
+    }
+    for (const char* g : {"server", "connect_timeout", "timeout", "tls_ca",
+                          "tls_cert", "tls_key", "tls_server_name",
+                          "token_file"}) {
       const std::string flag = absl::StrCat("--", g);
       if (NormalizeKey(a) == NormalizeKey(flag)) {
         if (i + 1 >= all_args.size()) {
@@ -216,9 +250,21 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       args.push_back(a);
       continue;
     }
+    if (key != "connect_timeout" && key != "timeout" && value.empty()) {
+      return UsageError(absl::StrCat("--", key, " is empty"));
+    }
     if (key == "server") {
-      if (value.empty()) return UsageError("--server is empty");
       server_ = value;
+    } else if (key == "tls_ca") {
+      client_options_.tls_ca_file = value;
+    } else if (key == "tls_cert") {
+      client_options_.tls_cert_file = value;
+    } else if (key == "tls_key") {
+      client_options_.tls_key_file = value;
+    } else if (key == "tls_server_name") {
+      client_options_.tls_server_name = value;
+    } else if (key == "token_file") {
+      token_file_ = value;
     } else {
       absl::Duration d;
       if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {
@@ -245,7 +291,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   const Command commands[] = {
       {"add",
        {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
-        "user_config"},
+        "user_config", "max_batch_size", "max_queue_delay_us",
+        "preferred_batch_sizes"},
        {},
        &Cli::Add},
       {"run", {"input", "output", "output_dir", "trace"}, {}, &Cli::RunNetwork},
@@ -253,6 +300,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       {"show", {"dot"}, {"dot"}, &Cli::Show},
       {"remove", {}, {}, &Cli::Remove},
       {"devices", {}, {}, &Cli::Devices},
+      {"stats", {}, {}, &Cli::Stats},
   };
   for (const Command& c : commands) {
     if (command != c.name) continue;
@@ -316,6 +364,36 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   }
   if (std::optional<std::string> config = args.Last("user_config")) {
     options.user_config = *config;
+  }
+  DynamicBatching& batching = options.batching;
+  if (std::optional<std::string> v = args.Last("max_batch_size")) {
+    if (!absl::SimpleAtoi(*v, &batching.max_batch_size)) {
+      return UsageError(absl::StrCat("bad --max_batch_size '", *v,
+                                     "' (expected a number)"));
+    }
+  }
+  if (std::optional<std::string> v = args.Last("max_queue_delay_us")) {
+    int64_t us = 0;
+    if (!absl::SimpleAtoi(*v, &us) || us < 0 ||
+        us > absl::ToInt64Microseconds(kMaxQueueDelay)) {
+      return UsageError(absl::StrCat(
+          "bad --max_queue_delay_us '", *v, "' (expected 0..",
+          absl::ToInt64Microseconds(kMaxQueueDelay), " microseconds)"));
+    }
+    batching.max_queue_delay = absl::Microseconds(us);
+  }
+  if (std::optional<std::string> v = args.Last("preferred_batch_sizes")) {
+    for (absl::string_view part : absl::StrSplit(*v, ',')) {
+      int size = 0;
+      if (!absl::SimpleAtoi(part, &size)) {
+        return UsageError(absl::StrCat("bad --preferred_batch_sizes '", *v,
+                                       "' (expected B1,B2,...)"));
+      }
+      batching.preferred_batch_sizes.push_back(size);
+    }
+  }
+  if (absl::Status s = ValidateDynamicBatching(batching); !s.ok()) {
+    return UsageError(s.message());
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();
@@ -456,6 +534,20 @@ absl::Status Cli::Devices(const ParsedArgs& args) {
   absl::StatusOr<std::vector<DeviceInfo>> devices = (*client)->GetDevices();
   if (!devices.ok()) return devices.status();
   for (const DeviceInfo& d : *devices) out_ << FormatDevice(d) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Stats(const ParsedArgs& args) {
+  if (args.positional.size() > 1) {
+    return UsageError("expected: glint stats [NAME]");
+  }
+  const std::string name = args.positional.empty() ? "" : args.positional[0];
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<ServingStatistics> stats = (*client)->GetStatistics(name);
+  if (!stats.ok()) return stats.status();
+  out_ << FormatStatistics(stats->networks, stats->devices,
+                           /*detailed=*/!name.empty());
   return absl::OkStatus();
 }
 

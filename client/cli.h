@@ -2,11 +2,13 @@
 // one line and argument handling can be tested in-process.
 //
 //   glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION]
-//         COMMAND [ARGS]
+//         [--tls_ca=PEM | --tls] [--tls_cert=PEM --tls_key=PEM]
+//         [--tls_server_name=NAME] [--token_file=FILE] COMMAND [ARGS]
 //   commands: add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]...
 //             run NAME --input [NAME=]FILE... [--output NAME]...
 //                      [--output-dir DIR]
-//             list | show NAME | remove NAME | devices | help
+//             list | show NAME | remove NAME | devices | stats [NAME]
+//             help
 //
 // Errors print exactly one line, "glint: error: <CODE>: <message>", to the
 // error stream; the exit code is 2 for usage errors and 1 for every other

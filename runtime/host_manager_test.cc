@@ -5,7 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/cancellation.h"
 #include "devices/device_registry.h"
+#include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -356,11 +360,350 @@ TEST(HostManagerTest, AProgramsOwnDeviceTypeCanBeNamedInConfigs) {
   ExpectNear((*out)[0].tensor, MlpReference(x, 2, 4, 4));
 }
 
+// --- Priority admission ----------------------------------------------------
+
+// Lets launches through one at a time, as the test grants passes.
+class Gate {
+ public:
+  void Pass() {
+    absl::MutexLock lock(&mu_);
+    ++waiting_;
+    mu_.Await(absl::Condition(
+        +[](int* permits) { return *permits > 0; }, &permits_));
+    --permits_;
+    --waiting_;
+  }
+  void Open(int n) {
+    absl::MutexLock lock(&mu_);
+    permits_ += n;
+  }
+  void AwaitWaiting(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return waiting_ >= n;
+    };
+    mu_.Await(absl::Condition(&enough));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int permits_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A sim device whose every launch first passes the gate.
+class GatedDevice : public FaultInjectingDevice {
+ public:
+  GatedDevice(std::unique_ptr<DeviceManager> inner, Gate* gate)
+      : FaultInjectingDevice(std::move(inner)), gate_(gate) {}
+  void Launch(Stream& stream, const LoadedFunction& function,
+              std::vector<const DeviceTensor*> inputs,
+              std::vector<DeviceTensor*> outputs) override {
+    stream.EnqueueHostCallback([gate = gate_] {
+      gate->Pass();
+      return absl::OkStatus();
+    });
+    FaultInjectingDevice::Launch(stream, function, std::move(inputs),
+                                 std::move(outputs));
+  }
+
+ private:
+  Gate* const gate_;
+};
+
+// One run at a time, each held at the gate until the test lets it pass;
+// the runs' names in the order they finished (= were admitted).
+class OrderedRuns {
+ public:
+  explicit OrderedRuns(int aging) {
+    DeviceConfig config;
+    config.memory_bytes = 64 * kMiB;
+    std::vector<std::unique_ptr<DeviceManager>> devices;
+    auto sim = SimDevice::Create(0, config);
+    EXPECT_TRUE(sim.ok());
+    devices.push_back(std::make_unique<GatedDevice>(
+        std::unique_ptr<DeviceManager>(*std::move(sim)), &gate_));
+    HostManagerOptions options;
+    options.max_active_requests = 1;
+    options.priority_aging = aging;
+    auto host = HostManager::Create(options, std::move(devices));
+    EXPECT_TRUE(host.ok()) << host.status();
+    host_ = *std::move(host);
+    EXPECT_TRUE(host_->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+  }
+  ~OrderedRuns() {
+    gate_.Open(1 << 20);  // Whatever still waits ends.
+    host_.reset();
+  }
+
+  void Run(const std::string& name, int priority) {
+    std::vector<float> x;
+    RunOptions options;
+    options.priority = priority;
+    host_->RunNetworkAsync(
+        "mlp", {{"x", Input(1, 4, 1, &x)}}, options,
+        [this, name](absl::StatusOr<std::vector<NamedTensor>> result) {
+          EXPECT_TRUE(result.ok()) << name << ": " << result.status();
+          absl::MutexLock lock(&mu_);
+          finished_.push_back(name);
+        });
+  }
+  // Starts a run that holds the only slot at the gate.
+  void Block(const std::string& name) {
+    Run(name, 0);
+    gate_.AwaitWaiting(1);
+  }
+  // Lets the run at the gate finish; the next one is admitted (and held).
+  void Step() {
+    size_t before;
+    {
+      absl::MutexLock lock(&mu_);
+      before = finished_.size();
+    }
+    gate_.Open(1);
+    absl::MutexLock lock(&mu_);
+    auto more = [this, before]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return finished_.size() > before;
+    };
+    mu_.Await(absl::Condition(&more));
+  }
+  std::vector<std::string> finished() {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
+
+ private:
+  Gate gate_;
+  std::unique_ptr<HostManager> host_;
+  absl::Mutex mu_;
+  std::vector<std::string> finished_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(HostManagerTest, QueuedRunsAreAdmittedByPriorityThenArrival) {
+  OrderedRuns runs(/*aging=*/1000);
+  runs.Block("blocker");
+  for (auto [name, priority] : std::vector<std::pair<std::string, int>>{
+           {"low", -1}, {"a0", 0}, {"b5", 5}, {"c0", 0}, {"d10", 10},
+           {"e5", 5}, {"f0", 0}}) {
+    runs.Run(name, priority);
+  }
+  for (int i = 0; i < 8; ++i) runs.Step();
+  EXPECT_EQ(runs.finished(),
+            (std::vector<std::string>{"blocker", "d10", "b5", "e5", "a0",
+                                      "c0", "f0", "low"}));
+}
+
+// A steady stream of urgent runs: without aging the low one waits for as
+// long as they come; with aging 2 it goes after two of them.
+TEST(HostManagerTest, AgingKeepsLowPriorityRunsFromStarving) {
+  for (int aging : {2, 1000}) {
+    SCOPED_TRACE(aging);
+    OrderedRuns runs(aging);
+    runs.Block("blocker");
+    runs.Run("low", 0);
+    runs.Run("h1", 1);
+    for (int i = 2; i <= 6; ++i) {
+      runs.Step();  // Admits the next run, then another urgent one comes.
+      runs.Run("h" + std::to_string(i), 1);
+    }
+    std::vector<std::string> first = runs.finished();
+    if (aging == 2) {
+      EXPECT_EQ(first, (std::vector<std::string>{"blocker", "h1", "h2", "low",
+                                                 "h3"}));
+    } else {
+      EXPECT_EQ(first, (std::vector<std::string>{"blocker", "h1", "h2", "h3",
+                                                 "h4"}));
+    }
+    for (int i = 0; i < 3; ++i) runs.Step();
+    EXPECT_EQ(runs.finished().size(), 8u);
+    if (aging != 2) {
+      EXPECT_EQ(runs.finished().back(), "low");
+    }
+  }
+}
+
+TEST(HostManagerTest, PriorityAgingMustBePositive) {
+  HostManagerOptions options;
+  options.priority_aging = 0;
+  DeviceConfig config;
+  EXPECT_EQ(HostManager::CreateFromConfigs(options, {config}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(HostManagerTest, UnknownDeviceTypeIsNotFound) {
   DeviceConfig c;
   c.type = "warp-drive";
   EXPECT_EQ(HostManager::CreateFromConfigs({}, {c}).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// --- Statistics ----------------------------------------------------------
+
+// Counts after successful and failing runs, and durations no shorter than
+// the timing model makes them: every copy takes the link latency, the
+// launch its FLOPs at the device's rate, and the second launch fails.
+TEST(HostManagerStatisticsTest, CountsAndDurationsAfterSuccessAndFailure) {
+  constexpr double kFlopsPerSecond = 1500;
+  constexpr absl::Duration kLatency = absl::Milliseconds(2);
+  DeviceConfig device;
+  device.type = "faulty";
+  device.memory_bytes = 64 * kMiB;
+  device.params["fail_launch"] = "2";
+  device.params["compute_gflops"] = "0.0000015";
+  device.params["link_latency_us"] = "2000";
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("mlp", MakeMlpModel(1, 4, 3), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 1u);
+  const absl::Duration launch =
+      absl::Seconds(info->partitions[0].flops / kFlopsPerSecond);
+  ASSERT_GT(launch, absl::Milliseconds(5));
+
+  absl::StatusOr<NetworkStatistics> stats = (*host)->GetStatistics("mlp");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->inference_count, 0u);
+  EXPECT_EQ(stats->last_inference, absl::UnixEpoch());
+
+  const absl::Time before = absl::Now();
+  std::vector<float> x;
+  std::vector<absl::StatusCode> codes;
+  for (int i = 0; i < 4; ++i) {
+    codes.push_back((*host)
+                        ->RunNetwork("mlp", {{"x", Input(1, 4, 1, &x)}})
+                        .status()
+                        .code());
+  }
+  EXPECT_EQ(codes, (std::vector<absl::StatusCode>{
+                       absl::StatusCode::kOk, absl::StatusCode::kInternal,
+                       absl::StatusCode::kOk, absl::StatusCode::kOk}));
+  EXPECT_EQ((*host)
+                ->RunNetwork("mlp", {{"x", Input(1, 5, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Not the network's: counted nowhere.
+  EXPECT_EQ((*host)
+                ->RunNetwork("absent", {{"x", Input(1, 4, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  stats = (*host)->GetStatistics("mlp");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->name, "mlp");
+  EXPECT_EQ(stats->success_count, 3u);
+  EXPECT_EQ(stats->failure_count, 2u);
+  EXPECT_EQ(stats->inference_count, 5u);
+  EXPECT_EQ(stats->execution_count, 3u);
+  EXPECT_GE(stats->last_inference, before);
+  EXPECT_EQ(stats->request.count, 3u);
+  EXPECT_EQ(stats->failed.count, 2u);
+  EXPECT_EQ(stats->queue.count, 3u);
+  EXPECT_EQ(stats->compute_input.count, 3u);
+  EXPECT_EQ(stats->compute_infer.count, 3u);
+  EXPECT_EQ(stats->compute_output.count, 3u);
+  EXPECT_GE(absl::Nanoseconds(stats->compute_infer.total_ns), 3 * launch);
+  EXPECT_GE(stats->compute_infer.p50_us, absl::ToDoubleMicroseconds(launch));
+  EXPECT_GE(absl::Nanoseconds(stats->compute_input.total_ns), 3 * kLatency);
+  EXPECT_GE(stats->compute_output.p99_us,
+            absl::ToDoubleMicroseconds(kLatency));
+  // One stream, one partition: the phases follow one another within each
+  // request, and the partition is the whole compute.
+  EXPECT_GE(stats->request.total_ns, stats->compute_input.total_ns +
+                                         stats->compute_infer.total_ns +
+                                         stats->compute_output.total_ns);
+  // The run that failed on the device did so after its input copy.
+  EXPECT_GE(absl::Nanoseconds(stats->failed.total_ns), kLatency);
+  ASSERT_EQ(stats->partitions.size(), 1u);
+  EXPECT_EQ(stats->partitions[0].name, info->partitions[0].name);
+  EXPECT_EQ(stats->partitions[0].device_name,
+            info->partitions[0].device_name);
+  EXPECT_EQ(stats->partitions[0].compute.count, 3u);
+  EXPECT_EQ(stats->partitions[0].compute.total_ns,
+            stats->compute_infer.total_ns);
+  EXPECT_EQ(stats->queue_depth, 0);
+  EXPECT_EQ(stats->in_flight, 0);
+
+  // The device saw the same three launches, and holds the network.
+  std::vector<DeviceStatistics> devices = (*host)->GetDeviceStatistics();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device.name, info->partitions[0].device_name);
+  EXPECT_EQ(devices[0].compute.count, 3u);
+  EXPECT_EQ(devices[0].compute.total_ns, stats->compute_infer.total_ns);
+  EXPECT_LT(devices[0].device.available_memory_bytes,
+            devices[0].device.memory_bytes);
+}
+
+// Queue depth and runs in flight while runs wait: one slot, a launch of
+// about a second, three runs. Cancelled, they all end, and the gauges
+// return to 0.
+TEST(HostManagerStatisticsTest, QueueDepthAndInFlightWhileRunsWait) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  device.params["compute_gflops"] = "0.00000003";  // 30 FLOP/s.
+  HostManagerOptions options;
+  options.max_active_requests = 1;
+  auto host = HostManager::CreateFromConfigs(options, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("slow", MakeMlpModel(1, 4, 3), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_GT(info->partitions[0].flops / 30, 0.5);  // Seconds per launch.
+
+  auto cancel = std::make_shared<CancellationToken>();
+  RunOptions run;
+  run.cancel = cancel;
+  std::vector<absl::Notification> done(3);
+  std::vector<absl::Status> status(3);
+  std::vector<float> x;
+  for (int i = 0; i < 3; ++i) {
+    (*host)->RunNetworkAsync(
+        "slow", {{"x", Input(1, 4, 1, &x)}}, run,
+        [&, i](absl::StatusOr<std::vector<NamedTensor>> out) {
+          status[i] = out.status();
+          done[i].Notify();
+        });
+  }
+  absl::StatusOr<NetworkStatistics> stats = (*host)->GetStatistics("slow");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->in_flight, 1);
+  EXPECT_EQ(stats->queue_depth, 2);
+  cancel->Cancel();
+  for (int i = 0; i < 3; ++i) {
+    done[i].WaitForNotification();
+    EXPECT_EQ(status[i].code(), absl::StatusCode::kCancelled) << status[i];
+  }
+  stats = (*host)->GetStatistics("slow");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->in_flight, 0);
+  EXPECT_EQ(stats->queue_depth, 0);
+  EXPECT_EQ(stats->failure_count, 3u);
+  EXPECT_EQ(stats->success_count, 0u);
+  EXPECT_EQ(stats->execution_count, 0u);
+}
+
+TEST(HostManagerStatisticsTest, AllNetworksByNameAndResetOnReAdd) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("b", MakeMlpModel(1, 4, 4), {}).ok());
+  ASSERT_TRUE(host->AddNetwork("a", MakeMlpModel(1, 4, 4), {}).ok());
+  std::vector<float> x;
+  ASSERT_TRUE(host->RunNetwork("b", {{"x", Input(1, 4, 1, &x)}}).ok());
+  std::vector<NetworkStatistics> all = host->GetAllStatistics();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "a");
+  EXPECT_EQ(all[0].success_count, 0u);
+  EXPECT_EQ(all[1].name, "b");
+  EXPECT_EQ(all[1].success_count, 1u);
+  EXPECT_EQ(host->GetStatistics("c").status().code(),
+            absl::StatusCode::kNotFound);
+  // Statistics count since the network was added.
+  ASSERT_TRUE(host->RemoveNetwork("b").ok());
+  EXPECT_EQ(host->GetStatistics("b").status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(host->AddNetwork("b", MakeMlpModel(1, 4, 4), {}).ok());
+  EXPECT_EQ(host->GetStatistics("b")->success_count, 0u);
 }
 
 }  // namespace
