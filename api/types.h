@@ -144,6 +144,9 @@ struct NetworkInfo {
   std::vector<PartitionInfo> partitions;  // In topological order.
   std::string strategy;  // The partitioning strategy that made the plan.
   int replicas = 1;
+  // Dynamic batching as given at AddNetwork (off: max_batch_size 0), so
+  // that the OIP service can report it (Triton's ModelConfig).
+  DynamicBatching batching;
   std::string dot;       // The DAG in Graphviz DOT.
   // Empty while the network serves; otherwise why it cannot (a restored
   // network that no longer imports or fits, say), and its runs fail

@@ -407,6 +407,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
                          Provisioner(std::move(devices)).Provision(dag));
   *info = DescribeNetwork(name, dag, *executable);
+  info->batching = options.batching;
   GLINT_LOG_INFO(
       "network '{}' built in {}: import {}{}, partition {}{}, compile and "
       "load {}",
