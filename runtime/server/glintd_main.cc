@@ -1,5 +1,7 @@
-// glintd: the Glint daemon. Serves glint.v1.HostManager, grpc.health.v1 and
-// server reflection on one address until SIGINT or SIGTERM.
+// glintd: the Glint daemon. Serves glint.v1.HostManager, the inference
+// protocol of Triton and KServe clients (inference.GRPCInferenceService),
+// grpc.health.v1 and server reflection on one address until SIGINT or
+// SIGTERM.
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
@@ -38,6 +40,7 @@
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/device_spec.h"
+#include "runtime/server/inference_service.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/service.h"
 #include "store/network_store.h"
@@ -239,6 +242,9 @@ int Run() {
   }
 
   GlintServiceImpl service(host_manager->get());
+  // Same HostManager, same port: a network added through either protocol
+  // serves through both.
+  InferenceServiceImpl inference_service(host_manager->get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -254,6 +260,7 @@ int Run() {
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&service);
+  builder.RegisterService(&inference_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     GLINT_LOG_ERROR("cannot listen on {}", listen);
@@ -273,8 +280,8 @@ int Run() {
   }
 
   // Stored networks come back before the daemon reports itself ready:
-  // until then health checks say NOT_SERVING (clients and load balancers
-  // wait), while calls are already answered.
+  // until then health checks say NOT_SERVING and ServerReady false
+  // (clients and load balancers wait), while calls are already answered.
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
   std::thread restore_thread([&] {
@@ -288,6 +295,7 @@ int Run() {
           report.unreadable);
     }
     health->SetServingStatus(true);
+    inference_service.SetReady();
   });
 
   std::thread signal_thread([&] {
@@ -296,6 +304,7 @@ int Run() {
     const absl::Time start = absl::Now();
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
     health->Shutdown();  // NOT_SERVING from now on.
+    inference_service.Shutdown();
     // No new work; queued runs fail, in-flight ones stop before their next
     // partition and imports in progress are killed, all UNAVAILABLE, so
     // their RPCs end well within the grace period.

@@ -1,0 +1,188 @@
+// InferenceServiceImpl: the inference protocol Triton and KServe clients
+// speak (proto/inference.proto: the Open Inference Protocol plus Triton's
+// model repository, configuration and statistics extensions), served by
+// glintd on the same port as glint.v1 over the same HostManager, so a
+// network added through either API is visible and runnable through the
+// other.
+//
+// On gRPC's callback API. No handler blocks a gRPC thread on a run:
+// ModelInfer starts HostManager::RunNetworkAsync and finishes the call in
+// the run's callback; a client that cancels (or goes away) cancels the run
+// through RunOptions::cancel. Loads and unloads, which import and compile
+// or wait for runs, run on threads of their own. Each handler converts
+// (proto/oip_convert.h), calls HostManager and maps the status
+// (proto/status_util.h). See runtime/server/README.md for every RPC.
+//
+// Thread-safe: gRPC calls the handlers concurrently; HostManager is
+// thread-safe and the service's own state is behind a mutex or atomic.
+#ifndef GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
+#define GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/inference.grpc.pb.h"
+#include "runtime/host_manager.h"
+
+namespace glint {
+
+// What ServerMetadata reports as glintd's version.
+inline constexpr absl::string_view kGlintVersion = "0.1.0";
+
+class InferenceServiceImpl final
+    : public inference::GRPCInferenceService::CallbackService {
+ public:
+  // `host_manager` is not owned and must outlive this service, which must
+  // outlive the gRPC server (its destructor waits for loads and unloads in
+  // progress). Not ready until SetReady().
+  explicit InferenceServiceImpl(HostManager* host_manager);
+  ~InferenceServiceImpl() override;
+
+  InferenceServiceImpl(const InferenceServiceImpl&) = delete;
+  InferenceServiceImpl& operator=(const InferenceServiceImpl&) = delete;
+
+  // ServerReady's answer (and part of ModelReady's), alongside
+  // grpc.health.v1's status: glintd calls SetReady() once the networks of
+  // its store are restored, and Shutdown() when a signal stops it; after
+  // Shutdown() the service stays not ready.
+  void SetReady() {
+    int starting = kStarting;
+    state_.compare_exchange_strong(starting, kReady);
+  }
+  void Shutdown() { state_.store(kStopping); }
+
+  // Health: live while the process answers; ready per SetReady.
+  grpc::ServerUnaryReactor* ServerLive(
+      grpc::CallbackServerContext* context,
+      const inference::ServerLiveRequest* request,
+      inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(
+      grpc::CallbackServerContext* context,
+      const inference::ServerReadyRequest* request,
+      inference::ServerReadyResponse* response) override;
+  // True when the server is ready and the network exists and serves;
+  // false (not an error) for unknown models and versions, as Triton.
+  grpc::ServerUnaryReactor* ModelReady(
+      grpc::CallbackServerContext* context,
+      const inference::ModelReadyRequest* request,
+      inference::ModelReadyResponse* response) override;
+
+  // Name "glint", kGlintVersion, and the extensions implemented.
+  grpc::ServerUnaryReactor* ServerMetadata(
+      grpc::CallbackServerContext* context,
+      const inference::ServerMetadataRequest* request,
+      inference::ServerMetadataResponse* response) override;
+  // NOT_FOUND (unknown model or version), UNAVAILABLE (the network does not
+  // serve: why).
+  grpc::ServerUnaryReactor* ModelMetadata(
+      grpc::CallbackServerContext* context,
+      const inference::ModelMetadataRequest* request,
+      inference::ModelMetadataResponse* response) override;
+
+  // Runs the network; the earlier of the gRPC deadline and the `timeout`
+  // parameter is the run's deadline.
+  grpc::ServerUnaryReactor* ModelInfer(
+      grpc::CallbackServerContext* context,
+      const inference::ModelInferRequest* request,
+      inference::ModelInferResponse* response) override;
+  // UNIMPLEMENTED.
+  grpc::ServerBidiReactor<inference::ModelInferRequest,
+                          inference::ModelStreamInferResponse>*
+  ModelStreamInfer(grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* ModelConfig(
+      grpc::CallbackServerContext* context,
+      const inference::ModelConfigRequest* request,
+      inference::ModelConfigResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(
+      grpc::CallbackServerContext* context,
+      const inference::ModelStatisticsRequest* request,
+      inference::ModelStatisticsResponse* response) override;
+
+  grpc::ServerUnaryReactor* RepositoryIndex(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryIndexRequest* request,
+      inference::RepositoryIndexResponse* response) override;
+  // Adds the network from parameter "file:1/model.onnx" with the options of
+  // parameter "config". A name already taken is ALREADY_EXISTS: Glint
+  // does not replace a serving network in place (unload it first). Without
+  // a file: OK if the network exists and no config is given (nothing to
+  // reload from), NOT_FOUND if it does not exist.
+  grpc::ServerUnaryReactor* RepositoryModelLoad(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryModelLoadRequest* request,
+      inference::RepositoryModelLoadResponse* response) override;
+  // Removes the network once its runs are done; NOT_FOUND if unknown.
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* context,
+      const inference::RepositoryModelUnloadRequest* request,
+      inference::RepositoryModelUnloadResponse* response) override;
+
+  // UNIMPLEMENTED, saying what to use instead.
+  grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryStatusRequest* request,
+      inference::SystemSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryRegisterRequest* request,
+      inference::SystemSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryUnregisterRequest* request,
+      inference::SystemSharedMemoryUnregisterResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryStatusRequest* request,
+      inference::CudaSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryRegisterRequest* request,
+      inference::CudaSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryUnregisterRequest* request,
+      inference::CudaSharedMemoryUnregisterResponse* response) override;
+  grpc::ServerUnaryReactor* TraceSetting(
+      grpc::CallbackServerContext* context,
+      const inference::TraceSettingRequest* request,
+      inference::TraceSettingResponse* response) override;
+  grpc::ServerUnaryReactor* LogSettings(
+      grpc::CallbackServerContext* context,
+      const inference::LogSettingsRequest* request,
+      inference::LogSettingsResponse* response) override;
+
+ private:
+  // Runs `work` on a thread of its own: loads import and compile, unloads
+  // wait for runs, and neither may hold one of gRPC's callback threads.
+  // The destructor joins every such thread.
+  void RunOffCallbackThread(std::function<void()> work)
+      ABSL_LOCKS_EXCLUDED(workers_mu_);
+
+  bool ready() const { return state_.load() == kReady; }
+
+  static constexpr int kStarting = 0;
+  static constexpr int kReady = 1;
+  static constexpr int kStopping = 2;
+
+  HostManager* const host_manager_;
+  std::atomic<int> state_{kStarting};
+
+  absl::Mutex workers_mu_;
+  // Threads started by RunOffCallbackThread; `finished_` counts those done,
+  // which the next call joins.
+  std::list<std::thread> workers_ ABSL_GUARDED_BY(workers_mu_);
+  std::list<std::thread::id> finished_ ABSL_GUARDED_BY(workers_mu_);
+};
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
