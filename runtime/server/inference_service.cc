@@ -151,9 +151,9 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
   response->set_version(std::string(kGlintVersion));
   // Triton's extension names, for what this service implements:
   // RepositoryIndex/Load/Unload, ModelConfig, the `priority` and `timeout`
-  // request parameters.
-  for (const char* extension :
-       {"model_repository", "model_configuration", "schedule_policy"}) {
+  // request parameters, ModelStatistics.
+  for (const char* extension : {"model_repository", "model_configuration",
+                                "schedule_policy", "statistics"}) {
     response->add_extensions(extension);
   }
   return FinishNow(context, absl::OkStatus());
@@ -218,9 +218,27 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelConfig(
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelStatistics(
     grpc::CallbackServerContext* context,
-    const inference::ModelStatisticsRequest* /*request*/,
-    inference::ModelStatisticsResponse* /*response*/) {
-  return Unimplemented(context, "ModelStatistics", "not yet");
+    const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (request->name().empty()) {
+    if (!request->version().empty()) {
+      return FinishNow(context, absl::InvalidArgumentError(
+                                    "a version needs a model name"));
+    }
+    for (const NetworkStatistics& stats : host_manager_->GetAllStatistics()) {
+      ModelStatisticsToProto(stats, response->add_model_stats());
+    }
+    return FinishNow(context, absl::OkStatus());
+  }
+  if (absl::Status s =
+          CheckOipModelVersion(Clip(request->name()), request->version());
+      !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<NetworkStatistics> stats =
+      host_manager_->GetStatistics(request->name());
+  if (stats.ok()) ModelStatisticsToProto(*stats, response->add_model_stats());
+  return FinishNow(context, stats.status());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
