@@ -12,6 +12,8 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev
   python3 python3-onnx python3-numpy python3-grpcio
   graphviz
+  # tests/e2e_auth_test makes its certificates with the openssl command.
+  openssl
   # tests/e2e_node_test: a Node client (its npm packages below).
   nodejs
   # scripts/fuzz.sh: clang, its sanitizer and libFuzzer runtimes, its linker

@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "proto/oip_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/grpc_auth.h"
 #include "runtime/server/service.h"
 
 namespace glint {
@@ -55,10 +56,14 @@ class UnimplementedStreamReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest,
                                      inference::ModelStreamInferResponse> {
  public:
-  UnimplementedStreamReactor() {
-    Finish(ToGrpcStatus(absl::UnimplementedError(
-        "glintd does not implement ModelStreamInfer (streaming inference); "
-        "call ModelInfer for each request")));
+  // `authorized`: the caller's token allows the method; else its status
+  // is the answer.
+  explicit UnimplementedStreamReactor(const grpc::Status& authorized) {
+    Finish(!authorized.ok()
+               ? authorized
+               : ToGrpcStatus(absl::UnimplementedError(
+                     "glintd does not implement ModelStreamInfer (streaming "
+                     "inference); call ModelInfer for each request")));
   }
   void OnDone() override { delete this; }
 };
@@ -83,8 +88,26 @@ absl::StatusOr<NetworkInfo> ServingNetwork(const HostManager& host_manager,
 
 }  // namespace
 
-InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager)
-    : host_manager_(host_manager) {}
+InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
+                                           const Authorizer* authorizer)
+    : host_manager_(host_manager), authorizer_(authorizer) {}
+
+grpc::Status InferenceServiceImpl::Authorize(
+    const grpc::CallbackServerContext& context,
+    absl::string_view method) const {
+  return AuthorizeCall(
+      authorizer_, context,
+      absl::StrCat("/inference.GRPCInferenceService/", method));
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::Deny(
+    grpc::CallbackServerContext* context, absl::string_view method) const {
+  grpc::Status s = Authorize(*context, method);
+  if (s.ok()) return nullptr;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(s);
+  return reactor;
+}
 
 InferenceServiceImpl::~InferenceServiceImpl() {
   std::list<std::thread> workers;
@@ -120,6 +143,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerLive(
     grpc::CallbackServerContext* context,
     const inference::ServerLiveRequest* /*request*/,
     inference::ServerLiveResponse* response) {
+  if (auto* denied = Deny(context, "ServerLive")) return denied;
   response->set_live(true);
   return FinishNow(context, absl::OkStatus());
 }
@@ -128,6 +152,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerReady(
     grpc::CallbackServerContext* context,
     const inference::ServerReadyRequest* /*request*/,
     inference::ServerReadyResponse* response) {
+  if (auto* denied = Deny(context, "ServerReady")) return denied;
   response->set_ready(ready());
   return FinishNow(context, absl::OkStatus());
 }
@@ -136,6 +161,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelReady(
     grpc::CallbackServerContext* context,
     const inference::ModelReadyRequest* request,
     inference::ModelReadyResponse* response) {
+  if (auto* denied = Deny(context, "ModelReady")) return denied;
   response->set_ready(
       ready() &&
       ServingNetwork(*host_manager_, request->name(), request->version())
@@ -147,6 +173,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
     grpc::CallbackServerContext* context,
     const inference::ServerMetadataRequest* /*request*/,
     inference::ServerMetadataResponse* response) {
+  if (auto* denied = Deny(context, "ServerMetadata")) return denied;
   response->set_name("glint");
   response->set_version(std::string(kGlintVersion));
   // Triton's extension names, for what this service implements:
@@ -163,6 +190,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelMetadata(
     grpc::CallbackServerContext* context,
     const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
+  if (auto* denied = Deny(context, "ModelMetadata")) return denied;
   absl::StatusOr<NetworkInfo> info =
       ServingNetwork(*host_manager_, request->name(), request->version());
   if (info.ok()) ModelMetadataToProto(*info, response);
@@ -173,6 +201,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
     grpc::CallbackServerContext* context,
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
+  if (auto* denied = Deny(context, "ModelInfer")) return denied;
   auto* reactor = new InferReactor();
   absl::StatusOr<OipInferCall> call = OipInferCallFromProto(
       *request, absl::Now(), DeadlineFromGrpc(context->deadline()));
@@ -199,14 +228,15 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
 grpc::ServerBidiReactor<inference::ModelInferRequest,
                         inference::ModelStreamInferResponse>*
 InferenceServiceImpl::ModelStreamInfer(
-    grpc::CallbackServerContext* /*context*/) {
-  return new UnimplementedStreamReactor();
+    grpc::CallbackServerContext* context) {
+  return new UnimplementedStreamReactor(Authorize(*context, "ModelStreamInfer"));
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelConfig(
     grpc::CallbackServerContext* context,
     const inference::ModelConfigRequest* request,
     inference::ModelConfigResponse* response) {
+  if (auto* denied = Deny(context, "ModelConfig")) return denied;
   absl::StatusOr<NetworkInfo> info =
       ServingNetwork(*host_manager_, request->name(), request->version());
   if (info.ok()) {
@@ -220,6 +250,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelStatistics(
     grpc::CallbackServerContext* context,
     const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
+  if (auto* denied = Deny(context, "ModelStatistics")) return denied;
   if (request->name().empty()) {
     if (!request->version().empty()) {
       return FinishNow(context, absl::InvalidArgumentError(
@@ -245,6 +276,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
     grpc::CallbackServerContext* context,
     const inference::RepositoryIndexRequest* request,
     inference::RepositoryIndexResponse* response) {
+  if (auto* denied = Deny(context, "RepositoryIndex")) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(context,
                      absl::NotFoundError(absl::StrCat(
@@ -261,6 +293,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
     grpc::CallbackServerContext* context,
     const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse* /*response*/) {
+  if (auto* denied = Deny(context, "RepositoryModelLoad")) return denied;
   absl::StatusOr<OipModelLoad> load = OipModelLoadFromProto(*request);
   if (!load.ok()) return FinishNow(context, load.status());
   const bool has_config = request->parameters().contains("config");
@@ -305,6 +338,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
     grpc::CallbackServerContext* context,
     const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse* /*response*/) {
+  if (auto* denied = Deny(context, "RepositoryModelUnload")) return denied;
   absl::StatusOr<std::string> name = OipModelUnloadFromProto(*request);
   if (!name.ok()) return FinishNow(context, name.status());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -323,6 +357,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryStatusRequest* /*request*/,
     inference::SystemSharedMemoryStatusResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryStatus")) return denied;
   return Unimplemented(context, "system shared memory", kNoSharedMemory);
 }
 
@@ -330,6 +365,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryRegisterRequest* /*request*/,
     inference::SystemSharedMemoryRegisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryRegister")) return denied;
   return Unimplemented(context, "system shared memory", kNoSharedMemory);
 }
 
@@ -337,6 +373,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryUnregisterRequest* /*request*/,
     inference::SystemSharedMemoryUnregisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryUnregister")) return denied;
   return Unimplemented(context, "system shared memory", kNoSharedMemory);
 }
 
@@ -344,6 +381,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryStatus(
     grpc::CallbackServerContext* context,
     const inference::CudaSharedMemoryStatusRequest* /*request*/,
     inference::CudaSharedMemoryStatusResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryStatus")) return denied;
   return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
 }
 
@@ -351,6 +389,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::CudaSharedMemoryRegisterRequest* /*request*/,
     inference::CudaSharedMemoryRegisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryRegister")) return denied;
   return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
 }
 
@@ -358,6 +397,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::CudaSharedMemoryUnregisterRequest* /*request*/,
     inference::CudaSharedMemoryUnregisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryUnregister")) return denied;
   return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
 }
 
@@ -365,6 +405,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::TraceSetting(
     grpc::CallbackServerContext* context,
     const inference::TraceSettingRequest* /*request*/,
     inference::TraceSettingResponse* /*response*/) {
+  if (auto* denied = Deny(context, "TraceSetting")) return denied;
   return Unimplemented(context, "TraceSetting",
                        "glint.v1 RunNetwork with trace=true records a run's "
                        "Chrome trace");
@@ -374,6 +415,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::LogSettings(
     grpc::CallbackServerContext* context,
     const inference::LogSettingsRequest* /*request*/,
     inference::LogSettingsResponse* /*response*/) {
+  if (auto* denied = Deny(context, "LogSettings")) return denied;
   return Unimplemented(context, "LogSettings",
                        "glintd's log level is its --log_level flag");
 }

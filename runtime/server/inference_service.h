@@ -31,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/inference.grpc.pb.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 
 namespace glint {
 
@@ -42,8 +43,14 @@ class InferenceServiceImpl final
  public:
   // `host_manager` is not owned and must outlive this service, which must
   // outlive the gRPC server (its destructor waits for loads and unloads in
-  // progress). Not ready until SetReady().
-  explicit InferenceServiceImpl(HostManager* host_manager);
+  // progress). Not ready until SetReady(). Every call is authorized by
+  // `authorizer` against auth.h's table of inference methods (infer:
+  // health, metadata, config, statistics, ModelInfer; admin: the
+  // repository calls, shared memory registration, trace and log settings);
+  // null leaves every call open (glintd without --auth_tokens). Borrowed;
+  // must outlive the service.
+  explicit InferenceServiceImpl(HostManager* host_manager,
+                                const Authorizer* authorizer = nullptr);
   ~InferenceServiceImpl() override;
 
   InferenceServiceImpl(const InferenceServiceImpl&) = delete;
@@ -169,11 +176,20 @@ class InferenceServiceImpl final
 
   bool ready() const { return state_.load() == kReady; }
 
+  // OK when the call's token may call `method` (of this service).
+  grpc::Status Authorize(const grpc::CallbackServerContext& context,
+                         absl::string_view method) const;
+  // Null when the call is authorized; else a reactor finished with the
+  // refusal, for the handler to return.
+  grpc::ServerUnaryReactor* Deny(grpc::CallbackServerContext* context,
+                                 absl::string_view method) const;
+
   static constexpr int kStarting = 0;
   static constexpr int kReady = 1;
   static constexpr int kStopping = 2;
 
   HostManager* const host_manager_;
+  const Authorizer* const authorizer_;
   std::atomic<int> state_{kStarting};
 
   absl::Mutex workers_mu_;

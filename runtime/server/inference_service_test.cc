@@ -16,6 +16,7 @@
 #include "proto/glint.grpc.pb.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/proto_convert.h"
+#include "runtime/server/auth.h"
 #include "runtime/server/service.h"
 
 namespace glint {
@@ -39,7 +40,8 @@ std::vector<float> Floats(const std::string& bytes) {
 class InferenceServiceTest : public ::testing::Test {
  protected:
   // `devices` default to one plain 64 MiB sim device.
-  void Start(std::vector<DeviceConfig> devices = {}) {
+  void Start(std::vector<DeviceConfig> devices = {},
+             const Authorizer* authorizer = nullptr) {
     if (devices.empty()) {
       devices.resize(1);
       devices[0].memory_bytes = 64 * kMiB;
@@ -49,7 +51,8 @@ class InferenceServiceTest : public ::testing::Test {
     ASSERT_TRUE(hm.ok()) << hm.status();
     host_manager_ = *std::move(hm);
     glint_service_ = std::make_unique<GlintServiceImpl>(host_manager_.get());
-    service_ = std::make_unique<InferenceServiceImpl>(host_manager_.get());
+    service_ = std::make_unique<InferenceServiceImpl>(host_manager_.get(),
+                                                      authorizer);
     grpc::ServerBuilder builder;
     builder.RegisterService(glint_service_.get());
     builder.RegisterService(service_.get());
@@ -456,6 +459,66 @@ TEST_F(InferenceServiceTest, ClientCancelCancelsTheRun) {
   EXPECT_EQ(stats().failure_count, 1u);
   EXPECT_EQ(stats().success_count, 0u);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+// With --auth_tokens, every call of the service is authorized by scope:
+// infer for health, metadata and inference, admin for the repository.
+TEST_F(InferenceServiceTest, CallsAreAuthorizedByScope) {
+  constexpr char kInfer[] = "infer-token-0123456789";
+  constexpr char kAdmin[] = "admin-token-0123456789";
+  absl::StatusOr<std::unique_ptr<Authorizer>> authorizer = Authorizer::Parse(
+      absl::StrCat(kInfer, " infer\n", kAdmin, " admin\n"));
+  ASSERT_TRUE(authorizer.ok()) << authorizer.status();
+  Start({}, authorizer->get());
+  service_->SetReady();
+  auto with = [](grpc::ClientContext* c, const char* token) {
+    if (token != nullptr) {
+      c->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    }
+  };
+  auto load = [&](const char* token) {
+    inference::RepositoryModelLoadRequest request;
+    request.set_model_name("mlp");
+    (*request.mutable_parameters())["file:1/model.onnx"].set_bytes_param(
+        testing::MakeMlpModel(1, 4, 3));
+    inference::RepositoryModelLoadResponse response;
+    grpc::ClientContext c;
+    with(&c, token);
+    return stub_->RepositoryModelLoad(&c, request, &response).error_code();
+  };
+  auto infer = [&](const char* token) {
+    inference::ModelInferResponse response;
+    grpc::ClientContext c;
+    with(&c, token);
+    return stub_->ModelInfer(&c, MlpRequest("mlp", {1, 2, 3, 4}), &response)
+        .error_code();
+  };
+  auto live = [&](const char* token) {
+    inference::ServerLiveResponse response;
+    grpc::ClientContext c;
+    with(&c, token);
+    return stub_->ServerLive(&c, inference::ServerLiveRequest(), &response)
+        .error_code();
+  };
+  auto stream = [&](const char* token) {
+    grpc::ClientContext c;
+    with(&c, token);
+    auto s = stub_->ModelStreamInfer(&c);
+    s->WritesDone();
+    return s->Finish().error_code();
+  };
+  EXPECT_EQ(load(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(load("not-a-known-token-000"), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(load(kInfer), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_FALSE(host_manager_->GetNetwork("mlp").ok());
+  EXPECT_EQ(load(kAdmin), grpc::StatusCode::OK);
+  EXPECT_EQ(infer(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(infer(kAdmin), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(infer(kInfer), grpc::StatusCode::OK);
+  EXPECT_EQ(live(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(live(kInfer), grpc::StatusCode::OK);
+  EXPECT_EQ(stream(nullptr), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stream(kInfer), grpc::StatusCode::UNIMPLEMENTED);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/grpc_auth.h"
 
 namespace glint {
 
@@ -51,12 +52,18 @@ absl::StatusOr<std::vector<NamedTensor>> RunUntilDoneOrCancelled(
   return outputs;
 }
 
-GlintServiceImpl::GlintServiceImpl(HostManager* host_manager)
-    : host_manager_(host_manager) {}
+GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
+                                   const Authorizer* authorizer)
+    : host_manager_(host_manager), authorizer_(authorizer) {}
 
-grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
+grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* context,
                                           const v1::AddNetworkRequest* request,
                                           v1::AddNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/AddNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<AddNetworkOptions> options =
       AddNetworkOptionsFromProto(request->options());
   if (!options.ok()) return ToGrpcStatus(options.status());
@@ -69,26 +76,41 @@ grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
 }
 
 grpc::Status GlintServiceImpl::RemoveNetwork(
-    grpc::ServerContext* /*context*/, const v1::RemoveNetworkRequest* request,
+    grpc::ServerContext* context, const v1::RemoveNetworkRequest* request,
     v1::RemoveNetworkResponse* /*response*/) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/RemoveNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::Status status = host_manager_->RemoveNetwork(request->name());
   if (status.ok()) GLINT_LOG_INFO("removed network '{}'", request->name());
   return ToGrpcStatus(status);
 }
 
 grpc::Status GlintServiceImpl::ListNetworks(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     const v1::ListNetworksRequest* /*request*/,
     v1::ListNetworksResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/ListNetworks");
+      !s.ok()) {
+    return s;
+  }
   for (const NetworkInfo& info : host_manager_->ListNetworks()) {
     NetworkInfoToProto(info, response->add_networks());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
+grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* context,
                                           const v1::GetNetworkRequest* request,
                                           v1::GetNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/GetNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
   NetworkInfoToProto(*info, response->mutable_network(),
@@ -99,6 +121,11 @@ grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
 grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
                                           const v1::RunNetworkRequest* request,
                                           v1::RunNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/RunNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::vector<NamedTensor>> inputs =
       NamedTensorsFromProto(request->inputs());
   if (!inputs.ok()) return ToGrpcStatus(inputs.status());
@@ -123,8 +150,13 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
 }
 
 grpc::Status GlintServiceImpl::GetDevices(
-    grpc::ServerContext* /*context*/, const v1::GetDevicesRequest* /*request*/,
+    grpc::ServerContext* context, const v1::GetDevicesRequest* /*request*/,
     v1::GetDevicesResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/GetDevices");
+      !s.ok()) {
+    return s;
+  }
   for (const DeviceInfo& info : host_manager_->GetDevices()) {
     DeviceInfoToProto(info, response->add_devices());
   }

@@ -15,13 +15,18 @@
 #include "absl/time/time.h"
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 
 namespace glint {
 
 class GlintServiceImpl final : public v1::HostManager::Service {
  public:
-  // `host_manager` is not owned and must outlive the gRPC server.
-  explicit GlintServiceImpl(HostManager* host_manager);
+  // Neither is owned; both must outlive the gRPC server. A null
+  // `authorizer` leaves every call open (glintd without --auth_tokens);
+  // else each handler first checks the call's bearer token against
+  // auth.h's method table (UNAUTHENTICATED / PERMISSION_DENIED).
+  explicit GlintServiceImpl(HostManager* host_manager,
+                            const Authorizer* authorizer = nullptr);
 
   grpc::Status AddNetwork(grpc::ServerContext* context,
                           const v1::AddNetworkRequest* request,
@@ -45,6 +50,7 @@ class GlintServiceImpl final : public v1::HostManager::Service {
 
  private:
   HostManager* const host_manager_;
+  const Authorizer* const authorizer_;
 };
 
 // A gRPC deadline as an absl::Time; "no deadline" (the far future gRPC
