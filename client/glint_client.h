@@ -23,6 +23,12 @@
 
 namespace glint {
 
+// GetStatistics' reply: networks sorted by name, devices by id.
+struct ServingStatistics {
+  std::vector<NetworkStatistics> networks;
+  std::vector<DeviceStatistics> devices;
+};
+
 struct ClientOptions {
   // Connect() gives up after this long (UNAVAILABLE): a daemon that is down
   // must fail a CLI command quickly, not hang it.
@@ -95,6 +101,9 @@ class GlintClient {
       absl::Duration timeout = absl::InfiniteDuration(),
       std::string* trace_json = nullptr);
   absl::StatusOr<std::vector<DeviceInfo>> GetDevices();
+  // One network's statistics (every network's when `name` is empty) and
+  // every device's. NOT_FOUND for an unknown name.
+  absl::StatusOr<ServingStatistics> GetStatistics(absl::string_view name = "");
 
   // For callers that need the raw messages (tests sending malformed data);
   // Authenticate() adds the token to their contexts.

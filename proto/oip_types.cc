@@ -634,7 +634,7 @@ absl::StatusOr<TritonModelConfig> TritonModelConfigFromJson(
     for (int64_t d : *in.dims) known = known && d >= 0;
     if (!known) continue;
     std::vector<int64_t> dims;
-    if (batched) dims.push_back(1);
+    if (batched) dims.push_back(options.batching.max_batch_size);
     dims.insert(dims.end(), in.dims->begin(), in.dims->end());
     options.input_shapes[in.name] = Shape(std::move(dims));
   }

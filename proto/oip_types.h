@@ -109,7 +109,9 @@ struct TritonModelConfig {
 //                     network's replicas; `gpus` is refused (Glint places)
 //   input/output      [{name, data_type, dims}]: an input's dims (all
 //                     known) bind its shape as input_shapes does, behind a
-//                     batch dimension of 1 when max_batch_size > 0; every
+//                     batch dimension of max_batch_size when that is > 0
+//                     (a batching network is compiled at its largest
+//                     batch, see AddNetworkOptions::batching); every
 //                     entry is checked against the added network
 //                     (CheckNetworkAgainstConfig)
 //   parameters        Glint's placement options, each as Triton's

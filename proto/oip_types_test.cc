@@ -144,9 +144,9 @@ TEST(TritonConfigTest, FullConfigMapsToOptions) {
   EXPECT_EQ(o.partition.plan_devices, 2);
   EXPECT_EQ(o.reuse, PlanReuse::kOverride);
   EXPECT_EQ(o.user_config, "v7");
-  // x's dims are known: bound behind a batch dimension of 1; len's are not.
+  // x's dims are known: bound behind the batch dimension; len's are not.
   ASSERT_EQ(o.input_shapes.count("x"), 1u);
-  EXPECT_EQ(o.input_shapes.at("x"), Shape({1, 3, 4}));
+  EXPECT_EQ(o.input_shapes.at("x"), Shape({8, 3, 4}));
   EXPECT_EQ(o.input_shapes.count("len"), 0u);
   EXPECT_EQ(o.input_shapes.at("mask"), Shape({2, 3}));
   EXPECT_EQ(o.input_shapes.at("other"), Shape({5}));

@@ -9,6 +9,7 @@
 // ONNX node cases' expected outputs, ModelStatistics, RepositoryIndex,
 // RepositoryModelUnload), datatypes through typed contents, the error
 // codes, and a network shared with glint.v1 in both directions.
+#include <algorithm>
 #include <csignal>
 #include <memory>
 #include <set>
@@ -355,7 +356,11 @@ TEST_F(TritonInteropTest, DatatypesThroughTypedContents) {
 // Dynamic batching and placement in the config come back in ModelConfig
 // (and glint.v1 sees the same plan).
 TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
-  ASSERT_TRUE(Load("batched", testing::MakeMlpModel(1, 4, 3),
+  // y = Relu(x), x: float[N, 4] with a symbolic batch dimension.
+  testing::OnnxModelBuilder relu;
+  relu.Input("x", 1, {-1, 4}).Output("y", 1, {-1, 4});
+  relu.Node("Relu", {"x"}, {"y"});
+  ASSERT_TRUE(Load("batched", relu.Serialize(),
                    R"({"max_batch_size": 4,
                        "dynamic_batching": {
                          "max_queue_delay_microseconds": 500,
@@ -381,18 +386,24 @@ TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
   grpc::ClientContext c2;
   ASSERT_TRUE(stub_->ModelMetadata(&c2, meta_request, &meta).ok());
   EXPECT_THAT(meta.inputs(0).shape(), ElementsAre(-1, 4));
-  // A batch of one runs.
-  const std::vector<float> x = {1, 2, 3, 4};
-  inference::ModelInferResponse out;
-  ASSERT_TRUE(Infer(Request("batched",
-                            {{"x", Tensor::FromVector<float>(
-                                       DType::kFloat32, Shape({1, 4}), x)}},
-                            false),
-                    &out)
-                  .ok());
-  ExpectOutputs(out, {{"y", Tensor::FromVector<float>(
-                                DType::kFloat32, Shape({1, 3}),
-                                testing::MlpReference(x, 1, 4, 3))}});
+  // Requests of one and of three rows run (each its own rows back).
+  for (int rows : {1, 3}) {
+    std::vector<float> x(4 * rows), y(4 * rows);
+    for (int i = 0; i < 4 * rows; ++i) {
+      x[i] = static_cast<float>(i % 5) - 2;
+      y[i] = std::max(x[i], 0.0f);
+    }
+    inference::ModelInferResponse out;
+    grpc::Status s = Infer(
+        Request("batched",
+                {{"x", Tensor::FromVector<float>(DType::kFloat32,
+                                                 Shape({rows, 4}), x)}},
+                false),
+        &out);
+    ASSERT_TRUE(s.ok()) << rows << " rows: " << s.error_message();
+    ExpectOutputs(out, {{"y", Tensor::FromVector<float>(
+                                  DType::kFloat32, Shape({rows, 4}), y)}});
+  }
   ASSERT_TRUE(Unload("batched").ok());
 
   // Two replicas, each split over two of the four devices.

@@ -1,6 +1,5 @@
 #include "runtime/server/inference_service.h"
 
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,43 +12,27 @@
 #include "proto/oip_convert.h"
 #include "proto/status_util.h"
 #include "runtime/server/grpc_auth.h"
-#include "runtime/server/service.h"
+#include "runtime/server/reactors.h"
 
 namespace glint {
 namespace {
 
-// A unary call finished at once with `status`.
-grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
-                                    const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+// A unary call answered at once with `status` (short work only).
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                 const absl::Status& status) {
+  return FinishNow(context, ToGrpcStatus(status));
 }
 
 grpc::ServerUnaryReactor* Unimplemented(grpc::CallbackServerContext* context,
                                         absl::string_view rpc,
                                         absl::string_view instead) {
-  return FinishNow(context,
-                   absl::UnimplementedError(absl::StrCat(
-                       "glintd does not implement ", rpc, "; ", instead)));
+  return Answer(context, absl::UnimplementedError(absl::StrCat(
+                             "glintd does not implement ", rpc, "; ",
+                             instead)));
 }
 
 constexpr absl::string_view kNoSharedMemory =
     "send tensors in raw_input_contents or contents";
-
-// ModelInfer's reactor: owns the run's cancellation token, which OnCancel
-// sets when the client cancels or goes away. Deletes itself once done.
-class InferReactor final : public grpc::ServerUnaryReactor {
- public:
-  const std::shared_ptr<CancellationToken>& cancel() const { return cancel_; }
-
-  void OnCancel() override { cancel_->Cancel(); }
-  void OnDone() override { delete this; }
-
- private:
-  const std::shared_ptr<CancellationToken> cancel_ =
-      std::make_shared<CancellationToken>();
-};
 
 // ModelStreamInfer's: refuses the stream at once.
 class UnimplementedStreamReactor final
@@ -89,8 +72,11 @@ absl::StatusOr<NetworkInfo> ServingNetwork(const HostManager& host_manager,
 }  // namespace
 
 InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
+                                           WorkerPool* blocking,
                                            const Authorizer* authorizer)
-    : host_manager_(host_manager), authorizer_(authorizer) {}
+    : host_manager_(host_manager),
+      blocking_(blocking),
+      authorizer_(authorizer) {}
 
 grpc::Status InferenceServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -104,39 +90,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::Deny(
     grpc::CallbackServerContext* context, absl::string_view method) const {
   grpc::Status s = Authorize(*context, method);
   if (s.ok()) return nullptr;
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(s);
-  return reactor;
-}
-
-InferenceServiceImpl::~InferenceServiceImpl() {
-  std::list<std::thread> workers;
-  {
-    absl::MutexLock lock(&workers_mu_);
-    workers.swap(workers_);
-  }
-  for (std::thread& t : workers) t.join();
-}
-
-void InferenceServiceImpl::RunOffCallbackThread(std::function<void()> work) {
-  absl::MutexLock lock(&workers_mu_);
-  // Threads that said they are done are joined here (at once: they only
-  // have to return).
-  for (auto it = workers_.begin(); it != workers_.end();) {
-    auto done = std::find(finished_.begin(), finished_.end(), it->get_id());
-    if (done == finished_.end()) {
-      ++it;
-      continue;
-    }
-    finished_.erase(done);
-    it->join();
-    it = workers_.erase(it);
-  }
-  workers_.emplace_back([this, work = std::move(work)] {
-    work();
-    absl::MutexLock lock(&workers_mu_);
-    finished_.push_back(std::this_thread::get_id());
-  });
+  return FinishNow(context, std::move(s));
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ServerLive(
@@ -145,7 +99,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerLive(
     inference::ServerLiveResponse* response) {
   if (auto* denied = Deny(context, "ServerLive")) return denied;
   response->set_live(true);
-  return FinishNow(context, absl::OkStatus());
+  return Answer(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ServerReady(
@@ -154,7 +108,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerReady(
     inference::ServerReadyResponse* response) {
   if (auto* denied = Deny(context, "ServerReady")) return denied;
   response->set_ready(ready());
-  return FinishNow(context, absl::OkStatus());
+  return Answer(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelReady(
@@ -166,7 +120,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelReady(
       ready() &&
       ServingNetwork(*host_manager_, request->name(), request->version())
           .ok());
-  return FinishNow(context, absl::OkStatus());
+  return Answer(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
@@ -183,7 +137,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
                                 "schedule_policy", "statistics"}) {
     response->add_extensions(extension);
   }
-  return FinishNow(context, absl::OkStatus());
+  return Answer(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelMetadata(
@@ -194,7 +148,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelMetadata(
   absl::StatusOr<NetworkInfo> info =
       ServingNetwork(*host_manager_, request->name(), request->version());
   if (info.ok()) ModelMetadataToProto(*info, response);
-  return FinishNow(context, info.status());
+  return Answer(context, info.status());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
@@ -202,27 +156,20 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   if (auto* denied = Deny(context, "ModelInfer")) return denied;
-  auto* reactor = new InferReactor();
   absl::StatusOr<OipInferCall> call = OipInferCallFromProto(
-      *request, absl::Now(), DeadlineFromGrpc(context->deadline()));
-  if (!call.ok()) {
-    reactor->Finish(ToGrpcStatus(call.status()));
-    return reactor;
-  }
-  call->options.cancel = reactor->cancel();
-  // The request and response live until the reactor is done, which is
-  // after Finish: the callback may use them.
-  host_manager_->RunNetworkAsync(
-      call->model_name, std::move(call->inputs), call->options,
-      [reactor, request,
-       response](absl::StatusOr<std::vector<NamedTensor>> outputs) {
-        absl::Status status = outputs.status();
-        if (status.ok()) {
-          status = OipInferResponseToProto(*request, *outputs, response);
-        }
-        reactor->Finish(ToGrpcStatus(status));
+      *request, absl::Now(), /*grpc_deadline=*/absl::InfiniteFuture());
+  if (!call.ok()) return Answer(context, call.status());
+  // The run's deadline becomes the earlier of `timeout` and the call's.
+  // The request and response live until the call is finished: the
+  // responder may use them.
+  return StartRunReactor(
+      context, *host_manager_, std::move(call->model_name),
+      std::move(call->inputs), std::move(call->options),
+      [request, response](absl::StatusOr<std::vector<NamedTensor>> outputs) {
+        if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+        return ToGrpcStatus(
+            OipInferResponseToProto(*request, *outputs, response));
       });
-  return reactor;
 }
 
 grpc::ServerBidiReactor<inference::ModelInferRequest,
@@ -243,7 +190,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelConfig(
     ModelConfigToProto(*info, host_manager_->GetDevices(),
                        response->mutable_config());
   }
-  return FinishNow(context, info.status());
+  return Answer(context, info.status());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::ModelStatistics(
@@ -253,23 +200,23 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelStatistics(
   if (auto* denied = Deny(context, "ModelStatistics")) return denied;
   if (request->name().empty()) {
     if (!request->version().empty()) {
-      return FinishNow(context, absl::InvalidArgumentError(
+      return Answer(context, absl::InvalidArgumentError(
                                     "a version needs a model name"));
     }
     for (const NetworkStatistics& stats : host_manager_->GetAllStatistics()) {
       ModelStatisticsToProto(stats, response->add_model_stats());
     }
-    return FinishNow(context, absl::OkStatus());
+    return Answer(context, absl::OkStatus());
   }
   if (absl::Status s =
           CheckOipModelVersion(Clip(request->name()), request->version());
       !s.ok()) {
-    return FinishNow(context, s);
+    return Answer(context, s);
   }
   absl::StatusOr<NetworkStatistics> stats =
       host_manager_->GetStatistics(request->name());
   if (stats.ok()) ModelStatisticsToProto(*stats, response->add_model_stats());
-  return FinishNow(context, stats.status());
+  return Answer(context, stats.status());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
@@ -278,15 +225,14 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
     inference::RepositoryIndexResponse* response) {
   if (auto* denied = Deny(context, "RepositoryIndex")) return denied;
   if (!request->repository_name().empty()) {
-    return FinishNow(context,
-                     absl::NotFoundError(absl::StrCat(
-                         "no repository named '",
-                         Clip(request->repository_name()),
-                         "': glintd has one, named \"\"")));
+    return Answer(context, absl::NotFoundError(absl::StrCat(
+                               "no repository named '",
+                               Clip(request->repository_name()),
+                               "': glintd has one, named \"\"")));
   }
   RepositoryIndexToProto(host_manager_->ListNetworks(), request->ready(),
                          response);
-  return FinishNow(context, absl::OkStatus());
+  return Answer(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
@@ -295,43 +241,43 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
     inference::RepositoryModelLoadResponse* /*response*/) {
   if (auto* denied = Deny(context, "RepositoryModelLoad")) return denied;
   absl::StatusOr<OipModelLoad> load = OipModelLoadFromProto(*request);
-  if (!load.ok()) return FinishNow(context, load.status());
+  if (!load.ok()) return Answer(context, load.status());
   const bool has_config = request->parameters().contains("config");
   if (!load->has_file) {
     absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(load->name);
     if (!info.ok()) {
-      return FinishNow(context, absl::NotFoundError(absl::StrCat(
+      return Answer(context, absl::NotFoundError(absl::StrCat(
                                     "no model '", Clip(load->name),
                                     "': glintd has no model repository on "
                                     "disk; send the ONNX model in parameter "
                                     "\"file:1/model.onnx\"")));
     }
     if (has_config) {
-      return FinishNow(context, absl::AlreadyExistsError(absl::StrCat(
+      return Answer(context, absl::AlreadyExistsError(absl::StrCat(
                                     "model '", Clip(load->name),
                                     "' is loaded; glintd does not reload a "
                                     "model in place: unload it, then load it "
                                     "with its file and config")));
     }
-    return FinishNow(context, absl::OkStatus());  // Loaded already.
+    return Answer(context, absl::OkStatus());  // Loaded already.
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  RunOffCallbackThread([this, reactor, load = *std::move(load)] {
+  // Shared, not copied, with the task: models can be hundreds of MB.
+  auto shared = std::make_shared<const OipModelLoad>(*std::move(load));
+  return FinishOnPool(context, *blocking_, [this, load = std::move(shared)] {
     absl::StatusOr<NetworkInfo> info = host_manager_->AddNetwork(
-        load.name, load.onnx_model, load.config.options);
+        load->name, load->onnx_model, load->config.options);
     absl::Status status = info.status();
     if (status.ok()) {
-      status = CheckNetworkAgainstConfig(load.config, *info);
+      status = CheckNetworkAgainstConfig(load->config, *info);
       // The config described another model: it must not stay loaded.
-      if (!status.ok()) (void)host_manager_->RemoveNetwork(load.name);
+      if (!status.ok()) (void)host_manager_->RemoveNetwork(load->name);
     }
     if (status.ok()) {
       GLINT_LOG_INFO("loaded model '{}' through RepositoryModelLoad",
-                     Clip(load.name));
+                     Clip(load->name));
     }
-    reactor->Finish(ToGrpcStatus(status));
+    return ToGrpcStatus(status);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
@@ -340,17 +286,15 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
     inference::RepositoryModelUnloadResponse* /*response*/) {
   if (auto* denied = Deny(context, "RepositoryModelUnload")) return denied;
   absl::StatusOr<std::string> name = OipModelUnloadFromProto(*request);
-  if (!name.ok()) return FinishNow(context, name.status());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  RunOffCallbackThread([this, reactor, name = *std::move(name)] {
+  if (!name.ok()) return Answer(context, name.status());
+  return FinishOnPool(context, *blocking_, [this, name = *std::move(name)] {
     absl::Status status = host_manager_->RemoveNetwork(name);
     if (status.ok()) {
       GLINT_LOG_INFO("unloaded model '{}' through RepositoryModelUnload",
                      Clip(name));
     }
-    reactor->Finish(ToGrpcStatus(status));
+    return ToGrpcStatus(status);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryStatus(

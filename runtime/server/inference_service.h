@@ -5,33 +5,29 @@
 // network added through either API is visible and runnable through the
 // other.
 //
-// On gRPC's callback API. No handler blocks a gRPC thread on a run:
-// ModelInfer starts HostManager::RunNetworkAsync and finishes the call in
-// the run's callback; a client that cancels (or goes away) cancels the run
-// through RunOptions::cancel. Loads and unloads, which import and compile
-// or wait for runs, run on threads of their own. Each handler converts
-// (proto/oip_convert.h), calls HostManager and maps the status
-// (proto/status_util.h). See runtime/server/README.md for every RPC.
+// On gRPC's callback API with the reactors every glintd service shares
+// (reactors.h). No handler blocks a gRPC thread on a run: ModelInfer
+// starts HostManager::RunNetworkAsync and finishes the call in the run's
+// callback; a client that cancels (or goes away) cancels the run. Loads
+// and unloads, which import and compile or wait for runs, go to glintd's
+// blocking WorkerPool. Each handler converts (proto/oip_convert.h), calls
+// HostManager and maps the status (proto/status_util.h). See
+// runtime/server/README.md for every RPC.
 //
-// Thread-safe: gRPC calls the handlers concurrently; HostManager is
-// thread-safe and the service's own state is behind a mutex or atomic.
+// Thread-safe: gRPC calls the handlers concurrently; HostManager and the
+// pool are thread-safe and the service's own state is an atomic.
 #ifndef GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
 #define GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
 
 #include <atomic>
-#include <functional>
-#include <list>
-#include <string>
-#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "proto/inference.grpc.pb.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
+#include "runtime/server/worker_pool.h"
 
 namespace glint {
 
@@ -41,17 +37,17 @@ inline constexpr absl::string_view kGlintVersion = "0.1.0";
 class InferenceServiceImpl final
     : public inference::GRPCInferenceService::CallbackService {
  public:
-  // `host_manager` is not owned and must outlive this service, which must
-  // outlive the gRPC server (its destructor waits for loads and unloads in
-  // progress). Not ready until SetReady(). Every call is authorized by
+  // None is owned; all must outlive the gRPC server. `blocking` runs
+  // RepositoryModelLoad and RepositoryModelUnload (a full pool answers
+  // RESOURCE_EXHAUSTED). Not ready until SetReady(). Every call is
+  // authorized by
   // `authorizer` against auth.h's table of inference methods (infer:
   // health, metadata, config, statistics, ModelInfer; admin: the
   // repository calls, shared memory registration, trace and log settings);
   // null leaves every call open (glintd without --auth_tokens). Borrowed;
   // must outlive the service.
-  explicit InferenceServiceImpl(HostManager* host_manager,
-                                const Authorizer* authorizer = nullptr);
-  ~InferenceServiceImpl() override;
+  InferenceServiceImpl(HostManager* host_manager, WorkerPool* blocking,
+                       const Authorizer* authorizer = nullptr);
 
   InferenceServiceImpl(const InferenceServiceImpl&) = delete;
   InferenceServiceImpl& operator=(const InferenceServiceImpl&) = delete;
@@ -168,12 +164,6 @@ class InferenceServiceImpl final
       inference::LogSettingsResponse* response) override;
 
  private:
-  // Runs `work` on a thread of its own: loads import and compile, unloads
-  // wait for runs, and neither may hold one of gRPC's callback threads.
-  // The destructor joins every such thread.
-  void RunOffCallbackThread(std::function<void()> work)
-      ABSL_LOCKS_EXCLUDED(workers_mu_);
-
   bool ready() const { return state_.load() == kReady; }
 
   // OK when the call's token may call `method` (of this service).
@@ -189,14 +179,9 @@ class InferenceServiceImpl final
   static constexpr int kStopping = 2;
 
   HostManager* const host_manager_;
+  WorkerPool* const blocking_;
   const Authorizer* const authorizer_;
   std::atomic<int> state_{kStarting};
-
-  absl::Mutex workers_mu_;
-  // Threads started by RunOffCallbackThread; `finished_` counts those done,
-  // which the next call joins.
-  std::list<std::thread> workers_ ABSL_GUARDED_BY(workers_mu_);
-  std::list<std::thread::id> finished_ ABSL_GUARDED_BY(workers_mu_);
 };
 
 }  // namespace glint

@@ -18,6 +18,7 @@
 #include "proto/proto_convert.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/service.h"
+#include "runtime/server/worker_pool.h"
 
 namespace glint {
 namespace {
@@ -50,9 +51,13 @@ class InferenceServiceTest : public ::testing::Test {
         HostManager::CreateFromConfigs(HostManagerOptions(), devices);
     ASSERT_TRUE(hm.ok()) << hm.status();
     host_manager_ = *std::move(hm);
-    glint_service_ = std::make_unique<GlintServiceImpl>(host_manager_.get());
-    service_ = std::make_unique<InferenceServiceImpl>(host_manager_.get(),
-                                                      authorizer);
+    WorkerPoolOptions pool;
+    pool.threads = 1;
+    blocking_ = std::make_unique<WorkerPool>(pool);
+    glint_service_ =
+        std::make_unique<GlintServiceImpl>(host_manager_.get(), blocking_.get());
+    service_ = std::make_unique<InferenceServiceImpl>(
+        host_manager_.get(), blocking_.get(), authorizer);
     grpc::ServerBuilder builder;
     builder.RegisterService(glint_service_.get());
     builder.RegisterService(service_.get());
@@ -66,7 +71,7 @@ class InferenceServiceTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_ != nullptr) server_->Shutdown();
-    service_.reset();
+    if (blocking_ != nullptr) blocking_->Shutdown();
     if (host_manager_ != nullptr) host_manager_->Shutdown();
   }
 
@@ -125,6 +130,7 @@ class InferenceServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<HostManager> host_manager_;
+  std::unique_ptr<WorkerPool> blocking_;
   std::unique_ptr<GlintServiceImpl> glint_service_;
   std::unique_ptr<InferenceServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
