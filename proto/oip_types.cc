@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/tensor.h"
+#include "core/text.h"
 #include "nlohmann/json.hpp"
 
 namespace glint {
@@ -51,6 +52,45 @@ std::string AcceptedDatatypes() {
 }
 
 // --- JSON helpers: no exception leaves them ----------------------------------
+
+// A value for an error message: scalars as JSON (strings clipped), arrays
+// and objects by kind only, so a hostile value is never walked or echoed.
+std::string Describe(const Json& value) {
+  if (value.is_array()) return "an array";
+  if (value.is_object()) return "an object";
+  if (value.is_string()) {
+    return absl::StrCat("\"", Clip(value.get<std::string>()), "\"");
+  }
+  return value.dump();
+}
+
+// The deepest nesting of arrays and objects in `json`, scanning bytes (so
+// before any parser recurses): brackets inside strings do not count.
+int MaxNesting(absl::string_view json) {
+  int depth = 0;
+  int max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+// Far deeper than any model configuration (Triton's nests five levels).
+constexpr int kMaxConfigNesting = 32;
 
 // The member `snake` (or its lowerCamelCase spelling, which protobuf's JSON
 // mapping also accepts) of `object`, or null.
@@ -117,7 +157,7 @@ absl::StatusOr<int64_t> IntValue(const Json& value, absl::string_view what,
   }
   if (!ok) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config: ", what, " must be an integer, not ", value.dump()));
+        "config: ", what, " must be an integer, not ", Describe(value)));
   }
   if (v < min || v > max) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -130,7 +170,7 @@ absl::StatusOr<std::string> StringValue(const Json& value,
                                         absl::string_view what) {
   if (!value.is_string()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "config: ", what, " must be a string, not ", value.dump()));
+        "config: ", what, " must be a string, not ", Describe(value)));
   }
   return value.get<std::string>();
 }
@@ -139,7 +179,7 @@ absl::Status ExpectKind(const Json& value, bool ok, absl::string_view what,
                         absl::string_view kind) {
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "config: ", what, " must be ", kind, ", not ", value.dump()));
+      "config: ", what, " must be ", kind, ", not ", Describe(value)));
 }
 
 // "1,3,224,224" → dims, each >= 0.
@@ -180,7 +220,7 @@ absl::StatusOr<std::string> ParameterValue(const Json& value,
   return absl::InvalidArgumentError(
       absl::StrCat("config: ", what,
                    " must be {\"string_value\": \"...\"} or a string, not ",
-                   value.dump()));
+                   Describe(value)));
 }
 
 absl::Status ApplyGlintParameters(const Json& parameters,
@@ -435,7 +475,7 @@ absl::StatusOr<int> ParseInstanceGroups(const Json& groups) {
       if (!k->is_string() || kKinds.count(k->get<std::string>()) == 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "config: ", what, ".kind must be one of ",
-            absl::StrJoin(kKinds, ", "), ", not ", k->dump()));
+            absl::StrJoin(kKinds, ", "), ", not ", Describe(*k)));
       }
     }
     total += count;
@@ -526,6 +566,11 @@ absl::StatusOr<TritonModelConfig> TritonModelConfigFromJson(
     absl::string_view json, absl::string_view model_name) {
   TritonModelConfig config;
   if (absl::StripAsciiWhitespace(json).empty()) return config;
+  if (MaxNesting(json) > kMaxConfigNesting) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config nests arrays and objects deeper than ", kMaxConfigNesting,
+        " levels"));
+  }
   Json root;
   try {
     root = Json::parse(json.begin(), json.end());

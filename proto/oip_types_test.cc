@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -241,6 +242,24 @@ TEST(TritonConfigTest, BadConfigsAreRefusedNamingTheProblem) {
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << json;
     EXPECT_THAT(c.status().message(), HasSubstr(message)) << json;
   }
+}
+
+// Hostile nesting costs an error, not the daemon's stack (nothing walks a
+// value recursively to describe it).
+TEST(TritonConfigTest, DeepNestingIsRefusedWithoutRecursion) {
+  const int depth = 200000;
+  std::string json = R"({"max_batch_size": )";
+  json += std::string(depth, '[') + std::string(depth, ']') + "}";
+  absl::StatusOr<TritonModelConfig> c = TritonModelConfigFromJson(json, "m");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("deeper than"));
+  // Brackets inside strings do not count; moderate nesting is described by
+  // kind.
+  c = TritonModelConfigFromJson(
+      absl::StrCat(R"({"name": ")", std::string(100, '['), R"("})"), "m");
+  EXPECT_THAT(c.status().message(), HasSubstr("differs from the model name"));
+  c = TritonModelConfigFromJson(R"({"max_batch_size": [[[1]]]})", "m");
+  EXPECT_THAT(c.status().message(), HasSubstr("must be an integer, not an array"));
 }
 
 NetworkInfo TwoInOneOut() {
