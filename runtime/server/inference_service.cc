@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/cancellation.h"
 #include "core/logging.h"
 #include "core/text.h"
 #include "proto/oip_convert.h"
