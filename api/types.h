@@ -224,6 +224,15 @@ struct SharedMemoryRef {
   uint64_t byte_size = 0;
 };
 
+// A run's input or output whose elements lie in `window` of a registered
+// region: its header travels in the message, its bytes do not.
+struct SharedMemoryTensor {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  SharedMemoryRef window;
+};
+
 // A registered region: `key` is the POSIX shared-memory object
 // (shm_open's name, e.g. "/glint_in") and [offset, offset + byte_size) the
 // part of it the region covers.

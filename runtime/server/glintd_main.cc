@@ -40,6 +40,7 @@
 #include "runtime/server/device_spec.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
 #include "store/network_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -238,7 +239,10 @@ int Run() {
     return 1;
   }
 
-  GlintServiceImpl service(host_manager->get());
+  // Shared-memory regions of local clients, for every service (a region
+  // registered through one is usable through the other).
+  SharedMemoryRegistry shared_memory;
+  GlintServiceImpl service(host_manager->get(), &shared_memory);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

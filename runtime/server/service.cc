@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/run_request.h"
 
 namespace glint {
 
@@ -51,8 +52,14 @@ absl::StatusOr<std::vector<NamedTensor>> RunUntilDoneOrCancelled(
   return outputs;
 }
 
-GlintServiceImpl::GlintServiceImpl(HostManager* host_manager)
-    : host_manager_(host_manager) {}
+GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
+                                   SharedMemoryRegistry* shared_memory)
+    : host_manager_(host_manager),
+      own_shared_memory_(shared_memory == nullptr
+                             ? std::make_unique<SharedMemoryRegistry>()
+                             : nullptr),
+      shared_memory_(shared_memory == nullptr ? own_shared_memory_.get()
+                                              : shared_memory) {}
 
 grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
                                           const v1::AddNetworkRequest* request,
@@ -99,22 +106,19 @@ grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
 grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
                                           const v1::RunNetworkRequest* request,
                                           v1::RunNetworkResponse* response) {
-  absl::StatusOr<std::vector<NamedTensor>> inputs =
-      NamedTensorsFromProto(request->inputs());
-  if (!inputs.ok()) return ToGrpcStatus(inputs.status());
-  RunOptions options;
-  options.requested_outputs.assign(request->requested_outputs().begin(),
-                                   request->requested_outputs().end());
+  // Shared-memory inputs are borrowed: `run` keeps their regions (and the
+  // output windows) mapped until the reply is made.
+  absl::StatusOr<PreparedRun> run = PrepareRun(*request, *shared_memory_);
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  RunOptions options = run->options;
   options.deadline = DeadlineFromGrpc(context->deadline());
-  if (request->trace()) options.trace = std::make_shared<RunTrace>();
   absl::StatusOr<std::vector<NamedTensor>> outputs = RunUntilDoneOrCancelled(
-      *host_manager_, request->name(), *std::move(inputs), options,
+      *host_manager_, request->name(), std::move(run->inputs), options,
       [context] { return context->IsCancelled(); });
   if (!outputs.ok()) return ToGrpcStatus(outputs.status());
-  for (const NamedTensor& t : *outputs) {
-    absl::Status s = TensorToProto(t, response->add_outputs());
-    // An output that cannot travel is the runtime's fault, not the caller's.
-    if (!s.ok()) return ToGrpcStatus(absl::InternalError(s.message()));
+  if (absl::Status s = MakeRunResponse(*run, *outputs, response); !s.ok()) {
+    response->Clear();
+    return ToGrpcStatus(s);
   }
   if (options.trace != nullptr) {
     response->set_trace_json(options.trace->ToChromeJson());
@@ -127,6 +131,40 @@ grpc::Status GlintServiceImpl::GetDevices(
     v1::GetDevicesResponse* response) {
   for (const DeviceInfo& info : host_manager_->GetDevices()) {
     DeviceInfoToProto(info, response->add_devices());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintServiceImpl::RegisterSharedMemory(
+    grpc::ServerContext* /*context*/,
+    const v1::RegisterSharedMemoryRequest* request,
+    v1::RegisterSharedMemoryResponse* /*response*/) {
+  absl::Status s = shared_memory_->Register(
+      request->name(), request->key(), request->offset(), request->byte_size());
+  if (s.ok()) {
+    GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
+                    request->name(), request->key(), request->byte_size(),
+                    request->offset());
+  }
+  return ToGrpcStatus(s);
+}
+
+grpc::Status GlintServiceImpl::UnregisterSharedMemory(
+    grpc::ServerContext* /*context*/,
+    const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse* /*response*/) {
+  return ToGrpcStatus(shared_memory_->Unregister(request->name()));
+}
+
+grpc::Status GlintServiceImpl::SharedMemoryStatus(
+    grpc::ServerContext* /*context*/,
+    const v1::SharedMemoryStatusRequest* request,
+    v1::SharedMemoryStatusResponse* response) {
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
+      shared_memory_->Regions(request->name());
+  if (!regions.ok()) return ToGrpcStatus(regions.status());
+  for (const SharedMemoryRegionInfo& info : *regions) {
+    SharedMemoryRegionToProto(info, response->add_regions());
   }
   return grpc::Status::OK;
 }

@@ -9,19 +9,24 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/time/time.h"
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/shared_memory.h"
 
 namespace glint {
 
 class GlintServiceImpl final : public v1::HostManager::Service {
  public:
-  // `host_manager` is not owned and must outlive the gRPC server.
-  explicit GlintServiceImpl(HostManager* host_manager);
+  // `host_manager` and `shared_memory` are not owned and must outlive the
+  // gRPC server. Without a registry the service keeps one of its own
+  // (glintd passes the one its services share).
+  explicit GlintServiceImpl(HostManager* host_manager,
+                            SharedMemoryRegistry* shared_memory = nullptr);
 
   grpc::Status AddNetwork(grpc::ServerContext* context,
                           const v1::AddNetworkRequest* request,
@@ -42,9 +47,23 @@ class GlintServiceImpl final : public v1::HostManager::Service {
   grpc::Status GetDevices(grpc::ServerContext* context,
                           const v1::GetDevicesRequest* request,
                           v1::GetDevicesResponse* response) override;
+  grpc::Status RegisterSharedMemory(
+      grpc::ServerContext* context,
+      const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
+  grpc::Status UnregisterSharedMemory(
+      grpc::ServerContext* context,
+      const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::Status SharedMemoryStatus(
+      grpc::ServerContext* context,
+      const v1::SharedMemoryStatusRequest* request,
+      v1::SharedMemoryStatusResponse* response) override;
 
  private:
   HostManager* const host_manager_;
+  std::unique_ptr<SharedMemoryRegistry> own_shared_memory_;
+  SharedMemoryRegistry* const shared_memory_;
 };
 
 // A gRPC deadline as an absl::Time; "no deadline" (the far future gRPC
