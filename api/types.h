@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/cancellation.h"
+#include "core/device_info.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -211,6 +212,14 @@ struct NetworkStatistics {
   int queue_depth = 0;  // Runs waiting for admission now.
   int in_flight = 0;    // Runs admitted and not finished now.
   std::vector<PartitionStatistics> partitions;
+};
+
+// A device's share of the serving: the launches of every network's
+// partitions on it since the daemon started, and its state now (memory
+// total and available, loaded functions, health).
+struct DeviceStatistics {
+  DeviceInfo device;
+  DurationStats compute;
 };
 
 // --- Shared-memory tensors -------------------------------------------------

@@ -28,7 +28,9 @@ namespace glint {
 namespace {
 
 constexpr char kUsage[] =
-    R"(usage: glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION] COMMAND [ARGS]
+    R"(usage: glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION]
+             [--tls_ca=CA.pem | --tls] [--tls_cert=CERT.pem --tls_key=KEY.pem]
+             [--tls_server_name=NAME] [--token_file=FILE] COMMAND [ARGS]
 
 Talks to a glintd daemon (default server 127.0.0.1:50051).
 
@@ -67,6 +69,11 @@ commands:
   help               this text
 
 --timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.
+Securing (glintd's --tls_cert, --tls_client_ca, --auth_tokens): --tls_ca
+trusts that CA for glintd's certificate (--tls: the system's roots);
+--tls_cert/--tls_key present a client certificate (mutual TLS);
+--tls_server_name checks that name instead of the --server host;
+--token_file sends the token on its first line as 'authorization: Bearer'.
 Errors print one line "glint: error: CODE: message"; exit code 2 for usage
 errors, 1 otherwise.
 )";
@@ -196,11 +203,21 @@ class Cli {
   std::string server_ = kDefaultServer;
   ClientOptions client_options_;
   absl::Duration run_timeout_ = absl::InfiniteDuration();
+  std::string token_file_;
   std::unique_ptr<GlintClient> client_;
 };
 
 absl::StatusOr<GlintClient*> Cli::Client() {
   if (client_ == nullptr) {
+    if (!token_file_.empty()) {
+      absl::StatusOr<std::string> token = ReadTokenFile(token_file_);
+      if (!token.ok()) {
+        return absl::Status(token.status().code(),
+                            absl::StrCat("--token_file: ",
+                                         token.status().message()));
+      }
+      client_options_.token = *std::move(token);
+    }
     absl::StatusOr<std::unique_ptr<GlintClient>> c =
         GlintClient::Connect(server_, client_options_);
     if (!c.ok()) return c.status();
@@ -216,7 +233,13 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
     const std::string& a = all_args[i];
     std::string key, value;
     bool global = false;
-    for (const char* g : {"server", "connect_timeout", "timeout"}) {
+    if (a == "--tls") {
+      client_options_.tls = true;
+      continue;
+    }
+    for (const char* g : {"server", "connect_timeout", "timeout", "tls_ca",
+                          "tls_cert", "tls_key", "tls_server_name",
+                          "token_file"}) {
       const std::string flag = absl::StrCat("--", g);
       if (NormalizeKey(a) == NormalizeKey(flag)) {
         if (i + 1 >= all_args.size()) {
@@ -236,9 +259,21 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       args.push_back(a);
       continue;
     }
+    if (key != "connect_timeout" && key != "timeout" && value.empty()) {
+      return UsageError(absl::StrCat("--", key, " is empty"));
+    }
     if (key == "server") {
-      if (value.empty()) return UsageError("--server is empty");
       server_ = value;
+    } else if (key == "tls_ca") {
+      client_options_.tls_ca_file = value;
+    } else if (key == "tls_cert") {
+      client_options_.tls_cert_file = value;
+    } else if (key == "tls_key") {
+      client_options_.tls_key_file = value;
+    } else if (key == "tls_server_name") {
+      client_options_.tls_server_name = value;
+    } else if (key == "token_file") {
+      token_file_ = value;
     } else {
       absl::Duration d;
       if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {

@@ -2,7 +2,8 @@
 // one line and argument handling can be tested in-process.
 //
 //   glint [--server=HOST:PORT] [--connect_timeout=5s] [--timeout=DURATION]
-//         COMMAND [ARGS]
+//         [--tls_ca=PEM | --tls] [--tls_cert=PEM --tls_key=PEM]
+//         [--tls_server_name=NAME] [--token_file=FILE] COMMAND [ARGS]
 //   commands: add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]...
 //             run NAME --input [NAME=]FILE... [--output NAME]...
 //                      [--output-dir DIR]

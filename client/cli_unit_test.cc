@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,6 +59,31 @@ TEST(CliTest, ServerDownIsUnavailableQuickly) {
   ExpectOneLineError(
       RunCli({"--server=127.0.0.1:1", "--connect_timeout=500ms", "list"}), 1,
       "UNAVAILABLE: cannot connect to glintd at 127.0.0.1:1");
+}
+
+TEST(CliTest, SecurityOptionErrorsComeBeforeTheServer) {
+  ExpectOneLineError(RunCli({"--token_file=/nonexistent/token", "list"}), 1,
+                     "NOT_FOUND: --token_file: cannot read '/nonexistent/token'");
+  ExpectOneLineError(RunCli({"--tls_ca=/nonexistent/ca.pem", "list"}), 1,
+                     "INVALID_ARGUMENT: --tls_ca: cannot read");
+  ExpectOneLineError(RunCli({"--tls_cert=/nonexistent/c.pem", "list"}), 1,
+                     "needs its key");
+  ExpectOneLineError(RunCli({"--tls_ca=", "list"}), 2, "--tls_ca is empty");
+  ExpectOneLineError(RunCli({"list", "--token_file"}), 2, "needs a value");
+}
+
+TEST(CliTest, TokenFileWithoutTokenIsRefused) {
+  const std::string path =
+      std::string(std::getenv("TEST_TMPDIR")) + "/empty_token";
+  std::ofstream(path) << "\nsecond line\n";
+  ExpectOneLineError(RunCli({"--token_file=" + path, "list"}), 1,
+                     "INVALID_ARGUMENT: --token_file: the token file");
+}
+
+TEST(CliTest, TlsToAPlaintextOrAbsentServerIsUnavailableWithAHint) {
+  ExpectOneLineError(RunCli({"--server=127.0.0.1:1", "--connect_timeout=500ms",
+                             "--tls", "list"}),
+                     1, "does it serve TLS");
 }
 
 TEST(CliTest, Help) {

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "client/file_util.h"
 #include "proto/limits.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
@@ -18,19 +20,90 @@ std::shared_ptr<grpc::Channel> GlintClient::CreateChannel(
                                    args);
 }
 
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
+  const std::string token(absl::StripAsciiWhitespace(
+      absl::string_view(*text).substr(0, text->find('\n'))));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the token file '", path, "' has no token on its first line"));
+  }
+  return token;
+}
+
+namespace {
+
+bool TlsOn(const ClientOptions& options) {
+  return options.tls || !options.tls_ca_file.empty() ||
+         !options.tls_cert_file.empty();
+}
+
+absl::StatusOr<std::string> ReadPem(absl::string_view what,
+                                    const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", text.status().message()));
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> GlintClient::OpenChannel(
+    const std::string& target, const ClientOptions& options) {
+  if (!TlsOn(options)) return CreateChannel(target);
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a TLS client certificate needs its key and a key its certificate "
+        "(--tls_cert and --tls_key)");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca_file.empty()) {
+    absl::StatusOr<std::string> ca = ReadPem("--tls_ca", options.tls_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!options.tls_cert_file.empty()) {
+    absl::StatusOr<std::string> cert =
+        ReadPem("--tls_cert", options.tls_cert_file);
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key =
+        ReadPem("--tls_key", options.tls_key_file);
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
+}
+
 absl::StatusOr<std::unique_ptr<GlintClient>> GlintClient::Connect(
     const std::string& target, ClientOptions options) {
-  std::shared_ptr<grpc::Channel> channel = CreateChannel(target);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      OpenChannel(target, options);
+  if (!channel.ok()) return channel.status();
   const auto deadline =
       std::chrono::system_clock::now() +
       absl::ToChronoMilliseconds(options.connect_timeout);
-  if (!channel->WaitForConnected(deadline)) {
+  if (!(*channel)->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat(
         "cannot connect to glintd at ", target, " within ",
         absl::FormatDuration(options.connect_timeout),
-        " (is it running? see --server)"));
+        TlsOn(options)
+            ? " (is it running? does it serve TLS with a certificate "
+              "--tls_ca trusts for this name? with --tls_client_ca, pass "
+              "--tls_cert and --tls_key)"
+            : " (is it running? see --server; if it serves TLS, pass "
+              "--tls_ca)"));
   }
-  return std::make_unique<GlintClient>(std::move(channel), options);
+  return std::make_unique<GlintClient>(*std::move(channel), options);
 }
 
 GlintClient::GlintClient(std::shared_ptr<grpc::Channel> channel,
@@ -39,8 +112,14 @@ GlintClient::GlintClient(std::shared_ptr<grpc::Channel> channel,
       channel_(std::move(channel)),
       stub_(v1::HostManager::NewStub(channel_)) {}
 
-void GlintClient::SetDeadline(grpc::ClientContext* context,
-                              absl::Duration timeout) const {
+void GlintClient::Authenticate(grpc::ClientContext* context) const {
+  if (options_.token.empty()) return;
+  context->AddMetadata("authorization", absl::StrCat("Bearer ", options_.token));
+}
+
+void GlintClient::Prepare(grpc::ClientContext* context,
+                          absl::Duration timeout) const {
+  Authenticate(context);
   if (timeout == absl::InfiniteDuration()) return;
   context->set_deadline(std::chrono::system_clock::now() +
                         absl::ToChronoMilliseconds(timeout));
@@ -55,7 +134,7 @@ absl::StatusOr<NetworkInfo> GlintClient::AddNetwork(
   AddNetworkOptionsToProto(options, request.mutable_options());
   v1::AddNetworkResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   grpc::Status s = stub_->AddNetwork(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   return NetworkInfoFromProto(response.network());
@@ -66,14 +145,14 @@ absl::Status GlintClient::RemoveNetwork(absl::string_view name) {
   request.set_name(std::string(name));
   v1::RemoveNetworkResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   return FromGrpcStatus(stub_->RemoveNetwork(&context, request, &response));
 }
 
 absl::StatusOr<std::vector<NetworkInfo>> GlintClient::ListNetworks() {
   v1::ListNetworksResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   grpc::Status s =
       stub_->ListNetworks(&context, v1::ListNetworksRequest(), &response);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -91,7 +170,7 @@ absl::StatusOr<NetworkInfo> GlintClient::GetNetwork(absl::string_view name,
   request.set_include_dot(include_dot);
   v1::GetNetworkResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   grpc::Status s = stub_->GetNetwork(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   return NetworkInfoFromProto(response.network());
@@ -113,7 +192,7 @@ absl::StatusOr<std::vector<NamedTensor>> GlintClient::RunNetwork(
   }
   v1::RunNetworkResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, timeout);
+  Prepare(&context, timeout);
   grpc::Status s = stub_->RunNetwork(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   if (trace_json != nullptr) *trace_json = response.trace_json();
@@ -180,7 +259,7 @@ absl::StatusOr<RunNetworkReply> GlintClient::Run(absl::string_view name,
   if (!request.ok()) return request.status();
   v1::RunNetworkResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, call.timeout);
+  Prepare(&context, call.timeout);
   grpc::Status s = stub_->RunNetwork(&context, *request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   return ParseRunReply(response);
@@ -197,7 +276,7 @@ absl::Status GlintClient::RegisterSharedMemory(absl::string_view name,
   request.set_byte_size(byte_size);
   v1::RegisterSharedMemoryResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   return FromGrpcStatus(
       stub_->RegisterSharedMemory(&context, request, &response));
 }
@@ -207,7 +286,7 @@ absl::Status GlintClient::UnregisterSharedMemory(absl::string_view name) {
   request.set_name(std::string(name));
   v1::UnregisterSharedMemoryResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   return FromGrpcStatus(
       stub_->UnregisterSharedMemory(&context, request, &response));
 }
@@ -218,7 +297,7 @@ GlintClient::SharedMemoryStatus(absl::string_view name) {
   request.set_name(std::string(name));
   v1::SharedMemoryStatusResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   grpc::Status s = stub_->SharedMemoryStatus(&context, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);
   std::vector<SharedMemoryRegionInfo> regions;
@@ -231,7 +310,7 @@ GlintClient::SharedMemoryStatus(absl::string_view name) {
 absl::StatusOr<std::vector<DeviceInfo>> GlintClient::GetDevices() {
   v1::GetDevicesResponse response;
   grpc::ClientContext context;
-  SetDeadline(&context, options_.rpc_timeout);
+  Prepare(&context, options_.rpc_timeout);
   grpc::Status s =
       stub_->GetDevices(&context, v1::GetDevicesRequest(), &response);
   if (!s.ok()) return FromGrpcStatus(s);

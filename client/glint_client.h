@@ -30,7 +30,29 @@ struct ClientOptions {
   absl::Duration connect_timeout = absl::Seconds(5);
   // Deadline of every call except RunNetwork (which takes its own).
   absl::Duration rpc_timeout = absl::Minutes(10);
+
+  // TLS (glintd's --tls_cert): on when `tls` is set or tls_ca_file is
+  // given. tls_ca_file: PEM of the CA(s) that signed glintd's certificate;
+  // empty = the system's trusted roots.
+  bool tls = false;
+  std::string tls_ca_file;
+  // Mutual TLS (glintd's --tls_client_ca): this client's certificate and
+  // its private key, both PEM; both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // The name checked against glintd's certificate, when the target's host
+  // is not in it (e.g. connecting by IP to a certificate for a DNS name).
+  std::string tls_server_name;
+
+  // Sent with every call as `authorization: Bearer TOKEN` (glintd's
+  // --auth_tokens); empty = none. See ReadTokenFile.
+  std::string token;
 };
+
+// The token in the first line of `path` (blanks around it dropped; the rest
+// of the file is ignored). INVALID_ARGUMENT when that line is empty, the
+// file's read error (NOT_FOUND...) otherwise.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 // One RunNetwork call in full: inputs in the message or in shared memory
 // (regions registered before), and outputs to write into shared memory.
@@ -57,12 +79,21 @@ struct RunNetworkReply {
 
 class GlintClient {
  public:
-  // A channel to `target` ("host:port") with Glint's message size limits.
+  // A plaintext channel to `target` ("host:port") with Glint's message
+  // size limits.
   static std::shared_ptr<grpc::Channel> CreateChannel(
       const std::string& target);
 
-  // Opens a channel and waits until it is connected. UNAVAILABLE naming the
-  // target when it does not connect within options.connect_timeout.
+  // A channel with `options`' TLS settings (plaintext when TLS is off);
+  // INVALID_ARGUMENT naming the file when a PEM file cannot be read or the
+  // client certificate comes without its key. Does not connect.
+  static absl::StatusOr<std::shared_ptr<grpc::Channel>> OpenChannel(
+      const std::string& target, const ClientOptions& options);
+
+  // Opens a channel (OpenChannel) and waits until it is connected.
+  // UNAVAILABLE naming the target when it does not connect within
+  // options.connect_timeout (a TLS handshake that fails counts as not
+  // connecting).
   static absl::StatusOr<std::unique_ptr<GlintClient>> Connect(
       const std::string& target, ClientOptions options = {});
 
@@ -111,11 +142,14 @@ class GlintClient {
   absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryStatus(
       absl::string_view name = "");
 
-  // For callers that need the raw messages (tests sending malformed data).
+  // For callers that need the raw messages (tests sending malformed data);
+  // Authenticate() adds the token to their contexts.
   v1::HostManager::Stub* stub() { return stub_.get(); }
+  void Authenticate(grpc::ClientContext* context) const;
 
  private:
-  void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) const;
+  // The token and, unless infinite, the deadline.
+  void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
 
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

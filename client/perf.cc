@@ -35,12 +35,12 @@ constexpr absl::Duration kGrace = absl::Seconds(60);
 // the stack never grows with failures.
 class LevelRunner {
  public:
-  LevelRunner(v1::HostManager::Stub* stub,
+  LevelRunner(GlintClient* client,
               const std::vector<v1::RunNetworkRequest>& requests,
               const std::vector<ValueInfo>& expected,
               const std::vector<std::string>& shared_memory_outputs,
               int concurrency)
-      : stub_(stub),
+      : client_(client),
         requests_(requests),
         expected_(expected),
         shared_memory_outputs_(shared_memory_outputs),
@@ -111,12 +111,13 @@ class LevelRunner {
     // A ClientContext serves one call only.
     s.context = std::make_unique<grpc::ClientContext>();
     s.context->set_deadline(absl::ToChronoTime(deadline_ + kGrace));
+    client_->Authenticate(s.context.get());
     s.response.Clear();
     s.started = absl::Now();
     const v1::RunNetworkRequest& request =
         requests_[static_cast<size_t>(slot) % requests_.size()];
     ++issuing_depth_;
-    stub_->async()->RunNetwork(
+    client_->stub()->async()->RunNetwork(
         s.context.get(), &request, &s.response,
         [this, slot](grpc::Status status) { OnDone(slot, status); });
     --issuing_depth_;
@@ -153,7 +154,7 @@ class LevelRunner {
     callbacks_running_.fetch_sub(1);
   }
 
-  v1::HostManager::Stub* const stub_;
+  GlintClient* const client_;
   const std::vector<v1::RunNetworkRequest>& requests_;
   const std::vector<ValueInfo>& expected_;
   const std::vector<std::string>& shared_memory_outputs_;
@@ -378,7 +379,7 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(
   for (int concurrency : options.concurrency) {
     absl::StatusOr<NetworkStatistics> before =
         statistics ? statistics() : absl::UnimplementedError("");
-    LevelRunner runner(client.stub(), requests, expected, shm_outputs,
+    LevelRunner runner(&client, requests, expected, shm_outputs,
                        concurrency);
     PerfLevel level = runner.Run(options.duration);
     absl::StatusOr<NetworkStatistics> after =

@@ -1,6 +1,7 @@
 #include "executor/executor.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,26 @@
 
 namespace glint {
 namespace {
+
+// The phases RunTimings sums; kNone: between phases (waiting for another
+// device's event, or done).
+enum class Phase { kNone = -1, kInput = 0, kCompute = 1, kOutput = 2 };
+
+// One stream's phase clock for a timed run: the phase open since
+// `since_ns` and what each phase has summed so far. Touched only by that
+// stream's host callbacks, which run one after another.
+struct StreamClock {
+  Phase open = Phase::kNone;
+  int partition = -1;  // The launch being timed, while kCompute is open.
+  int64_t since_ns = 0;
+  int64_t phase_ns[3] = {0, 0, 0};
+};
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Everything one run owns until its last stream reports back. Touched by
 // the thread in Executor::Run until ArmCompletion hands it to the streams,
@@ -31,6 +52,16 @@ struct RunState {
 
   std::atomic<int> pending_streams{0};
 
+  // Phase timing, when request.timings is set: a clock per stream (see
+  // StreamClock), each partition's launch time (written only by its
+  // stream's callbacks), and per stream the phase its enqueued work leaves
+  // open (the enqueueing thread's own bookkeeping). Finish sums them once
+  // every stream has drained.
+  std::vector<StreamClock> clocks;
+  std::vector<int64_t> partition_ns;
+  std::vector<Phase> enqueued_phase;
+
+  bool timed() const { return request.timings != nullptr; }
   const ReplicaRouting& routing() const { return replica->routing; }
   DeviceTensor* Slot(int slot) { return &state->tensors[slot]; }
 };
@@ -92,6 +123,52 @@ class StreamSlice {
   TraceSlice* slice_ = nullptr;
 };
 
+// On stream `d`'s clock: ends the open phase (adding its time) and opens
+// `phase` (for kCompute, the launch of `partition`). In a host callback.
+void Tick(RunState& run, int d, Phase phase, int partition = -1) {
+  StreamClock& clock = run.clocks[d];
+  const int64_t now = SteadyNowNs();
+  if (clock.open != Phase::kNone) {
+    const int64_t elapsed = now - clock.since_ns;
+    clock.phase_ns[static_cast<int>(clock.open)] += elapsed;
+    if (clock.open == Phase::kCompute) {
+      run.partition_ns[clock.partition] += elapsed;
+    }
+  }
+  clock.open = phase;
+  clock.partition = partition;
+  clock.since_ns = now;
+}
+
+// Enqueues a Tick to `phase` on stream `d` of a timed run: what is
+// enqueued next on it is timed as `phase`. Free for untimed runs, and
+// when nothing is open to end.
+void MarkPhase(RunState& run, int d, Phase phase) {
+  if (!run.timed()) return;
+  if (phase == Phase::kNone && run.enqueued_phase[d] == Phase::kNone) return;
+  run.enqueued_phase[d] = phase;
+  run.streams[d]->EnqueueHostCallback([run = &run, d, phase] {
+    Tick(*run, d, phase);
+    return absl::OkStatus();
+  });
+}
+
+// Hands a timed run's clocks to the caller's RunTimings.
+void ReportTimings(RunState& run) {
+  if (!run.timed() || run.clocks.empty()) return;
+  RunTimings& timings = *run.request.timings;
+  timings = RunTimings();
+  for (const StreamClock& clock : run.clocks) {
+    timings.input_ns += clock.phase_ns[static_cast<int>(Phase::kInput)];
+    timings.compute_ns += clock.phase_ns[static_cast<int>(Phase::kCompute)];
+    timings.output_ns += clock.phase_ns[static_cast<int>(Phase::kOutput)];
+  }
+  timings.partition_ns = run.partition_ns;
+  for (const ProvisionedPartition& p : run.replica->partitions) {
+    timings.partition_device.push_back(p.device->id());
+  }
+}
+
 // The first failing partition in topological order is where the run broke;
 // later ones only inherited the error through events.
 absl::Status DescribeFailure(const RunState& run, absl::Status status) {
@@ -129,6 +206,7 @@ void Finish(std::shared_ptr<RunState> run) {
   }
   if (!status.ok()) status = DescribeFailure(*run, status);
   if (status.ok()) status = CheckRunnable(run->request);
+  ReportTimings(*run);
   ReleaseStreams(*run);
   // A state goes back to the pool, buffers and all, unless this run was its
   // first and failed: then its memory is freed, so a failed run leaves the
@@ -225,6 +303,21 @@ absl::Status CheckOutputsRouted(const RunState& run) {
 // pool.
 void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 
+// A timed run's clocks, one per leased stream, all between phases.
+void StartClocks(RunState& run) {
+  if (!run.timed()) return;
+  run.clocks.assign(run.streams.size(), StreamClock());
+  run.enqueued_phase.assign(run.streams.size(), Phase::kNone);
+  run.partition_ns.assign(run.replica->partitions.size(), 0);
+}
+
+// Ends the phase each stream's work leaves open, behind all of it.
+void StopClocks(RunState& run) {
+  for (size_t d = 0; d < run.streams.size(); ++d) {
+    MarkPhase(run, static_cast<int>(d), Phase::kNone);
+  }
+}
+
 // Step 4: the whole DAG, in topological order, following the replica's
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
@@ -247,6 +340,7 @@ void EnqueuePartitions(RunState& run) {
         case InputRoute::Source::kOnDevice:
           break;
         case InputRoute::Source::kNetworkInput: {
+          MarkPhase(run, d, Phase::kInput);
           StreamSlice s(
               run, d,
               [&] { return absl::StrCat("copy ", in.value, " host->device"); },
@@ -257,12 +351,14 @@ void EnqueuePartitions(RunState& run) {
         }
         case InputRoute::Source::kPeer: {
           const ProvisionedPartition& producer = partitions[in.producer];
+          MarkPhase(run, d, Phase::kNone);  // Waiting counts in no phase.
           {
             StreamSlice s(
                 run, d, [&] { return absl::StrCat("wait ", producer.name); },
                 "wait");
             stream.Wait(*state.done_events[in.producer]);
           }
+          MarkPhase(run, d, Phase::kInput);
           StreamSlice s(
               run, d,
               [&] {
@@ -285,8 +381,15 @@ void EnqueuePartitions(RunState& run) {
           "compute");
       // Checked once the inputs are in, right before the launch: a run
       // cancelled or late by then skips this partition and all after it.
-      stream.EnqueueHostCallback(
-          [request = &run.request] { return CheckRunnable(*request); });
+      // A timed run's launch is timed from here.
+      if (run.timed()) run.enqueued_phase[d] = Phase::kCompute;
+      stream.EnqueueHostCallback([run = &run, d, i] {
+        absl::Status runnable = CheckRunnable(run->request);
+        if (runnable.ok() && run->timed()) {
+          Tick(*run, d, Phase::kCompute, static_cast<int>(i));
+        }
+        return runnable;
+      });
       device->Launch(stream, *p.function, std::move(args), std::move(results));
     }
     stream.Record(*state.done_events[i]);
@@ -314,6 +417,7 @@ void EnqueueOutputs(RunState& run) {
       case OutputRoute::Source::kPartition: {
         const int d = routing.partition_device[route.producer];
         DeviceManager* device = routing.devices[d];
+        MarkPhase(run, d, Phase::kOutput);
         StreamSlice s(
             run, d,
             [&] {
@@ -389,8 +493,10 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     return;
   }
   AcquireState(*run);
+  StartClocks(*run);
   EnqueuePartitions(*run);
   EnqueueOutputs(*run);
+  StopClocks(*run);
   TraceEnqueue(*run, enqueue_start);
   ArmCompletion(std::move(run));
 }

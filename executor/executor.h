@@ -9,6 +9,7 @@
 #ifndef GLINT_EXECUTOR_EXECUTOR_H_
 #define GLINT_EXECUTOR_EXECUTOR_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +23,28 @@
 #include "provisioner/executable_network.h"
 
 namespace glint {
+
+// Where a run's time went on its device streams, measured by host callbacks
+// in stream order around its copies and launches (steady clock). Durations
+// are summed over the run's streams: partitions on several devices work at
+// once, so a phase may exceed the run's wall time. Waits for other devices'
+// events count in no phase. Filled just before `done` is called; parts a
+// failed run never reached stay 0.
+struct RunTimings {
+  // Network inputs host->device, and producers' outputs peer-copied in.
+  int64_t input_ns = 0;
+  // The partitions' launches, from the pre-launch check (after the inputs
+  // are in) to the launch's end: includes waiting for the device's compute
+  // engine behind other runs.
+  int64_t compute_ns = 0;
+  // Requested outputs device->host.
+  int64_t output_ns = 0;
+  // Each partition's launch, indexed as the replica's partitions (the same
+  // in every replica), and the id of the device it ran on in the replica
+  // the run took.
+  std::vector<int64_t> partition_ns;
+  std::vector<int> partition_device;
+};
 
 struct ExecutionRequest {
   // One host tensor per network input, in ExecutableNetwork::inputs order,
@@ -40,6 +63,9 @@ struct ExecutionRequest {
   // When set, the run adds a slice per partition, copy and wait on each
   // device stream's track, and one for the host's enqueueing.
   std::shared_ptr<RunTrace> trace;
+  // When set, the run measures its phases into it (see RunTimings); a few
+  // host callbacks per partition. Read it once `done` is called.
+  std::shared_ptr<RunTimings> timings;
 };
 
 // Called once with the requested outputs (in request order) or the run's

@@ -2,6 +2,7 @@
 // simulated time, so concurrency shows in wall-clock totals. Bounds are
 // wide (the machines are shared) but separate the overlapped schedule
 // from the serial one.
+#include <memory>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -146,6 +147,86 @@ TEST_F(ExecutorTimingTest, ConcurrentRequestsPipelineAcrossStages) {
   const auto [enqueue, total] = RunConcurrently(*net, 2);
   EXPECT_GE(total, 3 * kStage);
   EXPECT_LT(total, 3 * kStage + kStage * 3 / 4) << total;
+}
+
+// RunTimings: each phase as the timing model makes it. Every copy takes the
+// link latency (input x, the peer copy of `a`, output y: one each) and each
+// partition its stage; the wait for device 0 counts in no phase.
+TEST(ExecutorRunTimingsTest, PhasesAreMeasuredOnTheStreams) {
+  constexpr absl::Duration kCopy = absl::Milliseconds(30);
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  for (int i = 0; i < 2; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 1 << 20;
+    c.params["compute_gflops"] = kSlowGflops;
+    c.params["link_latency_us"] = "30000";
+    devices.push_back(*SimDevice::Create(i, c));
+  }
+  auto net = Provisioner({devices[0].get(), devices[1].get()})
+                 .Provision(MakeDag({{"x", "w", "a", 0}, {"a", "w", "y", 1}},
+                                    "y"));
+  ASSERT_TRUE(net.ok()) << net.status();
+  ExecutionRequest request;
+  request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                              {0, 0, 0, 0})};
+  request.outputs = {0};
+  auto timings = std::make_shared<RunTimings>();
+  request.timings = timings;
+  absl::Notification done;
+  absl::Status status;
+  Executor executor;
+  const absl::Time start = absl::Now();
+  executor.Run(**net, std::move(request),
+               [&](absl::StatusOr<std::vector<Tensor>> out) {
+                 status = out.status();
+                 done.Notify();
+               });
+  done.WaitForNotification();
+  const absl::Duration wall = absl::Now() - start;
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(timings->partition_ns.size(), 2u);
+  for (int64_t ns : timings->partition_ns) {
+    EXPECT_GE(absl::Nanoseconds(ns), kStage);
+  }
+  EXPECT_EQ(timings->compute_ns,
+            timings->partition_ns[0] + timings->partition_ns[1]);
+  EXPECT_EQ(timings->partition_device, (std::vector<int>{0, 1}));
+  EXPECT_GE(absl::Nanoseconds(timings->input_ns), 2 * kCopy);
+  EXPECT_GE(absl::Nanoseconds(timings->output_ns), kCopy);
+  // The stages and copies are serial here, and nothing is counted twice
+  // (the wait of device 1 for device 0 is in no phase): the phases fit in
+  // the run's wall time.
+  EXPECT_LE(absl::Nanoseconds(timings->input_ns + timings->compute_ns +
+                              timings->output_ns),
+            wall);
+}
+
+// Untimed runs leave no clocks behind; a run that fails before its
+// launches reports no compute.
+TEST(ExecutorRunTimingsTest, FailedRunReportsNoCompute) {
+  DeviceConfig c;
+  c.memory_bytes = 1 << 20;
+  std::unique_ptr<SimDevice> device = *SimDevice::Create(0, c);
+  auto net = Provisioner({device.get()})
+                 .Provision(MakeDag({{"x", "w", "y", 0}}, "y"));
+  ASSERT_TRUE(net.ok()) << net.status();
+  ExecutionRequest request;
+  request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                              {0, 0, 0, 0})};
+  request.outputs = {0};
+  request.deadline = absl::Now() - absl::Seconds(1);
+  auto timings = std::make_shared<RunTimings>();
+  request.timings = timings;
+  absl::Notification done;
+  absl::Status status;
+  Executor().Run(**net, std::move(request),
+                 [&](absl::StatusOr<std::vector<Tensor>> out) {
+                   status = out.status();
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(timings->compute_ns, 0);
 }
 
 }  // namespace

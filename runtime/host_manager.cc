@@ -23,6 +23,7 @@
 #include "onnx/onnx_importer.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
+#include "runtime/statistics.h"
 
 namespace glint {
 
@@ -46,6 +47,19 @@ struct NetworkEntry {
   // for the re-provisioned plan (or the network's removal, or shutdown) to
   // start them again.
   std::vector<std::function<void()>> parked ABSL_GUARDED_BY(mu);
+
+  // Its serving statistics (thread-safe on its own).
+  NetworkStatsRecorder stats;
+};
+
+// A run's clock readings for its statistics: written by the steps of
+// RunNetworkAsync in order (each step happens after the one before), read
+// by FinishRun.
+struct RunMeasures {
+  absl::Duration arrived;    // MonotonicNow() when RunNetworkAsync began.
+  absl::Duration queued;     // When it asked for admission.
+  absl::Duration admitted;   // When it was admitted.
+  RunTimings timings;        // The executor's (ExecutionRequest::timings).
 };
 
 namespace {
@@ -224,6 +238,9 @@ HostManager::HostManager(HostManagerOptions options,
     : options_(options),
       devices_(std::move(devices)),
       executor_(std::make_unique<Executor>()) {
+  for (const auto& device : devices_) {
+    device_compute_[device->id()] = std::make_unique<DurationSeries>();
+  }
   monitor_ = std::thread([this] { MonitorDevices(); });
 }
 
@@ -653,6 +670,54 @@ absl::StatusOr<NetworkInfo> HostManager::GetNetwork(
   return it->second->info;
 }
 
+absl::StatusOr<NetworkStatistics> HostManager::GetStatistics(
+    absl::string_view name) const {
+  std::shared_ptr<NetworkEntry> entry;
+  NetworkInfo info;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = networks_.find(name);
+    if (it == networks_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("no network named '", Clip(name), "'"));
+    }
+    entry = it->second;
+    info = entry->info;
+  }
+  // Outside mu_: a snapshot sorts the recent values of every series.
+  return entry->stats.Snapshot(info);
+}
+
+std::vector<NetworkStatistics> HostManager::GetAllStatistics() const {
+  std::vector<std::pair<std::shared_ptr<NetworkEntry>, NetworkInfo>> entries;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : networks_) {
+      entries.emplace_back(entry, entry->info);
+    }
+  }
+  std::vector<NetworkStatistics> all;
+  for (const auto& [entry, info] : entries) {
+    all.push_back(entry->stats.Snapshot(info));
+  }
+  std::sort(all.begin(), all.end(),
+            [](const NetworkStatistics& a, const NetworkStatistics& b) {
+              return a.name < b.name;
+            });
+  return all;
+}
+
+std::vector<DeviceStatistics> HostManager::GetDeviceStatistics() const {
+  std::vector<DeviceStatistics> all;
+  for (const auto& d : devices_) {
+    DeviceStatistics stats;
+    stats.device = d->GetDeviceInfo();
+    stats.compute = device_compute_.at(d->id())->Snapshot();
+    all.push_back(std::move(stats));
+  }
+  return all;
+}
+
 std::vector<DeviceInfo> HostManager::GetDevices() const {
   std::vector<DeviceInfo> infos;
   for (const auto& d : devices_) infos.push_back(d->GetDeviceInfo());
@@ -734,6 +799,8 @@ void StartRun(const Executor& executor, const ExecutableNetwork& executable,
 void HostManager::RunNetworkAsync(absl::string_view name,
                                   std::vector<NamedTensor> inputs,
                                   const RunOptions& options, RunCallback done) {
+  auto measures = std::make_shared<RunMeasures>();
+  measures->arrived = MonotonicNow();
   // The run's reference to the executable it runs on, dropped under
   // entry->mu when the run ends (see NetworkEntry::executable).
   auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
@@ -758,29 +825,43 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   absl::StatusOr<std::shared_ptr<ExecutionRequest>> request =
       BindRequest(entry->info, std::move(inputs), options, shutdown_token_);
   if (!request.ok()) {
+    entry->stats.RecordFailure(MonotonicNow() - measures->arrived);
     LeaveNetwork(*entry, *executable);
     done(request.status());
     return;
   }
+  // Measured for the statistics; shares the measures' allocation.
+  (*request)->timings =
+      std::shared_ptr<RunTimings>(measures, &measures->timings);
 
   // 5. Finish: every path from here ends the run through it.
   auto finish = std::make_shared<RunFinish>(
-      [this, entry, executable, outputs = (*request)->outputs,
+      [this, entry, executable, measures, outputs = (*request)->outputs,
        done = std::move(done)](absl::StatusOr<std::vector<Tensor>> result,
                                bool started) {
         FinishRun(*entry, *executable, outputs, std::move(result), started,
-                  done);
+                  *measures, done);
       });
 
   // 3. Admit: 4. start the run now, or once a running one ends.
   TraceSlice* queued = TraceAdmission(options);
+  measures->queued = MonotonicNow();
+  entry->stats.AddQueued(1);
   absl::Status admission = Admit(
-      [this, executable, request = *std::move(request), finish,
-       queued](bool admitted) {
+      [this, executable, entry, measures, request = *std::move(request),
+       finish, queued](bool admitted) {
+        entry->stats.AddQueued(-1);
+        if (admitted) {
+          measures->admitted = MonotonicNow();
+          entry->stats.AddInFlight(1);
+        }
         StartRun(*executor_, **executable, std::move(*request), finish,
                  queued, admitted);
       });
-  if (!admission.ok()) (*finish)(admission, false);
+  if (!admission.ok()) {
+    entry->stats.AddQueued(-1);
+    (*finish)(admission, false);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::FindNetworkForRun(
@@ -830,7 +911,34 @@ void HostManager::FinishRun(NetworkEntry& entry,
                             std::shared_ptr<ExecutableNetwork>& executable,
                             const std::vector<int>& outputs,
                             absl::StatusOr<std::vector<Tensor>> result,
-                            bool started, const RunCallback& done) {
+                            bool started, const RunMeasures& measures,
+                            const RunCallback& done) {
+  // Recorded before the caller hears of the run, so that statistics read
+  // after an answer count it.
+  const absl::Duration request = MonotonicNow() - measures.arrived;
+  if (result.ok()) {
+    NetworkStatsRecorder::Success success;
+    success.request = request;
+    success.queue = measures.admitted - measures.queued;
+    success.compute_input = absl::Nanoseconds(measures.timings.input_ns);
+    success.compute_infer = absl::Nanoseconds(measures.timings.compute_ns);
+    success.compute_output = absl::Nanoseconds(measures.timings.output_ns);
+    success.partition_ns = measures.timings.partition_ns;
+    entry.stats.RecordExecution();
+    entry.stats.RecordSuccess(success);
+    const RunTimings& timings = measures.timings;
+    for (size_t i = 0; i < timings.partition_device.size() &&
+                       i < timings.partition_ns.size();
+         ++i) {
+      auto device = device_compute_.find(timings.partition_device[i]);
+      if (device != device_compute_.end()) {
+        device->second->Record(absl::Nanoseconds(timings.partition_ns[i]));
+      }
+    }
+  } else {
+    entry.stats.RecordFailure(request);
+  }
+  if (started) entry.stats.AddInFlight(-1);
   absl::StatusOr<std::vector<NamedTensor>> named;
   if (result.ok()) {
     std::vector<NamedTensor> list;

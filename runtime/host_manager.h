@@ -38,9 +38,11 @@
 namespace glint {
 
 class DeviceManager;
+class DurationSeries;
 class Executor;
 struct ExecutableNetwork;
 struct NetworkEntry;
+struct RunMeasures;
 
 // A network's plan as the plan cache keeps it: the costly, derived parts of
 // an AddNetwork (the seed's "generated code"), replayed when a network is
@@ -154,6 +156,21 @@ class HostManager {
 
   std::vector<DeviceInfo> GetDevices() const;
 
+  // Serving statistics of a network since it was added (see
+  // NetworkStatistics in api/types.h): counts of answered requests and
+  // executions, the durations of requests (successful and failed), of the
+  // admission queue and of the input, compute and output phases on the
+  // devices (of successful requests), the queue depth and runs in flight
+  // now, and each partition's compute. Requests for a network not (or no
+  // longer) added leave no trace. Cheap to call while serving: it never
+  // blocks a run. NOT_FOUND if unknown.
+  absl::StatusOr<NetworkStatistics> GetStatistics(absl::string_view name) const;
+  // Every network's, sorted by name.
+  std::vector<NetworkStatistics> GetAllStatistics() const;
+  // Every device's, in GetDevices() order: its launches (of successful
+  // runs) since the HostManager started, and its state now.
+  std::vector<DeviceStatistics> GetDeviceStatistics() const;
+
   // Refuses new runs and adds (UNAVAILABLE), fails the queued runs, stops
   // the in-flight ones before their next partition (UNAVAILABLE; a
   // partition already computing finishes) and waits for them. Called by
@@ -213,14 +230,15 @@ class HostManager {
       absl::FunctionRef<std::function<void()>()> park)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Ends a run found by FindNetworkForRun: names its outputs (`outputs`
-  // indexes the network's), lets go of the network, frees its admission
-  // slot if it was `started`, asks for a device check if it failed
-  // UNAVAILABLE, and calls `done`.
+  // indexes the network's), records its statistics (`measures`), lets go of
+  // the network, frees its admission slot if it was `started`, asks for a
+  // device check if it failed UNAVAILABLE, and calls `done`.
   void FinishRun(NetworkEntry& entry,
                  std::shared_ptr<ExecutableNetwork>& executable,
                  const std::vector<int>& outputs,
                  absl::StatusOr<std::vector<Tensor>> result, bool started,
-                 const RunCallback& done) ABSL_LOCKS_EXCLUDED(mu_);
+                 const RunMeasures& measures, const RunCallback& done)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // AddNetwork and RestoreNetwork: `record` says whether to journal it.
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,
@@ -240,6 +258,8 @@ class HostManager {
   const HostManagerOptions options_;
   const std::vector<std::unique_ptr<DeviceManager>> devices_;
   std::unique_ptr<Executor> executor_;
+  // Launches per device, by DeviceManager::id(); fixed at construction.
+  absl::flat_hash_map<int, std::unique_ptr<DurationSeries>> device_compute_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks_

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "core/cancellation.h"
 #include "devices/device_registry.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
@@ -361,6 +363,175 @@ TEST(HostManagerTest, UnknownDeviceTypeIsNotFound) {
   c.type = "warp-drive";
   EXPECT_EQ(HostManager::CreateFromConfigs({}, {c}).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// --- Statistics ----------------------------------------------------------
+
+// Counts after successful and failing runs, and durations no shorter than
+// the timing model makes them: every copy takes the link latency, the
+// launch its FLOPs at the device's rate, and the second launch fails.
+TEST(HostManagerStatisticsTest, CountsAndDurationsAfterSuccessAndFailure) {
+  constexpr double kFlopsPerSecond = 1500;
+  constexpr absl::Duration kLatency = absl::Milliseconds(2);
+  DeviceConfig device;
+  device.type = "faulty";
+  device.memory_bytes = 64 * kMiB;
+  device.params["fail_launch"] = "2";
+  device.params["compute_gflops"] = "0.0000015";
+  device.params["link_latency_us"] = "2000";
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("mlp", MakeMlpModel(1, 4, 3), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 1u);
+  const absl::Duration launch =
+      absl::Seconds(info->partitions[0].flops / kFlopsPerSecond);
+  ASSERT_GT(launch, absl::Milliseconds(5));
+
+  absl::StatusOr<NetworkStatistics> stats = (*host)->GetStatistics("mlp");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->inference_count, 0u);
+  EXPECT_EQ(stats->last_inference, absl::UnixEpoch());
+
+  const absl::Time before = absl::Now();
+  std::vector<float> x;
+  std::vector<absl::StatusCode> codes;
+  for (int i = 0; i < 4; ++i) {
+    codes.push_back((*host)
+                        ->RunNetwork("mlp", {{"x", Input(1, 4, 1, &x)}})
+                        .status()
+                        .code());
+  }
+  EXPECT_EQ(codes, (std::vector<absl::StatusCode>{
+                       absl::StatusCode::kOk, absl::StatusCode::kInternal,
+                       absl::StatusCode::kOk, absl::StatusCode::kOk}));
+  EXPECT_EQ((*host)
+                ->RunNetwork("mlp", {{"x", Input(1, 5, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  // Not the network's: counted nowhere.
+  EXPECT_EQ((*host)
+                ->RunNetwork("absent", {{"x", Input(1, 4, 1, &x)}})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  stats = (*host)->GetStatistics("mlp");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->name, "mlp");
+  EXPECT_EQ(stats->success_count, 3u);
+  EXPECT_EQ(stats->failure_count, 2u);
+  EXPECT_EQ(stats->inference_count, 5u);
+  EXPECT_EQ(stats->execution_count, 3u);
+  EXPECT_GE(stats->last_inference, before);
+  EXPECT_EQ(stats->request.count, 3u);
+  EXPECT_EQ(stats->failed.count, 2u);
+  EXPECT_EQ(stats->queue.count, 3u);
+  EXPECT_EQ(stats->compute_input.count, 3u);
+  EXPECT_EQ(stats->compute_infer.count, 3u);
+  EXPECT_EQ(stats->compute_output.count, 3u);
+  EXPECT_GE(absl::Nanoseconds(stats->compute_infer.total_ns), 3 * launch);
+  EXPECT_GE(stats->compute_infer.p50_us, absl::ToDoubleMicroseconds(launch));
+  EXPECT_GE(absl::Nanoseconds(stats->compute_input.total_ns), 3 * kLatency);
+  EXPECT_GE(stats->compute_output.p99_us,
+            absl::ToDoubleMicroseconds(kLatency));
+  // One stream, one partition: the phases follow one another within each
+  // request, and the partition is the whole compute.
+  EXPECT_GE(stats->request.total_ns, stats->compute_input.total_ns +
+                                         stats->compute_infer.total_ns +
+                                         stats->compute_output.total_ns);
+  // The run that failed on the device did so after its input copy.
+  EXPECT_GE(absl::Nanoseconds(stats->failed.total_ns), kLatency);
+  ASSERT_EQ(stats->partitions.size(), 1u);
+  EXPECT_EQ(stats->partitions[0].name, info->partitions[0].name);
+  EXPECT_EQ(stats->partitions[0].device_name,
+            info->partitions[0].device_name);
+  EXPECT_EQ(stats->partitions[0].compute.count, 3u);
+  EXPECT_EQ(stats->partitions[0].compute.total_ns,
+            stats->compute_infer.total_ns);
+  EXPECT_EQ(stats->queue_depth, 0);
+  EXPECT_EQ(stats->in_flight, 0);
+
+  // The device saw the same three launches, and holds the network.
+  std::vector<DeviceStatistics> devices = (*host)->GetDeviceStatistics();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0].device.name, info->partitions[0].device_name);
+  EXPECT_EQ(devices[0].compute.count, 3u);
+  EXPECT_EQ(devices[0].compute.total_ns, stats->compute_infer.total_ns);
+  EXPECT_LT(devices[0].device.available_memory_bytes,
+            devices[0].device.memory_bytes);
+}
+
+// Queue depth and runs in flight while runs wait: one slot, a launch of
+// about a second, three runs. Cancelled, they all end, and the gauges
+// return to 0.
+TEST(HostManagerStatisticsTest, QueueDepthAndInFlightWhileRunsWait) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  device.params["compute_gflops"] = "0.00000003";  // 30 FLOP/s.
+  HostManagerOptions options;
+  options.max_active_requests = 1;
+  auto host = HostManager::CreateFromConfigs(options, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("slow", MakeMlpModel(1, 4, 3), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_GT(info->partitions[0].flops / 30, 0.5);  // Seconds per launch.
+
+  auto cancel = std::make_shared<CancellationToken>();
+  RunOptions run;
+  run.cancel = cancel;
+  std::vector<absl::Notification> done(3);
+  std::vector<absl::Status> status(3);
+  std::vector<float> x;
+  for (int i = 0; i < 3; ++i) {
+    (*host)->RunNetworkAsync(
+        "slow", {{"x", Input(1, 4, 1, &x)}}, run,
+        [&, i](absl::StatusOr<std::vector<NamedTensor>> out) {
+          status[i] = out.status();
+          done[i].Notify();
+        });
+  }
+  absl::StatusOr<NetworkStatistics> stats = (*host)->GetStatistics("slow");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->in_flight, 1);
+  EXPECT_EQ(stats->queue_depth, 2);
+  cancel->Cancel();
+  for (int i = 0; i < 3; ++i) {
+    done[i].WaitForNotification();
+    EXPECT_EQ(status[i].code(), absl::StatusCode::kCancelled) << status[i];
+  }
+  stats = (*host)->GetStatistics("slow");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->in_flight, 0);
+  EXPECT_EQ(stats->queue_depth, 0);
+  EXPECT_EQ(stats->failure_count, 3u);
+  EXPECT_EQ(stats->success_count, 0u);
+  EXPECT_EQ(stats->execution_count, 0u);
+}
+
+TEST(HostManagerStatisticsTest, AllNetworksByNameAndResetOnReAdd) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("b", MakeMlpModel(1, 4, 4), {}).ok());
+  ASSERT_TRUE(host->AddNetwork("a", MakeMlpModel(1, 4, 4), {}).ok());
+  std::vector<float> x;
+  ASSERT_TRUE(host->RunNetwork("b", {{"x", Input(1, 4, 1, &x)}}).ok());
+  std::vector<NetworkStatistics> all = host->GetAllStatistics();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].name, "a");
+  EXPECT_EQ(all[0].success_count, 0u);
+  EXPECT_EQ(all[1].name, "b");
+  EXPECT_EQ(all[1].success_count, 1u);
+  EXPECT_EQ(host->GetStatistics("c").status().code(),
+            absl::StatusCode::kNotFound);
+  // Statistics count since the network was added.
+  ASSERT_TRUE(host->RemoveNetwork("b").ok());
+  EXPECT_EQ(host->GetStatistics("b").status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(host->AddNetwork("b", MakeMlpModel(1, 4, 4), {}).ok());
+  EXPECT_EQ(host->GetStatistics("b")->success_count, 0u);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev
   python3 python3-onnx python3-numpy python3-grpcio
   graphviz
+  # tests/e2e_auth_test makes its certificates with the openssl command.
+  openssl
   # scripts/fuzz.sh: clang, its sanitizer and libFuzzer runtimes, its linker
   # and llvm-symbolizer for the reports.
   clang-14 libclang-rt-14-dev lld-14 llvm-14

@@ -156,12 +156,14 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
 }
 
 absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
-    const std::vector<std::string>& extra_args, absl::Duration timeout) {
+    const std::vector<std::string>& extra_args, absl::Duration timeout,
+    const ClientOptions& client_options) {
   const absl::Time deadline = absl::Now() + timeout;
   const std::string dir = NewTempDir("glintd");
   const std::string port_file = dir + "/port";
   std::unique_ptr<GlintdProcess> p(new GlintdProcess());
   p->log_path_ = dir + "/glintd.log";
+  p->client_options_ = client_options;
 
   std::vector<std::string> argv = {RunfilePath("runtime/server/glintd"),
                                    "--listen=127.0.0.1:0",
@@ -203,12 +205,16 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
   }
 
   // 2. It answers health checks and the Glint service.
-  ClientOptions options;
+  ClientOptions options = client_options;
   options.connect_timeout = std::max(deadline - absl::Now(), absl::Seconds(1));
   options.rpc_timeout = absl::Seconds(60);
   absl::StatusOr<std::unique_ptr<GlintClient>> client =
       GlintClient::Connect(p->address(), options);
-  if (!client.ok()) return client.status();
+  if (!client.ok()) {
+    return absl::Status(client.status().code(),
+                        absl::StrCat(client.status().message(), "; log:\n",
+                                     Tail(p->Log())));
+  }
   p->client_ = *std::move(client);
   // SERVING once stored networks are restored.
   for (;;) {
@@ -254,7 +260,10 @@ std::string GlintdProcess::address() const {
 absl::Status GlintdProcess::CheckHealth(absl::Duration timeout) {
   // A generic call keeps the test free of generated health stubs: the
   // request (service "") serializes to nothing and SERVING to 08 01.
-  grpc::GenericStub stub(GlintClient::CreateChannel(address()));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      GlintClient::OpenChannel(address(), client_options_);
+  if (!channel.ok()) return channel.status();
+  grpc::GenericStub stub(*std::move(channel));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        absl::ToChronoMilliseconds(timeout));

@@ -49,9 +49,13 @@ class GlintdProcess {
   // waits (bounded by `timeout`) until the port file exists, the channel
   // connects, grpc.health.v1 says SERVING (stored networks are restored)
   // and ListNetworks succeeds. Errors include the tail of glintd's log.
+  // `client_options`' TLS settings and token (for a glintd started with
+  // --tls_cert or --auth_tokens) serve client() and CheckHealth(); its
+  // timeouts are replaced by the harness's.
   static absl::StatusOr<std::unique_ptr<GlintdProcess>> Start(
       const std::vector<std::string>& extra_args,
-      absl::Duration timeout = absl::Seconds(30));
+      absl::Duration timeout = absl::Seconds(30),
+      const ClientOptions& client_options = ClientOptions());
 
   ~GlintdProcess();
 
@@ -61,6 +65,7 @@ class GlintdProcess {
   GlintClient& client() { return *client_; }
 
   // grpc.health.v1.Health/Check for the whole server: OK iff SERVING.
+  // Over Start's TLS settings, and never with the token: health is open.
   absl::Status CheckHealth(absl::Duration timeout);
 
   // Sends `signal` and waits up to `timeout` for the exit. Returns the exit
@@ -77,6 +82,7 @@ class GlintdProcess {
   bool exited_ = false;
   int port_ = 0;
   std::string log_path_;
+  ClientOptions client_options_;
   std::unique_ptr<GlintClient> client_;
 };
 

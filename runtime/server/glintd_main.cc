@@ -5,6 +5,8 @@
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s]
+//          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
+//          [--auth_tokens=FILE]
 //   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
@@ -22,6 +24,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,16 +40,20 @@
 #include "onnx/import_sandbox.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
+#include "runtime/server/grpc_auth.h"
 #include "runtime/server/network_journal.h"
+#include "runtime/server/security_options.h"
 #include "runtime/server/service.h"
 #include "runtime/server/shared_memory.h"
 #include "store/network_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
-          "Address to serve on, host:port. Loopback by default: glintd has no "
-          "authentication, so exposing it is an explicit choice. Port 0 "
-          "picks a free port (see --port_file).");
+          "Address to serve on, host:port. Loopback by default: exposing "
+          "glintd is an explicit choice, and one without --tls_cert or "
+          "--auth_tokens is warned about loudly. Port 0 picks a free port "
+          "(see --port_file).");
 ABSL_FLAG(std::string, port_file, "",
           "If set, the bound port is written to this file once the server "
           "accepts connections (written atomically: a reader never sees a "
@@ -67,6 +74,19 @@ ABSL_FLAG(std::string, import_memory_limit, "8GiB",
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
           "CPU and wall-clock time the import helper gets per model.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate (chain) of the server: serve TLS only. Needs "
+          "--tls_key.");
+ABSL_FLAG(std::string, tls_key, "",
+          "PEM private key of --tls_cert (unencrypted; keep it chmod 600).");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA certificate(s): clients must present a certificate signed "
+          "by one of them (mutual TLS).");
+ABSL_FLAG(std::string, auth_tokens, "",
+          "Token file: one 'TOKEN SCOPE[,SCOPE]' per line, scopes infer and "
+          "admin, '#' comments. Calls then need 'authorization: Bearer "
+          "TOKEN' with the method's scope; health checks stay open. Empty: "
+          "every call is open.");
 
 namespace glint {
 namespace {
@@ -181,6 +201,24 @@ std::string DescribeDevices(const std::vector<DeviceInfo>& devices) {
   });
 }
 
+SecurityOptions SecurityOptionsFromFlags() {
+  SecurityOptions options;
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
+  return options;
+}
+
+// A banner rather than a line, so that it stands out in a scrolling log.
+void WarnIfExposed(const std::string& listen, const SecurityOptions& options) {
+  const std::vector<std::string> warnings = ExposureWarnings(listen, options);
+  if (warnings.empty()) return;
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
+  for (const std::string& w : warnings) GLINT_LOG_WARN("!! {}", w);
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
+}
+
 int Run() {
   if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
     GLINT_LOG_ERROR("{}", s.ToString());
@@ -208,6 +246,23 @@ int Run() {
     GLINT_LOG_ERROR("--import_memory_limit: {}",
                     import_memory.status().ToString());
     return 1;
+  }
+  const SecurityOptions security = SecurityOptionsFromFlags();
+  absl::StatusOr<std::optional<TlsMaterial>> tls =
+      LoadTlsMaterial(security.tls);
+  if (!tls.ok()) {
+    GLINT_LOG_ERROR("{}", tls.status().ToString());
+    return 1;
+  }
+  std::unique_ptr<Authorizer> authorizer;
+  if (!security.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> parsed =
+        Authorizer::FromFile(security.auth_tokens_file);
+    if (!parsed.ok()) {
+      GLINT_LOG_ERROR("--auth_tokens: {}", parsed.status().ToString());
+      return 1;
+    }
+    authorizer = *std::move(parsed);
   }
   // Cancelled on SIGINT/SIGTERM: an import in progress then stops at once.
   auto stopping = std::make_shared<CancellationToken>();
@@ -242,7 +297,8 @@ int Run() {
   // Shared-memory regions of local clients, for every service (a region
   // registered through one is usable through the other).
   SharedMemoryRegistry shared_memory;
-  GlintServiceImpl service(host_manager->get(), &shared_memory);
+  GlintServiceImpl service(host_manager->get(), authorizer.get(),
+                           &shared_memory);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -254,7 +310,7 @@ int Run() {
   }
   const std::string listen = *chosen;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(listen, MakeServerCredentials(*tls), &port);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(&service);
@@ -263,8 +319,16 @@ int Run() {
     GLINT_LOG_ERROR("cannot listen on {}", listen);
     return 1;
   }
-  GLINT_LOG_INFO("glintd listening on {} (port {}); devices: {}", listen,
-                 port, DescribeDevices((*host_manager)->GetDevices()));
+  GLINT_LOG_INFO("glintd listening on {} (port {}, {}, {}); devices: {}",
+                 listen, port,
+                 !security.tls.enabled() ? "plaintext"
+                 : security.tls.mutual() ? "mutual TLS"
+                                         : "TLS",
+                 authorizer == nullptr
+                     ? std::string("no tokens")
+                     : absl::StrCat(authorizer->num_tokens(), " tokens"),
+                 DescribeDevices((*host_manager)->GetDevices()));
+  WarnIfExposed(listen, security);
 
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
   if (!port_file.empty()) {

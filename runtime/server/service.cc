@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/grpc_auth.h"
 #include "runtime/server/run_request.h"
 
 namespace glint {
@@ -53,17 +54,24 @@ absl::StatusOr<std::vector<NamedTensor>> RunUntilDoneOrCancelled(
 }
 
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
+                                   const Authorizer* authorizer,
                                    SharedMemoryRegistry* shared_memory)
     : host_manager_(host_manager),
+      authorizer_(authorizer),
       own_shared_memory_(shared_memory == nullptr
                              ? std::make_unique<SharedMemoryRegistry>()
                              : nullptr),
       shared_memory_(shared_memory == nullptr ? own_shared_memory_.get()
                                               : shared_memory) {}
 
-grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
+grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* context,
                                           const v1::AddNetworkRequest* request,
                                           v1::AddNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/AddNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<AddNetworkOptions> options =
       AddNetworkOptionsFromProto(request->options());
   if (!options.ok()) return ToGrpcStatus(options.status());
@@ -76,26 +84,41 @@ grpc::Status GlintServiceImpl::AddNetwork(grpc::ServerContext* /*context*/,
 }
 
 grpc::Status GlintServiceImpl::RemoveNetwork(
-    grpc::ServerContext* /*context*/, const v1::RemoveNetworkRequest* request,
+    grpc::ServerContext* context, const v1::RemoveNetworkRequest* request,
     v1::RemoveNetworkResponse* /*response*/) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/RemoveNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::Status status = host_manager_->RemoveNetwork(request->name());
   if (status.ok()) GLINT_LOG_INFO("removed network '{}'", request->name());
   return ToGrpcStatus(status);
 }
 
 grpc::Status GlintServiceImpl::ListNetworks(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     const v1::ListNetworksRequest* /*request*/,
     v1::ListNetworksResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/ListNetworks");
+      !s.ok()) {
+    return s;
+  }
   for (const NetworkInfo& info : host_manager_->ListNetworks()) {
     NetworkInfoToProto(info, response->add_networks());
   }
   return grpc::Status::OK;
 }
 
-grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
+grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* context,
                                           const v1::GetNetworkRequest* request,
                                           v1::GetNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/GetNetwork");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(request->name());
   if (!info.ok()) return ToGrpcStatus(info.status());
   NetworkInfoToProto(*info, response->mutable_network(),
@@ -106,6 +129,11 @@ grpc::Status GlintServiceImpl::GetNetwork(grpc::ServerContext* /*context*/,
 grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
                                           const v1::RunNetworkRequest* request,
                                           v1::RunNetworkResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/RunNetwork");
+      !s.ok()) {
+    return s;
+  }
   // Shared-memory inputs are borrowed: `run` keeps their regions (and the
   // output windows) mapped until the reply is made.
   absl::StatusOr<PreparedRun> run = PrepareRun(*request, *shared_memory_);
@@ -127,8 +155,13 @@ grpc::Status GlintServiceImpl::RunNetwork(grpc::ServerContext* context,
 }
 
 grpc::Status GlintServiceImpl::GetDevices(
-    grpc::ServerContext* /*context*/, const v1::GetDevicesRequest* /*request*/,
+    grpc::ServerContext* context, const v1::GetDevicesRequest* /*request*/,
     v1::GetDevicesResponse* response) {
+  if (grpc::Status s = AuthorizeCall(authorizer_, *context,
+                                     "/glint.v1.HostManager/GetDevices");
+      !s.ok()) {
+    return s;
+  }
   for (const DeviceInfo& info : host_manager_->GetDevices()) {
     DeviceInfoToProto(info, response->add_devices());
   }
@@ -136,9 +169,14 @@ grpc::Status GlintServiceImpl::GetDevices(
 }
 
 grpc::Status GlintServiceImpl::RegisterSharedMemory(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     const v1::RegisterSharedMemoryRequest* request,
     v1::RegisterSharedMemoryResponse* /*response*/) {
+  if (grpc::Status s = AuthorizeCall(
+          authorizer_, *context, "/glint.v1.HostManager/RegisterSharedMemory");
+      !s.ok()) {
+    return s;
+  }
   absl::Status s = shared_memory_->Register(
       request->name(), request->key(), request->offset(), request->byte_size());
   if (s.ok()) {
@@ -150,16 +188,27 @@ grpc::Status GlintServiceImpl::RegisterSharedMemory(
 }
 
 grpc::Status GlintServiceImpl::UnregisterSharedMemory(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     const v1::UnregisterSharedMemoryRequest* request,
     v1::UnregisterSharedMemoryResponse* /*response*/) {
+  if (grpc::Status s =
+          AuthorizeCall(authorizer_, *context,
+                        "/glint.v1.HostManager/UnregisterSharedMemory");
+      !s.ok()) {
+    return s;
+  }
   return ToGrpcStatus(shared_memory_->Unregister(request->name()));
 }
 
 grpc::Status GlintServiceImpl::SharedMemoryStatus(
-    grpc::ServerContext* /*context*/,
+    grpc::ServerContext* context,
     const v1::SharedMemoryStatusRequest* request,
     v1::SharedMemoryStatusResponse* response) {
+  if (grpc::Status s = AuthorizeCall(
+          authorizer_, *context, "/glint.v1.HostManager/SharedMemoryStatus");
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
       shared_memory_->Regions(request->name());
   if (!regions.ok()) return ToGrpcStatus(regions.status());

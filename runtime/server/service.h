@@ -16,16 +16,21 @@
 #include "absl/time/time.h"
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/auth.h"
 #include "runtime/server/shared_memory.h"
 
 namespace glint {
 
 class GlintServiceImpl final : public v1::HostManager::Service {
  public:
-  // `host_manager` and `shared_memory` are not owned and must outlive the
-  // gRPC server. Without a registry the service keeps one of its own
-  // (glintd passes the one its services share).
+  // None is owned; all must outlive the gRPC server. A null `authorizer`
+  // leaves every call open (glintd without --auth_tokens); else each
+  // handler first checks the call's bearer token against auth.h's method
+  // table (UNAUTHENTICATED / PERMISSION_DENIED). Without a shared-memory
+  // registry the service keeps one of its own (glintd passes the one its
+  // services share).
   explicit GlintServiceImpl(HostManager* host_manager,
+                            const Authorizer* authorizer = nullptr,
                             SharedMemoryRegistry* shared_memory = nullptr);
 
   grpc::Status AddNetwork(grpc::ServerContext* context,
@@ -62,6 +67,7 @@ class GlintServiceImpl final : public v1::HostManager::Service {
 
  private:
   HostManager* const host_manager_;
+  const Authorizer* const authorizer_;
   std::unique_ptr<SharedMemoryRegistry> own_shared_memory_;
   SharedMemoryRegistry* const shared_memory_;
 };

@@ -147,6 +147,68 @@ TEST_F(ServiceTest, GetDevices) {
   EXPECT_EQ(response.devices(0).type(), "sim");
 }
 
+// With an Authorizer, a call without a token is refused before it reaches
+// HostManager, whatever it asks. (Calls with tokens need real metadata:
+// tests/e2e_auth_test.)
+TEST_F(ServiceTest, WithTokensEveryHandlerRefusesAnonymousCalls) {
+  ASSERT_TRUE(Add("m", testing::MakeMlpModel(1, 2, 2)).ok());
+  absl::StatusOr<std::unique_ptr<Authorizer>> authorizer =
+      Authorizer::Parse("token0123456789abcdef infer,admin\n");
+  ASSERT_TRUE(authorizer.ok()) << authorizer.status();
+  GlintServiceImpl guarded(host_manager_.get(), authorizer->get());
+  const auto refused = [](const grpc::Status& s) {
+    return s.error_code() == grpc::StatusCode::UNAUTHENTICATED;
+  };
+  {
+    v1::AddNetworkRequest request;
+    request.set_name("n");
+    request.set_model(testing::MakeMlpModel(1, 2, 2));
+    v1::AddNetworkResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(refused(guarded.AddNetwork(&context, &request, &response)));
+  }
+  {
+    v1::RemoveNetworkRequest request;
+    request.set_name("m");
+    v1::RemoveNetworkResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(
+        refused(guarded.RemoveNetwork(&context, &request, &response)));
+  }
+  {
+    v1::ListNetworksResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(refused(guarded.ListNetworks(
+        &context, &v1::ListNetworksRequest::default_instance(), &response)));
+    EXPECT_EQ(response.networks_size(), 0);
+  }
+  {
+    v1::GetNetworkRequest request;
+    request.set_name("m");
+    v1::GetNetworkResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(refused(guarded.GetNetwork(&context, &request, &response)));
+  }
+  {
+    v1::RunNetworkRequest request;
+    request.set_name("m");
+    v1::RunNetworkResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(refused(guarded.RunNetwork(&context, &request, &response)));
+  }
+  {
+    v1::GetDevicesResponse response;
+    grpc::ServerContext context;
+    EXPECT_TRUE(refused(guarded.GetDevices(
+        &context, &v1::GetDevicesRequest::default_instance(), &response)));
+    EXPECT_EQ(response.devices_size(), 0);
+  }
+  // Nothing was added or removed.
+  std::vector<NetworkInfo> networks = host_manager_->ListNetworks();
+  ASSERT_EQ(networks.size(), 1u);
+  EXPECT_EQ(networks[0].name, "m");
+}
+
 // A gone client cancels its run: on devices slow enough that each of the
 // two partitions takes seconds of simulated compute, the run returns
 // CANCELLED long before the second could have finished.
