@@ -83,6 +83,15 @@ errors, 1 otherwise.
 constexpr int kMaxPerfConcurrency = 65536;
 constexpr size_t kPerfErrorsShown = 5;
 
+// "<CODE>: <message>" on one line (newlines folded into spaces).
+std::string StatusLine(const absl::Status& status) {
+  std::string message(status.message());
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", message);
+}
+
 // Marks a status as a usage error (exit code 2) without parsing messages.
 constexpr char kUsagePayload[] = "type.glint.dev/glint.cli.UsageError";
 
@@ -523,20 +532,23 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
        << (options.shared_memory ? ", shared memory" : "") << "\n"
        << PerfTableHeader() << std::endl;
   uint64_t errors = 0, runs = 0;
-  std::string first_error;
+  absl::Status first_error;
   absl::StatusOr<std::vector<PerfLevel>> levels = RunPerf(
       **client, options, PerfStatisticsSource(), [&](const PerfLevel& level) {
         out_ << FormatPerfRow(level) << "\n";
         // The distinct failures, most frequent first.
-        size_t shown = 0;
-        for (const auto& [message, count] : level.error_messages) {
-          if (shown++ == kPerfErrorsShown) {
-            out_ << "      ... and " << level.error_messages.size() - shown + 1
-                 << " other errors\n";
+        for (size_t i = 0; i < level.error_kinds.size(); ++i) {
+          if (i == kPerfErrorsShown) {
+            out_ << "      ... and " << level.error_kinds.size() - i
+                 << " other kinds of error\n";
             break;
           }
-          out_ << "      " << count << " x " << message << "\n";
-          if (first_error.empty()) first_error = message;
+          const PerfError& e = level.error_kinds[i];
+          out_ << "      " << e.count << " x " << StatusLine(e.status)
+               << "\n";
+        }
+        if (first_error.ok() && !level.error_kinds.empty()) {
+          first_error = level.error_kinds[0].status;
         }
         out_.flush();
         errors += level.errors;
@@ -553,9 +565,12 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
     out_ << "wrote " << *csv_path << "\n";
   }
   if (errors > 0) {
-    return absl::InternalError(absl::StrCat(errors, " of ", runs,
-                                            " runs failed; first: ",
-                                            first_error));
+    // The most frequent failure's code, so that scripts can tell a refused
+    // request from a daemon that went away.
+    return absl::Status(first_error.code(),
+                        absl::StrCat(errors, " of ", runs,
+                                     " runs failed, e.g. ",
+                                     first_error.message()));
   }
   return absl::OkStatus();
 }
@@ -619,12 +634,7 @@ absl::Status Cli::Devices(const ParsedArgs& args) {
 }  // namespace
 
 std::string FormatCliError(const absl::Status& status) {
-  std::string message(status.message());
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return absl::StrCat("glint: error: ",
-                      absl::StatusCodeToString(status.code()), ": ", message);
+  return absl::StrCat("glint: error: ", StatusLine(status));
 }
 
 std::string SafeFileName(const std::string& name) {

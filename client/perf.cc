@@ -86,11 +86,14 @@ class LevelRunner {
     level.p50_ms = percentile(0.50);
     level.p90_ms = percentile(0.90);
     level.p99_ms = percentile(0.99);
-    level.error_messages.assign(messages_.begin(), messages_.end());
-    std::sort(level.error_messages.begin(), level.error_messages.end(),
-              [](const auto& a, const auto& b) {
-                return a.second != b.second ? a.second > b.second
-                                            : a.first < b.first;
+    for (const auto& [message, error] : messages_) {
+      level.error_kinds.push_back(error);
+    }
+    std::sort(level.error_kinds.begin(), level.error_kinds.end(),
+              [](const PerfError& a, const PerfError& b) {
+                return a.count != b.count
+                           ? a.count > b.count
+                           : a.status.ToString() < b.status.ToString();
               });
     return level;
   }
@@ -139,7 +142,9 @@ class LevelRunner {
         latencies_ms_.push_back(absl::ToDoubleMilliseconds(now - s.started));
       } else {
         ++errors_;
-        ++messages_[result.ToString()];
+        PerfError& kind = messages_[result.ToString()];
+        kind.status = result;
+        ++kind.count;
       }
       if (now >= deadline_) {
         --active_;
@@ -168,7 +173,7 @@ class LevelRunner {
   std::deque<int> deferred_ ABSL_GUARDED_BY(mu_);
   std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
   uint64_t errors_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<std::string, uint64_t> messages_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, PerfError> messages_ ABSL_GUARDED_BY(mu_);
   absl::Time last_reply_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -45,6 +45,12 @@ struct PerfOptions {
   uint64_t seed = 1;
 };
 
+// Runs that failed alike: a status and how often it came.
+struct PerfError {
+  absl::Status status;
+  uint64_t count = 0;
+};
+
 // One concurrency level's figures.
 struct PerfLevel {
   int concurrency = 0;
@@ -62,8 +68,8 @@ struct PerfLevel {
   // reports none.
   double server_queue_us = -1;
   double server_compute_us = -1;
-  // Distinct error messages and how often each came, most frequent first.
-  std::vector<std::pair<std::string, uint64_t>> error_messages;
+  // The distinct errors, most frequent first.
+  std::vector<PerfError> error_kinds;
 };
 
 // Where statistics come from (glint.v1 GetStatistics, OIP's
