@@ -76,12 +76,13 @@ class LevelRunner {
     level.seconds = absl::ToDoubleSeconds(last_reply_ - start);
     level.throughput =
         level.seconds > 0 ? static_cast<double>(level.runs) / level.seconds : 0;
-    std::sort(latencies_ms_.begin(), latencies_ms_.end());
-    auto percentile = [&](double p) {
-      if (latencies_ms_.empty()) return 0.0;
+    std::vector<double> latencies = std::move(latencies_ms_);
+    std::sort(latencies.begin(), latencies.end());
+    auto percentile = [&latencies](double p) {
+      if (latencies.empty()) return 0.0;
       const size_t rank = static_cast<size_t>(
-          std::ceil(p * static_cast<double>(latencies_ms_.size())));
-      return latencies_ms_[std::max<size_t>(rank, 1) - 1];
+          std::ceil(p * static_cast<double>(latencies.size())));
+      return latencies[std::max<size_t>(rank, 1) - 1];
     };
     level.p50_ms = percentile(0.50);
     level.p90_ms = percentile(0.90);
