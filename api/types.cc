@@ -54,4 +54,34 @@ absl::string_view PlanReuseName(PlanReuse reuse) {
   return "moo";
 }
 
+absl::Status ValidateDynamicBatching(const DynamicBatching& batching) {
+  const int max = batching.max_batch_size;
+  if (max < 0 || max > kMaxBatchSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batching: max_batch_size ", max, " is not in 0..",
+                     kMaxBatchSize, " (0 turns batching off)"));
+  }
+  if (batching.max_queue_delay < absl::ZeroDuration() ||
+      batching.max_queue_delay > kMaxQueueDelay) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batching: max_queue_delay ",
+        absl::FormatDuration(batching.max_queue_delay), " is not in 0..",
+        absl::FormatDuration(kMaxQueueDelay)));
+  }
+  if (max == 0 && (batching.max_queue_delay > absl::ZeroDuration() ||
+                   !batching.preferred_batch_sizes.empty())) {
+    return absl::InvalidArgumentError(
+        "batching: max_queue_delay and preferred_batch_sizes need a "
+        "max_batch_size (batching is off without one)");
+  }
+  for (int size : batching.preferred_batch_sizes) {
+    if (size < 1 || size > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batching: preferred batch size ", size,
+                       " is not in 1..max_batch_size (", max, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace glint

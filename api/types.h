@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -95,6 +96,14 @@ struct DynamicBatching {
   std::vector<int> preferred_batch_sizes;
 };
 
+// The bounds AddNetwork (and the glint.v1 converter) enforce: max_batch_size
+// in 0..kMaxBatchSize (0: off), max_queue_delay in 0..kMaxQueueDelay, each
+// preferred size in 1..max_batch_size, and none of it without
+// max_batch_size. INVALID_ARGUMENT naming the field otherwise.
+inline constexpr int kMaxBatchSize = 1 << 16;
+inline constexpr absl::Duration kMaxQueueDelay = absl::Seconds(10);
+absl::Status ValidateDynamicBatching(const DynamicBatching& batching);
+
 struct AddNetworkOptions {
   // Binds graph inputs whose declared shape has symbolic or unknown
   // dimensions: input name → full static shape. Unbound unknown dimensions
@@ -146,6 +155,10 @@ struct NetworkInfo {
   std::string strategy;  // The partitioning strategy that made the plan.
   int replicas = 1;
   std::string dot;       // The DAG in Graphviz DOT.
+  // Its dynamic batching, as added (max_batch_size 0: off). With batching,
+  // the first dim of every input and output above is max_batch_size, and
+  // a run may send 1..max_batch_size rows (the same number for all inputs).
+  DynamicBatching batching;
   // Empty while the network serves; otherwise why it cannot (a restored
   // network that no longer imports or fits, say), and its runs fail
   // UNAVAILABLE with this reason until it is removed.

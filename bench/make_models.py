@@ -4,7 +4,8 @@
   /usr/bin/python3 bench/make_models.py OUT_DIR
 
 mlp.onnx          batch 64, 1024 -> 4096 -> 4096 -> 1000, Gemm + Relu
-resnet.onnx       1x3x112x112, a ResNet-style CNN: stem conv+BN+Relu,
+resnet.onnx       Nx3x112x112 (N symbolic: 1 unless bound, or batched),
+                  a ResNet-style CNN: stem conv+BN+Relu,
                   max pool, 4 stages of 2 basic blocks (conv+BN+Relu,
                   conv+BN, identity or 1x1 projection, Add, Relu),
                   global average pool, Gemm classifier
@@ -120,7 +121,9 @@ def resnet():
     w = b.const(rand(1000, 512))
     bias = b.const(rand(1000, scale=0.1))
     x = b.op("Gemm", [x, w, bias], transB=1)
-    return b.model([1, 3, 112, 112], x, [1, 1000], "resnet")
+    # The batch dim is symbolic, as frameworks export it: glintd binds it to
+    # 1 by default, or to max_batch_size with dynamic batching.
+    return b.model(["N", 3, 112, 112], x, ["N", 1000], "resnet")
 
 
 def transformer():

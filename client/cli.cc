@@ -38,9 +38,16 @@ commands:
   add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
       [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
       [--reuse moo|match|override|graph] [--user_config TEXT]
+      [--max_batch_size N [--max_queue_delay_us U]
+       [--preferred_batch_sizes B1,B2,...]]
                      add an ONNX model as network NAME. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
+                     --max_batch_size turns on dynamic batching: concurrent
+                     runs are merged along their first dim up to N rows
+                     (every input and output must have the batch first),
+                     waiting up to U microseconds (0..10000000, default 0)
+                     for a batch to fill or reach a preferred size.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
       [--trace FILE] [--shm]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
@@ -66,6 +73,9 @@ commands:
                      Graphviz DOT instead (render: glint show N --dot | dot -Tpng)
   remove NAME        remove a network
   devices            list the daemon's devices
+  stats [NAME]       serving statistics: per network (or NAME only, with
+                     its partitions) requests, executions, queue and
+                     p50/p99 times; per device memory and launches
   help               this text
 
 --timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.
@@ -204,6 +214,7 @@ class Cli {
   absl::Status Show(const ParsedArgs& args);
   absl::Status Remove(const ParsedArgs& args);
   absl::Status Devices(const ParsedArgs& args);
+  absl::Status Stats(const ParsedArgs& args);
 
   // Connects lazily so that usage errors never wait on the network.
   absl::StatusOr<GlintClient*> Client();
@@ -309,7 +320,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   const Command commands[] = {
       {"add",
        {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
-        "user_config"},
+        "user_config", "max_batch_size", "max_queue_delay_us",
+        "preferred_batch_sizes"},
        {},
        &Cli::Add},
       {"run",
@@ -324,6 +336,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       {"show", {"dot"}, {"dot"}, &Cli::Show},
       {"remove", {}, {}, &Cli::Remove},
       {"devices", {}, {}, &Cli::Devices},
+      {"stats", {}, {}, &Cli::Stats},
   };
   for (const Command& c : commands) {
     if (command != c.name) continue;
@@ -387,6 +400,36 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   }
   if (std::optional<std::string> config = args.Last("user_config")) {
     options.user_config = *config;
+  }
+  DynamicBatching& batching = options.batching;
+  if (std::optional<std::string> v = args.Last("max_batch_size")) {
+    if (!absl::SimpleAtoi(*v, &batching.max_batch_size)) {
+      return UsageError(absl::StrCat("bad --max_batch_size '", *v,
+                                     "' (expected a number)"));
+    }
+  }
+  if (std::optional<std::string> v = args.Last("max_queue_delay_us")) {
+    int64_t us = 0;
+    if (!absl::SimpleAtoi(*v, &us) || us < 0 ||
+        us > absl::ToInt64Microseconds(kMaxQueueDelay)) {
+      return UsageError(absl::StrCat(
+          "bad --max_queue_delay_us '", *v, "' (expected 0..",
+          absl::ToInt64Microseconds(kMaxQueueDelay), " microseconds)"));
+    }
+    batching.max_queue_delay = absl::Microseconds(us);
+  }
+  if (std::optional<std::string> v = args.Last("preferred_batch_sizes")) {
+    for (absl::string_view part : absl::StrSplit(*v, ',')) {
+      int size = 0;
+      if (!absl::SimpleAtoi(part, &size)) {
+        return UsageError(absl::StrCat("bad --preferred_batch_sizes '", *v,
+                                       "' (expected B1,B2,...)"));
+      }
+      batching.preferred_batch_sizes.push_back(size);
+    }
+  }
+  if (absl::Status s = ValidateDynamicBatching(batching); !s.ok()) {
+    return UsageError(s.message());
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();
@@ -533,8 +576,20 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
        << PerfTableHeader() << std::endl;
   uint64_t errors = 0, runs = 0;
   absl::Status first_error;
+  // The server's split of each level, from glint.v1 GetStatistics.
+  GlintClient* const glint = *client;
+  const PerfStatisticsSource statistics =
+      [glint, &options]() -> absl::StatusOr<NetworkStatistics> {
+    absl::StatusOr<ServingStatistics> stats =
+        glint->GetStatistics(options.network);
+    if (!stats.ok()) return stats.status();
+    if (stats->networks.size() != 1) {
+      return absl::InternalError("GetStatistics answered another network");
+    }
+    return stats->networks[0];
+  };
   absl::StatusOr<std::vector<PerfLevel>> levels = RunPerf(
-      **client, options, PerfStatisticsSource(), [&](const PerfLevel& level) {
+      **client, options, statistics, [&](const PerfLevel& level) {
         out_ << FormatPerfRow(level) << "\n";
         // The distinct failures, most frequent first.
         for (size_t i = 0; i < level.error_kinds.size(); ++i) {
@@ -628,6 +683,20 @@ absl::Status Cli::Devices(const ParsedArgs& args) {
   absl::StatusOr<std::vector<DeviceInfo>> devices = (*client)->GetDevices();
   if (!devices.ok()) return devices.status();
   for (const DeviceInfo& d : *devices) out_ << FormatDevice(d) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Stats(const ParsedArgs& args) {
+  if (args.positional.size() > 1) {
+    return UsageError("expected: glint stats [NAME]");
+  }
+  const std::string name = args.positional.empty() ? "" : args.positional[0];
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  absl::StatusOr<ServingStatistics> stats = (*client)->GetStatistics(name);
+  if (!stats.ok()) return stats.status();
+  out_ << FormatStatistics(stats->networks, stats->devices,
+                           /*detailed=*/!name.empty());
   return absl::OkStatus();
 }
 

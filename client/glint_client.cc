@@ -321,4 +321,23 @@ absl::StatusOr<std::vector<DeviceInfo>> GlintClient::GetDevices() {
   return devices;
 }
 
+absl::StatusOr<ServingStatistics> GlintClient::GetStatistics(
+    absl::string_view name) {
+  v1::GetStatisticsRequest request;
+  request.set_name(std::string(name));
+  v1::GetStatisticsResponse response;
+  grpc::ClientContext context;
+  Prepare(&context, options_.rpc_timeout);
+  grpc::Status s = stub_->GetStatistics(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  ServingStatistics stats;
+  for (const v1::NetworkStatistics& n : response.networks()) {
+    stats.networks.push_back(NetworkStatisticsFromProto(n));
+  }
+  for (const v1::DeviceStatistics& d : response.devices()) {
+    stats.devices.push_back(DeviceStatisticsFromProto(d));
+  }
+  return stats;
+}
+
 }  // namespace glint

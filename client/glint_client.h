@@ -24,6 +24,12 @@
 
 namespace glint {
 
+// GetStatistics' reply: networks sorted by name, devices by id.
+struct ServingStatistics {
+  std::vector<NetworkStatistics> networks;
+  std::vector<DeviceStatistics> devices;
+};
+
 struct ClientOptions {
   // Connect() gives up after this long (UNAVAILABLE): a daemon that is down
   // must fail a CLI command quickly, not hang it.
@@ -119,6 +125,9 @@ class GlintClient {
       absl::Duration timeout = absl::InfiniteDuration(),
       std::string* trace_json = nullptr);
   absl::StatusOr<std::vector<DeviceInfo>> GetDevices();
+  // One network's statistics (every network's when `name` is empty) and
+  // every device's. NOT_FOUND for an unknown name.
+  absl::StatusOr<ServingStatistics> GetStatistics(absl::string_view name = "");
 
   // RunNetwork with everything glint.v1 offers (shared memory included).
   absl::StatusOr<RunNetworkReply> Run(absl::string_view name,

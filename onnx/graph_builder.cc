@@ -105,6 +105,24 @@ absl::StatusOr<Shape> BindInputShape(const std::string& name,
   GLINT_ASSIGN_OR_RETURN(Shape shape, it != options.input_shapes.end()
                                           ? GivenShape(name, it->second, *type)
                                           : DeclaredShape(name, *type));
+  if (options.batch_size > 0) {
+    if (shape.rank() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name,
+          "' is a scalar: dynamic batching needs a batch dimension first"));
+    }
+    const bool fixed = type->has_shape() && type->shape().dim_size() > 0 &&
+                       type->shape().dim(0).has_dim_value();
+    if (fixed && type->shape().dim(0).dim_value() != options.batch_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "' fixes its first dimension to ",
+          type->shape().dim(0).dim_value(),
+          "; dynamic batching needs it symbolic (the batch dimension) or "
+          "equal to max_batch_size ",
+          options.batch_size));
+    }
+    shape.mutable_dims()[0] = options.batch_size;
+  }
   onnx::TensorShapeProto* proto = type->mutable_shape();
   proto->clear_dim();
   for (int64_t d : shape.dims()) proto->add_dim()->set_dim_value(d);

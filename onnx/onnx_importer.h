@@ -7,6 +7,7 @@
 #ifndef GLINT_ONNX_ONNX_IMPORTER_H_
 #define GLINT_ONNX_ONNX_IMPORTER_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -28,6 +29,11 @@ struct ImportOptions {
   // declared shape (rank and known dims must agree, else INVALID_ARGUMENT).
   // Unknown or symbolic dims of other inputs are bound to 1.
   std::map<std::string, Shape> input_shapes;
+  // When positive, the first dimension of every runtime input is bound to
+  // it, over input_shapes and the declaration (dynamic batching compiles a
+  // network at its largest batch). INVALID_ARGUMENT naming the input when
+  // it is a scalar or the model fixes that dimension to another size.
+  int64_t batch_size = 0;
   // Whether some device can run `op_type` of the default ONNX domain. Nodes
   // it rejects (and every node of another domain) fail the import with
   // UNIMPLEMENTED naming the op and the node. Unset: every op is accepted.

@@ -312,6 +312,42 @@ TEST(OnnxImporterTest, InputShapesOverrideSymbolicDims) {
   EXPECT_EQ(g->outputs[0].shape, Shape({4, 3}));
 }
 
+TEST(OnnxImporterTest, BatchSizeBindsTheFirstDimOfEveryInput) {
+  ImportOptions options;
+  options.batch_size = 8;
+  absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[0].shape, Shape({8, 3}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({8, 3}));
+  // Over input_shapes too: the batch is the batcher's to choose.
+  options.input_shapes["x"] = Shape({2, 3});
+  g = ImportOnnxModel(AddBiasModel().Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[0].shape, Shape({8, 3}));
+
+  // A first dim fixed by the model is not a batch dimension...
+  ModelBuilder fixed;
+  fixed.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{1, 3})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{1, 3});
+  fixed.Node("Relu", {"x"}, {"y"}, "relu");
+  options.input_shapes.clear();
+  g = ImportOnnxModel(fixed.Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("input 'x' fixes its first"));
+  // ...unless it is the batch size itself.
+  options.batch_size = 1;
+  EXPECT_TRUE(ImportOnnxModel(fixed.Bytes(), options).ok());
+
+  // A scalar has none.
+  ModelBuilder scalar;
+  scalar.Input("s", onnx::TensorProto::FLOAT, std::vector<Dim>{})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{});
+  scalar.Node("Relu", {"s"}, {"y"}, "relu");
+  g = ImportOnnxModel(scalar.Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("input 's' is a scalar"));
+}
+
 TEST(OnnxImporterTest, InputShapeWithWrongRankIsInvalid) {
   ImportOptions options;
   options.input_shapes["x"] = Shape({4});

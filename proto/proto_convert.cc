@@ -1,6 +1,6 @@
 #include "proto/proto_convert.h"
 
-
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -234,7 +234,40 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
     GLINT_ASSIGN_OR_RETURN(options.reuse, ParsePlanReuse(proto.reuse()));
   }
   options.user_config = proto.user_config();
+  GLINT_ASSIGN_OR_RETURN(options.batching,
+                         DynamicBatchingFromProto(proto.batching()));
   return options;
+}
+
+absl::StatusOr<DynamicBatching> DynamicBatchingFromProto(
+    const v1::DynamicBatching& proto) {
+  // Bounded before it becomes a Duration, which would saturate.
+  const int64_t max_delay_us = absl::ToInt64Microseconds(kMaxQueueDelay);
+  if (proto.max_queue_delay_us() < 0 ||
+      proto.max_queue_delay_us() > max_delay_us) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batching: max_queue_delay_us ",
+                     proto.max_queue_delay_us(), " is not in 0..",
+                     max_delay_us));
+  }
+  DynamicBatching batching;
+  batching.max_batch_size = proto.max_batch_size();
+  batching.max_queue_delay = absl::Microseconds(proto.max_queue_delay_us());
+  batching.preferred_batch_sizes.assign(proto.preferred_batch_sizes().begin(),
+                                        proto.preferred_batch_sizes().end());
+  GLINT_RETURN_IF_ERROR(ValidateDynamicBatching(batching));
+  return batching;
+}
+
+void DynamicBatchingToProto(const DynamicBatching& batching,
+                            v1::DynamicBatching* proto) {
+  proto->Clear();
+  proto->set_max_batch_size(batching.max_batch_size);
+  proto->set_max_queue_delay_us(
+      absl::ToInt64Microseconds(batching.max_queue_delay));
+  for (int size : batching.preferred_batch_sizes) {
+    proto->add_preferred_batch_sizes(size);
+  }
 }
 
 void AddNetworkOptionsToProto(const AddNetworkOptions& options,
@@ -258,6 +291,9 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
   }
   proto->set_reuse(std::string(PlanReuseName(options.reuse)));
   proto->set_user_config(options.user_config);
+  if (options.batching.max_batch_size > 0) {
+    DynamicBatchingToProto(options.batching, proto->mutable_batching());
+  }
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
@@ -274,6 +310,9 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
   proto->set_replicas(info.replicas);
   if (include_dot) proto->set_dot(info.dot);
   proto->set_unavailable_reason(info.unavailable_reason);
+  if (info.batching.max_batch_size > 0) {
+    DynamicBatchingToProto(info.batching, proto->mutable_batching());
+  }
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
@@ -329,6 +368,13 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   info.replicas = proto.replicas();
   info.dot = proto.dot();
   info.unavailable_reason = proto.unavailable_reason();
+  // A reply, not a request: shown as sent, not refused.
+  info.batching.max_batch_size = proto.batching().max_batch_size();
+  info.batching.max_queue_delay =
+      absl::Microseconds(proto.batching().max_queue_delay_us());
+  info.batching.preferred_batch_sizes.assign(
+      proto.batching().preferred_batch_sizes().begin(),
+      proto.batching().preferred_batch_sizes().end());
   for (const v1::ValueInfo& v : proto.inputs()) {
     info.inputs.push_back(ValueInfoFromProto(v));
   }
@@ -370,6 +416,93 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.loaded_functions = proto.loaded_functions();
   info.unhealthy_reason = proto.unhealthy_reason();
   return info;
+}
+
+void DurationStatsToProto(const DurationStats& stats,
+                          v1::DurationStats* proto) {
+  proto->set_count(stats.count);
+  proto->set_total_ns(stats.total_ns);
+  proto->set_p50_us(stats.p50_us);
+  proto->set_p99_us(stats.p99_us);
+}
+
+DurationStats DurationStatsFromProto(const v1::DurationStats& proto) {
+  DurationStats stats;
+  stats.count = proto.count();
+  stats.total_ns = proto.total_ns();
+  stats.p50_us = proto.p50_us();
+  stats.p99_us = proto.p99_us();
+  return stats;
+}
+
+void NetworkStatisticsToProto(const NetworkStatistics& stats,
+                              v1::NetworkStatistics* proto) {
+  proto->Clear();
+  proto->set_name(stats.name);
+  proto->set_success_count(stats.success_count);
+  proto->set_failure_count(stats.failure_count);
+  proto->set_inference_count(stats.inference_count);
+  proto->set_execution_count(stats.execution_count);
+  if (stats.last_inference > absl::UnixEpoch()) {
+    proto->set_last_inference_unix_ns(absl::ToUnixNanos(stats.last_inference));
+  }
+  DurationStatsToProto(stats.request, proto->mutable_request());
+  DurationStatsToProto(stats.failed, proto->mutable_failed());
+  DurationStatsToProto(stats.queue, proto->mutable_queue());
+  DurationStatsToProto(stats.compute_input, proto->mutable_compute_input());
+  DurationStatsToProto(stats.compute_infer, proto->mutable_compute_infer());
+  DurationStatsToProto(stats.compute_output, proto->mutable_compute_output());
+  proto->set_queue_depth(stats.queue_depth);
+  proto->set_in_flight(stats.in_flight);
+  for (const PartitionStatistics& p : stats.partitions) {
+    v1::PartitionStatistics* out = proto->add_partitions();
+    out->set_name(p.name);
+    out->set_device_name(p.device_name);
+    DurationStatsToProto(p.compute, out->mutable_compute());
+  }
+}
+
+NetworkStatistics NetworkStatisticsFromProto(
+    const v1::NetworkStatistics& proto) {
+  NetworkStatistics stats;
+  stats.name = proto.name();
+  stats.success_count = proto.success_count();
+  stats.failure_count = proto.failure_count();
+  stats.inference_count = proto.inference_count();
+  stats.execution_count = proto.execution_count();
+  // Before the epoch is not a time a server reports: read as never.
+  stats.last_inference =
+      absl::FromUnixNanos(std::max<int64_t>(0, proto.last_inference_unix_ns()));
+  stats.request = DurationStatsFromProto(proto.request());
+  stats.failed = DurationStatsFromProto(proto.failed());
+  stats.queue = DurationStatsFromProto(proto.queue());
+  stats.compute_input = DurationStatsFromProto(proto.compute_input());
+  stats.compute_infer = DurationStatsFromProto(proto.compute_infer());
+  stats.compute_output = DurationStatsFromProto(proto.compute_output());
+  stats.queue_depth = proto.queue_depth();
+  stats.in_flight = proto.in_flight();
+  for (const v1::PartitionStatistics& p : proto.partitions()) {
+    PartitionStatistics out;
+    out.name = p.name();
+    out.device_name = p.device_name();
+    out.compute = DurationStatsFromProto(p.compute());
+    stats.partitions.push_back(std::move(out));
+  }
+  return stats;
+}
+
+void DeviceStatisticsToProto(const DeviceStatistics& stats,
+                             v1::DeviceStatistics* proto) {
+  proto->Clear();
+  DeviceInfoToProto(stats.device, proto->mutable_device());
+  DurationStatsToProto(stats.compute, proto->mutable_compute());
+}
+
+DeviceStatistics DeviceStatisticsFromProto(const v1::DeviceStatistics& proto) {
+  DeviceStatistics stats;
+  stats.device = DeviceInfoFromProto(proto.device());
+  stats.compute = DurationStatsFromProto(proto.compute());
+  return stats;
 }
 
 }  // namespace glint

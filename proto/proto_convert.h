@@ -62,6 +62,13 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
 void AddNetworkOptionsToProto(const AddNetworkOptions& options,
                               v1::AddNetworkOptions* proto);
 
+// glint.v1.DynamicBatching <-> DynamicBatching. INVALID_ARGUMENT (naming
+// the field) out of the bounds of ValidateDynamicBatching.
+absl::StatusOr<DynamicBatching> DynamicBatchingFromProto(
+    const v1::DynamicBatching& proto);
+void DynamicBatchingToProto(const DynamicBatching& batching,
+                            v1::DynamicBatching* proto);
+
 // Descriptions flow server → client; the reverse direction serves the
 // client library, which hands domain types to its callers.
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto);
@@ -74,6 +81,19 @@ void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto);
 ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto);
 NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto);
 DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto);
+
+// Statistics, server → client and back (the client's `glint stats`).
+// last_inference travels as Unix ns, 0 for never (absl::UnixEpoch()).
+void DurationStatsToProto(const DurationStats& stats,
+                          v1::DurationStats* proto);
+DurationStats DurationStatsFromProto(const v1::DurationStats& proto);
+void NetworkStatisticsToProto(const NetworkStatistics& stats,
+                              v1::NetworkStatistics* proto);
+NetworkStatistics NetworkStatisticsFromProto(
+    const v1::NetworkStatistics& proto);
+void DeviceStatisticsToProto(const DeviceStatistics& stats,
+                             v1::DeviceStatistics* proto);
+DeviceStatistics DeviceStatisticsFromProto(const v1::DeviceStatistics& proto);
 
 }  // namespace glint
 

@@ -1,6 +1,7 @@
 #include "proto/proto_convert.h"
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,55 @@ TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AddNetworkOptionsTest, BatchingRoundTripAndValidation) {
+  v1::AddNetworkOptions p;
+  p.mutable_batching()->set_max_batch_size(8);
+  p.mutable_batching()->set_max_queue_delay_us(500);
+  p.mutable_batching()->add_preferred_batch_sizes(4);
+  p.mutable_batching()->add_preferred_batch_sizes(8);
+  absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->batching.max_batch_size, 8);
+  EXPECT_EQ(o->batching.max_queue_delay, absl::Microseconds(500));
+  EXPECT_THAT(o->batching.preferred_batch_sizes, ElementsAre(4, 8));
+  v1::AddNetworkOptions back;
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_EQ(back.batching().max_batch_size(), 8);
+  EXPECT_EQ(back.batching().max_queue_delay_us(), 500);
+  EXPECT_THAT(back.batching().preferred_batch_sizes(), ElementsAre(4, 8));
+  // Unset: off, and not written back.
+  o = AddNetworkOptionsFromProto(v1::AddNetworkOptions());
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->batching.max_batch_size, 0);
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_FALSE(back.has_batching());
+
+  auto refused = [](void (*edit)(v1::DynamicBatching*),
+                    absl::string_view mention) {
+    v1::AddNetworkOptions bad;
+    bad.mutable_batching()->set_max_batch_size(8);
+    edit(bad.mutable_batching());
+    absl::Status s = AddNetworkOptionsFromProto(bad).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << mention;
+    EXPECT_NE(s.message().find(mention), absl::string_view::npos) << s;
+  };
+  refused([](v1::DynamicBatching* b) { b->set_max_batch_size(-1); },
+          "max_batch_size");
+  refused([](v1::DynamicBatching* b) { b->set_max_batch_size(1 << 20); },
+          "max_batch_size");
+  refused([](v1::DynamicBatching* b) { b->set_max_queue_delay_us(-1); },
+          "max_queue_delay_us");
+  refused(
+      [](v1::DynamicBatching* b) {
+        b->set_max_queue_delay_us(std::numeric_limits<int64_t>::max());
+      },
+      "max_queue_delay_us");
+  refused([](v1::DynamicBatching* b) { b->add_preferred_batch_sizes(9); },
+          "preferred batch size 9");
+  refused([](v1::DynamicBatching* b) { b->add_preferred_batch_sizes(0); },
+          "preferred batch size 0");
+}
+
 TEST(NetworkInfoTest, RoundTrip) {
   NetworkInfo info;
   info.name = "mlp";
@@ -228,9 +278,13 @@ TEST(NetworkInfoTest, RoundTrip) {
   part.activation_bytes = 64;
   part.flops = 1e6;
   info.partitions.push_back(part);
+  info.batching.max_batch_size = 4;
+  info.batching.max_queue_delay = absl::Milliseconds(2);
+  info.batching.preferred_batch_sizes = {2};
 
   v1::NetworkInfo p;
   NetworkInfoToProto(info, &p);
+  EXPECT_EQ(p.batching().max_queue_delay_us(), 2000);
   EXPECT_EQ(p.name(), "mlp");
   ASSERT_EQ(p.inputs_size(), 1);
   EXPECT_EQ(p.inputs(0).dtype(), v1::DATA_TYPE_FLOAT32);
@@ -247,6 +301,9 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.partitions[0].num_nodes, 3);
   EXPECT_EQ(back.partitions[0].flops, 1e6);
   EXPECT_THAT(back.partitions[0].inputs, ElementsAre("x"));
+  EXPECT_EQ(back.batching.max_batch_size, 4);
+  EXPECT_EQ(back.batching.max_queue_delay, absl::Milliseconds(2));
+  EXPECT_THAT(back.batching.preferred_batch_sizes, ElementsAre(2));
 }
 
 TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {
@@ -274,6 +331,104 @@ TEST(DeviceInfoTest, RoundTrip) {
   EXPECT_EQ(back.available_memory_bytes, kGiB);
   EXPECT_EQ(back.compute_flops, 1e12);
   EXPECT_THAT(back.unsupported_ops, ElementsAre("Conv"));
+}
+
+// Every field of the statistics survives the round trip, and an absent
+// last_inference reads as never.
+TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
+  NetworkStatistics stats;
+  stats.name = "resnet";
+  stats.success_count = 7;
+  stats.failure_count = 2;
+  stats.inference_count = 9;
+  stats.execution_count = 5;
+  stats.last_inference = absl::FromUnixNanos(1700000000123456789);
+  auto series = [](uint64_t base) {
+    DurationStats d;
+    d.count = base;
+    d.total_ns = base * 1000;
+    d.p50_us = base + 0.5;
+    d.p99_us = base + 0.99;
+    return d;
+  };
+  stats.request = series(1);
+  stats.failed = series(2);
+  stats.queue = series(3);
+  stats.compute_input = series(4);
+  stats.compute_infer = series(5);
+  stats.compute_output = series(6);
+  stats.queue_depth = 3;
+  stats.in_flight = 4;
+  stats.partitions.push_back({"p0", "sim:0", series(8)});
+  stats.partitions.push_back({"p1", "sim:1", series(9)});
+
+  v1::NetworkStatistics proto;
+  NetworkStatisticsToProto(stats, &proto);
+  EXPECT_EQ(proto.last_inference_unix_ns(), 1700000000123456789);
+  EXPECT_EQ(proto.compute_infer().total_ns(), 5000u);
+  const NetworkStatistics back = NetworkStatisticsFromProto(proto);
+  EXPECT_EQ(back.name, "resnet");
+  EXPECT_EQ(back.success_count, 7u);
+  EXPECT_EQ(back.failure_count, 2u);
+  EXPECT_EQ(back.inference_count, 9u);
+  EXPECT_EQ(back.execution_count, 5u);
+  EXPECT_EQ(back.last_inference, stats.last_inference);
+  const std::vector<std::pair<const DurationStats*, const DurationStats*>>
+      pairs = {{&back.request, &stats.request},
+               {&back.failed, &stats.failed},
+               {&back.queue, &stats.queue},
+               {&back.compute_input, &stats.compute_input},
+               {&back.compute_infer, &stats.compute_infer},
+               {&back.compute_output, &stats.compute_output},
+               {&back.partitions[1].compute, &stats.partitions[1].compute}};
+  for (const auto& [got, want] : pairs) {
+    EXPECT_EQ(got->count, want->count);
+    EXPECT_EQ(got->total_ns, want->total_ns);
+    EXPECT_EQ(got->p50_us, want->p50_us);
+    EXPECT_EQ(got->p99_us, want->p99_us);
+  }
+  EXPECT_EQ(back.queue_depth, 3);
+  EXPECT_EQ(back.in_flight, 4);
+  ASSERT_EQ(back.partitions.size(), 2u);
+  EXPECT_EQ(back.partitions[1].name, "p1");
+  EXPECT_EQ(back.partitions[1].device_name, "sim:1");
+
+  NetworkStatistics never;
+  never.name = "idle";
+  NetworkStatisticsToProto(never, &proto);
+  EXPECT_EQ(proto.last_inference_unix_ns(), 0);
+  EXPECT_EQ(proto.partitions_size(), 0);
+  EXPECT_EQ(NetworkStatisticsFromProto(proto).last_inference,
+            absl::UnixEpoch());
+  proto.set_last_inference_unix_ns(-5);  // Not a time a server reports.
+  EXPECT_EQ(NetworkStatisticsFromProto(proto).last_inference,
+            absl::UnixEpoch());
+}
+
+TEST(StatisticsProtoTest, DeviceStatisticsRoundTrip) {
+  DeviceStatistics stats;
+  stats.device.id = 1;
+  stats.device.name = "sim:1";
+  stats.device.type = "sim";
+  stats.device.memory_bytes = 2048;
+  stats.device.available_memory_bytes = 1024;
+  stats.device.loaded_functions = 3;
+  stats.compute.count = 11;
+  stats.compute.total_ns = 22;
+  stats.compute.p50_us = 1.5;
+  stats.compute.p99_us = 2.5;
+  v1::DeviceStatistics proto;
+  DeviceStatisticsToProto(stats, &proto);
+  const DeviceStatistics back = DeviceStatisticsFromProto(proto);
+  EXPECT_EQ(back.device.id, 1);
+  EXPECT_EQ(back.device.name, "sim:1");
+  EXPECT_EQ(back.device.memory_bytes, 2048u);
+  EXPECT_EQ(back.device.available_memory_bytes, 1024u);
+  EXPECT_EQ(back.device.loaded_functions, 3);
+  EXPECT_EQ(back.compute.count, 11u);
+  EXPECT_EQ(back.compute.total_ns, 22u);
+  EXPECT_EQ(back.compute.p50_us, 1.5);
+  EXPECT_EQ(back.compute.p99_us, 2.5);
 }
 
 }  // namespace

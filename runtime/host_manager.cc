@@ -23,6 +23,7 @@
 #include "onnx/onnx_importer.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
+#include "runtime/batcher.h"
 #include "runtime/statistics.h"
 
 namespace glint {
@@ -42,11 +43,19 @@ struct NetworkEntry {
   // under `mu`) until it ends, so re-provisioning can swap it under them
   // and wait for the old one's runs.
   std::shared_ptr<ExecutableNetwork> executable ABSL_GUARDED_BY(mu);
+  // With dynamic batching, the network compiled at each preferred batch
+  // size below max_batch_size (`executable` is the max_batch_size one),
+  // replaced with it; batches' references are held like runs'.
+  std::map<int, std::shared_ptr<ExecutableNetwork>> smaller
+      ABSL_GUARDED_BY(mu);
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   // Runs that arrived while every replica sat on a dead device, waiting
   // for the re-provisioned plan (or the network's removal, or shutdown) to
   // start them again.
   std::vector<std::function<void()>> parked ABSL_GUARDED_BY(mu);
+  // Set when the network batches (AddNetworkOptions::batching); never
+  // changes after the add, also across re-provisioning (same shapes).
+  std::shared_ptr<Batcher> batcher;
 
   // Its serving statistics (thread-safe on its own).
   NetworkStatsRecorder stats;
@@ -60,6 +69,11 @@ struct RunMeasures {
   absl::Duration queued;     // When it asked for admission.
   absl::Duration admitted;   // When it was admitted.
   RunTimings timings;        // The executor's (ExecutionRequest::timings).
+  // A batched run: `admitted` and `timings` are its batch's, which counts
+  // the execution (see HostManager::MakeBatcher); `batch_admitted` says
+  // whether its batch was admitted (then the run counts in flight).
+  bool batched = false;
+  bool batch_admitted = false;
 };
 
 namespace {
@@ -94,6 +108,16 @@ bool Uses(const ExecutableNetwork& network, const DeviceManager* device) {
     }
   }
   return false;
+}
+
+// The batch sizes a batching network is compiled at: each preferred size
+// and max_batch_size, ascending (see runtime/batcher.h).
+std::vector<int> CompiledBatchSizes(const DynamicBatching& batching) {
+  std::vector<int> sizes = batching.preferred_batch_sizes;
+  sizes.push_back(batching.max_batch_size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
 }
 
 }  // namespace
@@ -161,7 +185,23 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
           "input '", in.name, "' has dtype ", DTypeName(in.tensor.dtype()),
           ", expected ", DTypeName(want.dtype)));
     }
-    if (in.tensor.shape() != want.shape) {
+    const int64_t max_batch = info.batching.max_batch_size;
+    if (max_batch > 0) {
+      // Batched: any rows from 1 to max_batch_size, the rest as declared.
+      const Shape& got = in.tensor.shape();
+      bool same = got.rank() == want.shape.rank() && got.rank() > 0;
+      for (int d = 1; same && d < got.rank(); ++d) {
+        same = got.dim(d) == want.shape.dim(d);
+      }
+      if (!same || got.dim(0) < 1 || got.dim(0) > max_batch) {
+        Shape expected = want.shape;
+        expected.mutable_dims()[0] = -1;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", in.name, "' has shape ", got.ToString(), ", expected ",
+            expected.ToString(), " with 1..", max_batch,
+            " rows (max_batch_size)"));
+      }
+    } else if (in.tensor.shape() != want.shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", in.name, "' has shape ", in.tensor.shape().ToString(),
           ", expected ", want.shape.ToString()));
@@ -179,6 +219,17 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
           absl::StrCat("missing input '", info.inputs[i].name, "' (",
                        DTypeName(info.inputs[i].dtype),
                        info.inputs[i].shape.ToString(), ")"));
+    }
+  }
+  // A batched run's inputs are rows of one batch: the same count for all.
+  for (size_t i = 1; info.batching.max_batch_size > 0 && i < bound.size();
+       ++i) {
+    if (bound[i].shape().dim(0) != bound[0].shape().dim(0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", info.inputs[i].name, "' has ", bound[i].shape().dim(0),
+          " rows but input '", info.inputs[0].name, "' has ",
+          bound[0].shape().dim(0), ": a batched run's inputs share their "
+          "first (batch) dimension"));
     }
   }
   return bound;
@@ -213,10 +264,11 @@ absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
   if (devices.empty()) {
     return absl::InvalidArgumentError("a HostManager needs a device");
   }
-  if (options.max_active_requests < 1 || options.max_queue_size < 0) {
+  if (options.max_active_requests < 1 || options.max_queue_size < 0 ||
+      options.priority_aging < 1) {
     return absl::InvalidArgumentError(
-        "max_active_requests must be positive and max_queue_size not "
-        "negative");
+        "max_active_requests and priority_aging must be positive and "
+        "max_queue_size not negative");
   }
   return std::unique_ptr<HostManager>(
       new HostManager(options, std::move(devices)));
@@ -237,7 +289,8 @@ HostManager::HostManager(HostManagerOptions options,
                          std::vector<std::unique_ptr<DeviceManager>> devices)
     : options_(options),
       devices_(std::move(devices)),
-      executor_(std::make_unique<Executor>()) {
+      executor_(std::make_unique<Executor>()),
+      batch_timer_(std::make_unique<BatchTimer>()) {
   for (const auto& device : devices_) {
     device_compute_[device->id()] = std::make_unique<DurationSeries>();
   }
@@ -251,6 +304,8 @@ HostManager::~HostManager() {
     monitor_stop_ = true;
   }
   monitor_.join();
+  // No batcher wakes up any more (they are closed, their requests failed).
+  batch_timer_.reset();
   absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks;
   {
     absl::MutexLock lock(&mu_);
@@ -264,6 +319,7 @@ HostManager::~HostManager() {
   for (auto& [name, entry] : networks) {
     absl::MutexLock lock(&entry->mu);
     entry->executable.reset();
+    entry->smaller.clear();
   }
   networks.clear();
 }
@@ -308,12 +364,14 @@ void HostManager::MonitorDevices() {
       for (const auto& [name, entry] : networks_) {
         absl::MutexLock entry_lock(&entry->mu);
         if (entry->executable == nullptr) continue;
+        bool uses = false;
         for (const DeviceManager* device : dead) {
-          if (Uses(*entry->executable, device)) {
-            affected.push_back(entry);
-            break;
+          uses = uses || Uses(*entry->executable, device);
+          for (const auto& [size, smaller] : entry->smaller) {
+            uses = uses || Uses(*smaller, device);
           }
         }
+        if (uses) affected.push_back(entry);
       }
     }
     for (const auto& entry : affected) Reprovision(entry, dead_names);
@@ -334,13 +392,24 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
     built = Build(entry->info.name, entry->model, options, &info);
     if (built.ok() || !absl::IsResourceExhausted(built.status())) break;
   }
-  std::shared_ptr<ExecutableNetwork> old;
+  // A batching network's other sizes, as many replicas: all or nothing.
+  absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>> smaller;
+  if (built.ok()) {
+    smaller = BuildSmaller(entry->info.name, entry->model, options);
+    if (!smaller.ok()) built = smaller.status();
+  }
+  std::vector<std::shared_ptr<ExecutableNetwork>> old;
   {
     absl::MutexLock lock(&mu_);
     absl::MutexLock entry_lock(&entry->mu);
-    old = std::move(entry->executable);
+    old.push_back(std::move(entry->executable));
+    for (auto& [size, executable] : entry->smaller) {
+      old.push_back(std::move(executable));
+    }
+    entry->smaller.clear();
     if (built.ok()) {
       entry->executable = *std::move(built);
+      entry->smaller = *std::move(smaller);
       info.unavailable_reason.clear();
       entry->info = std::move(info);
       GLINT_LOG_INFO(
@@ -361,11 +430,38 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
   // then its partitions are unloaded.
   absl::MutexLock entry_lock(&entry->mu);
   entry->mu.Await(absl::Condition(
-      +[](std::shared_ptr<ExecutableNetwork>* p) {
-        return p->use_count() <= 1;
+      +[](std::vector<std::shared_ptr<ExecutableNetwork>>* plans) {
+        for (const auto& p : *plans) {
+          if (p.use_count() > 1) return false;
+        }
+        return true;
       },
       &old));
-  old.reset();
+  old.clear();
+}
+
+absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
+HostManager::BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+                          const AddNetworkOptions& options) const {
+  std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
+  if (options.batching.max_batch_size <= 0) return smaller;
+  for (int size : CompiledBatchSizes(options.batching)) {
+    if (size == options.batching.max_batch_size) continue;
+    AddNetworkOptions at = options;
+    at.batching.max_batch_size = size;
+    at.batching.preferred_batch_sizes.clear();
+    NetworkInfo info;
+    absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
+        Build(name, onnx_model, at, &info);
+    if (!built.ok()) {
+      return absl::Status(
+          built.status().code(),
+          absl::StrCat("at preferred batch size ", size, ": ",
+                       built.status().message()));
+    }
+    smaller[size] = *std::move(built);
+  }
+  return smaller;
 }
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
@@ -374,6 +470,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
     const CachedPlan* types, const CachedPlan* plan, CachedPlan* made) const {
   ImportOptions import;
   import.input_shapes = options.input_shapes;
+  // A batching network is compiled at its largest batch (see batcher.h).
+  import.batch_size = options.batching.max_batch_size;
   import.run_inference = options_.run_onnx_inference;
   std::string inferred;
   if (types != nullptr) {
@@ -401,6 +499,23 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
   const absl::Time start = absl::Now();
   GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
   const absl::Time imported = absl::Now();
+  if (const int batch = options.batching.max_batch_size; batch > 0) {
+    // Every output must carry the batch too, to be split back.
+    if (graph.inputs.empty()) {
+      return absl::InvalidArgumentError(
+          "dynamic batching needs a network with inputs");
+    }
+    for (const ValueInfo& out : graph.outputs) {
+      if (out.shape.rank() < 1 || !out.shape.IsStatic() ||
+          out.shape.dim(0) != batch) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output '", Clip(out.name), "' has shape ", out.shape.ToString(),
+            " at max_batch_size ", batch,
+            ": dynamic batching needs the batch dimension first in every "
+            "input and output"));
+      }
+    }
+  }
   // Only healthy devices are planned for and placed on.
   std::vector<DeviceInfo> infos;
   std::vector<DeviceManager*> devices;
@@ -424,6 +539,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
                          Provisioner(std::move(devices)).Provision(dag));
   *info = DescribeNetwork(name, dag, *executable);
+  info->batching = options.batching;
   GLINT_LOG_INFO(
       "network '{}' built in {}: import {}{}, partition {}{}, compile and "
       "load {}",
@@ -458,6 +574,10 @@ std::string HostManager::PlanKey(absl::string_view onnx_model,
     absl::StrAppend(&what, ";place:", rule.pattern, "=", rule.logical_device);
   }
   absl::StrAppend(&what, ";user_config=", options.user_config);
+  // Only the size matters to the plan: the network is compiled at it.
+  if (options.batching.max_batch_size > 0) {
+    absl::StrAppend(&what, ";batch=", options.batching.max_batch_size);
+  }
   for (const auto& d : devices_) {
     const DeviceInfo info = d->GetDeviceInfo();
     if (!info.unhealthy_reason.empty()) continue;
@@ -499,6 +619,7 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
     return absl::InvalidArgumentError(absl::StrCat(
         "network name '", Clip(absl::CHexEscape(name)), "' is not UTF-8"));
   }
+  GLINT_RETURN_IF_ERROR(ValidateDynamicBatching(options.batching));
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) {
@@ -573,8 +694,15 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
     }
     entry->model = std::string(onnx_model);
     entry->options = options;
+    std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
+    if (options.batching.max_batch_size > 0) {
+      GLINT_ASSIGN_OR_RETURN(smaller,
+                             BuildSmaller(name, onnx_model, options));
+      GLINT_ASSIGN_OR_RETURN(entry->batcher, MakeBatcher(entry.get()));
+    }
     absl::MutexLock lock(&entry->mu);
     entry->executable = std::move(executable);
+    entry->smaller = std::move(smaller);
     return entry;
   }();
   // Durable before it is visible: once a client could see it, a restart
@@ -585,6 +713,7 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
         !s.ok()) {
       absl::MutexLock lock(&(*entry)->mu);
       (*entry)->executable.reset();
+      (*entry)->smaller.clear();
       entry = s;
     }
   }
@@ -633,9 +762,10 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
     entry = std::move(it->second);
     networks_.erase(it);
   }
-  // New runs can no longer find it: parked ones learn so now. Wait for the
-  // ones in flight.
+  // New runs can no longer find it: parked ones learn so now, and waiting
+  // ones are batched without further delay. Wait for the ones in flight.
   Unpark(*entry);
+  if (entry->batcher != nullptr) entry->batcher->Flush();
   absl::MutexLock lock(&entry->mu);
   entry->mu.Await(absl::Condition(
       +[](int* n) { return *n == 0; }, &entry->in_flight));
@@ -643,6 +773,7 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
   // callbacks may still hold the entry for a moment, but never touch the
   // executable again, and the caller expects the memory back on return.
   entry->executable.reset();
+  entry->smaller.clear();
   return absl::OkStatus();
 }
 
@@ -734,6 +865,15 @@ void LeaveNetwork(NetworkEntry& entry,
   absl::MutexLock lock(&entry.mu);
   executable.reset();
   --entry.in_flight;
+}
+
+// Drops a batch's reference to the plan it ran on, under entry.mu so that
+// re-provisioning, which waits for the old plan's last user, sees it.
+void LeaveNetworkPlan(NetworkEntry& entry,
+                      std::shared_ptr<ExecutableNetwork>& executable)
+    ABSL_LOCKS_EXCLUDED(entry.mu) {
+  absl::MutexLock lock(&entry.mu);
+  executable.reset();
 }
 
 // The executor's request for a run: the caller's inputs matched to the
@@ -834,6 +974,13 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   (*request)->timings =
       std::shared_ptr<RunTimings>(measures, &measures->timings);
 
+  if (entry->batcher != nullptr) {
+    EnqueueBatched(std::move(entry), std::move(executable),
+                   *std::move(request), std::move(measures), options.priority,
+                   std::move(done));
+    return;
+  }
+
   // 5. Finish: every path from here ends the run through it.
   auto finish = std::make_shared<RunFinish>(
       [this, entry, executable, measures, outputs = (*request)->outputs,
@@ -848,6 +995,7 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   measures->queued = MonotonicNow();
   entry->stats.AddQueued(1);
   absl::Status admission = Admit(
+      options.priority,
       [this, executable, entry, measures, request = *std::move(request),
        finish, queued](bool admitted) {
         entry->stats.AddQueued(-1);
@@ -924,21 +1072,19 @@ void HostManager::FinishRun(NetworkEntry& entry,
     success.compute_infer = absl::Nanoseconds(measures.timings.compute_ns);
     success.compute_output = absl::Nanoseconds(measures.timings.output_ns);
     success.partition_ns = measures.timings.partition_ns;
-    entry.stats.RecordExecution();
     entry.stats.RecordSuccess(success);
-    const RunTimings& timings = measures.timings;
-    for (size_t i = 0; i < timings.partition_device.size() &&
-                       i < timings.partition_ns.size();
-         ++i) {
-      auto device = device_compute_.find(timings.partition_device[i]);
-      if (device != device_compute_.end()) {
-        device->second->Record(absl::Nanoseconds(timings.partition_ns[i]));
-      }
+    // A batched run's batch counts the execution and the devices' time.
+    if (!measures.batched) {
+      entry.stats.RecordExecution();
+      RecordDeviceCompute(measures.timings);
     }
   } else {
     entry.stats.RecordFailure(request);
   }
-  if (started) entry.stats.AddInFlight(-1);
+  if (started || measures.batch_admitted) entry.stats.AddInFlight(-1);
+  if (measures.batched && !measures.batch_admitted) {
+    entry.stats.AddQueued(-1);
+  }
   absl::StatusOr<std::vector<NamedTensor>> named;
   if (result.ok()) {
     std::vector<NamedTensor> list;
@@ -960,19 +1106,21 @@ void HostManager::FinishRun(NetworkEntry& entry,
   done(std::move(named));
 }
 
-absl::Status HostManager::Admit(std::function<void(bool)> start) {
+absl::Status HostManager::Admit(int priority,
+                                std::function<void(bool)> start) {
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) {
       return absl::UnavailableError("the host manager is shutting down");
     }
     if (active_ >= options_.max_active_requests) {
-      if (static_cast<int>(pending_.size()) >= options_.max_queue_size) {
+      if (static_cast<int>(pending_size_) >= options_.max_queue_size) {
         return absl::ResourceExhaustedError(absl::StrCat(
-            "too many requests: ", active_, " running and ", pending_.size(),
+            "too many requests: ", active_, " running and ", pending_size_,
             " queued (max_queue_size)"));
       }
-      pending_.push_back(std::move(start));
+      pending_[priority].push_back({std::move(start), next_seq_++, admitted_});
+      ++pending_size_;
       return absl::OkStatus();
     }
     ++active_;
@@ -981,17 +1129,181 @@ absl::Status HostManager::Admit(std::function<void(bool)> start) {
   return absl::OkStatus();
 }
 
+std::function<void(bool)> HostManager::PopPending() {
+  // The head of each priority's FIFO is its oldest, hence most aged, run:
+  // the best of the heads is the best of all. Few distinct priorities wait
+  // at once in practice; at worst this scans max_queue_size heads.
+  auto best = pending_.end();
+  int64_t best_rank = 0;
+  uint64_t best_seq = 0;
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    const Queued& head = it->second.front();
+    const int64_t rank =
+        static_cast<int64_t>(it->first) +
+        static_cast<int64_t>((admitted_ - head.enqueued) /
+                             static_cast<uint64_t>(options_.priority_aging));
+    if (best == pending_.end() || rank > best_rank ||
+        (rank == best_rank && head.seq < best_seq)) {
+      best = it;
+      best_rank = rank;
+      best_seq = head.seq;
+    }
+  }
+  std::function<void(bool)> next = std::move(best->second.front().start);
+  best->second.pop_front();
+  if (best->second.empty()) pending_.erase(best);
+  --pending_size_;
+  ++admitted_;
+  return next;
+}
+
 void HostManager::Release() {
   std::function<void(bool)> next;
   {
     absl::MutexLock lock(&mu_);
     --active_;
-    if (pending_.empty() || shutting_down_) return;
-    next = std::move(pending_.front());
-    pending_.pop_front();
+    if (pending_size_ == 0 || shutting_down_) return;
+    next = PopPending();
     ++active_;
   }
   next(true);
+}
+
+absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
+    NetworkEntry* entry) {
+  BatcherOptions options;
+  options.batching = entry->options.batching;
+  options.inputs = entry->info.inputs;
+  options.outputs = entry->info.outputs;
+  // One batch per pipeline stage of each replica, and one more ready
+  // behind them, so that devices never wait for the host to form the next.
+  options.max_in_flight =
+      std::max(1, entry->info.replicas) *
+          std::max<int>(1, static_cast<int>(entry->info.partitions.size())) +
+      1;
+  options.max_queue_size = options_.max_queue_size;
+  options.sizes = CompiledBatchSizes(entry->options.batching);
+  const int num_outputs = static_cast<int>(entry->info.outputs.size());
+  // `entry` outlives every batch: a batch runs only for requests that hold
+  // the entry until they are answered.
+  BatchExecutor execute = [this, entry, num_outputs](BatchExecution batch,
+                                                     BatchDone done) {
+    // The batch's own reference to the plan, dropped under entry->mu when
+    // it ends (as a run's, see NetworkEntry::executable).
+    auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
+    {
+      // The plan compiled at the batch's size (it is padded to one).
+      absl::MutexLock lock(&entry->mu);
+      auto it = entry->smaller.find(static_cast<int>(batch.size));
+      if (it != entry->smaller.end()) {
+        *executable = it->second;
+      } else if (batch.size == entry->options.batching.max_batch_size) {
+        *executable = entry->executable;
+      }
+    }
+    if (*executable == nullptr) {
+      done(absl::UnavailableError(
+          absl::StrCat("network '", Clip(entry->info.name),
+                       "' is unavailable: ", entry->info.unavailable_reason)));
+      return;
+    }
+    std::shared_ptr<BatchMeasures> measures = batch.measures;
+    ExecutionRequest request;
+    request.inputs = std::move(batch.inputs);
+    for (int i = 0; i < num_outputs; ++i) request.outputs.push_back(i);
+    request.deadline = batch.deadline;
+    request.shutdown = shutdown_token_;
+    request.trace = std::move(batch.trace);
+    request.timings =
+        std::shared_ptr<RunTimings>(measures, &measures->timings);
+    auto shared_done = std::make_shared<BatchDone>(std::move(done));
+    const int members = batch.requests;
+    absl::Status admission = Admit(
+        batch.priority, [this, entry, executable, shared_done, measures,
+                         members,
+                         request = std::make_shared<ExecutionRequest>(
+                             std::move(request))](bool admitted) {
+          if (!admitted) {
+            LeaveNetworkPlan(*entry, *executable);
+            (*shared_done)(
+                absl::UnavailableError("the host manager is shutting down"));
+            return;
+          }
+          // Its members leave the queue for the devices together.
+          measures->admitted = true;
+          measures->admitted_at = MonotonicNow();
+          entry->stats.AddQueued(-members);
+          entry->stats.AddInFlight(members);
+          executor_->Run(
+              **executable, std::move(*request),
+              [this, entry, executable, measures,
+               shared_done](absl::StatusOr<std::vector<Tensor>> result) {
+                // One execution however many requests it served.
+                if (result.ok()) {
+                  entry->stats.RecordExecution();
+                  RecordDeviceCompute(measures->timings);
+                }
+                LeaveNetworkPlan(*entry, *executable);
+                Release();
+                if (!result.ok() && absl::IsUnavailable(result.status())) {
+                  RequestDeviceCheck();
+                }
+                (*shared_done)(std::move(result));
+              });
+        });
+    if (!admission.ok()) {
+      LeaveNetworkPlan(*entry, *executable);
+      (*shared_done)(admission);
+    }
+  };
+  return Batcher::Create(std::move(options), std::move(execute),
+                         batch_timer_.get());
+}
+
+void HostManager::EnqueueBatched(
+    std::shared_ptr<NetworkEntry> entry,
+    std::shared_ptr<std::shared_ptr<ExecutableNetwork>> executable,
+    std::shared_ptr<ExecutionRequest> request,
+    std::shared_ptr<RunMeasures> measures, int priority, RunCallback done) {
+  // Each request ends as a run that was never admitted itself (its batch
+  // holds the admission slot); waiting to be batched counts as queued.
+  measures->batched = true;
+  measures->queued = MonotonicNow();
+  entry->stats.AddQueued(1);
+  auto finish = std::make_shared<RunFinish>(
+      [this, entry, executable, measures, outputs = request->outputs,
+       done = std::move(done)](absl::StatusOr<std::vector<Tensor>> result,
+                               bool started) {
+        FinishRun(*entry, *executable, outputs, std::move(result), started,
+                  *measures, done);
+      });
+  BatchRequest batched;
+  batched.inputs = std::move(request->inputs);
+  batched.outputs = request->outputs;
+  batched.deadline = request->deadline;
+  batched.cancel = request->cancel;
+  batched.priority = priority;
+  batched.trace = request->trace;
+  batched.done = [finish, measures](absl::StatusOr<std::vector<Tensor>> result,
+                                    const BatchMeasures& batch) {
+    measures->batch_admitted = batch.admitted;
+    measures->admitted = batch.admitted_at;
+    measures->timings = batch.timings;
+    (*finish)(std::move(result), /*started=*/false);
+  };
+  absl::Status queued = entry->batcher->Enqueue(std::move(batched));
+  if (!queued.ok()) (*finish)(queued, false);
+}
+
+void HostManager::RecordDeviceCompute(const RunTimings& timings) {
+  for (size_t i = 0; i < timings.partition_device.size() &&
+                     i < timings.partition_ns.size();
+       ++i) {
+    auto device = device_compute_.find(timings.partition_device[i]);
+    if (device != device_compute_.end()) {
+      device->second->Record(absl::Nanoseconds(timings.partition_ns[i]));
+    }
+  }
 }
 
 absl::StatusOr<std::vector<NamedTensor>> HostManager::RunNetwork(
@@ -1009,20 +1321,29 @@ absl::StatusOr<std::vector<NamedTensor>> HostManager::RunNetwork(
 }
 
 void HostManager::Shutdown() {
-  std::deque<std::function<void(bool)>> refused;
+  std::map<int, std::deque<Queued>> refused;
   {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
     refused.swap(pending_);
+    pending_size_ = 0;
   }
   shutdown_token_->Cancel();
-  for (auto& start : refused) start(false);
+  for (auto& [priority, queue] : refused) {
+    for (Queued& run : queue) run.start(false);
+  }
   std::vector<std::shared_ptr<NetworkEntry>> entries;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [name, entry] : networks_) entries.push_back(entry);
   }
-  for (const auto& entry : entries) Unpark(*entry);  // Refused now.
+  for (const auto& entry : entries) {
+    Unpark(*entry);  // Refused now.
+    if (entry->batcher != nullptr) {
+      entry->batcher->Close(
+          absl::UnavailableError("the host manager is shutting down"));
+    }
+  }
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
       +[](int* active) { return *active == 0; }, &active_));

@@ -37,12 +37,16 @@
 
 namespace glint {
 
+class BatchTimer;
+class Batcher;
 class DeviceManager;
 class DurationSeries;
 class Executor;
+struct ExecutionRequest;
+struct RunMeasures;
+struct RunTimings;
 struct ExecutableNetwork;
 struct NetworkEntry;
-struct RunMeasures;
 
 // A network's plan as the plan cache keeps it: the costly, derived parts of
 // an AddNetwork (the seed's "generated code"), replayed when a network is
@@ -88,6 +92,16 @@ struct HostManagerOptions {
   // Runs waiting for a slot; beyond it RunNetwork fails fast with
   // RESOURCE_EXHAUSTED rather than blocking.
   int max_queue_size = 1024;
+  // The admission queue orders waiting runs by RunOptions::priority (larger
+  // first), first come first served among equals. So that a steady stream
+  // of urgent runs cannot starve the others, a waiting run ages: every
+  // `priority_aging` runs admitted from the queue while it waits raise its
+  // priority by one, and among equal (aged) priorities the older run goes
+  // first. A run of priority p is thus admitted after at most
+  // priority_aging × (P − p) + max_queue_size others, P being the highest
+  // priority that arrives meanwhile. Deterministic (counted in admissions,
+  // not time) so that tests need no clock. Must be >= 1.
+  int priority_aging = 16;
   // Where AddNetwork runs ONNX's checker and shape inference (see
   // ImportOptions::run_inference). Unset: in this process, trusting every
   // model; glintd runs them in a helper process (onnx/import_sandbox.h).
@@ -146,7 +160,11 @@ class HostManager {
   // Runs `name` on `inputs` (each graph input exactly once, by name, with
   // the declared dtype and shape; else INVALID_ARGUMENT naming the input and
   // what was expected). `done` is called exactly once, possibly on another
-  // thread, possibly before RunNetworkAsync returns.
+  // thread, possibly before RunNetworkAsync returns. A network added with
+  // dynamic batching takes 1..max_batch_size rows (the same number for
+  // every input) and answers with as many; its runs are merged with others
+  // (runtime/batcher.h). Runs waiting for admission go by
+  // RunOptions::priority (see HostManagerOptions::priority_aging).
   void RunNetworkAsync(absl::string_view name, std::vector<NamedTensor> inputs,
                        const RunOptions& options, RunCallback done);
   // Blocking helper over RunNetworkAsync.
@@ -196,6 +214,11 @@ class HostManager {
       const AddNetworkOptions& options, NetworkInfo* info,
       const CachedPlan* types = nullptr, const CachedPlan* plan = nullptr,
       CachedPlan* made = nullptr) const;
+  // For a batching network: Build at each preferred batch size below
+  // max_batch_size (see runtime/batcher.h), by size.
+  absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
+  BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+               const AddNetworkOptions& options) const;
   // What a plan of this network would be made for, over today's healthy
   // devices (CachedPlan::key).
   std::string PlanKey(absl::string_view onnx_model,
@@ -240,6 +263,21 @@ class HostManager {
                  const RunMeasures& measures, const RunCallback& done)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The batcher of a network added with batching: its batches go through
+  // admission (one slot each, the most urgent member's priority) and run
+  // on the executor like a single run.
+  absl::StatusOr<std::shared_ptr<Batcher>> MakeBatcher(NetworkEntry* entry);
+  // RunNetworkAsync's path for a batching network, from step 3 (the request
+  // is checked): queues it in the network's batcher.
+  void EnqueueBatched(std::shared_ptr<NetworkEntry> entry,
+                      std::shared_ptr<std::shared_ptr<ExecutableNetwork>>
+                          executable,
+                      std::shared_ptr<ExecutionRequest> request,
+                      std::shared_ptr<RunMeasures> measures, int priority,
+                      RunCallback done);
+  // Adds a run's (or batch's) partition launches to their devices' series.
+  void RecordDeviceCompute(const RunTimings& timings);
+
   // AddNetwork and RestoreNetwork: `record` says whether to journal it.
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,
                                   absl::string_view onnx_model,
@@ -247,10 +285,11 @@ class HostManager {
                                   bool record);
 
   // Admission control. Starts `start(true)` now if fewer than
-  // max_active_requests run, else queues it (never blocking the caller);
+  // max_active_requests run, else queues it by `priority` (see
+  // HostManagerOptions::priority_aging; never blocking the caller);
   // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE when shutting
   // down. A queued run refused by Shutdown gets `start(false)`.
-  absl::Status Admit(std::function<void(bool admitted)> start)
+  absl::Status Admit(int priority, std::function<void(bool admitted)> start)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Ends an admitted run and starts the next queued one.
   void Release() ABSL_LOCKS_EXCLUDED(mu_);
@@ -267,7 +306,18 @@ class HostManager {
   // Names being added: reserved so that a concurrent duplicate add fails.
   absl::flat_hash_map<std::string, bool> adding_ ABSL_GUARDED_BY(mu_);
   int active_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<std::function<void(bool)>> pending_ ABSL_GUARDED_BY(mu_);
+  // The admission queue: one FIFO per priority (see priority_aging).
+  struct Queued {
+    std::function<void(bool)> start;
+    uint64_t seq = 0;       // Arrival order.
+    uint64_t enqueued = 0;  // admitted_ when it arrived: its age's origin.
+  };
+  std::map<int, std::deque<Queued>> pending_ ABSL_GUARDED_BY(mu_);
+  size_t pending_size_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t admitted_ ABSL_GUARDED_BY(mu_) = 0;  // Runs taken off the queue.
+  // Takes the next run to admit off the non-empty queue.
+  std::function<void(bool)> PopPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   const std::shared_ptr<CancellationToken> shutdown_token_ =
       std::make_shared<CancellationToken>();
@@ -281,6 +331,10 @@ class HostManager {
   absl::flat_hash_set<const DeviceManager*> failed_devices_
       ABSL_GUARDED_BY(monitor_mu_);
   std::thread monitor_;  // Runs MonitorDevices(); joined by the destructor.
+  // Wakes the batchers of networks with dynamic batching (one thread for
+  // all, started by the first that waits). Declared last: destroyed (its
+  // thread joined) before anything a batcher's wake-up could touch.
+  std::unique_ptr<BatchTimer> batch_timer_;
 };
 
 }  // namespace glint

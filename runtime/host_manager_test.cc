@@ -5,9 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/cancellation.h"
 #include "devices/device_registry.h"
+#include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -356,6 +358,176 @@ TEST(HostManagerTest, AProgramsOwnDeviceTypeCanBeNamedInConfigs) {
   auto out = (*host)->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear((*out)[0].tensor, MlpReference(x, 2, 4, 4));
+}
+
+// --- Priority admission ----------------------------------------------------
+
+// Lets launches through one at a time, as the test grants passes.
+class Gate {
+ public:
+  void Pass() {
+    absl::MutexLock lock(&mu_);
+    ++waiting_;
+    mu_.Await(absl::Condition(
+        +[](int* permits) { return *permits > 0; }, &permits_));
+    --permits_;
+    --waiting_;
+  }
+  void Open(int n) {
+    absl::MutexLock lock(&mu_);
+    permits_ += n;
+  }
+  void AwaitWaiting(int n) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return waiting_ >= n;
+    };
+    mu_.Await(absl::Condition(&enough));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int permits_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A sim device whose every launch first passes the gate.
+class GatedDevice : public FaultInjectingDevice {
+ public:
+  GatedDevice(std::unique_ptr<DeviceManager> inner, Gate* gate)
+      : FaultInjectingDevice(std::move(inner)), gate_(gate) {}
+  void Launch(Stream& stream, const LoadedFunction& function,
+              std::vector<const DeviceTensor*> inputs,
+              std::vector<DeviceTensor*> outputs) override {
+    stream.EnqueueHostCallback([gate = gate_] {
+      gate->Pass();
+      return absl::OkStatus();
+    });
+    FaultInjectingDevice::Launch(stream, function, std::move(inputs),
+                                 std::move(outputs));
+  }
+
+ private:
+  Gate* const gate_;
+};
+
+// One run at a time, each held at the gate until the test lets it pass;
+// the runs' names in the order they finished (= were admitted).
+class OrderedRuns {
+ public:
+  explicit OrderedRuns(int aging) {
+    DeviceConfig config;
+    config.memory_bytes = 64 * kMiB;
+    std::vector<std::unique_ptr<DeviceManager>> devices;
+    auto sim = SimDevice::Create(0, config);
+    EXPECT_TRUE(sim.ok());
+    devices.push_back(std::make_unique<GatedDevice>(
+        std::unique_ptr<DeviceManager>(*std::move(sim)), &gate_));
+    HostManagerOptions options;
+    options.max_active_requests = 1;
+    options.priority_aging = aging;
+    auto host = HostManager::Create(options, std::move(devices));
+    EXPECT_TRUE(host.ok()) << host.status();
+    host_ = *std::move(host);
+    EXPECT_TRUE(host_->AddNetwork("mlp", MakeMlpModel(1, 4, 4), {}).ok());
+  }
+  ~OrderedRuns() {
+    gate_.Open(1 << 20);  // Whatever still waits ends.
+    host_.reset();
+  }
+
+  void Run(const std::string& name, int priority) {
+    std::vector<float> x;
+    RunOptions options;
+    options.priority = priority;
+    host_->RunNetworkAsync(
+        "mlp", {{"x", Input(1, 4, 1, &x)}}, options,
+        [this, name](absl::StatusOr<std::vector<NamedTensor>> result) {
+          EXPECT_TRUE(result.ok()) << name << ": " << result.status();
+          absl::MutexLock lock(&mu_);
+          finished_.push_back(name);
+        });
+  }
+  // Starts a run that holds the only slot at the gate.
+  void Block(const std::string& name) {
+    Run(name, 0);
+    gate_.AwaitWaiting(1);
+  }
+  // Lets the run at the gate finish; the next one is admitted (and held).
+  void Step() {
+    size_t before;
+    {
+      absl::MutexLock lock(&mu_);
+      before = finished_.size();
+    }
+    gate_.Open(1);
+    absl::MutexLock lock(&mu_);
+    auto more = [this, before]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return finished_.size() > before;
+    };
+    mu_.Await(absl::Condition(&more));
+  }
+  std::vector<std::string> finished() {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
+
+ private:
+  Gate gate_;
+  std::unique_ptr<HostManager> host_;
+  absl::Mutex mu_;
+  std::vector<std::string> finished_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(HostManagerTest, QueuedRunsAreAdmittedByPriorityThenArrival) {
+  OrderedRuns runs(/*aging=*/1000);
+  runs.Block("blocker");
+  for (auto [name, priority] : std::vector<std::pair<std::string, int>>{
+           {"low", -1}, {"a0", 0}, {"b5", 5}, {"c0", 0}, {"d10", 10},
+           {"e5", 5}, {"f0", 0}}) {
+    runs.Run(name, priority);
+  }
+  for (int i = 0; i < 8; ++i) runs.Step();
+  EXPECT_EQ(runs.finished(),
+            (std::vector<std::string>{"blocker", "d10", "b5", "e5", "a0",
+                                      "c0", "f0", "low"}));
+}
+
+// A steady stream of urgent runs: without aging the low one waits for as
+// long as they come; with aging 2 it goes after two of them.
+TEST(HostManagerTest, AgingKeepsLowPriorityRunsFromStarving) {
+  for (int aging : {2, 1000}) {
+    SCOPED_TRACE(aging);
+    OrderedRuns runs(aging);
+    runs.Block("blocker");
+    runs.Run("low", 0);
+    runs.Run("h1", 1);
+    for (int i = 2; i <= 6; ++i) {
+      runs.Step();  // Admits the next run, then another urgent one comes.
+      runs.Run("h" + std::to_string(i), 1);
+    }
+    std::vector<std::string> first = runs.finished();
+    if (aging == 2) {
+      EXPECT_EQ(first, (std::vector<std::string>{"blocker", "h1", "h2", "low",
+                                                 "h3"}));
+    } else {
+      EXPECT_EQ(first, (std::vector<std::string>{"blocker", "h1", "h2", "h3",
+                                                 "h4"}));
+    }
+    for (int i = 0; i < 3; ++i) runs.Step();
+    EXPECT_EQ(runs.finished().size(), 8u);
+    if (aging != 2) {
+      EXPECT_EQ(runs.finished().back(), "low");
+    }
+  }
+}
+
+TEST(HostManagerTest, PriorityAgingMustBePositive) {
+  HostManagerOptions options;
+  options.priority_aging = 0;
+  DeviceConfig config;
+  EXPECT_EQ(HostManager::CreateFromConfigs(options, {config}).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(HostManagerTest, UnknownDeviceTypeIsNotFound) {

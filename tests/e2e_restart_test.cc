@@ -135,5 +135,47 @@ TEST(RestartTest, AcknowledgedNetworksSurviveAKillNineAmidAddsAndRemoves) {
   }
 }
 
+// A network's dynamic batching is part of what the store keeps: after a
+// restart it is still batched, with the same options, and still computes.
+TEST(RestartTest, DynamicBatchingSurvivesARestart) {
+  const std::string store = testing::NewTempDir("store");
+  const std::vector<std::string> args = {"--store_dir=" + store};
+  AddNetworkOptions options;
+  options.batching.max_batch_size = 8;
+  options.batching.max_queue_delay = absl::Microseconds(250);
+  options.batching.preferred_batch_sizes = {2, 4};
+  {
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> d =
+        GlintdProcess::Start(args);
+    ASSERT_TRUE(d.ok()) << d.status();
+    absl::StatusOr<NetworkInfo> added = (*d)->client().AddNetwork(
+        "mlp", testing::MakeMlpModel(-1, 4, 3), options);
+    ASSERT_TRUE(added.ok()) << added.status();
+    EXPECT_EQ(added->batching.max_batch_size, 8);
+  }  // Stopped.
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> again =
+      GlintdProcess::Start(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<NetworkInfo> info = (*again)->client().GetNetwork("mlp");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->unavailable_reason.empty()) << info->unavailable_reason;
+  EXPECT_EQ(info->batching.max_batch_size, 8);
+  EXPECT_EQ(info->batching.max_queue_delay, absl::Microseconds(250));
+  EXPECT_EQ(info->batching.preferred_batch_sizes, (std::vector<int>{2, 4}));
+  EXPECT_EQ(info->inputs[0].shape, Shape({8, 4}));
+  // A run of 3 rows, as batching allows (unbatched, the network would take
+  // exactly its bound shape).
+  std::vector<float> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  absl::StatusOr<std::vector<NamedTensor>> out = (*again)->client().RunNetwork(
+      "mlp", {{"x", Tensor::FromVector(DType::kFloat32, Shape({3, 4}), x)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::vector<float> want = testing::MlpReference(x, 3, 4, 3);
+  ASSERT_EQ((*out)[0].tensor.shape(), Shape({3, 3}));
+  for (int j = 0; j < 9; ++j) {
+    EXPECT_NEAR((*out)[0].tensor.data<float>()[j], want[j], 1e-4);
+  }
+}
+
 }  // namespace
 }  // namespace glint

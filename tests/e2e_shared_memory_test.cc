@@ -309,6 +309,8 @@ TEST_F(SharedMemoryTest, CliRunWithShmMatchesRunWithout) {
 struct PerfRow {
   int concurrency = 0;
   double runs = 0, errors = 0, throughput = 0, p50 = 0, p90 = 0, p99 = 0;
+  // -1 for "-" (no statistics over the level).
+  double queue_us = -1, compute_us = -1;
 };
 
 std::vector<PerfRow> ParsePerfTable(const std::string& text) {
@@ -331,7 +333,9 @@ std::vector<PerfRow> ParsePerfTable(const std::string& text) {
         !absl::SimpleAtod(f[3], &row.throughput) ||
         !absl::SimpleAtod(f[4], &row.p50) ||
         !absl::SimpleAtod(f[5], &row.p90) ||
-        !absl::SimpleAtod(f[6], &row.p99)) {
+        !absl::SimpleAtod(f[6], &row.p99) ||
+        (f[7] != "-" && !absl::SimpleAtod(f[7], &row.queue_us)) ||
+        (f[8] != "-" && !absl::SimpleAtod(f[8], &row.compute_us))) {
       continue;
     }
     rows.push_back(row);
@@ -359,6 +363,11 @@ TEST_F(SharedMemoryTest, GlintPerfPrintsEveryLevelWithoutErrors) {
       EXPECT_GT(row.throughput, 0);
       EXPECT_LE(row.p50, row.p90);
       EXPECT_LE(row.p90, row.p99);
+      // The server's split, from GetStatistics: compute takes time, and a
+      // run's server side is shorter than what its client waited.
+      EXPECT_GE(row.queue_us, 0) << r.stdout_text;
+      EXPECT_GT(row.compute_us, 0) << r.stdout_text;
+      EXPECT_LT(row.compute_us / 1000, row.p99) << r.stdout_text;
     }
     std::ifstream file(csv);
     std::stringstream content;
@@ -386,6 +395,7 @@ TEST_F(SharedMemoryTest, GlintPerfCountsFailedRunsAsErrors) {
   ASSERT_EQ(rows.size(), 1u) << r.stdout_text;
   EXPECT_EQ(rows[0].runs, 0);
   EXPECT_GT(rows[0].errors, 0);
+  EXPECT_EQ(rows[0].compute_us, -1);  // No successful run to split.
   EXPECT_THAT(r.stdout_text, HasSubstr("INVALID_ARGUMENT"));
   EXPECT_THAT(r.stderr_text, HasSubstr("glint: error: INVALID_ARGUMENT"));
 }

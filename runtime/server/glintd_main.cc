@@ -4,7 +4,10 @@
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
-//          [--import_time_limit=120s]
+//          [--import_time_limit=120s] [--max_active_runs=64]
+//          [--max_queued_runs=1024] [--grpc_memory_limit=2GiB]
+//          [--grpc_max_threads=8] [--blocking_call_threads=2]
+//          [--blocking_call_queue=64]
 //          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
 //          [--auth_tokens=FILE]
 //   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
@@ -45,8 +48,10 @@
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/security_options.h"
+#include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
 #include "runtime/server/shared_memory.h"
+#include "runtime/server/worker_pool.h"
 #include "store/network_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -74,6 +79,24 @@ ABSL_FLAG(std::string, import_memory_limit, "8GiB",
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
           "CPU and wall-clock time the import helper gets per model.");
+ABSL_FLAG(int, max_active_runs, 64,
+          "Runs executing at once; more wait in the admission queue.");
+ABSL_FLAG(int, max_queued_runs, 1024,
+          "Runs waiting for admission; beyond it RunNetwork fails at once "
+          "with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, grpc_memory_limit, "2GiB",
+          "gRPC's resource quota for memory (buffers of calls in progress); "
+          "over it new calls fail with RESOURCE_EXHAUSTED. Below 2 GiB, "
+          "messages near the 1 GiB limit may not fit.");
+ABSL_FLAG(int, grpc_max_threads, 8,
+          "gRPC's resource quota for threads of synchronous services (only "
+          "reflection is one; calls of glint.v1 run on gRPC's callback "
+          "pool and never wait on a run).");
+ABSL_FLAG(int, blocking_call_threads, 2,
+          "Threads for calls that block (AddNetwork, RemoveNetwork).");
+ABSL_FLAG(int, blocking_call_queue, 64,
+          "Blocking calls waiting for one of those threads; beyond it they "
+          "fail at once with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) of the server: serve TLS only. Needs "
           "--tls_key.");
@@ -136,6 +159,8 @@ absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
   sandbox.max_wall_time = import_time;
   sandbox.cancel = std::move(cancel);
   HostManagerOptions options;
+  options.max_active_requests = absl::GetFlag(FLAGS_max_active_runs);
+  options.max_queue_size = absl::GetFlag(FLAGS_max_queued_runs);
   options.run_onnx_inference = [sandbox](const std::string& request) {
     return RunImportHelper(sandbox, request);
   };
@@ -294,14 +319,28 @@ int Run() {
     return 1;
   }
 
-  // Shared-memory regions of local clients, for every service (a region
-  // registered through one is usable through the other).
-  SharedMemoryRegistry shared_memory;
-  GlintServiceImpl service(host_manager->get(), authorizer.get(),
-                           &shared_memory);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
+  GrpcServerOptions server_options;
+  absl::StatusOr<uint64_t> grpc_memory =
+      ParseByteSize(absl::GetFlag(FLAGS_grpc_memory_limit));
+  if (!grpc_memory.ok()) {
+    GLINT_LOG_ERROR("--grpc_memory_limit: {}",
+                    grpc_memory.status().ToString());
+    return 1;
+  }
+  server_options.memory_quota_bytes = *grpc_memory;
+  server_options.max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
+  server_options.credentials = MakeServerCredentials(*tls);
+  WorkerPoolOptions blocking_options;
+  blocking_options.threads = absl::GetFlag(FLAGS_blocking_call_threads);
+  blocking_options.max_queued = absl::GetFlag(FLAGS_blocking_call_queue);
+  blocking_options.name = "glint-blocking";
+  for (const absl::Status& s : {ValidateGrpcServerOptions(server_options),
+                                WorkerPool::Validate(blocking_options)}) {
+    if (!s.ok()) {
+      GLINT_LOG_ERROR("{}", s.ToString());
+      return 1;
+    }
+  }
   absl::StatusOr<std::string> chosen =
       ChooseListenPort(absl::GetFlag(FLAGS_listen));
   if (!chosen.ok()) {
@@ -309,11 +348,24 @@ int Run() {
     return 1;
   }
   const std::string listen = *chosen;
+  server_options.listen = listen;
+
+  // Outlives the server (declared before it): its tasks answer calls.
+  WorkerPool blocking(blocking_options);
+  // Every service shares the HostManager, the blocking pool, the
+  // authorizer and the server's settings; a further service registers
+  // beside glint.v1 here.
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  SharedMemoryRegistry shared_memory;
+  GlintServiceImpl glint_service(host_manager->get(), &blocking,
+                                 authorizer.get(), &shared_memory);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, MakeServerCredentials(*tls), &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&service);
+  ConfigureServerBuilder(server_options, &builder, &port);
+  builder.RegisterService(&glint_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     GLINT_LOG_ERROR("cannot listen on {}", listen);

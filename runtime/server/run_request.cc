@@ -8,9 +8,9 @@
 
 namespace glint {
 
-absl::StatusOr<PreparedRun> PrepareRun(const v1::RunNetworkRequest& request,
+absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& request,
                                        const SharedMemoryRegistry& registry) {
-  PreparedRun run;
+  DecodedRunRequest run;
   run.inputs.reserve(request.inputs_size());
   for (const v1::Tensor& proto : request.inputs()) {
     if (!proto.has_shared_memory()) {
@@ -38,7 +38,7 @@ absl::StatusOr<PreparedRun> PrepareRun(const v1::RunNetworkRequest& request,
       return absl::InvalidArgumentError(absl::StrCat(
           what, " has a shared-memory window but is not requested"));
     }
-    PreparedRun::OutputWindow window;
+    DecodedRunRequest::OutputWindow window;
     window.output = output;
     window.ref = SharedMemoryRefFromProto(ref_proto);
     GLINT_ASSIGN_OR_RETURN(window.view, registry.View(window.ref, what));
@@ -47,13 +47,13 @@ absl::StatusOr<PreparedRun> PrepareRun(const v1::RunNetworkRequest& request,
   return run;
 }
 
-absl::Status MakeRunResponse(const PreparedRun& run,
+absl::Status EncodeRunResponse(const DecodedRunRequest& run,
                              const std::vector<NamedTensor>& outputs,
                              v1::RunNetworkResponse* response) {
   // Every window is checked before any is written: a refused reply leaves
   // the client's memory as it was.
-  std::vector<const PreparedRun::OutputWindow*> window_of(outputs.size());
-  for (const PreparedRun::OutputWindow& w : run.output_windows) {
+  std::vector<const DecodedRunRequest::OutputWindow*> window_of(outputs.size());
+  for (const DecodedRunRequest::OutputWindow& w : run.output_windows) {
     auto it = std::find_if(
         outputs.begin(), outputs.end(),
         [&](const NamedTensor& t) { return t.name == w.output; });
@@ -81,7 +81,7 @@ absl::Status MakeRunResponse(const PreparedRun& run,
       if (!s.ok()) return absl::InternalError(s.message());
       continue;
     }
-    const PreparedRun::OutputWindow& w = *window_of[i];
+    const DecodedRunRequest::OutputWindow& w = *window_of[i];
     GLINT_RETURN_IF_ERROR(CopyTensorToWindow(
         t.tensor, w.view, absl::StrCat("output '", t.name, "'")));
     SharedMemoryTensor written{t.name, t.tensor.dtype(), t.tensor.shape(),

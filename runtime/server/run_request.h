@@ -6,7 +6,7 @@
 //
 // Kept apart from the service so that the handler stays thin whatever API
 // it is written on (sync or callback) and this is tested without gRPC.
-// Functions are thread-safe (the registry is); a PreparedRun is
+// Functions are thread-safe (the registry is); a DecodedRunRequest is
 // thread-compatible.
 #ifndef GLINT_RUNTIME_SERVER_RUN_REQUEST_H_
 #define GLINT_RUNTIME_SERVER_RUN_REQUEST_H_
@@ -26,7 +26,7 @@ namespace glint {
 // What a run needs besides the network's name. Holds the shared-memory
 // regions it uses (inputs through their tensors, outputs through their
 // windows) until it is destroyed: keep it until the reply is made.
-struct PreparedRun {
+struct DecodedRunRequest {
   std::vector<NamedTensor> inputs;
   // requested_outputs and trace from the request; the caller adds the
   // deadline, cancellation and priority.
@@ -44,14 +44,14 @@ struct PreparedRun {
 // its region or not the tensor's size, or an output window for an output
 // that requested_outputs leaves out. FAILED_PRECONDITION for a region whose
 // object was shrunk.
-absl::StatusOr<PreparedRun> PrepareRun(const v1::RunNetworkRequest& request,
+absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& request,
                                        const SharedMemoryRegistry& registry);
 
 // Fills `response` with the run's `outputs` (in their order); those with a
 // window are copied into it. INVALID_ARGUMENT when a window names no output
 // of the run or is too small for it (nothing is written into any window
 // then); INTERNAL when an output cannot travel.
-absl::Status MakeRunResponse(const PreparedRun& run,
+absl::Status EncodeRunResponse(const DecodedRunRequest& run,
                              const std::vector<NamedTensor>& outputs,
                              v1::RunNetworkResponse* response);
 

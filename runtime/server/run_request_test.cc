@@ -70,7 +70,7 @@ TEST_F(RunRequestTest, InputsComeFromBytesAndSharedMemory) {
                   .ok());
   request.add_requested_outputs("y");
   request.set_trace(true);
-  absl::StatusOr<PreparedRun> run = PrepareRun(request, registry_);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_EQ(run->inputs.size(), 2u);
   EXPECT_EQ(run->inputs[0].name, "a");
@@ -95,7 +95,7 @@ TEST_F(RunRequestTest, BadInputWindowsAreInvalidArgument) {
     v1::RunNetworkRequest request;
     *request.add_inputs() = ShmInput("a", {2, 2}, ref);
     if (ref.byte_size == 0) request.mutable_inputs(0)->set_shape(0, 0);
-    absl::StatusOr<PreparedRun> run = PrepareRun(request, registry_);
+    absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
     EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument)
         << ref.region << " " << ref.offset;
     EXPECT_THAT(run.status().message(), HasSubstr(message));
@@ -106,7 +106,7 @@ TEST_F(RunRequestTest, OutputsGoToTheirWindowsAndTheRestToTheReply) {
   v1::RunNetworkRequest request;
   SharedMemoryRef window{"r", 256, 64};
   SharedMemoryRefToProto(window, &(*request.mutable_output_shared_memory())["y"]);
-  absl::StatusOr<PreparedRun> run = PrepareRun(request, registry_);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
   ASSERT_TRUE(run.ok()) << run.status();
 
   const std::vector<NamedTensor> outputs = {
@@ -114,7 +114,7 @@ TEST_F(RunRequestTest, OutputsGoToTheirWindowsAndTheRestToTheReply) {
                                       {1, 2, 3, 4})},
       {"z", Tensor::FromVector<float>(DType::kFloat32, Shape({1}), {9})}};
   v1::RunNetworkResponse response;
-  ASSERT_TRUE(MakeRunResponse(*run, outputs, &response).ok());
+  ASSERT_TRUE(EncodeRunResponse(*run, outputs, &response).ok());
   ASSERT_EQ(response.outputs_size(), 2);
   const v1::Tensor& y = response.outputs(0);
   EXPECT_EQ(y.name(), "y");
@@ -134,14 +134,14 @@ TEST_F(RunRequestTest, OutputWindowsAreCheckedBeforeAnyIsWritten) {
   auto& windows = *request.mutable_output_shared_memory();
   SharedMemoryRefToProto({"r", 0, 64}, &windows["y"]);
   SharedMemoryRefToProto({"r", 64, 8}, &windows["z"]);  // z needs 16.
-  absl::StatusOr<PreparedRun> run = PrepareRun(request, registry_);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
   ASSERT_TRUE(run.ok()) << run.status();
   const std::vector<NamedTensor> outputs = {
       {"y", Tensor::FromVector<float>(DType::kFloat32, Shape({1}), {1})},
       {"z", Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
                                       {1, 2, 3, 4})}};
   v1::RunNetworkResponse response;
-  absl::Status s = MakeRunResponse(*run, outputs, &response);
+  absl::Status s = EncodeRunResponse(*run, outputs, &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("output 'z'"));
   for (size_t i = 0; i < kObjectBytes; ++i) ASSERT_EQ(memory_[i], 0xEE) << i;
@@ -150,9 +150,9 @@ TEST_F(RunRequestTest, OutputWindowsAreCheckedBeforeAnyIsWritten) {
   v1::RunNetworkRequest unknown;
   SharedMemoryRefToProto({"r", 0, 64},
                          &(*unknown.mutable_output_shared_memory())["w"]);
-  run = PrepareRun(unknown, registry_);
+  run = DecodeRunRequest(unknown, registry_);
   ASSERT_TRUE(run.ok());
-  s = MakeRunResponse(*run, outputs, &response);
+  s = EncodeRunResponse(*run, outputs, &response);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'w'"));
 }
@@ -161,14 +161,14 @@ TEST_F(RunRequestTest, OutputWindowsAreResolvedBeforeTheRun) {
   v1::RunNetworkRequest request;
   SharedMemoryRefToProto({"r", kObjectBytes, 1},
                          &(*request.mutable_output_shared_memory())["y"]);
-  EXPECT_EQ(PrepareRun(request, registry_).status().code(),
+  EXPECT_EQ(DecodeRunRequest(request, registry_).status().code(),
             absl::StatusCode::kInvalidArgument);
   // A window for an output not requested.
   v1::RunNetworkRequest not_requested;
   not_requested.add_requested_outputs("z");
   SharedMemoryRefToProto({"r", 0, 4},
                          &(*not_requested.mutable_output_shared_memory())["y"]);
-  absl::StatusOr<PreparedRun> run = PrepareRun(not_requested, registry_);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(not_requested, registry_);
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(run.status().message(), HasSubstr("not requested"));
 }
@@ -179,14 +179,14 @@ TEST_F(RunRequestTest, APreparedRunKeepsItsRegionsAfterUnregister) {
   *request.add_inputs() = ShmInput("a", {1}, {"r", 0, 4});
   SharedMemoryRefToProto({"r", 8, 4},
                          &(*request.mutable_output_shared_memory())["y"]);
-  absl::StatusOr<PreparedRun> run = PrepareRun(request, registry_);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
   ASSERT_TRUE(run.ok());
   ASSERT_TRUE(registry_.Unregister("r").ok());
   munmap(memory_, kObjectBytes);  // Only glintd's mapping is left.
   memory_ = nullptr;
   EXPECT_EQ(run->inputs[0].tensor.data<float>()[0], 3.5f);
   v1::RunNetworkResponse response;
-  ASSERT_TRUE(MakeRunResponse(*run,
+  ASSERT_TRUE(EncodeRunResponse(*run,
                               {{"y", Tensor::FromVector<float>(
                                          DType::kFloat32, Shape({1}), {2})}},
                               &response)
