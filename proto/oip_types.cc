@@ -577,6 +577,10 @@ absl::StatusOr<TritonModelConfig> TritonModelConfigFromJson(
   } catch (const Json::parse_error& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("config is not valid JSON (at byte ", e.byte, ")"));
+  } catch (const Json::exception& e) {
+    // The parser's other refusals, e.g. a number beyond a double's range.
+    return absl::InvalidArgumentError(
+        absl::StrCat("config is not valid JSON: ", Clip(e.what())));
   }
   if (!root.is_object()) {
     return absl::InvalidArgumentError(

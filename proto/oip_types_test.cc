@@ -198,6 +198,7 @@ TEST(TritonConfigTest, PlaceRulesImplyTheUserStrategy) {
 TEST(TritonConfigTest, BadConfigsAreRefusedNamingTheProblem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"{", "not valid JSON"},
+      {R"({"max_batch_size": 1e999})", "not valid JSON"},  // Out of range.
       {"[1, 2]", "must be a JSON object"},
       {R"({"name": "other"})", "differs from the model name"},
       {R"({"platform": "tensorflow_savedmodel"})", "not one Glint runs"},

@@ -1,9 +1,12 @@
 // glintd: the Glint daemon. Serves glint.v1.HostManager, the inference
 // protocol of Triton and KServe clients (inference.GRPCInferenceService),
-// grpc.health.v1 and server reflection on one address until SIGINT or
+// grpc.health.v1 and server reflection on one address, and KServe v2
+// REST and Prometheus's /metrics on an HTTP address, until SIGINT or
 // SIGTERM.
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
+//          [--http_listen=127.0.0.1:8000] [--http_port_file=PATH]
+//          [--http_threads=8] [--http_max_request=32MiB]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s] [--max_active_runs=64]
@@ -25,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -48,11 +52,14 @@
 #include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
 #include "runtime/server/grpc_auth.h"
+#include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"
 #include "runtime/server/network_journal.h"
+#include "runtime/server/rest_api.h"
 #include "runtime/server/security_options.h"
 #include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 #include "store/network_store.h"
 
@@ -65,6 +72,19 @@ ABSL_FLAG(std::string, port_file, "",
           "If set, the bound port is written to this file once the server "
           "accepts connections (written atomically: a reader never sees a "
           "partial file).");
+ABSL_FLAG(std::string, http_listen, "127.0.0.1:8000",
+          "HTTP address (host:port) for KServe v2 REST (/v2/...) and "
+          "Prometheus metrics (/metrics). Loopback by default, like "
+          "--listen; port 0 picks a free port (see --http_port_file); empty "
+          "turns HTTP off.");
+ABSL_FLAG(std::string, http_port_file, "",
+          "If set, the bound HTTP port is written here (atomically), before "
+          "--port_file is: once --port_file exists, so does this one.");
+ABSL_FLAG(int, http_threads, 8,
+          "HTTP connections served at once; further ones wait (in a queue of "
+          "64, then in the kernel's listen backlog).");
+ABSL_FLAG(std::string, http_max_request, "32MiB",
+          "Largest HTTP request body (JSON tensors); larger ones get 413.");
 ABSL_FLAG(std::string, devices, glint::kDefaultDeviceSpec,
           "Devices: comma-separated TYPE[*COUNT][:key=value...], e.g. "
           "'sim*2:memory=2GiB' or 'sim:memory=512MiB,sim:memory=4GiB'.");
@@ -214,6 +234,25 @@ absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
   return absl::StrCat(listen.substr(0, colon), ":", port);
 }
 
+// The HTTP server of --http_listen and the --http_* flags, with the TLS
+// material of the gRPC port.
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
+    const std::string& listen, const std::optional<TlsMaterial>& tls,
+    const RestApi* api) {
+  HttpServerOptions options;
+  options.listen = listen;
+  options.tls = tls;
+  options.threads = absl::GetFlag(FLAGS_http_threads);
+  absl::StatusOr<uint64_t> max_request =
+      ParseByteSize(absl::GetFlag(FLAGS_http_max_request));
+  if (!max_request.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http_max_request: ", max_request.status().message()));
+  }
+  options.max_request_bytes = *max_request;
+  return HttpServer::Start(options, api);
+}
+
 std::string ExpandHome(const std::string& path) {
   if (path.empty() || path[0] != '~') return path;
   const char* home = getenv("HOME");
@@ -357,8 +396,11 @@ int Run() {
   // Every service shares the HostManager, the blocking pool, the
   // authorizer and the server's settings; a further service registers
   // beside glint.v1 here.
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  SharedMemoryRegistry shared_memory;
   GlintServiceImpl glint_service(host_manager->get(), &blocking,
-                                 authorizer.get());
+                                 authorizer.get(), &shared_memory);
   // Same HostManager, same port: a network added through either protocol
   // serves through both.
   InferenceServiceImpl inference_service(host_manager->get(), &blocking,
@@ -386,10 +428,46 @@ int Run() {
                  DescribeDevices((*host_manager)->GetDevices()));
   WarnIfExposed(listen, security);
 
+  // REST and /metrics. Ready as the gRPC health says SERVING: once the
+  // stored networks are back, until a shutdown begins.
+  std::atomic<bool> ready{false};
+  RestApiOptions rest_options;
+  rest_options.ready = [&ready] { return ready.load(); };
+  rest_options.authorizer = authorizer.get();
+  RestApi rest_api(host_manager->get(), std::move(rest_options));
+  std::unique_ptr<HttpServer> http_server;
+  if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+      !http_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> started =
+        StartHttp(http_listen, *tls, &rest_api);
+    if (!started.ok()) {
+      GLINT_LOG_ERROR("--http_listen: {}", started.status().ToString());
+      server->Shutdown();
+      (*host_manager)->Shutdown();
+      return 1;
+    }
+    http_server = *std::move(started);
+    GLINT_LOG_INFO("glintd serving {} (KServe v2 REST, /metrics) on {} "
+                   "(port {})",
+                   tls->has_value() ? "HTTPS" : "HTTP", http_listen,
+                   http_server->port());
+    WarnIfExposed(http_listen, security);
+  }
+
+  const std::string http_port_file = absl::GetFlag(FLAGS_http_port_file);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    if (absl::Status s = WritePortFile(port_file, port); !s.ok()) {
+  for (const auto& [path, bound] :
+       {std::make_pair(http_port_file,
+                       http_server != nullptr ? http_server->port() : 0),
+        std::make_pair(port_file, port)}) {
+    if (path.empty()) continue;
+    absl::Status s =
+        bound == 0 ? absl::InvalidArgumentError(
+                         "--http_port_file needs HTTP on (--http_listen)")
+                   : WritePortFile(path, bound);
+    if (!s.ok()) {
       GLINT_LOG_ERROR("{}", s.ToString());
+      if (http_server != nullptr) http_server->Stop();
       server->Shutdown();
       (*host_manager)->Shutdown();
       return 1;
@@ -412,6 +490,7 @@ int Run() {
           report.unreadable);
     }
     health->SetServingStatus(true);
+    ready.store(true);
     inference_service.SetReady();
   });
 
@@ -421,13 +500,20 @@ int Run() {
     const absl::Time start = absl::Now();
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
     health->Shutdown();  // NOT_SERVING from now on.
+    ready.store(false);
     inference_service.Shutdown();
     // No new work; queued runs fail, in-flight ones stop before their next
     // partition and imports in progress are killed, all UNAVAILABLE, so
     // their RPCs end well within the grace period.
     stopping->Cancel();
     (*host_manager)->Shutdown();
+    // HTTP stops alongside gRPC: its requests in progress end with the
+    // runs, idle keep-alive connections within its keep-alive timeout.
+    std::thread http_stop([&http_server] {
+      if (http_server != nullptr) http_server->Stop();
+    });
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    http_stop.join();
     GLINT_LOG_INFO("stopped serving in {}",
                    absl::FormatDuration(absl::Now() - start));
   });
