@@ -109,13 +109,13 @@ absl::StatusOr<Tensor> TensorFromContents(const InferTensorContents& c,
   const auto filled = FilledFields(c);
   if (field.empty() && n > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": datatype ", *OipDatatype(dtype),
+        what, ": datatype ", OipDatatype(dtype),
         " has no typed contents field; send it in raw_input_contents"));
   }
   for (const auto& [name, count] : filled) {
     if (name != field) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": contents.", name, " does not carry ", *OipDatatype(dtype),
+          what, ": contents.", name, " does not carry ", OipDatatype(dtype),
           field.empty() ? std::string()
                         : absl::StrCat(" (use contents.", field, ")")));
     }
@@ -241,8 +241,7 @@ void TensorMetadataToProto(
     const ValueInfo& v, bool batched,
     inference::ModelMetadataResponse::TensorMetadata* proto) {
   proto->set_name(v.name);
-  absl::StatusOr<std::string> datatype = OipDatatype(v.dtype);
-  if (datatype.ok()) proto->set_datatype(*datatype);
+  proto->set_datatype(std::string(OipDatatype(v.dtype)));
   for (int i = 0; i < v.shape.rank(); ++i) {
     const int64_t d = v.shape.dim(i);
     proto->add_shape(d < 0 || (batched && i == 0) ? -1 : d);
@@ -365,10 +364,11 @@ absl::Status OipInferResponseToProto(const ModelInferRequest& request,
   response->set_model_version(std::string(kOipModelVersion));
   response->set_id(request.id());
   for (const NamedTensor& t : outputs) {
-    absl::StatusOr<std::string> datatype = OipDatatype(t.tensor.dtype());
-    if (!datatype.ok()) {
+    const absl::string_view datatype = OipDatatype(t.tensor.dtype());
+    if (datatype.empty() || t.tensor.dtype() == DType::kString) {
       return absl::InternalError(absl::StrCat(
-          "output '", Clip(t.name), "': ", datatype.status().message()));
+          "output '", Clip(t.name), "' is ", DTypeName(t.tensor.dtype()),
+          ", which does not travel"));
     }
     if (!t.tensor.valid()) {
       return absl::InternalError(
@@ -377,7 +377,7 @@ absl::Status OipInferResponseToProto(const ModelInferRequest& request,
     inference::ModelInferResponse::InferOutputTensor* out =
         response->add_outputs();
     out->set_name(t.name);
-    out->set_datatype(*std::move(datatype));
+    out->set_datatype(std::string(datatype));
     for (int64_t d : t.tensor.shape().dims()) out->add_shape(d);
     response->add_raw_output_contents()->assign(
         static_cast<const char*>(t.tensor.raw_data()), t.tensor.num_bytes());

@@ -511,12 +511,11 @@ absl::StatusOr<DType> DTypeFromOipDatatype(absl::string_view datatype) {
                    "' (expected one of ", AcceptedDatatypes(), ")"));
 }
 
-absl::StatusOr<std::string> OipDatatype(DType dtype) {
+absl::string_view OipDatatype(DType dtype) {
   for (const DatatypeEntry& e : kDatatypes) {
-    if (e.dtype == dtype) return std::string(e.oip);
+    if (e.dtype == dtype) return e.oip;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "dtype ", DTypeName(dtype), " has no Open Inference Protocol datatype"));
+  return dtype == DType::kString ? "BYTES" : "";
 }
 
 int TritonDataType(DType dtype) {

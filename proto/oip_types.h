@@ -2,8 +2,9 @@
 // Glint's terms, without protobuf: datatype strings, the schedule-policy
 // request parameters (priority, timeout), and a Triton model configuration
 // given as JSON (RepositoryModelLoad's `config` parameter) turned into
-// AddNetworkOptions. Shared by the gRPC service (proto/oip_convert.h) and
-// any other front end speaking the same protocol.
+// AddNetworkOptions. Shared by both front ends of the protocol: the gRPC
+// service (proto/oip_convert.h) and the REST endpoints
+// (runtime/server/rest_convert.h).
 //
 // Every function is a pure function of its arguments (thread-safe).
 #ifndef GLINT_PROTO_OIP_TYPES_H_
@@ -44,8 +45,9 @@ absl::Status CheckOipModelVersion(absl::string_view model,
 // "BF16". BYTES (strings) is INVALID_ARGUMENT saying Glint does not carry
 // strings; anything else is INVALID_ARGUMENT naming the accepted ones.
 absl::StatusOr<DType> DTypeFromOipDatatype(absl::string_view datatype);
-// The datatype string of `dtype`; INVALID_ARGUMENT for undefined and string.
-absl::StatusOr<std::string> OipDatatype(DType dtype);
+// The datatype string of `dtype`: "BYTES" for kString, "" for a dtype the
+// protocol has no string for (kUndefined).
+absl::string_view OipDatatype(DType dtype);
 
 // Triton's model_config DataType (TYPE_BOOL = 1 ... TYPE_BF16 = 14; the
 // numbers of model_config.proto). TYPE_INVALID (0) for undefined.

@@ -53,9 +53,12 @@ TEST(OipDatatypeTest, EveryDatatypeRoundTrips) {
   EXPECT_EQ(OipDatatype(DType::kString), "BYTES");
 }
 
-TEST(OipDatatypeTest, BytesIsUnimplementedAndOthersInvalid) {
+// The shared vocabulary refuses BYTES (INVALID_ARGUMENT); the REST request
+// parser answers it UNIMPLEMENTED (501), see
+// ParseInferRequestTest.ExtensionsGlintLacksAreUnimplemented.
+TEST(OipDatatypeTest, BytesAndOthersAreRefused) {
   EXPECT_EQ(DTypeFromOipDatatype("BYTES").status().code(),
-            absl::StatusCode::kUnimplemented);
+            absl::StatusCode::kInvalidArgument);
   for (const char* bad : {"fp32", "FLOAT32", "", "FP8", "INT4"}) {
     const absl::Status s = DTypeFromOipDatatype(bad).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
