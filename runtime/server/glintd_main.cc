@@ -56,6 +56,7 @@
 #include "runtime/server/security_options.h"
 #include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 #include "store/network_store.h"
 
@@ -392,8 +393,11 @@ int Run() {
   // Every service shares the HostManager, the blocking pool, the
   // authorizer and the server's settings; a further service registers
   // beside glint.v1 here.
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  SharedMemoryRegistry shared_memory;
   GlintServiceImpl glint_service(host_manager->get(), &blocking,
-                                 authorizer.get());
+                                 authorizer.get(), &shared_memory);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
