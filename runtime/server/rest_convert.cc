@@ -601,9 +601,11 @@ std::string ModelMetadataJson(const NetworkInfo& network) {
 }
 
 std::string ServerMetadataJson() {
+  // Triton's extension names, for what the REST endpoints implement: the
+  // `priority` and `timeout` request parameters.
   const json doc = {{"name", "glint"},
                     {"version", "0.1.0"},
-                    {"extensions", json::array()}};
+                    {"extensions", json::array({"schedule_policy"})}};
   return Dump(doc);
 }
 

@@ -88,7 +88,9 @@ absl::StatusOr<std::string> InferResponseJson(
 // known until run time.
 std::string ModelMetadataJson(const NetworkInfo& network);
 
-// {"name": "glint", "version", "extensions": []}.
+// {"name": "glint", "version", "extensions": ["schedule_policy"]}: of
+// Triton's extensions, REST implements the priority and timeout
+// parameters.
 std::string ServerMetadataJson();
 
 // {"error": message}, the body of every failed REST call.

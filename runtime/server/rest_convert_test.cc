@@ -485,7 +485,7 @@ TEST(MetadataJsonTest, ServerMetadata) {
   const json doc = json::parse(ServerMetadataJson());
   EXPECT_EQ(doc["name"], "glint");
   EXPECT_TRUE(doc["version"].is_string());
-  EXPECT_TRUE(doc["extensions"].is_array());
+  EXPECT_EQ(doc["extensions"], json::parse(R"(["schedule_policy"])"));
 }
 
 TEST(JsonQuoteTest, EscapesAndReplacesInvalidUtf8) {
