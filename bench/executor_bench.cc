@@ -9,10 +9,13 @@
 //    the producer's event, peer copy, launch, record).
 // 2. Pipeline throughput: 2 stages of 5 ms simulated compute on 2 devices,
 //    against the same network whole on 1 device, 16 requests in flight.
-// 3. Concurrency: throughput of the 2-device chain at 1, 4, 16, 64
-//    concurrent runs.
+// 3. Concurrency: throughput of the 2-device chain at 1, 4, 16, 64, 512
+//    concurrent runs, with the most threads the process had meanwhile
+//    (runs share each device's streams, so it should not grow with them).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,7 +85,30 @@ std::unique_ptr<ExecutableNetwork> Build(
   return *std::move(net);
 }
 
+// Threads of this process, from /proc/self/task.
+int ThreadCount() {
+  int n = 0;
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", error);
+       !error && it != std::filesystem::directory_iterator();
+       it.increment(error)) {
+    ++n;
+  }
+  return n;
+}
+
+// The most threads seen by NoteThreads() since the last ResetThreads().
+std::atomic<int> most_threads{0};
+void NoteThreads() {
+  const int n = ThreadCount();
+  int seen = most_threads.load();
+  while (n > seen && !most_threads.compare_exchange_weak(seen, n)) {
+  }
+}
+void ResetThreads() { most_threads = ThreadCount(); }
+
 // Runs `total` runs keeping `in_flight` outstanding; returns runs/second.
+// Counts the process's threads every 64 completions.
 double Throughput(const Executor& executor, const ExecutableNetwork& net,
                   int64_t n, int total, int in_flight) {
   absl::Mutex mu;
@@ -96,14 +122,17 @@ double Throughput(const Executor& executor, const ExecutableNetwork& net,
     executor.Run(net, std::move(request),
                  [&](absl::StatusOr<std::vector<Tensor>> out) {
                    bool more = false;
+                   bool count = false;
                    {
                      absl::MutexLock lock(&mu);
                      ++finished;
+                     count = finished % 64 == 1;
                      if (started < total) {
                        ++started;
                        more = true;
                      }
                    }
+                   if (count) NoteThreads();
                    if (more) start_one();
                  });
   };
@@ -113,6 +142,7 @@ double Throughput(const Executor& executor, const ExecutableNetwork& net,
     started = std::min(in_flight, total);
   }
   for (int i = 0; i < std::min(in_flight, total); ++i) start_one();
+  NoteThreads();
   absl::MutexLock lock(&mu);
   auto all_done = [&] { return finished == total; };
   mu.Await(absl::Condition(&all_done));
@@ -180,12 +210,25 @@ int main() {
               staged_rps, one_rps, staged_rps / one_rps);
 
   // 3. Concurrency on the 2-device chain (no timing model).
-  std::printf("concurrency (%d-partition chain, 2 devices):", kHops);
+  std::printf("concurrency (%d-partition chain, 2 devices), runs in flight: "
+              "runs/s (vs 1), most threads of the process meanwhile\n",
+              kHops);
+  const int threads_before = ThreadCount();
+  ResetThreads();
   const double base = Throughput(executor, *hops, 16, 2000, 1);
-  for (int c : {1, 4, 16, 64}) {
-    const double rps = c == 1 ? base : Throughput(executor, *hops, 16, 2000, c);
-    std::printf("  %d: %.0f runs/s (%.2fx)", c, rps, rps / base);
+  const int base_threads = most_threads.load();
+  int most = base_threads;
+  for (int c : {1, 4, 16, 64, 512}) {
+    ResetThreads();
+    const double rps =
+        c == 1 ? base : Throughput(executor, *hops, 16, std::max(2000, 4 * c), c);
+    const int threads = c == 1 ? base_threads : most_threads.load();
+    most = std::max(most, threads);
+    std::printf("  %4d: %6.0f runs/s (%.2fx), %d threads\n", c, rps,
+                rps / base, threads);
   }
-  std::printf("\n");
+  std::printf("threads: %d before the concurrency runs, at most %d during "
+              "them (4 devices made, 2 of them timed)\n",
+              threads_before, most);
   return 0;
 }

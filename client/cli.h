@@ -7,7 +7,8 @@
 //   commands: add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]...
 //             run NAME --input [NAME=]FILE... [--output NAME]...
 //                      [--output-dir DIR]
-//             list | show NAME | remove NAME | devices | help
+//             list | show NAME | remove NAME | devices | stats [NAME]
+//             help
 //
 // Errors print exactly one line, "glint: error: <CODE>: <message>", to the
 // error stream; the exit code is 2 for usage errors and 1 for every other

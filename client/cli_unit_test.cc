@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "client/format.h"
 #include "gmock/gmock.h"
@@ -14,6 +15,7 @@ namespace glint {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 struct Result {
@@ -154,6 +156,47 @@ TEST(FormatTest, Bytes) {
   EXPECT_EQ(FormatBytes(37), "37 B");
   EXPECT_EQ(FormatBytes(512 * 1024 * 1024), "512 MiB");
   EXPECT_EQ(FormatBytes(uint64_t{3} << 29), "1.5 GiB");
+}
+
+TEST(FormatTest, Micros) {
+  EXPECT_EQ(FormatMicros(0), "-");
+  EXPECT_EQ(FormatMicros(850), "850us");
+  EXPECT_EQ(FormatMicros(12345), "12.3ms");
+  EXPECT_EQ(FormatMicros(4.2e6), "4.2s");
+}
+
+TEST(FormatTest, StatisticsTable) {
+  NetworkStatistics n;
+  n.name = "resnet";
+  n.success_count = 12;
+  n.failure_count = 3;
+  n.execution_count = 12;
+  n.queue_depth = 2;
+  n.in_flight = 1;
+  n.request = {12, 0, 1500, 25000};
+  n.compute_infer = {12, 0, 900, 1200};
+  n.partitions.push_back({"p0", "sim:0", {12, 10800000, 900, 1200}});
+  DeviceStatistics d;
+  d.device.name = "sim:0";
+  d.device.memory_bytes = uint64_t{2} << 30;
+  d.device.available_memory_bytes = (uint64_t{2} << 30) - (uint64_t{3} << 20);
+  d.device.loaded_functions = 1;
+  d.compute = {12, 10800000, 900, 1200};
+  const std::string brief = FormatStatistics({n}, {d}, /*detailed=*/false);
+  const std::vector<std::string> lines = absl::StrSplit(brief, '\n');
+  ASSERT_GE(lines.size(), 5u) << brief;
+  EXPECT_THAT(lines[0], StartsWith("network"));
+  // Columns line up: "ok" sits above "12" in the data row.
+  EXPECT_EQ(lines[0].find(" ok "), lines[1].find(" 12 ")) << brief;
+  EXPECT_THAT(lines[1], HasSubstr("1.5ms/25ms"));
+  EXPECT_THAT(lines[1], HasSubstr("900us/1.2ms"));
+  EXPECT_THAT(brief, HasSubstr("3 MiB"));
+  EXPECT_THAT(brief, HasSubstr("2 GiB"));
+  EXPECT_THAT(brief, Not(HasSubstr("partition")));
+  const std::string detailed = FormatStatistics({n}, {d}, /*detailed=*/true);
+  EXPECT_THAT(detailed, HasSubstr("  p0"));
+  EXPECT_THAT(detailed, HasSubstr("10.8ms"));  // The partition's total.
+  EXPECT_EQ(FormatStatistics({}, {}, false), "no networks\n");
 }
 
 }  // namespace

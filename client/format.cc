@@ -1,5 +1,6 @@
 #include "client/format.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -131,6 +132,111 @@ std::string FormatDevice(const DeviceInfo& device) {
   if (device.link_bytes_per_second > 0) {
     absl::StrAppend(&out, absl::StrFormat("  link %.4g B/s",
                                           device.link_bytes_per_second));
+  }
+  return out;
+}
+
+std::string FormatMicros(double us) {
+  if (!(us > 0)) return "-";
+  if (us < 1000) return absl::StrFormat("%.0fus", us);
+  if (us < 1e6) return absl::StrFormat("%.3gms", us / 1e3);
+  return absl::StrFormat("%.3gs", us / 1e6);
+}
+
+namespace {
+
+// "p50/p99" of a series.
+std::string Quantiles(const DurationStats& d) {
+  if (d.count == 0) return "-";
+  return absl::StrCat(FormatMicros(d.p50_us), "/", FormatMicros(d.p99_us));
+}
+
+// Rows of cells, columns padded to their widest cell, two spaces apart.
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      absl::StrAppend(&line, row[c]);
+      if (c + 1 < row.size()) {
+        line.append(width[c] - row[c].size() + 2, ' ');
+      }
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
+                             const std::vector<DeviceStatistics>& devices,
+                             bool detailed) {
+  std::string out;
+  if (networks.empty()) {
+    out = "no networks\n";
+  } else {
+    std::vector<std::vector<std::string>> rows = {
+        {"network", "ok", "failed", "execs", "queued", "running", "request",
+         "queue", "input", "compute", "output"}};
+    for (const NetworkStatistics& n : networks) {
+      rows.push_back({n.name, absl::StrCat(n.success_count),
+                      absl::StrCat(n.failure_count),
+                      absl::StrCat(n.execution_count),
+                      absl::StrCat(n.queue_depth), absl::StrCat(n.in_flight),
+                      Quantiles(n.request), Quantiles(n.queue),
+                      Quantiles(n.compute_input), Quantiles(n.compute_infer),
+                      Quantiles(n.compute_output)});
+    }
+    out = Table(rows);
+    absl::StrAppend(&out,
+                    "(times p50/p99 of the last 1,024 successful requests; "
+                    "input, compute, output on the devices)\n");
+    if (detailed) {
+      for (const NetworkStatistics& n : networks) {
+        if (n.partitions.empty()) continue;
+        std::vector<std::vector<std::string>> parts = {
+            {"  partition", "device", "launches", "compute", "total"}};
+        for (const PartitionStatistics& p : n.partitions) {
+          parts.push_back(
+              {absl::StrCat("  ", p.name), p.device_name,
+               absl::StrCat(p.compute.count), Quantiles(p.compute),
+               FormatMicros(static_cast<double>(p.compute.total_ns) / 1e3)});
+        }
+        absl::StrAppend(&out, "\n", n.name, ":\n", Table(parts));
+        if (n.last_inference > absl::UnixEpoch()) {
+          absl::StrAppend(&out, "  last request answered ",
+                          absl::FormatTime("%Y-%m-%d %H:%M:%E3S %Z",
+                                           n.last_inference,
+                                           absl::LocalTimeZone()),
+                          "\n");
+        }
+      }
+    }
+  }
+  if (!devices.empty()) {
+    std::vector<std::vector<std::string>> rows = {
+        {"device", "memory used", "of", "loaded", "launches", "compute"}};
+    for (const DeviceStatistics& d : devices) {
+      const DeviceInfo& info = d.device;
+      const uint64_t used = info.memory_bytes > info.available_memory_bytes
+                                ? info.memory_bytes -
+                                      info.available_memory_bytes
+                                : 0;
+      std::string name = info.name;
+      if (!info.unhealthy_reason.empty()) absl::StrAppend(&name, " (DEAD)");
+      rows.push_back({name, FormatBytes(used), FormatBytes(info.memory_bytes),
+                      absl::StrCat(info.loaded_functions),
+                      absl::StrCat(d.compute.count), Quantiles(d.compute)});
+    }
+    absl::StrAppend(&out, "\n", Table(rows));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/types.h"
 #include "core/device_info.h"
@@ -25,6 +26,19 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed);
 
 // "0  sim:0  type=sim  memory 2 GiB, 2 GiB available".
 std::string FormatDevice(const DeviceInfo& device);
+
+// A duration given in microseconds with a unit that keeps it short:
+// "850us", "12.3ms", "4.20s"; "-" for 0 (nothing measured yet).
+std::string FormatMicros(double us);
+
+// `glint stats`: a table of networks (requests ok and failed, executions,
+// queued and running now, and p50/p99 of request, queue, input, compute
+// and output times), with `detailed` each network's partitions, then a
+// table of devices (memory used of total, loaded partitions, launches and
+// their p50/p99).
+std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
+                             const std::vector<DeviceStatistics>& devices,
+                             bool detailed);
 
 }  // namespace glint
 

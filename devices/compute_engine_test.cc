@@ -1,5 +1,7 @@
 #include "devices/compute_engine.h"
 
+#include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -121,6 +123,124 @@ TEST(ComputeEngineTest, ManyCallersEachGetTheirOwnResult) {
   for (int c = 0; c < kCallers; ++c) {
     EXPECT_EQ(sums[c], kJobs * (kJobs - 1) / 2);
   }
+}
+
+int ThreadCount() {
+  int n = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+TEST(ComputeEngineTest, AnAdoptedThreadRunsItsJobsItselfAndNoEngineThread) {
+  const int before = ThreadCount();
+  ComputeEngine engine([] { thread_setting = 11; });
+  std::thread adopted([&] {
+    engine.AdoptThread();
+    EXPECT_EQ(thread_setting, 11);  // on_start ran on the adopted thread.
+    for (int i = 0; i < 10; ++i) {
+      std::thread::id ran_on;
+      ASSERT_TRUE(engine
+                      .Run(0,
+                           [&] {
+                             ran_on = std::this_thread::get_id();
+                             return absl::OkStatus();
+                           })
+                      .ok());
+      EXPECT_EQ(ran_on, std::this_thread::get_id());
+    }
+    // The engine's own thread was never needed: only `adopted` is new.
+    EXPECT_EQ(ThreadCount(), before + 1);
+    EXPECT_EQ(engine
+                  .Run(0, [] { return absl::AbortedError("mine"); })
+                  .code(),
+              absl::StatusCode::kAborted);
+  });
+  adopted.join();
+}
+
+TEST(ComputeEngineTest, AdoptedAndHandedOverJobsShareOneOrder) {
+  ComputeEngine engine;
+  absl::Notification busy, release;
+  // The engine is held by an adopted thread's job.
+  std::thread holder([&] {
+    engine.AdoptThread();
+    ASSERT_TRUE(engine
+                    .Run(0,
+                         [&] {
+                           busy.Notify();
+                           release.WaitForNotification();
+                           return absl::OkStatus();
+                         })
+                    .ok());
+  });
+  busy.WaitForNotification();
+
+  absl::Mutex mu;
+  std::vector<int> order;  // Guarded by mu.
+  std::vector<std::thread::id> ran_on(4);
+  std::vector<std::thread::id> caller(4);
+  std::vector<std::thread> callers;
+  // Labels 0 and 2 from adopted threads, 1 and 3 handed over; priorities
+  // 1, 5, 5, 1 -> order 1, 2, 0, 3.
+  const int priorities[] = {1, 5, 5, 1};
+  for (int label = 0; label < 4; ++label) {
+    callers.emplace_back([&, label] {
+      if (label % 2 == 0) engine.AdoptThread();
+      caller[label] = std::this_thread::get_id();
+      ASSERT_TRUE(engine
+                      .Run(priorities[label],
+                           [&] {
+                             absl::MutexLock lock(&mu);
+                             order.push_back(label);
+                             ran_on[label] = std::this_thread::get_id();
+                             return absl::OkStatus();
+                           })
+                      .ok());
+    });
+    while (engine.waiting() != label + 1) std::this_thread::yield();
+  }
+  release.Notify();
+  holder.join();
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 0, 3}));
+  for (int label = 0; label < 4; ++label) {
+    if (label % 2 == 0) {
+      EXPECT_EQ(ran_on[label], caller[label]) << label;
+    } else {
+      EXPECT_NE(ran_on[label], caller[label]) << label;
+    }
+  }
+  EXPECT_EQ(ran_on[1], ran_on[3]);  // The engine's one thread.
+  EXPECT_EQ(engine.waiting(), 0);
+}
+
+TEST(ComputeEngineTest, ManyAdoptedAndHandedOverCallersNeverOverlap) {
+  ComputeEngine engine;
+  constexpr int kCallers = 6, kJobs = 200;
+  std::atomic<int> running{0};
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      if (c % 2 == 0) engine.AdoptThread();
+      for (int i = 0; i < kJobs; ++i) {
+        ASSERT_TRUE(engine
+                        .Run(c % 3,
+                             [&] {
+                               if (running.fetch_add(1) != 0) ++overlaps;
+                               running.fetch_sub(1);
+                               return absl::OkStatus();
+                             })
+                        .ok());
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
 }
 
 }  // namespace

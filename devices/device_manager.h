@@ -70,6 +70,19 @@ class DeviceManager {
   // ReleaseStream once its work is done.
   virtual absl::StatusOr<Stream*> AcquireStream() = 0;
   virtual void ReleaseStream(Stream* stream) = 0;
+  // What runs use: a view, for one user, of the device's shared stream
+  // (SharedStream), which every user's work goes on, so that the device's
+  // threads do not grow with the number of users. The view is an in-order
+  // queue of its own with its own errors: a failing item fails the view
+  // only (its later items are skipped, events recorded through it carry
+  // the error, its OnDone callbacks get it), never another view. Views'
+  // items interleave on the device, the most urgent ready first
+  // (options.priority); a view waiting for an event holds up no other.
+  // Query/Synchronize/status/ClearError concern the view's own items; its
+  // launches are checked with options.launch_check. Destroy the view once
+  // its work is done. UNAVAILABLE once stopped.
+  virtual absl::StatusOr<std::unique_ptr<Stream>> OpenSharedStream(
+      SharedStreamOptions options) = 0;
 
   // --- Copies (enqueued on `stream`, a stream of this device) ----------
   // Every copy and launch reuses a destination buffer the caller already

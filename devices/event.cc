@@ -4,11 +4,34 @@
 
 namespace glint {
 
-void EventMarker::Complete(absl::Status status, absl::Time when) {
-  absl::MutexLock lock(&mu_);
-  done_ = true;
-  status_ = std::move(status);
-  when_ = when;
+void EventMarker::Complete(absl::Status status, absl::Time when,
+                           std::vector<std::function<void()>>* defer) {
+  std::vector<std::function<void()>> callbacks;
+  {
+    absl::MutexLock lock(&mu_);
+    done_ = true;
+    status_ = std::move(status);
+    when_ = when;
+    callbacks.swap(on_complete_);
+  }
+  if (defer != nullptr) {
+    for (std::function<void()>& callback : callbacks) {
+      defer->push_back(std::move(callback));
+    }
+    return;
+  }
+  for (std::function<void()>& callback : callbacks) callback();
+}
+
+void EventMarker::OnComplete(std::function<void()> callback) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!done_) {
+      on_complete_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
 }
 
 bool EventMarker::done() const {

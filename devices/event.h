@@ -3,7 +3,9 @@
 #ifndef GLINT_DEVICES_EVENT_H_
 #define GLINT_DEVICES_EVENT_H_
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -24,8 +26,16 @@ class EventMarker {
   int device_id() const { return device_id_; }
 
   // Called once by the stream; `status` is the stream's (sticky) status at
-  // that point, which the marker carries to its waiters.
-  void Complete(absl::Status status, absl::Time when);
+  // that point, which the marker carries to its waiters. Then runs the
+  // OnComplete callbacks on the calling thread, or, with `defer`, appends
+  // them there for the caller to run once it holds no lock (they may take
+  // other streams' locks).
+  void Complete(absl::Status status, absl::Time when,
+                std::vector<std::function<void()>>* defer = nullptr);
+  // Calls `callback` once the marker is done: at once (on this thread) if
+  // it is, else from Complete(). For waiters that must not block a thread
+  // (SharedStream). The callback must not block.
+  void OnComplete(std::function<void()> callback) const;
 
   bool done() const;
   // Blocks until done or `deadline`; DEADLINE_EXCEEDED on time-out.
@@ -40,6 +50,8 @@ class EventMarker {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   absl::Time when_ ABSL_GUARDED_BY(mu_);
+  // Waiters, not state: registering one leaves the marker as it was.
+  mutable std::vector<std::function<void()>> on_complete_ ABSL_GUARDED_BY(mu_);
 };
 
 struct EventOptions {

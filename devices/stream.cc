@@ -43,8 +43,10 @@ void HostStream::Enqueue(StreamWork work) {
 
 void HostStream::Record(Event& event) {
   auto marker = std::make_shared<EventMarker>(device_id_);
-  event.set_latest(marker);
-  Push(Item{nullptr, std::move(marker), nullptr});
+  // Enqueued before it is published: a Wait that captures this version
+  // comes after it, which keeps waits between streams free of cycles.
+  Push(Item{nullptr, marker, nullptr});
+  event.set_latest(std::move(marker));
 }
 
 void HostStream::Wait(const Event& event) {

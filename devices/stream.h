@@ -79,18 +79,12 @@ class Stream {
 
   // A check the device makes right before a launch of this stream starts
   // computing, after any wait for the device's compute engine: an error
-  // fails the launch (and so the stream) without computing. A run that is
-  // cancelled or shut down then stops even where its launch was already
-  // queued behind other runs' work. Set by whoever leases the stream, before
-  // enqueueing; null clears it.
-  void SetLaunchCheck(std::function<absl::Status()> check) {
-    absl::MutexLock lock(&launch_check_mu_);
-    launch_check_ = std::move(check);
-  }
-  absl::Status CheckLaunch() const {
-    absl::MutexLock lock(&launch_check_mu_);
-    return launch_check_ ? launch_check_() : absl::OkStatus();
-  }
+  // fails the launch (and so the stream, or the view) without computing. A
+  // run that is cancelled or shut down then stops even where its launch was
+  // already queued behind other runs' work. Per view of a shared stream:
+  // given when the view is opened (SharedStreamOptions::launch_check);
+  // other streams have none.
+  virtual absl::Status CheckLaunch() const { return absl::OkStatus(); }
 
  protected:
   // Appends `work`, which the device runs in stream order. Device-internal:
@@ -99,18 +93,43 @@ class Stream {
   // everyone else enqueues through the DeviceManager (copies, launches) or
   // EnqueueHostCallback.
   virtual void Enqueue(StreamWork work) = 0;
+  // Appends work that computes (a launch, or what stands for one, such as
+  // an injected hang). Streams that treat all work alike enqueue it as
+  // any; a view of a SharedStream runs it on the device's compute thread.
+  virtual void EnqueueLaunch(StreamWork work) { Enqueue(std::move(work)); }
 
  private:
   friend class devices_internal::StreamInternal;
+};
 
-  mutable absl::Mutex launch_check_mu_;
-  std::function<absl::Status()> launch_check_ ABSL_GUARDED_BY(launch_check_mu_);
+// How a user opens a view of a device's shared stream
+// (DeviceManager::OpenSharedStream, SharedStream::OpenView).
+struct SharedStreamOptions {
+  // Larger is more urgent. The shared stream runs the most urgent ready
+  // item first (first come, first served among equals), and the view's
+  // launches meet other streams' at the compute engine with it. What the
+  // view's Stream::priority() says.
+  int priority = 0;
+  // Stream::CheckLaunch of the view: checked right before each of its
+  // launches computes. Null: none. Called on a device thread; must not
+  // block.
+  std::function<absl::Status()> launch_check;
 };
 
 // A stream backed by one host worker thread: the simulated devices' stream.
 // Stop() fails pending work with UNAVAILABLE and joins the worker; it is
 // called by the destructor and never hangs, also with waits outstanding.
 // A HostStream must not be destroyed from its own worker (its callbacks).
+//
+// A Wait blocks the worker until the event version completes. Waits among
+// streams cannot deadlock, because a Wait can only capture a version that
+// is already enqueued (Record enqueues its marker before publishing it in
+// the Event): number all items in the order they were enqueued; each
+// depends only on items numbered lower (those ahead of it on its stream
+// and, for a Wait, its marker); so the lowest-numbered unfinished item is
+// at the head of its stream with all it depends on finished, and runs.
+// (Work that blocks by itself, such as an injected hang, is another
+// matter.)
 class HostStream : public Stream {
  public:
   HostStream(int device_id, int priority, std::string name);

@@ -18,6 +18,12 @@ class StreamInternal {
   static void Enqueue(Stream& stream, StreamWork work) {
     stream.Enqueue(std::move(work));
   }
+  // Stream::EnqueueLaunch: appends work that computes (a launch, or an
+  // injected stand-in for one), which a shared stream runs on the device's
+  // compute thread.
+  static void EnqueueLaunch(Stream& stream, StreamWork work) {
+    stream.EnqueueLaunch(std::move(work));
+  }
 };
 
 }  // namespace glint::devices_internal

@@ -44,9 +44,10 @@ struct RunState {
   ExecutionRequest request;
   ExecutionCallback done;
 
-  // One stream per device of the replica, leased for the run, in
-  // ReplicaRouting::devices order; its index is its track in a trace.
-  std::vector<Stream*> streams;
+  // The run's view of a shared stream on every device of the replica, in
+  // ReplicaRouting::devices order (its index is its track in a trace): the
+  // run's own error scope on streams all runs share.
+  std::vector<std::unique_ptr<Stream>> streams;
   std::unique_ptr<ExecutionState> state;  // From the replica's pool.
   std::vector<Tensor> outputs;            // Host copies.
 
@@ -185,29 +186,19 @@ absl::Status DescribeFailure(const RunState& run, absl::Status status) {
   return status;
 }
 
-void ReleaseStreams(RunState& run) {
-  for (size_t d = 0; d < run.streams.size(); ++d) {
-    Stream* stream = run.streams[d];
-    if (stream == nullptr) continue;  // Leasing stopped before it.
-    // Every item of this run has finished, so the stream can be reset for
-    // the next run; a stopped device keeps refusing work anyway.
-    (void)stream->ClearError();
-    stream->SetLaunchCheck(nullptr);
-    run.routing().devices[d]->ReleaseStream(stream);
-  }
-  run.streams.clear();
-}
+// Every item of the run has finished (or none was enqueued): its views go.
+void CloseStreams(RunState& run) { run.streams.clear(); }
 
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
-  for (Stream* stream : run->streams) {
+  for (const std::unique_ptr<Stream>& stream : run->streams) {
     absl::Status s = stream->status();
     if (!s.ok() && status.ok()) status = s;
   }
   if (!status.ok()) status = DescribeFailure(*run, status);
   if (status.ok()) status = CheckRunnable(run->request);
   ReportTimings(*run);
-  ReleaseStreams(*run);
+  CloseStreams(*run);
   // A state goes back to the pool, buffers and all, unless this run was its
   // first and failed: then its memory is freed, so a failed run leaves the
   // devices' memory as it found it.
@@ -226,7 +217,7 @@ void Finish(std::shared_ptr<RunState> run) {
 
 // Ends a run that failed before anything was enqueued.
 void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
-  if (run->replica != nullptr) ReleaseStreams(*run);
+  CloseStreams(*run);
   if (run->state != nullptr) {
     run->replica->states.Release(std::move(run->state));
   }
@@ -259,15 +250,24 @@ Replica* PickReplica(const ExecutableNetwork& network) {
   return replica;
 }
 
-// Step 2: a stream on every device the replica uses, leased for this run
-// alone (runs never share a stream, so one run's failure cannot poison
-// another's). Streams leased before a failure are in `run.streams` for
-// ReleaseStreams.
-absl::Status LeaseStreams(RunState& run) {
+// Step 2: on every device the replica uses, a view of the device's shared
+// stream, with the run's priority. Runs share the stream (so a device's
+// threads do not grow with the runs in flight) but each view is an error
+// scope of its own, so one run's failure never poisons another's. Each
+// view checks, right before each of its launches computes, that the run is
+// still wanted: a launch queued behind other runs' work is skipped once
+// this run is cancelled or late.
+absl::Status OpenStreams(RunState& run) {
   const ReplicaRouting& routing = run.routing();
-  run.streams.assign(routing.devices.size(), nullptr);
+  run.streams.reserve(routing.devices.size());
   for (size_t d = 0; d < routing.devices.size(); ++d) {
-    absl::StatusOr<Stream*> stream = routing.devices[d]->AcquireStream();
+    SharedStreamOptions options;
+    options.priority = run.request.priority;
+    options.launch_check = [request = &run.request] {
+      return CheckRunnable(*request);
+    };
+    absl::StatusOr<std::unique_ptr<Stream>> stream =
+        routing.devices[d]->OpenSharedStream(std::move(options));
     if (!stream.ok()) {
       // Named after the first partition on the device, which needed it.
       size_t first = 0;
@@ -277,11 +277,7 @@ absl::Status LeaseStreams(RunState& run) {
           absl::StrCat("partition ", run.replica->partitions[first].name, ": ",
                        stream.status().message()));
     }
-    // Checked again right before each launch computes: a launch queued
-    // behind other runs' work is skipped once this run is cancelled.
-    (*stream)->SetLaunchCheck(
-        [request = &run.request] { return CheckRunnable(*request); });
-    run.streams[d] = *stream;
+    run.streams.push_back(*std::move(stream));
   }
   return absl::OkStatus();
 }
@@ -303,7 +299,8 @@ absl::Status CheckOutputsRouted(const RunState& run) {
 // pool.
 void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
 
-// A timed run's clocks, one per leased stream, all between phases.
+// A timed run's clocks, one per view of a device's stream, all between
+// phases.
 void StartClocks(RunState& run) {
   if (!run.timed()) return;
   run.clocks.assign(run.streams.size(), StreamClock());
@@ -322,6 +319,8 @@ void StopClocks(RunState& run) {
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
 // check the run is still wanted; launch; record the done-event.
+// Topological order makes every Wait refer to a producer's done-event
+// recorded earlier in this call, so that each wait completes.
 void EnqueuePartitions(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;
@@ -379,17 +378,16 @@ void EnqueuePartitions(RunState& run) {
       StreamSlice s(
           run, d, [&] { return absl::StrCat("partition ", p.name); },
           "compute");
-      // Checked once the inputs are in, right before the launch: a run
-      // cancelled or late by then skips this partition and all after it.
-      // A timed run's launch is timed from here.
-      if (run.timed()) run.enqueued_phase[d] = Phase::kCompute;
-      stream.EnqueueHostCallback([run = &run, d, i] {
-        absl::Status runnable = CheckRunnable(run->request);
-        if (runnable.ok() && run->timed()) {
+      // The view's launch check (OpenStreams) runs right before the launch
+      // computes: a run cancelled or late by then skips this partition and
+      // all after it. A timed run's launch is timed from here.
+      if (run.timed()) {
+        run.enqueued_phase[d] = Phase::kCompute;
+        stream.EnqueueHostCallback([run = &run, d, i] {
           Tick(*run, d, Phase::kCompute, static_cast<int>(i));
-        }
-        return runnable;
-      });
+          return absl::OkStatus();
+        });
+      }
       device->Launch(stream, *p.function, std::move(args), std::move(results));
     }
     stream.Record(*state.done_events[i]);
@@ -458,9 +456,11 @@ void ArmCompletion(std::shared_ptr<RunState> run) {
     return;
   }
   run->pending_streams.store(static_cast<int>(run->streams.size()));
-  // A copy: the first callback may finish the run, and so clear
-  // run->streams, while later ones are still being registered.
-  const std::vector<Stream*> streams = run->streams;
+  // A copy: the first callback may finish the run, and so close
+  // run->streams, while later ones are still being registered. Each view
+  // lives until the run finishes, after its own callback has started.
+  std::vector<Stream*> streams;
+  for (const auto& stream : run->streams) streams.push_back(stream.get());
   for (Stream* stream : streams) {
     stream->OnDone([run](absl::Status) {
       if (run->pending_streams.fetch_sub(1) == 1) Finish(run);
@@ -484,7 +484,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     return;
   }
   run->replica = PickReplica(network);
-  if (absl::Status s = LeaseStreams(*run); !s.ok()) {
+  if (absl::Status s = OpenStreams(*run); !s.ok()) {
     FailEarly(run, s);
     return;
   }

@@ -1,9 +1,10 @@
 // Executor: runs an ExecutableNetwork on event-synchronized device streams.
 //
-// A run enqueues the whole DAG up front: for each partition, on a stream of
-// its device, it waits for the done-events of producers on other devices,
-// copies their outputs in (peer copy), launches, and records its own
-// done-event; outputs are copied back to the host on the producer's stream.
+// A run enqueues the whole DAG up front: for each partition, on its view of
+// a stream its device shares between runs, it waits for the done-events of
+// producers on other devices, copies their outputs in (peer copy),
+// launches, and records its own done-event; outputs are copied back to the
+// host on the producer's stream.
 // The host never waits between partitions: completion is reported by a
 // callback the last stream runs. See docs/ARCHITECTURE.md, Executor.
 #ifndef GLINT_EXECUTOR_EXECUTOR_H_
@@ -66,6 +67,10 @@ struct ExecutionRequest {
   // When set, the run measures its phases into it (see RunTimings); a few
   // host callbacks per partition. Read it once `done` is called.
   std::shared_ptr<RunTimings> timings;
+  // Larger is more urgent (RunOptions::priority): on each device, the
+  // run's ready work goes before that of less urgent runs (launches at the
+  // compute engine included); first come, first served among equals.
+  int priority = 0;
 };
 
 // Called once with the requested outputs (in request order) or the run's

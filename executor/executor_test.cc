@@ -1,5 +1,9 @@
 #include "executor/executor.h"
 
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -320,6 +324,82 @@ TEST(ExecutorConcurrencyTest, SixtyFourRunsOverFourDevicesAndTwoNetworks) {
   }
 }
 
+// Threads of this process, from /proc/self/task.
+int ThreadCount() {
+  int n = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+TEST(ExecutorConcurrencyTest, ThreadsStayFlatWith512RunsInFlight) {
+  // Each launch takes 1 ms of simulated compute (4 FLOPs at 4,000 FLOP/s),
+  // so the 512 runs are still in flight while they are counted.
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  for (int i = 0; i < 2; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 64 << 20;
+    c.params["compute_gflops"] = "0.000004";
+    devices.push_back(*SimDevice::Create(i, c));
+  }
+  auto net = Provisioner({devices[0].get(), devices[1].get()})
+                 .Provision(TwoStageDag());
+  ASSERT_TRUE(net.ok()) << net.status();
+  Executor executor;
+  auto run = [&](float v, std::function<void(absl::StatusOr<std::vector<Tensor>>)>
+                              done) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {v, v, -v, v})};
+    request.outputs = {0};
+    executor.Run(**net, std::move(request), std::move(done));
+  };
+  {
+    // A first run opens the devices' shared streams.
+    absl::Notification warm;
+    run(0, [&](absl::StatusOr<std::vector<Tensor>> r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      warm.Notify();
+    });
+    warm.WaitForNotification();
+  }
+  const int baseline = ThreadCount();
+
+  constexpr int kRuns = 512;
+  std::vector<absl::StatusOr<std::vector<Tensor>>> results(kRuns);
+  std::vector<absl::Notification> done(kRuns);
+  std::atomic<int> most{0};
+  auto note_threads = [&most] {
+    const int n = ThreadCount();
+    int seen = most.load();
+    while (n > seen && !most.compare_exchange_weak(seen, n)) {
+    }
+  };
+  for (int r = 0; r < kRuns; ++r) {
+    run(float(r), [&, r](absl::StatusOr<std::vector<Tensor>> out) {
+      note_threads();
+      results[r] = std::move(out);
+      done[r].Notify();
+    });
+  }
+  note_threads();
+  for (int r = 0; r < kRuns; ++r) {
+    done[r].WaitForNotification();
+    ASSERT_TRUE(results[r].ok()) << r << ": " << results[r].status();
+    const float* y = (*results[r])[0].data<float>();
+    EXPECT_EQ(y[0], r + 1.0f);
+    EXPECT_EQ(y[1], std::max(r - 1.0f, 0.0f));
+    EXPECT_EQ(y[2], std::max(1.0f - r, 0.0f));
+    EXPECT_EQ(y[3], std::max(r - 1.0f, 0.0f));
+  }
+  // Runs share each device's streams: no thread per run (before, each run
+  // leased a stream thread per device).
+  EXPECT_LE(most.load(), baseline) << "baseline " << baseline;
+}
+
 TEST_F(ExecutorTest, StoppedDeviceFailsTheRunFast) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
@@ -492,6 +572,73 @@ TEST_F(ExecutorFaultTest, AFailingRunLeavesOtherNetworksAlone) {
     done[r].WaitForNotification();
     ASSERT_TRUE(results[r].ok()) << results[r].status();
     EXPECT_EQ((*results[r])[0].data<float>()[0], 2.0f);
+  }
+}
+
+TEST_F(ExecutorFaultTest, RunsSharingAStreamFailAlone) {
+  // Two runs back to back: their work goes on the same shared stream of
+  // each device, run A's first. A's launch on device 1 fails; B's, right
+  // behind it on that stream, must compute exactly. (Device 0 is slowed
+  // down so that both runs are queued before either computes.)
+  faulty_[0]->SetLaunchDelay(absl::Milliseconds(20));
+  faulty_[1]->SetFailLaunch(faulty_[1]->launch_count() + 1);
+  absl::Notification a_done, b_done;
+  absl::StatusOr<std::vector<Tensor>> a, b;
+  auto start = [&](std::vector<float> x, absl::StatusOr<std::vector<Tensor>>* out,
+                   absl::Notification* done) {
+    ExecutionRequest request;
+    request.inputs = {
+        Tensor::FromVector<float>(DType::kFloat32, Shape({4}), std::move(x))};
+    request.outputs = {0};
+    executor_.Run(*net_, std::move(request),
+                  [out, done](absl::StatusOr<std::vector<Tensor>> r) {
+                    *out = std::move(r);
+                    done->Notify();
+                  });
+  };
+  start({1, 1, 1, 1}, &a, &a_done);
+  start({5, -7, 3, -1}, &b, &b_done);
+  a_done.WaitForNotification();
+  b_done.WaitForNotification();
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kInternal) << a.status();
+  EXPECT_NE(a.status().message().find("partition p1 on device sim:1"),
+            absl::string_view::npos)
+      << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  // y = Relu(x + (1, -1, 1, -1)).
+  const std::vector<float> want = {6, 0, 4, 0};
+  ASSERT_EQ((*b)[0].num_elements(), 4);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ((*b)[0].data<float>()[i], want[i]);
+}
+
+TEST_F(ExecutorFaultTest, CancellingOneRunLeavesTheRunsBesideItAlone) {
+  // Three runs on the same shared streams; the middle one is cancelled
+  // while device 0 is still busy with the first (a 100 ms launch): it is
+  // skipped, the others compute.
+  faulty_[0]->SetLaunchDelay(absl::Milliseconds(100));
+  auto cancel = std::make_shared<CancellationToken>();
+  std::vector<absl::StatusOr<std::vector<Tensor>>> out(3);
+  std::vector<absl::Notification> done(3);
+  for (int r = 0; r < 3; ++r) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {float(r), 0, 0, 0})};
+    request.outputs = {0};
+    if (r == 1) request.cancel = cancel;
+    executor_.Run(*net_, std::move(request),
+                  [&, r](absl::StatusOr<std::vector<Tensor>> result) {
+                    out[r] = std::move(result);
+                    done[r].Notify();
+                  });
+  }
+  cancel->Cancel();
+  for (int r = 0; r < 3; ++r) done[r].WaitForNotification();
+  EXPECT_EQ(out[1].status().code(), absl::StatusCode::kCancelled)
+      << out[1].status();
+  for (int r : {0, 2}) {
+    ASSERT_TRUE(out[r].ok()) << out[r].status();
+    EXPECT_EQ((*out[r])[0].data<float>()[0], r + 1.0f);
+    EXPECT_EQ((*out[r])[0].data<float>()[1], 0.0f);
   }
 }
 

@@ -289,6 +289,101 @@ def run_request_seeds(tests):
     return seeds
 
 
+# --- rest_request_fuzzer -----------------------------------------------------
+
+OIP_DATATYPES = {
+    TensorProto.BOOL: "BOOL", TensorProto.UINT8: "UINT8",
+    TensorProto.UINT16: "UINT16", TensorProto.UINT32: "UINT32",
+    TensorProto.UINT64: "UINT64", TensorProto.INT8: "INT8",
+    TensorProto.INT16: "INT16", TensorProto.INT32: "INT32",
+    TensorProto.INT64: "INT64", TensorProto.FLOAT16: "FP16",
+    TensorProto.BFLOAT16: "BF16", TensorProto.FLOAT: "FP32",
+    TensorProto.DOUBLE: "FP64",
+}
+
+
+def json_value(value):
+    """A JSON element as glintd writes it: non-finite floats as strings."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "NaN" if np.isnan(value) else (
+            "Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def rest_request_seeds(tests):
+    """KServe v2 REST infer bodies: the node tests' inputs as JSON tensors
+    (flat, or nested for every other case), plus hand-made cases."""
+    import json  # pylint: disable=import-outside-toplevel
+    cases = []
+    for name, model_path, inputs in tests:
+        if not inputs or os.path.getsize(model_path) > MAX_MODEL_BYTES:
+            continue
+        body = {"id": name, "inputs": []}
+        usable = True
+        for index, path in enumerate(inputs):
+            tensor = load_tensor(path)
+            array = to_array(tensor)
+            if array is None or tensor.data_type not in OIP_DATATYPES:
+                usable = False
+                break
+            values = [json_value(v) for v in array.flatten().tolist()]
+            data = values
+            if rank(name)[1] in "01234567" and array.ndim > 1:
+                data = np.array(values, dtype=object).reshape(
+                    array.shape).tolist()
+            body["inputs"].append({
+                "name": tensor.name or f"input_{index}",
+                "shape": list(array.shape),
+                "datatype": OIP_DATATYPES[tensor.data_type],
+                "data": data})
+        if not usable:
+            continue
+        text = json.dumps(body, separators=(",", ":")).encode()
+        if len(text) <= MAX_TENSOR_BYTES * 2:
+            cases.append((name + ".json", text))
+    seeds = sample(cases, 150)
+    made = {
+        "minimal": '{"inputs":[]}',
+        "full": '{"id":"42","parameters":{"priority":3,"timeout":1000},'
+                '"inputs":[{"name":"a","shape":[2,2],"datatype":"UINT32",'
+                '"data":[1,2,3,4]},{"name":"b","shape":[3],"datatype":"BOOL",'
+                '"data":[true,false,true]}],"outputs":[{"name":"y"},'
+                '{"name":"z","parameters":{"binary_data":true}}]}',
+        "nested": '{"inputs":[{"name":"x","shape":[2,2,1],"datatype":"FP32",'
+                  '"data":[[[1.5],[2]],[[-3e38],["NaN"]]]}]}',
+        "scalar": '{"inputs":[{"name":"x","shape":[],"datatype":"INT64",'
+                  '"data":[-9223372036854775808]}]}',
+        "empty": '{"inputs":[{"name":"x","shape":[0,3],"datatype":"FP16",'
+                 '"data":[]}]}',
+        "halfs": '{"inputs":[{"name":"h","shape":[4],"datatype":"FP16",'
+                 '"data":[65504,1e-8,"-Infinity",-0.0]},{"name":"b",'
+                 '"shape":[2],"datatype":"BF16","data":[3e38,1e-40]}]}',
+        "u64": '{"inputs":[{"name":"x","shape":[2],"datatype":"UINT64",'
+               '"data":[0,18446744073709551615]}]}',
+        "out_of_range": '{"inputs":[{"name":"x","shape":[1],'
+                        '"datatype":"INT8","data":[128]}]}',
+        "count_mismatch": '{"inputs":[{"name":"x","shape":[2,3],'
+                          '"datatype":"FP32","data":[1,2,3]}]}',
+        "huge_shape": '{"inputs":[{"name":"x","shape":[1000000,1000000],'
+                      '"datatype":"FP32","data":[[1]]}]}',
+        "bytes": '{"inputs":[{"name":"x","shape":[1],"datatype":"BYTES",'
+                 '"data":["a"]}]}',
+        "binary": '{"inputs":[{"name":"x","shape":[1],"datatype":"FP32",'
+                  '"parameters":{"binary_data_size":4}}]}',
+        "classification": '{"inputs":[],"outputs":[{"name":"y",'
+                          '"parameters":{"classification":2}}]}',
+        "bad_json": '{"inputs":[{"name":',
+        "not_object": '[1,2,3]',
+        "deep": '{"inputs":[{"name":"x","shape":[1],"datatype":"FP32",'
+                '"data":' + '[' * 64 + ']' * 64 + '}]}',
+        "utf8": '{"id":"\\u00e9\\ud83d\\ude00","inputs":[{"name":'
+                '"\\u0000x","shape":[1],"datatype":"BOOL","data":[false]}]}',
+    }
+    for case, text in sorted(made.items()):
+        seeds.append(("made_" + case + ".json", text.encode()))
+    return seeds
+
+
 # --- device_spec_fuzzer ------------------------------------------------------
 
 DEVICE_SPECS = [
@@ -404,6 +499,7 @@ def main():
     write_target("tensor_proto_fuzzer", tensor_proto_seeds(tests))
     write_target("npy_fuzzer", npy_seeds(tests))
     write_target("run_request_fuzzer", run_request_seeds(tests))
+    write_target("rest_request_fuzzer", rest_request_seeds(tests))
     write_target("device_spec_fuzzer", device_spec_seeds())
     write_target("placement_fuzzer", placement_seeds())
 

@@ -1,6 +1,6 @@
 #include "proto/proto_convert.h"
 
-
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -39,40 +39,124 @@ v1::DataType DTypeToProto(DType dtype) {
   return static_cast<v1::DataType>(static_cast<int32_t>(dtype));
 }
 
-absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto) {
+namespace {
+
+// The dtype and shape of a wire tensor, checked, and its size in bytes.
+struct TensorHeader {
+  DType dtype;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;
+};
+
+absl::StatusOr<TensorHeader> TensorHeaderFromProto(const v1::Tensor& proto) {
+  TensorHeader header;
   absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
   if (!dtype.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(DescribeTensor(proto), ": ", dtype.status().message()));
   }
-  std::vector<int64_t> dims(proto.shape().begin(), proto.shape().end());
+  header.dtype = *dtype;
+  header.dims.assign(proto.shape().begin(), proto.shape().end());
+  const std::vector<int64_t>& dims = header.dims;
   // Elements times element size must fit: a hostile shape must not wrap
   // around to a small byte count that happens to match raw_data.
-  uint64_t bytes = DTypeSize(*dtype);
+  header.bytes = DTypeSize(*dtype);
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           DescribeTensor(proto), ": dimension ", i, " is negative (",
           dims[i], ") in shape [", absl::StrJoin(dims, ", "), "]"));
     }
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dims[i]),
-                               &bytes)) {
+    if (__builtin_mul_overflow(header.bytes, static_cast<uint64_t>(dims[i]),
+                               &header.bytes)) {
       return absl::InvalidArgumentError(
           absl::StrCat(DescribeTensor(proto), ": shape [",
                        absl::StrJoin(dims, ", "), "] is too large"));
     }
   }
-  if (bytes != proto.raw_data().size()) {
+  return header;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto) {
+  if (proto.has_shared_memory()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        DescribeTensor(proto), ": a ", DTypeName(*dtype), " tensor of shape [",
-        absl::StrJoin(dims, ", "), "] needs ", bytes,
-        " bytes of raw_data, got ", proto.raw_data().size()));
+        DescribeTensor(proto), " lies in shared-memory region '",
+        proto.shared_memory().region(), "', which is not readable here"));
+  }
+  GLINT_ASSIGN_OR_RETURN(TensorHeader header, TensorHeaderFromProto(proto));
+  if (header.bytes != proto.raw_data().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto), ": a ", DTypeName(header.dtype),
+        " tensor of shape [", absl::StrJoin(header.dims, ", "), "] needs ",
+        header.bytes, " bytes of raw_data, got ", proto.raw_data().size()));
   }
   const std::string& raw = proto.raw_data();
   return Tensor::FromBytes(
-      *dtype, Shape(std::move(dims)),
+      header.dtype, Shape(std::move(header.dims)),
       absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()),
                                 raw.size()));
+}
+
+absl::StatusOr<SharedMemoryTensor> SharedMemoryTensorFromProto(
+    const v1::Tensor& proto) {
+  if (!proto.has_shared_memory()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeTensor(proto), " names no shared memory"));
+  }
+  if (!proto.raw_data().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto),
+        " has both raw_data and shared_memory; give one of them"));
+  }
+  GLINT_ASSIGN_OR_RETURN(TensorHeader header, TensorHeaderFromProto(proto));
+  SharedMemoryTensor tensor;
+  tensor.name = proto.name();
+  tensor.dtype = header.dtype;
+  tensor.window = SharedMemoryRefFromProto(proto.shared_memory());
+  if (header.bytes != tensor.window.byte_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto), ": a ", DTypeName(header.dtype),
+        " tensor of shape [", absl::StrJoin(header.dims, ", "), "] is ",
+        header.bytes, " bytes, but its shared-memory window holds ",
+        tensor.window.byte_size));
+  }
+  tensor.shape = Shape(std::move(header.dims));
+  return tensor;
+}
+
+void SharedMemoryTensorToProto(const SharedMemoryTensor& tensor,
+                               v1::Tensor* proto) {
+  proto->Clear();
+  proto->set_name(tensor.name);
+  proto->set_dtype(DTypeToProto(tensor.dtype));
+  for (int64_t d : tensor.shape.dims()) proto->add_shape(d);
+  SharedMemoryRefToProto(tensor.window, proto->mutable_shared_memory());
+}
+
+SharedMemoryRef SharedMemoryRefFromProto(const v1::SharedMemoryRef& proto) {
+  return {proto.region(), proto.offset(), proto.byte_size()};
+}
+
+void SharedMemoryRefToProto(const SharedMemoryRef& ref,
+                            v1::SharedMemoryRef* proto) {
+  proto->set_region(ref.region);
+  proto->set_offset(ref.offset);
+  proto->set_byte_size(ref.byte_size);
+}
+
+SharedMemoryRegionInfo SharedMemoryRegionFromProto(
+    const v1::SharedMemoryRegion& proto) {
+  return {proto.name(), proto.key(), proto.offset(), proto.byte_size()};
+}
+
+void SharedMemoryRegionToProto(const SharedMemoryRegionInfo& info,
+                               v1::SharedMemoryRegion* proto) {
+  proto->set_name(info.name);
+  proto->set_key(info.key);
+  proto->set_offset(info.offset);
+  proto->set_byte_size(info.byte_size);
 }
 
 absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto) {
@@ -332,6 +416,93 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.loaded_functions = proto.loaded_functions();
   info.unhealthy_reason = proto.unhealthy_reason();
   return info;
+}
+
+void DurationStatsToProto(const DurationStats& stats,
+                          v1::DurationStats* proto) {
+  proto->set_count(stats.count);
+  proto->set_total_ns(stats.total_ns);
+  proto->set_p50_us(stats.p50_us);
+  proto->set_p99_us(stats.p99_us);
+}
+
+DurationStats DurationStatsFromProto(const v1::DurationStats& proto) {
+  DurationStats stats;
+  stats.count = proto.count();
+  stats.total_ns = proto.total_ns();
+  stats.p50_us = proto.p50_us();
+  stats.p99_us = proto.p99_us();
+  return stats;
+}
+
+void NetworkStatisticsToProto(const NetworkStatistics& stats,
+                              v1::NetworkStatistics* proto) {
+  proto->Clear();
+  proto->set_name(stats.name);
+  proto->set_success_count(stats.success_count);
+  proto->set_failure_count(stats.failure_count);
+  proto->set_inference_count(stats.inference_count);
+  proto->set_execution_count(stats.execution_count);
+  if (stats.last_inference > absl::UnixEpoch()) {
+    proto->set_last_inference_unix_ns(absl::ToUnixNanos(stats.last_inference));
+  }
+  DurationStatsToProto(stats.request, proto->mutable_request());
+  DurationStatsToProto(stats.failed, proto->mutable_failed());
+  DurationStatsToProto(stats.queue, proto->mutable_queue());
+  DurationStatsToProto(stats.compute_input, proto->mutable_compute_input());
+  DurationStatsToProto(stats.compute_infer, proto->mutable_compute_infer());
+  DurationStatsToProto(stats.compute_output, proto->mutable_compute_output());
+  proto->set_queue_depth(stats.queue_depth);
+  proto->set_in_flight(stats.in_flight);
+  for (const PartitionStatistics& p : stats.partitions) {
+    v1::PartitionStatistics* out = proto->add_partitions();
+    out->set_name(p.name);
+    out->set_device_name(p.device_name);
+    DurationStatsToProto(p.compute, out->mutable_compute());
+  }
+}
+
+NetworkStatistics NetworkStatisticsFromProto(
+    const v1::NetworkStatistics& proto) {
+  NetworkStatistics stats;
+  stats.name = proto.name();
+  stats.success_count = proto.success_count();
+  stats.failure_count = proto.failure_count();
+  stats.inference_count = proto.inference_count();
+  stats.execution_count = proto.execution_count();
+  // Before the epoch is not a time a server reports: read as never.
+  stats.last_inference =
+      absl::FromUnixNanos(std::max<int64_t>(0, proto.last_inference_unix_ns()));
+  stats.request = DurationStatsFromProto(proto.request());
+  stats.failed = DurationStatsFromProto(proto.failed());
+  stats.queue = DurationStatsFromProto(proto.queue());
+  stats.compute_input = DurationStatsFromProto(proto.compute_input());
+  stats.compute_infer = DurationStatsFromProto(proto.compute_infer());
+  stats.compute_output = DurationStatsFromProto(proto.compute_output());
+  stats.queue_depth = proto.queue_depth();
+  stats.in_flight = proto.in_flight();
+  for (const v1::PartitionStatistics& p : proto.partitions()) {
+    PartitionStatistics out;
+    out.name = p.name();
+    out.device_name = p.device_name();
+    out.compute = DurationStatsFromProto(p.compute());
+    stats.partitions.push_back(std::move(out));
+  }
+  return stats;
+}
+
+void DeviceStatisticsToProto(const DeviceStatistics& stats,
+                             v1::DeviceStatistics* proto) {
+  proto->Clear();
+  DeviceInfoToProto(stats.device, proto->mutable_device());
+  DurationStatsToProto(stats.compute, proto->mutable_compute());
+}
+
+DeviceStatistics DeviceStatisticsFromProto(const v1::DeviceStatistics& proto) {
+  DeviceStatistics stats;
+  stats.device = DeviceInfoFromProto(proto.device());
+  stats.compute = DurationStatsFromProto(proto.compute());
+  return stats;
 }
 
 }  // namespace glint

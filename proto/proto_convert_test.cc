@@ -145,6 +145,56 @@ TEST(TensorToProtoTest, RefusesUntransportableTensors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SharedMemoryTensorTest, RoundTripAndValidation) {
+  SharedMemoryTensor t{"x", DType::kInt64, Shape({2, 3}), {"in", 64, 48}};
+  v1::Tensor p;
+  SharedMemoryTensorToProto(t, &p);
+  EXPECT_TRUE(p.raw_data().empty());
+  absl::StatusOr<SharedMemoryTensor> back = SharedMemoryTensorFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name, "x");
+  EXPECT_EQ(back->dtype, DType::kInt64);
+  EXPECT_EQ(back->shape, Shape({2, 3}));
+  EXPECT_EQ(back->window.region, "in");
+  EXPECT_EQ(back->window.offset, 64u);
+  EXPECT_EQ(back->window.byte_size, 48u);
+
+  // TensorFromProto does not read shared memory: it says so.
+  absl::StatusOr<Tensor> bytes = TensorFromProto(p);
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bytes.status().message(), HasSubstr("shared-memory region 'in'"));
+
+  v1::Tensor wrong_size = p;
+  wrong_size.mutable_shared_memory()->set_byte_size(40);
+  EXPECT_THAT(SharedMemoryTensorFromProto(wrong_size).status().message(),
+              HasSubstr("holds 40"));
+  v1::Tensor both = p;
+  both.set_raw_data(std::string(48, '\0'));
+  EXPECT_EQ(SharedMemoryTensorFromProto(both).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::Tensor negative = p;
+  negative.set_shape(0, -2);
+  EXPECT_EQ(SharedMemoryTensorFromProto(negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::Tensor huge = p;
+  huge.set_shape(0, int64_t{1} << 62);
+  EXPECT_EQ(SharedMemoryTensorFromProto(huge).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedMemoryTensorFromProto(FloatProto("y", {1}, {1}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+
+  SharedMemoryRegionInfo info{"r", "/glint_in", 4096, 1 << 20};
+  v1::SharedMemoryRegion region;
+  SharedMemoryRegionToProto(info, &region);
+  SharedMemoryRegionInfo info_back = SharedMemoryRegionFromProto(region);
+  EXPECT_EQ(info_back.name, "r");
+  EXPECT_EQ(info_back.key, "/glint_in");
+  EXPECT_EQ(info_back.offset, 4096u);
+  EXPECT_EQ(info_back.byte_size, 1u << 20);
+}
+
 TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
   v1::AddNetworkOptions p;
   for (int64_t d : {1, 3, 224, 224}) {
@@ -281,6 +331,104 @@ TEST(DeviceInfoTest, RoundTrip) {
   EXPECT_EQ(back.available_memory_bytes, kGiB);
   EXPECT_EQ(back.compute_flops, 1e12);
   EXPECT_THAT(back.unsupported_ops, ElementsAre("Conv"));
+}
+
+// Every field of the statistics survives the round trip, and an absent
+// last_inference reads as never.
+TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
+  NetworkStatistics stats;
+  stats.name = "resnet";
+  stats.success_count = 7;
+  stats.failure_count = 2;
+  stats.inference_count = 9;
+  stats.execution_count = 5;
+  stats.last_inference = absl::FromUnixNanos(1700000000123456789);
+  auto series = [](uint64_t base) {
+    DurationStats d;
+    d.count = base;
+    d.total_ns = base * 1000;
+    d.p50_us = base + 0.5;
+    d.p99_us = base + 0.99;
+    return d;
+  };
+  stats.request = series(1);
+  stats.failed = series(2);
+  stats.queue = series(3);
+  stats.compute_input = series(4);
+  stats.compute_infer = series(5);
+  stats.compute_output = series(6);
+  stats.queue_depth = 3;
+  stats.in_flight = 4;
+  stats.partitions.push_back({"p0", "sim:0", series(8)});
+  stats.partitions.push_back({"p1", "sim:1", series(9)});
+
+  v1::NetworkStatistics proto;
+  NetworkStatisticsToProto(stats, &proto);
+  EXPECT_EQ(proto.last_inference_unix_ns(), 1700000000123456789);
+  EXPECT_EQ(proto.compute_infer().total_ns(), 5000u);
+  const NetworkStatistics back = NetworkStatisticsFromProto(proto);
+  EXPECT_EQ(back.name, "resnet");
+  EXPECT_EQ(back.success_count, 7u);
+  EXPECT_EQ(back.failure_count, 2u);
+  EXPECT_EQ(back.inference_count, 9u);
+  EXPECT_EQ(back.execution_count, 5u);
+  EXPECT_EQ(back.last_inference, stats.last_inference);
+  const std::vector<std::pair<const DurationStats*, const DurationStats*>>
+      pairs = {{&back.request, &stats.request},
+               {&back.failed, &stats.failed},
+               {&back.queue, &stats.queue},
+               {&back.compute_input, &stats.compute_input},
+               {&back.compute_infer, &stats.compute_infer},
+               {&back.compute_output, &stats.compute_output},
+               {&back.partitions[1].compute, &stats.partitions[1].compute}};
+  for (const auto& [got, want] : pairs) {
+    EXPECT_EQ(got->count, want->count);
+    EXPECT_EQ(got->total_ns, want->total_ns);
+    EXPECT_EQ(got->p50_us, want->p50_us);
+    EXPECT_EQ(got->p99_us, want->p99_us);
+  }
+  EXPECT_EQ(back.queue_depth, 3);
+  EXPECT_EQ(back.in_flight, 4);
+  ASSERT_EQ(back.partitions.size(), 2u);
+  EXPECT_EQ(back.partitions[1].name, "p1");
+  EXPECT_EQ(back.partitions[1].device_name, "sim:1");
+
+  NetworkStatistics never;
+  never.name = "idle";
+  NetworkStatisticsToProto(never, &proto);
+  EXPECT_EQ(proto.last_inference_unix_ns(), 0);
+  EXPECT_EQ(proto.partitions_size(), 0);
+  EXPECT_EQ(NetworkStatisticsFromProto(proto).last_inference,
+            absl::UnixEpoch());
+  proto.set_last_inference_unix_ns(-5);  // Not a time a server reports.
+  EXPECT_EQ(NetworkStatisticsFromProto(proto).last_inference,
+            absl::UnixEpoch());
+}
+
+TEST(StatisticsProtoTest, DeviceStatisticsRoundTrip) {
+  DeviceStatistics stats;
+  stats.device.id = 1;
+  stats.device.name = "sim:1";
+  stats.device.type = "sim";
+  stats.device.memory_bytes = 2048;
+  stats.device.available_memory_bytes = 1024;
+  stats.device.loaded_functions = 3;
+  stats.compute.count = 11;
+  stats.compute.total_ns = 22;
+  stats.compute.p50_us = 1.5;
+  stats.compute.p99_us = 2.5;
+  v1::DeviceStatistics proto;
+  DeviceStatisticsToProto(stats, &proto);
+  const DeviceStatistics back = DeviceStatisticsFromProto(proto);
+  EXPECT_EQ(back.device.id, 1);
+  EXPECT_EQ(back.device.name, "sim:1");
+  EXPECT_EQ(back.device.memory_bytes, 2048u);
+  EXPECT_EQ(back.device.available_memory_bytes, 1024u);
+  EXPECT_EQ(back.device.loaded_functions, 3);
+  EXPECT_EQ(back.compute.count, 11u);
+  EXPECT_EQ(back.compute.total_ns, 22u);
+  EXPECT_EQ(back.compute.p50_us, 1.5);
+  EXPECT_EQ(back.compute.p99_us, 2.5);
 }
 
 }  // namespace

@@ -894,6 +894,7 @@ absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
   request->cancel = options.cancel;
   request->shutdown = std::move(shutdown);
   request->trace = options.trace;
+  request->priority = options.priority;
   return request;
 }
 
@@ -1214,6 +1215,7 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
     request.deadline = batch.deadline;
     request.shutdown = shutdown_token_;
     request.trace = std::move(batch.trace);
+    request.priority = batch.priority;
     request.timings =
         std::shared_ptr<RunTimings>(measures, &measures->timings);
     auto shared_done = std::make_shared<BatchDone>(std::move(done));

@@ -60,17 +60,19 @@ void NetworkStatsRecorder::RecordSuccess(const Success& success) {
   compute_infer_.Record(success.compute_infer);
   compute_output_.Record(success.compute_output);
   const size_t n = success.partition_ns.size();
-  bool grow = false;
+  bool recorded = false;
   {
     absl::ReaderMutexLock lock(&partitions_mu_);
-    grow = partitions_.size() < n;
-    if (!grow) {
+    // The vector is only read here; the series record on their own.
+    const std::vector<std::unique_ptr<DurationSeries>>& series = partitions_;
+    if (series.size() >= n) {
       for (size_t i = 0; i < n; ++i) {
-        partitions_[i]->Record(absl::Nanoseconds(success.partition_ns[i]));
+        series[i]->Record(absl::Nanoseconds(success.partition_ns[i]));
       }
+      recorded = true;
     }
   }
-  if (grow) {
+  if (!recorded) {
     absl::MutexLock lock(&partitions_mu_);
     while (partitions_.size() < n) {
       partitions_.push_back(std::make_unique<DurationSeries>());

@@ -16,11 +16,12 @@ mkdir -p "$work"
 
 glintd=bazel-bin/runtime/server/glintd
 glint=bazel-bin/client/glint
-rm -f "$work/port"
+rm -f "$work/port" "$work/http_port"
 # A store of its own, emptied first: the demo adds its network afresh and
 # never meets a daemon left running by a previous demo.
 rm -rf "$work/store"
 "$glintd" --listen=127.0.0.1:0 --port_file="$work/port" --store_dir="$work/store" \
+  --http_listen=127.0.0.1:0 --http_port_file="$work/http_port" \
   >"$work/glintd.log" 2>&1 &
 pid=$!
 echo "$pid" >"$work/glintd.pid"
@@ -32,11 +33,13 @@ for _ in $(seq 1 100); do
 done
 [ -s "$work/port" ] || { echo "glintd did not start"; cat "$work/glintd.log"; exit 1; }
 server=127.0.0.1:$(cat "$work/port")
-echo "glintd (pid $pid) serving on $server; log: $work/glintd.log"
+http=127.0.0.1:$(cat "$work/http_port")
+echo "glintd (pid $pid) serving on $server (gRPC) and http://$http (REST, /metrics); log: $work/glintd.log"
 
 "$glint" --server="$server" devices
 "$glint" --server="$server" add example "$work/mlp.onnx"
 "$glint" --server="$server" show example
 "$glint" --server="$server" run example --input x="$work/input_x.npy" --output-dir "$work/out"
 /usr/bin/python3 client/example/check_output.py "$work/out/probs.npy" "$work/expected_probs.npy"
+echo "REST: curl http://$http/v2/models/example   metrics: curl http://$http/metrics"
 echo "glintd is still running: stop it with: kill $pid"

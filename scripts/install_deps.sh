@@ -10,6 +10,11 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libbenchmark-dev libdnnl-dev libonnx-dev libonnx-testdata
   nlohmann-json3-dev libssl-dev
+  # glintd's HTTP port (runtime/server/README.md says why cpp-httplib).
+  libcpp-httplib-dev
+  # Whole-system tests of the HTTP port: curl against the REST endpoints,
+  # promtool and a Prometheus server scraping /metrics.
+  curl prometheus
   python3 python3-onnx python3-numpy python3-grpcio
   graphviz
   # tests/e2e_auth_test makes its certificates with the openssl command.

@@ -22,6 +22,7 @@ namespace glint {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::StartsWith;
@@ -145,6 +146,15 @@ TEST_F(CliTest, FullSession) {
   }
   EXPECT_TRUE(partition_on_device) << json.dump();
   EXPECT_TRUE(copy_in) << json.dump();
+
+  // Statistics: the three runs above, the partition and the devices.
+  r = Glint({"stats", "relu"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, StartsWith("network"));
+  EXPECT_THAT(r.stdout_text, ContainsRegex("\nrelu +3 +0 +3 +0 +0 "));
+  EXPECT_THAT(r.stdout_text, ContainsRegex("\n  p0 +sim:[01] +3 "));
+  EXPECT_THAT(r.stdout_text, HasSubstr("\ndevice "));
+  ExpectError(Glint({"stats", "absent"}), 1, "NOT_FOUND", "absent");
 
   // Errors from the server.
   ExpectError(Glint({"add", "relu", std::string(kRelu) + "/model.onnx"}), 1,

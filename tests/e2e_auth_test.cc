@@ -5,14 +5,19 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
@@ -399,6 +404,137 @@ TEST_F(E2eAuthTest, ExposedPortWithoutSecurityIsWarnedAbout) {
   EXPECT_THAT((*secured)->Log(), Not(HasSubstr("WITHOUT")));
 }
 
+// The HTTP port (KServe v2 REST, /metrics) takes the same TLS material and
+// tokens, checked here with curl: HTTPS with the test CA, health and
+// /metrics open, inference needing the infer scope.
+TEST_F(E2eAuthTest, RestOverHttpsWithTokens) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
+      {"--tls_cert=" + pki().server_crt, "--tls_key=" + pki().server_key,
+       "--auth_tokens=" + pki().tokens},
+      absl::Seconds(30), TlsClient(kInferToken));
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  ASSERT_GT((*daemon)->http_port(), 0);
+  EXPECT_THAT((*daemon)->Log(), HasSubstr("serving HTTPS"));
+  std::unique_ptr<GlintClient> admin =
+      ClientOf((*daemon)->address(), TlsClient(kAdminToken));
+  ASSERT_NE(admin, nullptr);
+  ASSERT_TRUE(admin->AddNetwork("mlp", MakeMlpModel(1, kIn, kOut)).ok());
+
+  const std::string dir = NewTempDir("curl");
+  const std::string body = dir + "/infer.json";
+  WriteFile(body, absl::StrCat(
+                      R"({"inputs": [{"name": "x", "shape": [1, )", kIn,
+                      R"(], "datatype": "FP32", "data": [)",
+                      absl::StrJoin(Input(), ","), "]}]}"));
+  struct Reply {
+    int curl_exit = -1;
+    int status = 0;
+    std::string body;
+  };
+  // curl [ARGS] URL_PATH over https (or `scheme`), trusting the test CA.
+  const auto curl = [&](std::vector<std::string> args, const std::string& path,
+                        const std::string& scheme = "https") {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-sS", "--noproxy", "*",
+                                     "--cacert", pki().ca_crt, "-o",
+                                     dir + "/reply", "-w", "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(absl::StrCat(scheme, "://127.0.0.1:",
+                                (*daemon)->http_port(), path));
+    Reply reply;
+    std::remove((dir + "/reply").c_str());
+    absl::StatusOr<CommandResult> r = RunCommand(argv, absl::Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return reply;
+    reply.curl_exit = r->exit_code;
+    reply.status = std::atoi(r->stdout_text.c_str());
+    std::ifstream in(dir + "/reply");
+    reply.body.assign(std::istreambuf_iterator<char>(in), {});
+    return reply;
+  };
+  const std::vector<std::string> post = {
+      "-X", "POST", "-H", "Content-Type: application/json", "--data-binary",
+      "@" + body};
+  const auto with_token = [&](const char* token) {
+    std::vector<std::string> args = post;
+    args.insert(args.end(),
+                {"-H", absl::StrCat("Authorization: Bearer ", token)});
+    return args;
+  };
+
+  // Open without a token.
+  EXPECT_EQ(curl({}, "/v2/health/live").status, 200);
+  EXPECT_EQ(curl({}, "/v2/health/ready").status, 200);
+  const Reply metrics = curl({}, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_THAT(metrics.body, HasSubstr("nv_inference_request_success"));
+
+  // Guarded: 401 without a token, 403 with one lacking the scope.
+  Reply r = curl(post, "/v2/models/mlp/infer");
+  EXPECT_EQ(r.status, 401) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("\"error\""));
+  EXPECT_EQ(curl({}, "/v2/models/mlp").status, 401);
+  r = curl(with_token(kAdminToken), "/v2/models/mlp/infer");
+  EXPECT_EQ(r.status, 403) << r.body;
+  EXPECT_THAT(r.body, HasSubstr("infer"));
+
+  // The infer token runs it; the numbers are the reference's.
+  r = curl(with_token(kInferToken), "/v2/models/mlp/infer");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<float> want = MlpReference(Input(), 1, kIn, kOut);
+  const size_t data = r.body.find("\"data\":[");
+  ASSERT_NE(data, std::string::npos) << r.body;
+  std::vector<float> got;
+  for (absl::string_view v : absl::StrSplit(
+           r.body.substr(data + 8, r.body.find(']', data) - data - 8), ',')) {
+    float f = 0;
+    ASSERT_TRUE(absl::SimpleAtof(v, &f)) << v;
+    got.push_back(f);
+  }
+  ASSERT_EQ(got.size(), want.size()) << r.body;
+  for (size_t j = 0; j < want.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-5);
+
+  // Plain HTTP gets no HTTP answer from the HTTPS port, and a client that
+  // trusts another CA refuses the server (curl: 60, peer certificate).
+  r = curl({}, "/v2/health/live", "http");
+  EXPECT_NE(r.curl_exit, 0);
+  EXPECT_EQ(r.status, 0);
+  r = curl({"--cacert", pki().rogue_ca_crt}, "/v2/health/live");
+  EXPECT_EQ(r.curl_exit, 60);
+}
+
+// Mutual TLS on the HTTP port: curl needs the CA's client certificate.
+TEST_F(E2eAuthTest, RestOverMutualTls) {
+  ClientOptions with_cert = TlsClient("");
+  with_cert.tls_cert_file = pki().client_crt;
+  with_cert.tls_key_file = pki().client_key;
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
+      {"--tls_cert=" + pki().server_crt, "--tls_key=" + pki().server_key,
+       "--tls_client_ca=" + pki().ca_crt},
+      absl::Seconds(30), with_cert);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string url =
+      absl::StrCat("https://127.0.0.1:", (*daemon)->http_port(), "/v2");
+  const auto curl = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {"/usr/bin/curl", "-sS", "--noproxy", "*",
+                                     "--cacert", pki().ca_crt, "-o",
+                                     "/dev/null", "-w", "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(url);
+    absl::StatusOr<CommandResult> r = RunCommand(argv, absl::Seconds(60));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : CommandResult();
+  };
+  CommandResult r =
+      curl({"--cert", pki().client_crt, "--key", pki().client_key});
+  EXPECT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "200");
+  r = curl({});
+  EXPECT_NE(r.exit_code, 0);
+  r = curl({"--cert", pki().rogue_client_crt, "--key",
+            pki().rogue_client_key});
+  EXPECT_NE(r.exit_code, 0);
+}
+
 // Bad security flags stop glintd at start with one clear message.
 TEST_F(E2eAuthTest, BadSecurityFlagsExitOneWithTheReason) {
   const std::string dir = NewTempDir("bad_flags");
@@ -423,7 +559,7 @@ TEST_F(E2eAuthTest, BadSecurityFlagsExitOneWithTheReason) {
   };
   for (const Case& c : cases) {
     std::vector<std::string> argv = {RunfilePath("runtime/server/glintd"),
-                                     "--listen=127.0.0.1:0",
+                                     "--listen=127.0.0.1:0", "--http_listen=",
                                      "--store_dir=" + dir + "/store"};
     argv.insert(argv.end(), c.flags.begin(), c.flags.end());
     absl::StatusOr<CommandResult> r = RunCommand(argv, absl::Seconds(60));

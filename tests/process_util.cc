@@ -155,6 +155,46 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   return result;
 }
 
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(
+    const std::vector<std::string>& argv, const std::string& log_path) {
+  std::unique_ptr<ChildProcess> p(new ChildProcess());
+  p->log_path_ = log_path;
+  absl::StatusOr<pid_t> pid = Spawn(argv, log_path, log_path);
+  if (!pid.ok()) return pid.status();
+  p->pid_ = *pid;
+  return p;
+}
+
+ChildProcess::~ChildProcess() {
+  if (pid_ > 0 && !exited_) Stop(SIGKILL, absl::Seconds(30));
+}
+
+bool ChildProcess::Exited() {
+  if (exited_) return true;
+  int wait_status = 0;
+  const pid_t r = waitpid(pid_, &wait_status, WNOHANG);
+  if (r == pid_) {
+    exited_ = true;
+    exit_code_ = ExitCode(wait_status);
+  }
+  return exited_ || r < 0;
+}
+
+int ChildProcess::Stop(int signal, absl::Duration timeout) {
+  if (exited_) return exit_code_;
+  kill(pid_, signal);
+  int wait_status = 0;
+  if (!WaitFor(pid_, timeout, &wait_status)) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &wait_status, 0);
+  }
+  exited_ = true;
+  exit_code_ = ExitCode(wait_status);
+  return exit_code_;
+}
+
+std::string ChildProcess::Log() const { return ReadAll(log_path_); }
+
 absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
     const std::vector<std::string>& extra_args, absl::Duration timeout,
     const ClientOptions& client_options) {
@@ -171,10 +211,19 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
   // Each daemon keeps its networks in its own folder unless told where: the
   // default (~/.glint/store) would be shared, and locked, by every daemon.
   bool has_store = false;
+  bool has_http = false;
   for (const std::string& a : extra_args) {
     has_store = has_store || absl::StartsWith(a, "--store_dir");
+    has_http = has_http || absl::StartsWith(a, "--http_listen");
   }
   if (!has_store) argv.push_back("--store_dir=" + dir + "/store");
+  // HTTP on a free port too, unless told otherwise: the default port
+  // (8000) would be shared by every daemon.
+  const std::string http_port_file = dir + "/http_port";
+  if (!has_http) {
+    argv.push_back("--http_listen=127.0.0.1:0");
+    argv.push_back("--http_port_file=" + http_port_file);
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   absl::StatusOr<pid_t> pid = Spawn(argv, p->log_path_, p->log_path_);
   if (!pid.ok()) return pid.status();
@@ -194,6 +243,14 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &port) &&
         port > 0) {
       p->port_ = port;
+      // glintd writes the HTTP port file before the gRPC one.
+      int http_port = 0;
+      if (!has_http &&
+          !absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadAll(http_port_file)),
+                            &http_port)) {
+        return absl::InternalError("glintd wrote no HTTP port file");
+      }
+      p->http_port_ = http_port;
       break;
     }
     if (absl::Now() >= deadline) {

@@ -40,12 +40,41 @@ struct CommandResult {
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          absl::Duration timeout);
 
+// A child process left running in the background (a Prometheus server,
+// say), its stdout and stderr in one log file. The destructor kills it
+// (SIGKILL) if still running.
+class ChildProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(
+      const std::vector<std::string>& argv, const std::string& log_path);
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  // Whether it has exited (reaping it if so).
+  bool Exited();
+  // Sends `signal` and waits up to `timeout` for the exit; then SIGKILL.
+  // Returns the exit code (-1 when ended by a signal).
+  int Stop(int signal, absl::Duration timeout);
+  // Its output so far.
+  std::string Log() const;
+
+ private:
+  ChildProcess() = default;
+
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_code_ = -1;
+  std::string log_path_;
+};
+
 // A glintd child process. The destructor kills it if still running, and
 // adds a gtest failure if its log holds a sanitizer report.
 class GlintdProcess {
  public:
   // Starts glintd with --listen=127.0.0.1:0 --port_file=... (and a fresh
-  // --store_dir unless `extra_args` names one) plus `extra_args`, then
+  // --store_dir unless `extra_args` names one, and
+  // --http_listen=127.0.0.1:0 --http_port_file=... unless it names
+  // --http_listen) plus `extra_args`, then
   // waits (bounded by `timeout`) until the port file exists, the channel
   // connects, grpc.health.v1 says SERVING (stored networks are restored)
   // and ListNetworks succeeds. Errors include the tail of glintd's log.
@@ -60,6 +89,9 @@ class GlintdProcess {
   ~GlintdProcess();
 
   int port() const { return port_; }
+  // The HTTP port (KServe v2 REST, /metrics); 0 when `extra_args` named
+  // --http_listen.
+  int http_port() const { return http_port_; }
   std::string address() const;
   pid_t pid() const { return pid_; }
   GlintClient& client() { return *client_; }
@@ -81,6 +113,7 @@ class GlintdProcess {
   pid_t pid_ = -1;
   bool exited_ = false;
   int port_ = 0;
+  int http_port_ = 0;
   std::string log_path_;
   ClientOptions client_options_;
   std::unique_ptr<GlintClient> client_;

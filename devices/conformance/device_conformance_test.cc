@@ -925,6 +925,98 @@ TEST_P(DeviceConformanceTest, ErrorsAreStickyAndTravelAcrossDevices) {
   b->ReleaseStream(sb);
 }
 
+// Views of the shared stream (OpenSharedStream) are what runs use: their
+// work is interleaved on the device, but each keeps its own errors.
+TEST_P(DeviceConformanceTest, SharedStreamViewsKeepTheirErrorsApart) {
+  auto a = NewDevice(0), b = NewDevice(1);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  constexpr int kN = 8;
+  std::unique_ptr<LoadedFunction> relu = LoadRelu(*a, kN);
+  ASSERT_NE(relu, nullptr);
+  auto failing = a->OpenSharedStream({}), healthy = a->OpenSharedStream({});
+  auto waits_failing = b->OpenSharedStream({});
+  auto waits_healthy = b->OpenSharedStream({});
+  ASSERT_TRUE(failing.ok() && healthy.ok() && waits_failing.ok() &&
+              waits_healthy.ok());
+  EXPECT_NE(failing->get(), healthy->get());
+  EXPECT_EQ((*failing)->device_id(), 0);
+  EXPECT_EQ((*failing)->priority(), DeviceManager::kDefaultStreamPriority);
+  const std::vector<float> xf = Iota(kN, -3), xh = Iota(kN, -1);
+  Tensor hf = HostTensor(xf), hh = HostTensor(xh), yf, yh, from_b, out;
+  DeviceTensor dxf, dyf, dxh, dyh, empty, on_b_f, on_b_h;
+  // Interleaved: the failing view's first item fails.
+  a->CopyToHost(**failing, &empty, &out);  // A real failure: no buffer.
+  a->CopyToDevice(**healthy, &hh, &dxh);
+  a->CopyToDevice(**failing, &hf, &dxf);            // Skipped.
+  a->Launch(**healthy, *relu, {&dxh}, {&dyh});
+  a->Launch(**failing, *relu, {&dxf}, {&dyf});      // Skipped.
+  a->CopyToHost(**failing, &dyf, &yf);              // Skipped.
+  a->CopyToHost(**healthy, &dyh, &yh);
+  Event failed_done, healthy_done;
+  (*failing)->Record(failed_done);
+  (*healthy)->Record(healthy_done);
+  (*waits_failing)->Wait(failed_done);
+  b->CopyFromPeer(**waits_failing, &dyf, &on_b_f);  // Skipped.
+  (*waits_healthy)->Wait(healthy_done);
+  b->CopyFromPeer(**waits_healthy, &dyh, &on_b_h);
+  b->CopyToHost(**waits_healthy, &on_b_h, &from_b);
+
+  const absl::Status failure = (*failing)->Synchronize();
+  EXPECT_EQ(failure.code(), absl::StatusCode::kInternal) << failure;
+  ASSERT_TRUE((*healthy)->Synchronize().ok());
+  EXPECT_EQ(Values(yh), ReluExpected(xh));
+  EXPECT_EQ(dxf.buffer, nullptr);
+  EXPECT_EQ(dyf.buffer, nullptr);
+  EXPECT_EQ(yf.raw_data(), nullptr);
+  EXPECT_EQ(failed_done.Synchronize(), failure);
+  EXPECT_TRUE(healthy_done.Synchronize().ok());
+  // On the other device the error reaches the view that waited on it only.
+  EXPECT_EQ((*waits_failing)->Synchronize(), failure);
+  EXPECT_EQ(on_b_f.buffer, nullptr);
+  ASSERT_TRUE((*waits_healthy)->Synchronize().ok());
+  EXPECT_EQ(Values(from_b), ReluExpected(xh));
+  EXPECT_TRUE((*healthy)->status().ok());
+  EXPECT_TRUE((*waits_healthy)->status().ok());
+
+  // Its owner clears the failed view, which then works again.
+  ASSERT_TRUE((*failing)->ClearError().ok());
+  a->CopyToDevice(**failing, &hf, &dxf);
+  a->Launch(**failing, *relu, {&dxf}, {&dyf});
+  a->CopyToHost(**failing, &dyf, &yf);
+  ASSERT_TRUE((*failing)->Synchronize().ok());
+  EXPECT_EQ(Values(yf), ReluExpected(xf));
+}
+
+TEST_P(DeviceConformanceTest, ASharedViewsLaunchCheckStopsOnlyItsLaunches) {
+  auto device = NewDevice(0);
+  ASSERT_NE(device, nullptr);
+  constexpr int kN = 4;
+  std::unique_ptr<LoadedFunction> relu = LoadRelu(*device, kN);
+  ASSERT_NE(relu, nullptr);
+  SharedStreamOptions unwanted;
+  unwanted.launch_check = [] { return absl::CancelledError("not wanted"); };
+  auto refused = device->OpenSharedStream(std::move(unwanted));
+  auto wanted = device->OpenSharedStream({});
+  ASSERT_TRUE(refused.ok() && wanted.ok());
+  const std::vector<float> xs = Iota(kN, -1);
+  Tensor x = HostTensor(xs), y_refused, y_wanted;
+  DeviceTensor dx, dy_refused, dy_wanted;
+  device->CopyToDevice(**wanted, &x, &dx);
+  Event copied;
+  (*wanted)->Record(copied);
+  (*refused)->Wait(copied);
+  device->Launch(**refused, *relu, {&dx}, {&dy_refused});
+  device->CopyToHost(**refused, &dy_refused, &y_refused);
+  device->Launch(**wanted, *relu, {&dx}, {&dy_wanted});
+  device->CopyToHost(**wanted, &dy_wanted, &y_wanted);
+  EXPECT_EQ((*refused)->Synchronize().code(), absl::StatusCode::kCancelled);
+  ASSERT_TRUE((*wanted)->Synchronize().ok());
+  EXPECT_EQ(dy_refused.buffer, nullptr);  // It never computed.
+  EXPECT_EQ(y_refused.raw_data(), nullptr);
+  EXPECT_EQ(Values(y_wanted), ReluExpected(xs));
+}
+
 TEST_P(DeviceConformanceTest, ClearErrorRefusesWhileWorkIsPending) {
   auto device = NewDevice(0);
   ASSERT_NE(device, nullptr);
@@ -961,8 +1053,11 @@ TEST_P(DeviceConformanceTest, StopFailsPendingWorkAndNeverHangs) {
   auto owned = victim->CreateStream(1);
   ASSERT_TRUE(owned.ok());
   Stream* pooled = *victim->AcquireStream();
+  auto view = victim->OpenSharedStream({});
+  ASSERT_TRUE(view.ok());
   std::atomic<int> ran{0};
-  for (Stream* s : {owned->get(), pooled, &victim->default_stream()}) {
+  for (Stream* s :
+       {owned->get(), pooled, &victim->default_stream(), view->get()}) {
     s->Wait(never_yet);
     StreamInternal::Enqueue(*s, [&ran] {
       ++ran;
@@ -980,7 +1075,8 @@ TEST_P(DeviceConformanceTest, StopFailsPendingWorkAndNeverHangs) {
 
   victim->Stop();  // Must return although the work can never run.
   victim->Stop();  // Idempotent.
-  for (Stream* s : {owned->get(), pooled, &victim->default_stream()}) {
+  for (Stream* s :
+       {owned->get(), pooled, &victim->default_stream(), view->get()}) {
     EXPECT_EQ(s->Synchronize().code(), absl::StatusCode::kUnavailable);
     EXPECT_TRUE(s->Query());
   }
@@ -997,6 +1093,11 @@ TEST_P(DeviceConformanceTest, StopFailsPendingWorkAndNeverHangs) {
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(victim->CreateStream(0).status().code(),
             absl::StatusCode::kUnavailable);
+  EXPECT_EQ(victim->OpenSharedStream({}).status().code(),
+            absl::StatusCode::kUnavailable);
+  // A view opened before keeps failing fast.
+  victim->CopyToDevice(**view, &x, &dx);
+  EXPECT_EQ((*view)->Synchronize().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(victim->Load(Compile(*victim, 4)).status().code(),
             absl::StatusCode::kUnavailable);
   victim->CopyToDevice(*pooled, &x, &dx);
@@ -1086,6 +1187,69 @@ TEST_P(DeviceConformanceTest, HigherPriorityLaunchOvertakesAQueuedOne) {
     EXPECT_GT(*first_to_high, 0) << "the first launch was overtaken";
     EXPECT_GT(*high_to_low, 0)
         << "the earlier-queued low-priority launch ran first";
+    break;
+  }
+}
+
+TEST_P(DeviceConformanceTest, MoreUrgentSharedViewsLaunchFirst) {
+  // Every launch of this device takes 200 ms (by the timing model): the
+  // first holds the compute thread while the others are enqueued.
+  auto probe = NewDevice(0);
+  ASSERT_NE(probe, nullptr);
+  std::shared_ptr<const CompiledFunction> compiled = Compile(*probe, 4);
+  ASSERT_NE(compiled, nullptr);
+  ASSERT_GT(compiled->flops(), 0);
+  constexpr double kLaunchSeconds = 0.2;
+  auto device = NewDevice(
+      0, {{"compute_gflops", Decimal(compiled->flops() / kLaunchSeconds / 1e9)}});
+  ASSERT_NE(device, nullptr);
+  auto loaded = device->Load(compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto open = [&](int priority) {
+    SharedStreamOptions options;
+    options.priority = priority;
+    return device->OpenSharedStream(std::move(options));
+  };
+  auto first = open(0), low = open(-1), mid = open(0), high = open(1);
+  ASSERT_TRUE(first.ok() && low.ok() && mid.ok() && high.ok());
+  Tensor x = HostTensor({1, 2, 3, 4});
+  DeviceTensor dx;
+  device->CopyToDevice(**first, &x, &dx);
+  ASSERT_TRUE((*first)->Synchronize().ok());
+  for (int attempt = 0;; ++attempt) {
+    ASSERT_LT(attempt, 3) << "the first launch never held the device long "
+                             "enough for the others to be enqueued";
+    const EventOptions timed{.enable_timing = true};
+    Event first_done(timed), low_done(timed), mid_done(timed),
+        high_done(timed);
+    DeviceTensor y0, y_low, y_mid, y_high;
+    const uint64_t idle = device->AvailableMemory();
+    device->Launch(**first, **loaded, {&dx}, {&y0});
+    (*first)->Record(first_done);
+    // The first launch computes once its output is allocated (not before:
+    // until it starts, a more urgent launch would rightly go first).
+    ASSERT_TRUE(PollUntil([&] {
+      return device->AvailableMemory() <= idle - 4 * sizeof(float);
+    }));
+    // Enqueued in the order low, mid, high while the first computes.
+    device->Launch(**low, **loaded, {&dx}, {&y_low});
+    (*low)->Record(low_done);
+    device->Launch(**mid, **loaded, {&dx}, {&y_mid});
+    (*mid)->Record(mid_done);
+    device->Launch(**high, **loaded, {&dx}, {&y_high});
+    (*high)->Record(high_done);
+    const bool valid = !first_done.Query();
+    for (auto* s : {&*first, &*low, &*mid, &*high}) {
+      ASSERT_TRUE((**s).Synchronize().ok());
+    }
+    if (!valid) continue;  // The host was too slow; try again.
+    auto after = [](const Event& a, const Event& b) {
+      absl::StatusOr<double> ms = Event::ElapsedMillis(a, b);
+      return ms.ok() && *ms > 0;
+    };
+    EXPECT_TRUE(after(first_done, high_done)) << "the first was overtaken";
+    EXPECT_TRUE(after(high_done, mid_done)) << "high did not go first";
+    EXPECT_TRUE(after(mid_done, low_done)) << "mid did not go before low";
     break;
   }
 }

@@ -235,6 +235,12 @@ void FaultInjectingDevice::ReleaseStream(Stream* stream) {
   inner_->ReleaseStream(stream);
 }
 
+absl::StatusOr<std::unique_ptr<Stream>> FaultInjectingDevice::OpenSharedStream(
+    SharedStreamOptions options) {
+  GLINT_RETURN_IF_ERROR(CheckAlive());
+  return inner_->OpenSharedStream(std::move(options));
+}
+
 void FaultInjectingDevice::CopyToDevice(Stream& stream, const Tensor* src,
                                         DeviceTensor* dst) {
   if (absl::Status s = CheckAlive(); !s.ok()) {
@@ -297,9 +303,14 @@ void FaultInjectingDevice::Launch(Stream& stream,
     return EnqueueFailure(stream, std::move(s));
   }
   if (faults.launch_delay > absl::ZeroDuration()) {
-    // A slow device, not a synchronisation aid: Stop() cuts it short.
-    StreamInternal::Enqueue(
-        stream, [this, delay = faults.launch_delay]() -> absl::Status {
+    // A slow device, not a synchronisation aid: Stop() cuts it short. Slow
+    // compute: on a shared stream it holds the compute thread.
+    // Part of the launch, so the stream's launch check comes first: a run
+    // no longer wanted does not wait out the delay.
+    StreamInternal::EnqueueLaunch(
+        stream,
+        [this, &stream, delay = faults.launch_delay]() -> absl::Status {
+          GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
           absl::MutexLock lock(&mu_);
           if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), delay)) {
             return absl::UnavailableError(
@@ -309,7 +320,7 @@ void FaultInjectingDevice::Launch(Stream& stream,
         });
   }
   if (n == faults.hang_launch) {
-    StreamInternal::Enqueue(stream, [this, n]() -> absl::Status {
+    StreamInternal::EnqueueLaunch(stream, [this, n]() -> absl::Status {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(&stopped_));
       return absl::UnavailableError(absl::StrCat(

@@ -44,7 +44,8 @@ struct FaultOptions {
   // through --devices.
   int64_t kill_at_launch = 0;
   // Every launch is preceded on its stream by an item that takes this long
-  // (a simulated slow device). Cut short, with UNAVAILABLE, by Stop/Kill.
+  // (a simulated slow device), after the stream's launch check (a run no
+  // longer wanted skips it). Cut short, with UNAVAILABLE, by Stop/Kill.
   absl::Duration launch_delay = absl::ZeroDuration();
   // The device is dead from the start (as after Kill()).
   bool dead = false;
@@ -64,8 +65,11 @@ struct FaultOptions {
 // are not charged.
 //
 // Injected errors travel as ordinary sticky stream errors: a failed launch
-// fails its stream (ClearError() makes it usable again), and memory is
-// returned as usual when buffers are destroyed.
+// fails its stream, or only its view of a shared stream (ClearError() makes
+// it usable again), and memory is returned as usual when buffers are
+// destroyed. A hang or delay is compute: on a shared stream it holds the
+// device's compute thread (every view's launches wait), as a hung kernel
+// holds up a GPU.
 class FaultInjectingDevice : public DeviceManager {
  public:
   static constexpr absl::string_view kTypeName = "faulty";
@@ -123,6 +127,8 @@ class FaultInjectingDevice : public DeviceManager {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority) override;
   absl::StatusOr<Stream*> AcquireStream() override;
   void ReleaseStream(Stream* stream) override;
+  absl::StatusOr<std::unique_ptr<Stream>> OpenSharedStream(
+      SharedStreamOptions options) override;
 
   void CopyToDevice(Stream& stream, const Tensor* src,
                     DeviceTensor* dst) override;

@@ -242,6 +242,41 @@ TEST(FaultInjectingDeviceTest, KthLaunchFailsAndTheDeviceKeepsWorking) {
   EXPECT_EQ(device->AvailableMemory(), kCapacity);
 }
 
+TEST(FaultInjectingDeviceTest, AFailedLaunchFailsOnlyItsViewOfASharedStream) {
+  // Two users' work interleaved on one shared stream: the second user's
+  // launch is the one that fails; the first's, before and after it, are
+  // exactly right.
+  auto device = MakeFaulty({{"fail_launch", "2"}});
+  ASSERT_NE(device, nullptr);
+  std::unique_ptr<LoadedFunction> loaded = LoadRelu(*device);
+  ASSERT_NE(loaded, nullptr);
+  auto good = device->OpenSharedStream({}), bad = device->OpenSharedStream({});
+  ASSERT_TRUE(good.ok() && bad.ok());
+  ReluRun first, failing, last;  // Their `loaded` is unused: one for all.
+  device->CopyToDevice(**good, &first.x, &first.dx);
+  device->CopyToDevice(**bad, &failing.x, &failing.dx);
+  device->CopyToDevice(**good, &last.x, &last.dx);
+  device->Launch(**good, *loaded, {&first.dx}, {&first.dy});      // 1
+  device->Launch(**bad, *loaded, {&failing.dx}, {&failing.dy});   // 2: fails
+  device->CopyToHost(**bad, &failing.dy, &failing.y);             // Skipped.
+  device->Launch(**good, *loaded, {&last.dx}, {&last.dy});        // 3
+  device->CopyToHost(**good, &first.dy, &first.y);
+  device->CopyToHost(**good, &last.dy, &last.y);
+  Event bad_done;
+  (*bad)->Record(bad_done);
+  const absl::Status failed = (*bad)->Synchronize();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(absl::StrContains(failed.message(), "injected launch failure"))
+      << failed;
+  EXPECT_EQ(bad_done.Synchronize(), failed);
+  EXPECT_EQ(failing.dy.buffer, nullptr);
+  EXPECT_EQ(failing.y.raw_data(), nullptr);
+  ASSERT_TRUE((*good)->Synchronize().ok());
+  first.ExpectResult();
+  last.ExpectResult();
+  EXPECT_EQ(device->launch_count(), 3);
+}
+
 TEST(FaultInjectingDeviceTest, LaunchDelaySlowsEveryLaunch) {
   auto device = MakeFaulty({{"launch_delay_ms", "30"}});
   ASSERT_NE(device, nullptr);

@@ -256,20 +256,50 @@ absl::Status SimDevice::StoppedError() const {
 void SimDevice::Stop() {
   if (stopped_.exchange(true)) return;
   std::vector<std::shared_ptr<HostStream>> streams;
+  std::shared_ptr<SharedStream> shared;
   {
     absl::MutexLock lock(&streams_mu_);
     streams = streams_;
+    shared = shared_;
   }
+  // The shared stream first: its views' callbacks then still run on
+  // completions_ (or inline, once that has stopped too).
+  if (shared != nullptr) shared->Stop(StoppedError());
   for (auto& s : streams) s->Stop(StoppedError());
 }
 
 std::shared_ptr<HostStream> SimDevice::NewStream(int priority) {
   absl::MutexLock lock(&streams_mu_);
+  return NewStreamLocked(priority);
+}
+
+std::shared_ptr<HostStream> SimDevice::NewStreamLocked(int priority) {
   auto stream = std::make_shared<HostStream>(
       id_, priority, absl::StrCat(config_.name, "/stream", streams_.size()));
   if (stopped()) stream->Stop(StoppedError());
   streams_.push_back(stream);
   return stream;
+}
+
+std::shared_ptr<SharedStream> SimDevice::Shared() {
+  absl::MutexLock lock(&streams_mu_);
+  if (shared_ == nullptr) {
+    completions_ = NewStreamLocked(kDefaultStreamPriority);
+    SharedStream::Options options;
+    options.device_id = id_;
+    options.name = absl::StrCat(config_.name, "/shared");
+    options.on_compute_start = [this] { compute_engine_.AdoptThread(); };
+    options.callbacks = completions_;
+    shared_ = SharedStream::Create(std::move(options));
+    if (stopped()) shared_->Stop(StoppedError());
+  }
+  return shared_;
+}
+
+absl::StatusOr<std::unique_ptr<Stream>> SimDevice::OpenSharedStream(
+    SharedStreamOptions options) {
+  if (stopped()) return StoppedError();
+  return Shared()->OpenView(std::move(options));
 }
 
 void SimDevice::ForgetStream(const HostStream* stream) {
@@ -452,7 +482,7 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
                        std::vector<DeviceTensor*> outputs) {
   const auto* loaded = dynamic_cast<const SimLoadedFunction*>(&function);
   const int priority = stream.priority();
-  StreamInternal::Enqueue(
+  StreamInternal::EnqueueLaunch(
       stream,
       [this, &stream, loaded, priority, inputs = std::move(inputs),
        outputs = std::move(outputs)]() -> absl::Status {

@@ -1,7 +1,8 @@
 // The simulated device type "sim": a DeviceManager whose memory is a
 // capacity-accounted region the host cannot dereference, whose streams are
-// host worker threads, whose compute engine runs the CPU kernels one launch
-// at a time, and whose speed can follow a timing model.
+// host worker threads (runs share one SharedStream of two), whose compute
+// engine runs the CPU kernels one launch at a time, and whose speed can
+// follow a timing model.
 #ifndef GLINT_DEVICES_SIM_SIM_DEVICE_H_
 #define GLINT_DEVICES_SIM_SIM_DEVICE_H_
 
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "devices/compute_engine.h"
 #include "devices/device_manager.h"
+#include "devices/shared_stream.h"
 #include "devices/sim/cpu_function.h"
 
 namespace glint {
@@ -78,6 +80,8 @@ class SimDevice : public DeviceManager {
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority) override;
   absl::StatusOr<Stream*> AcquireStream() override;
   void ReleaseStream(Stream* stream) override;
+  absl::StatusOr<std::unique_ptr<Stream>> OpenSharedStream(
+      SharedStreamOptions options) override;
 
   void CopyToDevice(Stream& stream, const Tensor* src,
                     DeviceTensor* dst) override;
@@ -113,6 +117,10 @@ class SimDevice : public DeviceManager {
   absl::Status StoppedError() const;
   std::shared_ptr<HostStream> NewStream(int priority)
       ABSL_LOCKS_EXCLUDED(streams_mu_);
+  std::shared_ptr<HostStream> NewStreamLocked(int priority)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(streams_mu_);
+  // The shared stream, made on first use.
+  std::shared_ptr<SharedStream> Shared() ABSL_LOCKS_EXCLUDED(streams_mu_);
   void ForgetStream(const HostStream* stream) ABSL_LOCKS_EXCLUDED(streams_mu_);
   // Runs a copy of `bytes` on the copy engine, taking at least the
   // modelled time.
@@ -128,12 +136,13 @@ class SimDevice : public DeviceManager {
   std::atomic<int> loaded_functions_{0};
 
   // The engines streams compete for: launches run one at a time on the
-  // compute engine (a thread of its own, see compute_engine.h), copies one
-  // at a time on the copy engine; the two overlap, as a DMA engine and the
-  // SMs of a GPU do. A stream's thread may be inside compute_engine_.Run()
-  // until the stream is joined: the destructor's Stop() joins them all, and
-  // the engine is declared before the streams so that it outlives them
-  // even so.
+  // compute engine (on the shared stream's compute thread, or on a thread
+  // of the engine's, see compute_engine.h), copies one at a time on the
+  // copy engine; the two overlap (across streams, or across views of the
+  // shared stream), as a DMA engine and the SMs of a GPU do. A stream's thread may be inside compute_engine_.Run() until
+  // the stream is joined: the destructor's Stop() joins them all, and the
+  // engine is declared before the streams so that it outlives them even
+  // so.
   ComputeEngine compute_engine_;
   absl::Mutex copy_engine_;
 
@@ -146,6 +155,13 @@ class SimDevice : public DeviceManager {
       ABSL_GUARDED_BY(streams_mu_);
   std::vector<HostStream*> free_pool_ ABSL_GUARDED_BY(streams_mu_);
   int pool_size_ ABSL_GUARDED_BY(streams_mu_) = 0;
+  // What every run's work goes on (OpenSharedStream): its compute thread
+  // is adopted by the compute engine (it runs its launches itself). Made
+  // on first use, with completions_, where its views' OnDone callbacks run
+  // (the end of a run: its caller's callback, which may answer a client or
+  // start the next run) so that they never hold up the device's work.
+  std::shared_ptr<SharedStream> shared_ ABSL_GUARDED_BY(streams_mu_);
+  std::shared_ptr<HostStream> completions_ ABSL_GUARDED_BY(streams_mu_);
   std::shared_ptr<HostStream> default_stream_;
 };
 

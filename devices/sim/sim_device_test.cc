@@ -1,7 +1,10 @@
 #include "devices/sim/sim_device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -203,6 +206,64 @@ TEST(SimDeviceTest, StoppedDeviceFailsFast) {
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(device->AcquireStream().status().code(),
             absl::StatusCode::kUnavailable);
+}
+
+int ThreadCount() {
+  int n = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+TEST(SimDeviceTest, SharedStreamThreadsDoNotGrowWithItsViews) {
+  auto device = MakeDevice(0, 1 << 20);
+  auto compiled = device->backend().Compile(ReluGraph());
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto loaded = device->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const int before = ThreadCount();
+  std::vector<std::unique_ptr<Stream>> views;
+  for (int i = 0; i < 64; ++i) {
+    SharedStreamOptions o;
+    o.priority = i % 5 - 2;
+    auto view = device->OpenSharedStream(std::move(o));
+    ASSERT_TRUE(view.ok()) << view.status();
+    EXPECT_EQ((*view)->priority(), i % 5 - 2);
+    EXPECT_EQ((*view)->device_id(), 0);
+    views.push_back(*std::move(view));
+  }
+  // The shared stream's compute and helper threads, and the one its views'
+  // OnDone callbacks run on.
+  EXPECT_EQ(ThreadCount(), before + 3);
+
+  // Every view computes; launches run on the shared stream's compute
+  // thread, so the compute engine never needs a thread of its own.
+  const Tensor x =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {-2, 0, 2, 0.5});
+  std::vector<DeviceTensor> dx(views.size()), dy(views.size());
+  std::vector<Tensor> y(views.size());
+  std::atomic<int> done{0};
+  for (size_t v = 0; v < views.size(); ++v) {
+    device->CopyToDevice(*views[v], &x, &dx[v]);
+    device->Launch(*views[v], **loaded, {&dx[v]}, {&dy[v]});
+    device->CopyToHost(*views[v], &dy[v], &y[v]);
+    views[v]->OnDone([&done](absl::Status s) {
+      EXPECT_TRUE(s.ok()) << s;
+      ++done;
+    });
+  }
+  const std::vector<float> want = {0, 1, 1, 0};
+  for (size_t v = 0; v < views.size(); ++v) {
+    ASSERT_TRUE(views[v]->Synchronize().ok()) << v;
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(y[v].data<float>()[i], want[i]);
+  }
+  EXPECT_EQ(ThreadCount(), before + 3);
+  views.clear();
+  device->Stop();  // Runs what callbacks are left (or fails them) first.
+  EXPECT_EQ(done.load(), 64);
 }
 
 }  // namespace

@@ -1,10 +1,16 @@
 // glintd: the Glint daemon. Serves glint.v1.HostManager, grpc.health.v1 and
-// server reflection on one address until SIGINT or SIGTERM.
+// server reflection on one address, and KServe v2 REST and Prometheus's
+// /metrics on an HTTP address, until SIGINT or SIGTERM.
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
+//          [--http_listen=127.0.0.1:8000] [--http_port_file=PATH]
+//          [--http_threads=8] [--http_max_request=32MiB]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
-//          [--import_time_limit=120s]
+//          [--import_time_limit=120s] [--max_active_runs=64]
+//          [--max_queued_runs=1024] [--grpc_memory_limit=2GiB]
+//          [--grpc_max_threads=8] [--blocking_call_threads=2]
+//          [--blocking_call_queue=64]
 //          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
 //          [--auth_tokens=FILE]
 //   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
@@ -20,6 +26,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -43,9 +50,14 @@
 #include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
 #include "runtime/server/grpc_auth.h"
+#include "runtime/server/http_server.h"
 #include "runtime/server/network_journal.h"
+#include "runtime/server/rest_api.h"
 #include "runtime/server/security_options.h"
+#include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
+#include "runtime/server/worker_pool.h"
 #include "store/network_store.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
@@ -57,6 +69,19 @@ ABSL_FLAG(std::string, port_file, "",
           "If set, the bound port is written to this file once the server "
           "accepts connections (written atomically: a reader never sees a "
           "partial file).");
+ABSL_FLAG(std::string, http_listen, "127.0.0.1:8000",
+          "HTTP address (host:port) for KServe v2 REST (/v2/...) and "
+          "Prometheus metrics (/metrics). Loopback by default, like "
+          "--listen; port 0 picks a free port (see --http_port_file); empty "
+          "turns HTTP off.");
+ABSL_FLAG(std::string, http_port_file, "",
+          "If set, the bound HTTP port is written here (atomically), before "
+          "--port_file is: once --port_file exists, so does this one.");
+ABSL_FLAG(int, http_threads, 8,
+          "HTTP connections served at once; further ones wait (in a queue of "
+          "64, then in the kernel's listen backlog).");
+ABSL_FLAG(std::string, http_max_request, "32MiB",
+          "Largest HTTP request body (JSON tensors); larger ones get 413.");
 ABSL_FLAG(std::string, devices, glint::kDefaultDeviceSpec,
           "Devices: comma-separated TYPE[*COUNT][:key=value...], e.g. "
           "'sim*2:memory=2GiB' or 'sim:memory=512MiB,sim:memory=4GiB'.");
@@ -73,6 +98,24 @@ ABSL_FLAG(std::string, import_memory_limit, "8GiB",
           "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
           "CPU and wall-clock time the import helper gets per model.");
+ABSL_FLAG(int, max_active_runs, 64,
+          "Runs executing at once; more wait in the admission queue.");
+ABSL_FLAG(int, max_queued_runs, 1024,
+          "Runs waiting for admission; beyond it RunNetwork fails at once "
+          "with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(std::string, grpc_memory_limit, "2GiB",
+          "gRPC's resource quota for memory (buffers of calls in progress); "
+          "over it new calls fail with RESOURCE_EXHAUSTED. Below 2 GiB, "
+          "messages near the 1 GiB limit may not fit.");
+ABSL_FLAG(int, grpc_max_threads, 8,
+          "gRPC's resource quota for threads of synchronous services (only "
+          "reflection is one; calls of glint.v1 run on gRPC's callback "
+          "pool and never wait on a run).");
+ABSL_FLAG(int, blocking_call_threads, 2,
+          "Threads for calls that block (AddNetwork, RemoveNetwork).");
+ABSL_FLAG(int, blocking_call_queue, 64,
+          "Blocking calls waiting for one of those threads; beyond it they "
+          "fail at once with RESOURCE_EXHAUSTED.");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) of the server: serve TLS only. Needs "
           "--tls_key.");
@@ -135,6 +178,8 @@ absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
   sandbox.max_wall_time = import_time;
   sandbox.cancel = std::move(cancel);
   HostManagerOptions options;
+  options.max_active_requests = absl::GetFlag(FLAGS_max_active_runs);
+  options.max_queue_size = absl::GetFlag(FLAGS_max_queued_runs);
   options.run_onnx_inference = [sandbox](const std::string& request) {
     return RunImportHelper(sandbox, request);
   };
@@ -184,6 +229,25 @@ absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
         absl::StrCat("no free port to listen on at ", listen));
   }
   return absl::StrCat(listen.substr(0, colon), ":", port);
+}
+
+// The HTTP server of --http_listen and the --http_* flags, with the TLS
+// material of the gRPC port.
+absl::StatusOr<std::unique_ptr<HttpServer>> StartHttp(
+    const std::string& listen, const std::optional<TlsMaterial>& tls,
+    const RestApi* api) {
+  HttpServerOptions options;
+  options.listen = listen;
+  options.tls = tls;
+  options.threads = absl::GetFlag(FLAGS_http_threads);
+  absl::StatusOr<uint64_t> max_request =
+      ParseByteSize(absl::GetFlag(FLAGS_http_max_request));
+  if (!max_request.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http_max_request: ", max_request.status().message()));
+  }
+  options.max_request_bytes = *max_request;
+  return HttpServer::Start(options, api);
 }
 
 std::string ExpandHome(const std::string& path) {
@@ -293,10 +357,28 @@ int Run() {
     return 1;
   }
 
-  GlintServiceImpl service(host_manager->get(), authorizer.get());
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
+  GrpcServerOptions server_options;
+  absl::StatusOr<uint64_t> grpc_memory =
+      ParseByteSize(absl::GetFlag(FLAGS_grpc_memory_limit));
+  if (!grpc_memory.ok()) {
+    GLINT_LOG_ERROR("--grpc_memory_limit: {}",
+                    grpc_memory.status().ToString());
+    return 1;
+  }
+  server_options.memory_quota_bytes = *grpc_memory;
+  server_options.max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
+  server_options.credentials = MakeServerCredentials(*tls);
+  WorkerPoolOptions blocking_options;
+  blocking_options.threads = absl::GetFlag(FLAGS_blocking_call_threads);
+  blocking_options.max_queued = absl::GetFlag(FLAGS_blocking_call_queue);
+  blocking_options.name = "glint-blocking";
+  for (const absl::Status& s : {ValidateGrpcServerOptions(server_options),
+                                WorkerPool::Validate(blocking_options)}) {
+    if (!s.ok()) {
+      GLINT_LOG_ERROR("{}", s.ToString());
+      return 1;
+    }
+  }
   absl::StatusOr<std::string> chosen =
       ChooseListenPort(absl::GetFlag(FLAGS_listen));
   if (!chosen.ok()) {
@@ -304,11 +386,24 @@ int Run() {
     return 1;
   }
   const std::string listen = *chosen;
+  server_options.listen = listen;
+
+  // Outlives the server (declared before it): its tasks answer calls.
+  WorkerPool blocking(blocking_options);
+  // Every service shares the HostManager, the blocking pool, the
+  // authorizer and the server's settings; a further service registers
+  // beside glint.v1 here.
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  SharedMemoryRegistry shared_memory;
+  GlintServiceImpl glint_service(host_manager->get(), &blocking,
+                                 authorizer.get(), &shared_memory);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, MakeServerCredentials(*tls), &port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&service);
+  ConfigureServerBuilder(server_options, &builder, &port);
+  builder.RegisterService(&glint_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     GLINT_LOG_ERROR("cannot listen on {}", listen);
@@ -325,10 +420,46 @@ int Run() {
                  DescribeDevices((*host_manager)->GetDevices()));
   WarnIfExposed(listen, security);
 
+  // REST and /metrics. Ready as the gRPC health says SERVING: once the
+  // stored networks are back, until a shutdown begins.
+  std::atomic<bool> ready{false};
+  RestApiOptions rest_options;
+  rest_options.ready = [&ready] { return ready.load(); };
+  rest_options.authorizer = authorizer.get();
+  RestApi rest_api(host_manager->get(), std::move(rest_options));
+  std::unique_ptr<HttpServer> http_server;
+  if (const std::string http_listen = absl::GetFlag(FLAGS_http_listen);
+      !http_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<HttpServer>> started =
+        StartHttp(http_listen, *tls, &rest_api);
+    if (!started.ok()) {
+      GLINT_LOG_ERROR("--http_listen: {}", started.status().ToString());
+      server->Shutdown();
+      (*host_manager)->Shutdown();
+      return 1;
+    }
+    http_server = *std::move(started);
+    GLINT_LOG_INFO("glintd serving {} (KServe v2 REST, /metrics) on {} "
+                   "(port {})",
+                   tls->has_value() ? "HTTPS" : "HTTP", http_listen,
+                   http_server->port());
+    WarnIfExposed(http_listen, security);
+  }
+
+  const std::string http_port_file = absl::GetFlag(FLAGS_http_port_file);
   const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    if (absl::Status s = WritePortFile(port_file, port); !s.ok()) {
+  for (const auto& [path, bound] :
+       {std::make_pair(http_port_file,
+                       http_server != nullptr ? http_server->port() : 0),
+        std::make_pair(port_file, port)}) {
+    if (path.empty()) continue;
+    absl::Status s =
+        bound == 0 ? absl::InvalidArgumentError(
+                         "--http_port_file needs HTTP on (--http_listen)")
+                   : WritePortFile(path, bound);
+    if (!s.ok()) {
       GLINT_LOG_ERROR("{}", s.ToString());
+      if (http_server != nullptr) http_server->Stop();
       server->Shutdown();
       (*host_manager)->Shutdown();
       return 1;
@@ -351,6 +482,7 @@ int Run() {
           report.unreadable);
     }
     health->SetServingStatus(true);
+    ready.store(true);
   });
 
   std::thread signal_thread([&] {
@@ -359,12 +491,19 @@ int Run() {
     const absl::Time start = absl::Now();
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
     health->Shutdown();  // NOT_SERVING from now on.
+    ready.store(false);
     // No new work; queued runs fail, in-flight ones stop before their next
     // partition and imports in progress are killed, all UNAVAILABLE, so
     // their RPCs end well within the grace period.
     stopping->Cancel();
     (*host_manager)->Shutdown();
+    // HTTP stops alongside gRPC: its requests in progress end with the
+    // runs, idle keep-alive connections within its keep-alive timeout.
+    std::thread http_stop([&http_server] {
+      if (http_server != nullptr) http_server->Stop();
+    });
     server->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    http_stop.join();
     GLINT_LOG_INFO("stopped serving in {}",
                    absl::FormatDuration(absl::Now() - start));
   });

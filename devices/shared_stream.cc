@@ -1,0 +1,357 @@
+#include "devices/shared_stream.h"
+
+#include <utility>
+
+#include "absl/time/clock.h"
+
+namespace glint {
+
+// One user's Stream: every call goes to the shared stream, on the user's
+// queue. Thread-safe.
+class SharedStream::View : public Stream {
+ public:
+  View(std::shared_ptr<SharedStream> stream, std::shared_ptr<Queue> queue)
+      : stream_(std::move(stream)), queue_(std::move(queue)) {}
+
+  int device_id() const override { return stream_->device_id(); }
+  int priority() const override { return queue_->priority; }
+
+  void Record(Event& event) override {
+    auto marker = std::make_shared<EventMarker>(stream_->device_id());
+    Item item;
+    item.kind = Kind::kRecord;
+    item.signal = marker;
+    // Enqueued before it is published: a Wait that captures this version
+    // comes after it.
+    stream_->Push(queue_, std::move(item));
+    event.set_latest(std::move(marker));
+  }
+  void Wait(const Event& event) override {
+    std::shared_ptr<const EventMarker> marker = event.latest();
+    if (marker == nullptr) return;  // Never recorded: a no-op, as in CUDA.
+    Item item;
+    item.kind = Kind::kWait;
+    item.wait = std::move(marker);
+    stream_->Push(queue_, std::move(item));
+  }
+  void OnDone(std::function<void(absl::Status)> callback) override {
+    Item item;
+    item.kind = Kind::kCallback;
+    item.callback = std::move(callback);
+    stream_->Push(queue_, std::move(item));
+  }
+  bool Query() const override { return stream_->Idle(*queue_); }
+  absl::Status Synchronize(absl::Time deadline) override {
+    return stream_->Synchronize(*queue_, deadline);
+  }
+  absl::Status status() const override { return stream_->Status(*queue_); }
+  absl::Status ClearError() override { return stream_->Clear(*queue_); }
+  absl::Status CheckLaunch() const override {
+    return queue_->launch_check ? queue_->launch_check() : absl::OkStatus();
+  }
+
+ protected:
+  void Enqueue(StreamWork work) override { Add(Kind::kWork, std::move(work)); }
+  void EnqueueLaunch(StreamWork work) override {
+    Add(Kind::kLaunch, std::move(work));
+  }
+
+ private:
+  void Add(Kind kind, StreamWork work) {
+    Item item;
+    item.kind = kind;
+    item.work = std::move(work);
+    stream_->Push(queue_, std::move(item));
+  }
+
+  const std::shared_ptr<SharedStream> stream_;
+  const std::shared_ptr<Queue> queue_;
+};
+
+std::shared_ptr<SharedStream> SharedStream::Create(Options options) {
+  std::shared_ptr<SharedStream> stream(new SharedStream(std::move(options)));
+  SharedStream* s = stream.get();
+  // Started once the members are ready; joined by Stop().
+  s->compute_ = std::thread([s] {
+    if (s->options_.on_compute_start) s->options_.on_compute_start();
+    s->Worker(/*compute=*/true);
+  });
+  s->helper_ = std::thread([s] { s->Worker(/*compute=*/false); });
+  return stream;
+}
+
+SharedStream::SharedStream(Options options) : options_(std::move(options)) {}
+
+SharedStream::~SharedStream() {
+  Stop(absl::UnavailableError("stream destroyed"));
+}
+
+std::unique_ptr<Stream> SharedStream::OpenView(SharedStreamOptions options) {
+  auto queue = std::make_shared<Queue>(options.priority,
+                                       std::move(options.launch_check));
+  {
+    absl::MutexLock lock(&mu_);
+    // Forget the queues of views gone, so that the list stays as long as
+    // the views open (amortised: pruned when it has doubled).
+    if (queues_.size() >= 64 && queues_.size() >= 2 * live_queues_) {
+      std::vector<std::weak_ptr<Queue>> live;
+      for (std::weak_ptr<Queue>& q : queues_) {
+        if (!q.expired()) live.push_back(std::move(q));
+      }
+      queues_.swap(live);
+      live_queues_ = queues_.size();
+    }
+    queues_.push_back(queue);
+  }
+  return std::make_unique<View>(shared_from_this(), std::move(queue));
+}
+
+void SharedStream::Push(const std::shared_ptr<Queue>& queue, Item item) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    ++queue->enqueued;
+    queue->items.push_back(std::move(item));
+    if (stopping_) {
+      // Nothing runs any more: the item completes at once with the reason.
+      Drain(*queue, stop_reason_, deferred);
+    } else if (!queue->busy) {
+      Advance(queue, deferred);
+    }
+  }
+  RunDeferred(deferred);
+}
+
+void SharedStream::Advance(const std::shared_ptr<Queue>& queue,
+                           Deferred& deferred) {
+  Queue& q = *queue;
+  while (!q.items.empty()) {
+    Item& head = q.items.front();
+    switch (head.kind) {
+      case Kind::kRecord:
+        // Completed before it counts, so that a drained view never shows
+        // an incomplete event; what it wakes runs once mu_ is released.
+        head.signal->Complete(q.status, absl::Now(),
+                              &deferred.marker_callbacks);
+        break;
+      case Kind::kCallback:
+        // Counts as finished once reached (see Stream::OnDone).
+        deferred.callbacks.emplace_back(std::move(head.callback), q.status);
+        break;
+      case Kind::kWait:
+        if (q.status.ok()) {
+          if (!head.wait->done()) {
+            q.busy = true;  // Until WaitDone.
+            deferred.waits.emplace_back(head.wait, queue);
+            return;
+          }
+          absl::Status s = head.wait->status();
+          if (!s.ok()) q.status = std::move(s);
+        }
+        break;
+      case Kind::kWork:
+      case Kind::kLaunch:
+        if (q.status.ok()) {
+          q.busy = true;  // Until a thread has run it.
+          (head.kind == Kind::kLaunch ? ready_launches_ : ready_other_)
+              .Push(q.priority, queue);
+          return;
+        }
+        deferred.garbage.push_back(std::move(head.work));  // Skipped.
+        break;
+    }
+    q.items.pop_front();
+    ++q.completed;
+  }
+}
+
+void SharedStream::Drain(Queue& queue, const absl::Status& reason,
+                         Deferred& deferred) {
+  if (!queue.items.empty() && queue.status.ok()) queue.status = reason;
+  for (Item& item : queue.items) {
+    switch (item.kind) {
+      case Kind::kRecord:
+        item.signal->Complete(reason, absl::Now(), &deferred.marker_callbacks);
+        break;
+      case Kind::kCallback:
+        deferred.callbacks.emplace_back(std::move(item.callback), reason);
+        break;
+      case Kind::kWait:
+        break;
+      case Kind::kWork:
+      case Kind::kLaunch:
+        deferred.garbage.push_back(std::move(item.work));
+        break;
+    }
+    ++queue.completed;
+  }
+  queue.items.clear();
+  queue.busy = queue.running;  // A running item is counted by its thread.
+}
+
+void SharedStream::WaitDone(const std::shared_ptr<Queue>& queue,
+                            const EventMarker& marker) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;  // Stop() has drained the queue.
+    Queue& q = *queue;
+    q.busy = false;
+    absl::Status s = marker.status();
+    if (!s.ok() && q.status.ok()) q.status = std::move(s);
+    q.items.pop_front();  // The wait.
+    ++q.completed;
+    Advance(queue, deferred);
+  }
+  RunDeferred(deferred);
+}
+
+void SharedStream::RunDeferred(Deferred& deferred) {
+  for (std::function<void()>& wake : deferred.marker_callbacks) wake();
+  for (auto& [callback, status] : deferred.callbacks) {
+    if (options_.callbacks == nullptr) {
+      callback(std::move(status));
+      continue;
+    }
+    // Called exactly once either way: the callbacks stream's OnDone runs
+    // it also when that stream has stopped.
+    options_.callbacks->OnDone(
+        [callback = std::move(callback),
+         status = std::move(status)](absl::Status) { callback(status); });
+  }
+  for (auto& [marker, queue] : deferred.waits) {
+    // The marker itself calls this (or this call, at once, if it completed
+    // meanwhile), so a raw pointer to it is safe, and keeps the marker from
+    // owning itself through its callback.
+    const EventMarker* m = marker.get();
+    marker->OnComplete([self = weak_from_this(), m, queue = queue] {
+      if (std::shared_ptr<SharedStream> stream = self.lock()) {
+        stream->WaitDone(queue, *m);
+      }
+    });
+  }
+  deferred.garbage.clear();
+}
+
+void SharedStream::Worker(bool compute) {
+  // The compute thread takes launches first, then anything; the helper
+  // only non-launch work, and only while the compute thread is busy (a lone
+  // run stays on one thread: no hand-off per item).
+  auto ready = [this, compute]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    if (compute) return !ready_launches_.empty() || !ready_other_.empty();
+    return compute_busy_ && !ready_other_.empty();
+  };
+  // Takes the next item to run (mu_ held, ready() true, not stopping).
+  auto take = [this, compute](std::shared_ptr<Queue>& queue, Item& item)
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    ReadySet& from = compute && !ready_launches_.empty() ? ready_launches_
+                                                          : ready_other_;
+    queue = from.Pop();
+    if (compute) compute_busy_ = true;
+    item = std::move(queue->items.front());
+    queue->items.pop_front();
+    queue->running = true;
+  };
+  std::shared_ptr<Queue> queue;
+  Item item;
+  mu_.Lock();
+  while (true) {
+    mu_.Await(absl::Condition(&ready));
+    if (stopping_) break;
+    take(queue, item);
+    mu_.Unlock();
+    // Runs items back to back while there are ready ones, taking the lock
+    // once per item.
+    while (true) {
+      absl::Status status = item.work();
+      // Release captured state (buffers, callbacks) before reporting
+      // progress, so that a Synchronize()d caller may free what it used.
+      item.work = nullptr;
+
+      Deferred deferred;
+      std::shared_ptr<Queue> done = std::move(queue);
+      bool more = false;
+      mu_.Lock();
+      if (compute) compute_busy_ = false;
+      done->running = false;
+      done->busy = false;
+      ++done->completed;
+      if (!status.ok() && done->status.ok()) done->status = std::move(status);
+      if (!stopping_) {
+        Advance(done, deferred);
+        more = ready();
+        if (more) take(queue, item);
+      }
+      mu_.Unlock();
+      // What the finished item woke (another device's next partition)
+      // goes before this thread's next item.
+      RunDeferred(deferred);
+      done.reset();  // Without the lock: it may be the view's last.
+      if (!more) break;
+    }
+    mu_.Lock();
+  }
+  mu_.Unlock();
+}
+
+bool SharedStream::Idle(const Queue& queue) const {
+  absl::MutexLock lock(&mu_);
+  return queue.completed == queue.enqueued;
+}
+
+absl::Status SharedStream::Synchronize(const Queue& queue,
+                                       absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  const uint64_t target = queue.enqueued;
+  auto reached = [&queue, target]() { return queue.completed >= target; };
+  if (!mu_.AwaitWithDeadline(absl::Condition(&reached), deadline)) {
+    return absl::DeadlineExceededError("stream did not drain in time");
+  }
+  return queue.status;
+}
+
+absl::Status SharedStream::Status(const Queue& queue) const {
+  absl::MutexLock lock(&mu_);
+  return queue.status;
+}
+
+absl::Status SharedStream::Clear(Queue& queue) {
+  absl::MutexLock lock(&mu_);
+  if (queue.completed != queue.enqueued) {
+    return absl::FailedPreconditionError(
+        "cannot clear the error of a stream with pending work");
+  }
+  queue.status = absl::OkStatus();
+  return absl::OkStatus();
+}
+
+void SharedStream::Stop(absl::Status reason) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      stopping_ = true;
+      stop_reason_ = reason;
+      for (std::weak_ptr<Queue>& weak : queues_) {
+        if (std::shared_ptr<Queue> queue = weak.lock()) {
+          Drain(*queue, reason, deferred);
+        }
+      }
+      ready_launches_.Clear();
+      ready_other_.Clear();
+    }
+  }
+  RunDeferred(deferred);
+  // Joined once, whoever stops first; never from one of the threads
+  // themselves (see the class comment).
+  std::call_once(joined_, [this] {
+    for (std::thread* t : {&compute_, &helper_}) {
+      if (t->joinable() && t->get_id() != std::this_thread::get_id()) {
+        t->join();
+      }
+    }
+  });
+}
+
+}  // namespace glint

@@ -1,0 +1,169 @@
+// glintd under more load than it takes: callers over its limits get
+// RESOURCE_EXHAUSTED at once, never a stall, and the daemon keeps serving.
+// Over the admission queue (--max_queued_runs) the refusals come back
+// before the admitted runs finish; over gRPC's memory quota
+// (--grpc_memory_limit) every call still ends, some refused.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "onnx/test_models.h"
+#include "proto/glint.grpc.pb.h"
+#include "proto/proto_convert.h"
+#include "tests/process_util.h"
+
+namespace glint {
+namespace {
+
+using testing::GlintdProcess;
+
+// `requests.size()` RunNetwork calls sent at once from gRPC's callback
+// client; the statuses in the order the answers came.
+struct Answer {
+  int call = 0;
+  grpc::Status status;
+  v1::RunNetworkResponse response;
+};
+
+std::vector<Answer> SendAtOnce(const std::string& address,
+                               const std::vector<v1::RunNetworkRequest>& requests,
+                               absl::Duration deadline) {
+  auto stub =
+      v1::HostManager::NewStub(GlintClient::CreateChannel(address));
+  const int n = static_cast<int>(requests.size());
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(n);
+  std::vector<v1::RunNetworkResponse> responses(n);
+  absl::Mutex mu;
+  std::vector<Answer> answers;
+  absl::Notification all_answered;
+  for (int i = 0; i < n; ++i) {
+    contexts[i] = std::make_unique<grpc::ClientContext>();
+    contexts[i]->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+    stub->async()->RunNetwork(contexts[i].get(), &requests[i], &responses[i],
+                              [&, i](grpc::Status s) {
+                                absl::MutexLock lock(&mu);
+                                answers.push_back(
+                                    {i, std::move(s), std::move(responses[i])});
+                                if (static_cast<int>(answers.size()) == n) {
+                                  all_answered.Notify();
+                                }
+                              });
+  }
+  all_answered.WaitForNotification();
+  absl::MutexLock lock(&mu);
+  return answers;
+}
+
+v1::RunNetworkRequest Request(const std::string& name,
+                              const std::vector<float>& x,
+                              std::vector<int64_t> shape) {
+  v1::RunNetworkRequest request;
+  request.set_name(name);
+  EXPECT_TRUE(TensorToProto({"x", Tensor::FromVector<float>(
+                                      DType::kFloat32, Shape(shape), x)},
+                            request.add_inputs())
+                  .ok());
+  return request;
+}
+
+// One run at a time, two waiting: of 16 calls at once, 3 run and 13 are
+// refused, all 13 before the first run (about 1.3 s of simulated compute)
+// has finished.
+TEST(LoadTest, OverTheAdmissionQueueIsResourceExhaustedAtOnce) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
+      {"--devices=sim:memory=256MiB:compute_gflops=0.0000002",
+       "--max_active_runs=1", "--max_queued_runs=2"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  AddNetworkOptions whole;
+  whole.partition.strategy = PartitionStrategy::kWhole;
+  ASSERT_TRUE((*daemon)
+                  ->client()
+                  .AddNetwork("slow", glint::testing::MakeDeepMlpModel(1, 8, 2),
+                              whole)
+                  .ok());
+  std::vector<v1::RunNetworkRequest> requests(
+      16, Request("slow", std::vector<float>(8, 0.5f), {1, 8}));
+  const std::vector<Answer> answers =
+      SendAtOnce((*daemon)->address(), requests, absl::Seconds(120));
+  int ok = 0, refused = 0;
+  bool refused_after_a_run = false;
+  for (const Answer& a : answers) {
+    if (a.status.ok()) {
+      ++ok;
+      EXPECT_EQ(a.response.outputs_size(), 1);
+    } else {
+      EXPECT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+          << a.status.error_message();
+      ++refused;
+      refused_after_a_run |= ok > 0;
+    }
+  }
+  EXPECT_EQ(ok, 3);
+  EXPECT_EQ(refused, 13);
+  EXPECT_FALSE(refused_after_a_run);
+  absl::StatusOr<ServingStatistics> stats =
+      (*daemon)->client().GetStatistics("slow");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  EXPECT_EQ(stats->networks[0].success_count, 3u);
+  EXPECT_EQ(stats->networks[0].failure_count, 13u);
+}
+
+// 48 calls of 4 MiB at once into a 16 MiB quota: every call ends (none
+// runs into its deadline), gRPC refuses some with RESOURCE_EXHAUSTED (or,
+// closing the connection, UNAVAILABLE), the ones that ran computed Relu,
+// and the daemon serves the next call.
+TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
+      {"--devices=sim:memory=2GiB:link_gbps=0.2", "--grpc_memory_limit=16MiB"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  constexpr int64_t kFloats = 1 << 20;
+  glint::testing::OnnxModelBuilder relu;
+  relu.Input("x", 1, {kFloats}).Output("y", 1, {kFloats});
+  relu.Node("Relu", {"x"}, {"y"});
+  ASSERT_TRUE((*daemon)->client().AddNetwork("relu", relu.Serialize()).ok());
+  std::vector<float> x(kFloats);
+  for (int64_t i = 0; i < kFloats; ++i) x[i] = static_cast<float>(i % 5) - 2;
+  std::vector<v1::RunNetworkRequest> requests(48,
+                                              Request("relu", x, {kFloats}));
+  const std::vector<Answer> answers =
+      SendAtOnce((*daemon)->address(), requests, absl::Seconds(120));
+  int refused = 0;
+  for (const Answer& a : answers) {
+    switch (a.status.error_code()) {
+      case grpc::StatusCode::OK: {
+        ASSERT_EQ(a.response.outputs_size(), 1);
+        absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
+        ASSERT_TRUE(y.ok()) << y.status();
+        ASSERT_EQ(y->num_elements(), kFloats);
+        for (int64_t i = 0; i < kFloats; i += 4099) {
+          ASSERT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
+        }
+        break;
+      }
+      case grpc::StatusCode::RESOURCE_EXHAUSTED:
+        ++refused;
+        break;
+      case grpc::StatusCode::UNAVAILABLE:  // A connection closed by gRPC.
+        break;
+      default:
+        ADD_FAILURE() << "call " << a.call << ": " << a.status.error_code()
+                      << " " << a.status.error_message();
+    }
+  }
+  EXPECT_GT(refused, 0);
+  absl::StatusOr<std::vector<NamedTensor>> after =
+      (*daemon)->client().RunNetwork(
+          "relu", {{"x", Tensor::FromVector<float>(DType::kFloat32,
+                                                   Shape({kFloats}), x)}});
+  ASSERT_TRUE(after.ok()) << after.status() << "\n" << (*daemon)->Log();
+}
+
+}  // namespace
+}  // namespace glint
