@@ -31,6 +31,8 @@ TSAN_TARGETS=(
   //devices/conformance:device_conformance_test
   //executor:executor_test
   //runtime:host_manager_test
+  //runtime:batcher_test
+  //runtime:host_manager_batching_test
   //onnx:import_sandbox_test
   //store:network_store_test
   //runtime/server:service_test
