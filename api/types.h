@@ -235,6 +235,36 @@ struct DeviceStatistics {
   DurationStats compute;
 };
 
+// --- Shared-memory tensors -------------------------------------------------
+
+// A window of a shared-memory region registered with glintd (Triton's
+// system shared memory): a run's input or output lies there instead of in
+// the message. `offset` counts from the region's start, not the object's.
+struct SharedMemoryRef {
+  std::string region;  // The name the region was registered under.
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// A run's input or output whose elements lie in `window` of a registered
+// region: its header travels in the message, its bytes do not.
+struct SharedMemoryTensor {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  SharedMemoryRef window;
+};
+
+// A registered region: `key` is the POSIX shared-memory object
+// (shm_open's name, e.g. "/glint_in") and [offset, offset + byte_size) the
+// part of it the region covers.
+struct SharedMemoryRegionInfo {
+  std::string name;
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
 }  // namespace glint
 
 #endif  // GLINT_API_TYPES_H_

@@ -3,16 +3,21 @@
 //
 //   bazel run //bench:serving_bench -- [iters] [rounds] [kib,kib,...]
 //
-// For each tensor size, three ways run the same request with the same
-// client code (GlintClient::RunNetwork):
+// For each tensor size, four ways run the same request:
 //  - echo:      a gRPC server (a child process) whose RunNetwork returns
 //               the request's tensors as outputs; no runtime. The floor:
 //               gRPC, HTTP/2 over loopback and protobuf on both sides.
-//  - glintd:    a real glintd (one sim device) running y = Relu(x).
+//  - glintd:    a real glintd (one sim device) running y = Relu(x), through
+//               glint.v1 (GlintClient::RunNetwork, as the echo).
+//  - oip:       the same glintd and network through the inference protocol
+//               Triton and KServe clients speak: ModelInfer with the tensor
+//               in raw_input_contents, from a client compiled from Triton's
+//               unmodified grpc_service.proto, converting to and from a
+//               Tensor as GlintClient does.
 //  - in-process: HostManager::RunNetwork on the same network, no gRPC.
 // `overhead` = glintd - echo: the daemon's own cost per call (conversions,
 // admission, the executor, device copies and the Relu itself, which
-// `in-process` bounds).
+// `in-process` bounds); `oip/v1` = oip / glintd.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -29,6 +34,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "bench/timing.h"
 #include "client/glint_client.h"
 #include "core/device_info.h"
@@ -38,6 +44,7 @@
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
 #include "tests/process_util.h"
+#include "third_party/protocols/triton/grpc_service.grpc.pb.h"
 
 namespace glint {
 namespace {
@@ -112,6 +119,42 @@ pid_t StartEchoServer(int* port) {
   return pid;
 }
 
+// One ModelInfer of `x` (FP32, raw) through the inference protocol, its
+// output as a NamedTensor: the request built and the reply converted on
+// every call, as GlintClient does for glint.v1.
+absl::StatusOr<std::vector<NamedTensor>> InferOip(
+    inference::GRPCInferenceService::Stub& stub, const std::string& model,
+    const Tensor& x) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* in = request.add_inputs();
+  in->set_name("x");
+  in->set_datatype("FP32");
+  for (int64_t d : x.shape().dims()) in->add_shape(d);
+  request.add_raw_input_contents(static_cast<const char*>(x.raw_data()),
+                                 x.num_bytes());
+  inference::ModelInferResponse response;
+  grpc::ClientContext context;
+  grpc::Status s = stub.ModelInfer(&context, request, &response);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        s.error_message());
+  }
+  if (response.outputs_size() != 1 || response.raw_output_contents_size() != 1 ||
+      response.outputs(0).datatype() != "FP32") {
+    return absl::InternalError("expected one FP32 output");
+  }
+  const std::string& bytes = response.raw_output_contents(0);
+  absl::StatusOr<Tensor> y = Tensor::FromBytes(
+      DType::kFloat32,
+      Shape(std::vector<int64_t>(response.outputs(0).shape().begin(),
+                                 response.outputs(0).shape().end())),
+      absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                bytes.size()));
+  if (!y.ok()) return y.status();
+  return std::vector<NamedTensor>{{response.outputs(0).name(), *std::move(y)}};
+}
+
 int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
   int echo_port = 0;
   const pid_t echo_pid = StartEchoServer(&echo_port);
@@ -133,6 +176,13 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
     std::cerr << "glintd: " << glintd.status() << "\n";
     return 1;
   }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  channel_args.SetMaxSendMessageSize(kMaxMessageBytes);
+  std::unique_ptr<inference::GRPCInferenceService::Stub> oip =
+      inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(
+          (*glintd)->address(), grpc::InsecureChannelCredentials(),
+          channel_args));
   DeviceConfig device;
   device.memory_bytes = 4ull << 30;
   absl::StatusOr<std::unique_ptr<HostManager>> host =
@@ -142,8 +192,9 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
     return 1;
   }
 
-  std::printf("%9s %9s %9s %11s %11s %7s\n", "size_kib", "echo_us",
-              "glintd_us", "in_proc_us", "overhead_us", "ratio");
+  std::printf("%9s %9s %9s %9s %11s %11s %7s %7s\n", "size_kib", "echo_us",
+              "glintd_us", "oip_us", "in_proc_us", "overhead_us", "ratio",
+              "oip/v1");
   for (int64_t kib : sizes_kib) {
     const int64_t n = kib * 1024 / sizeof(float);
     const std::string name = absl::StrCat("relu", kib);
@@ -164,8 +215,8 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       x.data<float>()[i] = static_cast<float>(i % 7) - 3;
     }
     const std::vector<NamedTensor> inputs = {{"x", x}};
-    std::vector<double> echo_us, glintd_us, local_us;
-    std::vector<NamedTensor> echo_out, glintd_out, local_out;
+    std::vector<double> echo_us, glintd_us, oip_us, local_us;
+    std::vector<NamedTensor> echo_out, glintd_out, oip_out, local_out;
     absl::Status status;
     // The ways take turns so that this machine's slow spells fall on each.
     for (int r = 0; r < rounds && status.ok(); ++r) {
@@ -176,28 +227,34 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
           iters, [&] { return (*glintd)->client().RunNetwork(name, inputs); },
           &glintd_out, &glintd_us));
       status.Update(TimeRuns(
+          iters, [&] { return InferOip(*oip, name, x); }, &oip_out, &oip_us));
+      status.Update(TimeRuns(
           iters, [&] { return (*host)->RunNetwork(name, inputs); },
           &local_out, &local_us));
     }
     if (status.ok()) {
       status.Update(CheckOutput(echo_out, x, /*relu=*/false));
       status.Update(CheckOutput(glintd_out, x, /*relu=*/true));
+      status.Update(CheckOutput(oip_out, x, /*relu=*/true));
       status.Update(CheckOutput(local_out, x, /*relu=*/true));
     }
     if (!status.ok()) {
       std::cerr << name << ": " << status << "\n";
       return 1;
     }
-    const double e = Median(echo_us), g = Median(glintd_us);
-    std::printf("%9lld %9.0f %9.0f %11.0f %11.0f %7.2f\n",
-                static_cast<long long>(kib), e, g, Median(local_us), g - e,
-                g / e);
+    const double e = Median(echo_us), g = Median(glintd_us),
+                 o = Median(oip_us);
+    std::printf("%9lld %9.0f %9.0f %9.0f %11.0f %11.0f %7.2f %7.2f\n",
+                static_cast<long long>(kib), e, g, o, Median(local_us), g - e,
+                g / e, o / g);
     (void)(*host)->RemoveNetwork(name);
     (void)(*glintd)->client().RemoveNetwork(name);
   }
   std::printf(
       "%d rounds of %d calls each way, median latency; overhead = glintd - "
-      "echo, ratio = glintd / echo (same client, same bytes each way)\n",
+      "echo, ratio = glintd / echo (same client, same bytes each way); "
+      "oip/v1 = ModelInfer (inference protocol) / RunNetwork (glint.v1), "
+      "same daemon and network\n",
       rounds, iters);
   kill(echo_pid, SIGKILL);
   waitpid(echo_pid, nullptr, 0);

@@ -20,6 +20,8 @@
 #include "client/format.h"
 #include "client/glint_client.h"
 #include "client/npy.h"
+#include "client/perf.h"
+#include "client/shared_memory.h"
 #include "client/tensor_file.h"
 
 namespace glint {
@@ -47,12 +49,24 @@ commands:
                      waiting up to U microseconds (0..10000000, default 0)
                      for a batch to fill or reach a preferred size.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
-      [--trace FILE]
+      [--trace FILE] [--shm]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
                      input name may be left out for a .pb that carries one or
                      a network with a single input. Prints each output;
                      --output-dir also writes OUTPUT.npy per output;
-                     --trace writes the run's Chrome trace JSON (Perfetto).
+                     --trace writes the run's Chrome trace JSON (Perfetto);
+                     --shm passes inputs and outputs through POSIX shared
+                     memory (glintd on this host) instead of the message.
+  perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N] [--shm]
+      [--protocol glint|oip] [--csv FILE]
+                     load test: per concurrency level, keeps that many runs
+                     of random inputs in flight for the duration and prints
+                     runs/s, p50/p90/p99 latency, errors (failed calls and
+                     replies whose outputs differ from the network's in
+                     name, dtype or shape) and the server's queue/compute
+                     split; --batch N sets the inputs' first dimension;
+                     --csv also writes the table as CSV. Exit code 1 if any
+                     run failed.
   list               list the networks
   show NAME [--dot]  inputs, outputs, partitions, devices, memory and
                      estimated costs of a network; --dot prints the DAG as
@@ -73,6 +87,20 @@ trusts that CA for glintd's certificate (--tls: the system's roots);
 Errors print one line "glint: error: CODE: message"; exit code 2 for usage
 errors, 1 otherwise.
 )";
+
+// `glint perf` bounds: levels beyond this are a typo, not a test; and the
+// distinct error messages printed per level.
+constexpr int kMaxPerfConcurrency = 65536;
+constexpr size_t kPerfErrorsShown = 5;
+
+// "<CODE>: <message>" on one line (newlines folded into spaces).
+std::string StatusLine(const absl::Status& status) {
+  std::string message(status.message());
+  for (char& c : message) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return absl::StrCat(absl::StatusCodeToString(status.code()), ": ", message);
+}
 
 // Marks a status as a usage error (exit code 2) without parsing messages.
 constexpr char kUsagePayload[] = "type.glint.dev/glint.cli.UsageError";
@@ -181,6 +209,7 @@ class Cli {
  private:
   absl::Status Add(const ParsedArgs& args);
   absl::Status RunNetwork(const ParsedArgs& args);
+  absl::Status Perf(const ParsedArgs& args);
   absl::Status List(const ParsedArgs& args);
   absl::Status Show(const ParsedArgs& args);
   absl::Status Remove(const ParsedArgs& args);
@@ -295,7 +324,14 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
         "preferred_batch_sizes"},
        {},
        &Cli::Add},
-      {"run", {"input", "output", "output_dir", "trace"}, {}, &Cli::RunNetwork},
+      {"run",
+       {"input", "output", "output_dir", "trace", "shm"},
+       {"shm"},
+       &Cli::RunNetwork},
+      {"perf",
+       {"concurrency", "duration", "batch", "shm", "protocol", "csv", "seed"},
+       {"shm"},
+       &Cli::Perf},
       {"list", {}, {}, &Cli::List},
       {"show", {"dot"}, {"dot"}, &Cli::Show},
       {"remove", {}, {}, &Cli::Remove},
@@ -453,9 +489,13 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
   }
   const std::optional<std::string> trace_path = args.Last("trace");
   std::string trace_json;
-  absl::StatusOr<std::vector<NamedTensor>> outputs = (*client)->RunNetwork(
-      name, inputs, args.All("output"), run_timeout_,
-      trace_path.has_value() ? &trace_json : nullptr);
+  std::string* trace = trace_path.has_value() ? &trace_json : nullptr;
+  absl::StatusOr<std::vector<NamedTensor>> outputs =
+      args.Last("shm").has_value()
+          ? RunNetworkInSharedMemory(**client, name, inputs,
+                                     args.All("output"), run_timeout_, trace)
+          : (*client)->RunNetwork(name, inputs, args.All("output"),
+                                  run_timeout_, trace);
   if (!outputs.ok()) return outputs.status();
   if (trace_path.has_value()) {
     std::ofstream file(*trace_path, std::ios::binary | std::ios::trunc);
@@ -477,6 +517,115 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
       if (absl::Status s = WriteNpyFile(path, t.tensor); !s.ok()) return s;
       out_ << "  wrote " << path << "\n";
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Perf(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(
+          args, 1, "perf NAME [--concurrency 1,8] [--duration 10s] ...");
+      !s.ok()) {
+    return s;
+  }
+  PerfOptions options;
+  options.network = args.positional[0];
+  if (std::optional<std::string> levels = args.Last("concurrency")) {
+    options.concurrency.clear();
+    for (absl::string_view level : absl::StrSplit(*levels, ',')) {
+      int n = 0;
+      if (!absl::SimpleAtoi(level, &n) || n < 1 || n > kMaxPerfConcurrency) {
+        return UsageError(absl::StrCat(
+            "bad --concurrency level '", level, "' (1 to ",
+            kMaxPerfConcurrency, ", comma-separated, e.g. 1,8,64)"));
+      }
+      options.concurrency.push_back(n);
+    }
+  }
+  if (std::optional<std::string> d = args.Last("duration")) {
+    if (!absl::ParseDuration(*d, &options.duration) ||
+        options.duration <= absl::ZeroDuration()) {
+      return UsageError(absl::StrCat("bad --duration '", *d,
+                                     "' (expected e.g. 10s, 500ms)"));
+    }
+  }
+  if (std::optional<std::string> b = args.Last("batch")) {
+    if (!absl::SimpleAtoi(*b, &options.batch) || options.batch < 1) {
+      return UsageError(absl::StrCat("bad --batch '", *b, "' (expected N >= 1)"));
+    }
+  }
+  if (std::optional<std::string> seed = args.Last("seed")) {
+    if (!absl::SimpleAtoi(*seed, &options.seed)) {
+      return UsageError(absl::StrCat("bad --seed '", *seed, "'"));
+    }
+  }
+  options.shared_memory = args.Last("shm").has_value();
+  options.protocol = args.Last("protocol").value_or("glint");
+  if (options.protocol != "glint" && options.protocol != "oip") {
+    return UsageError(absl::StrCat("bad --protocol '", options.protocol,
+                                   "' (glint or oip)"));
+  }
+  const std::optional<std::string> csv_path = args.Last("csv");
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  out_ << "glint perf " << options.network << ": "
+       << absl::FormatDuration(options.duration) << " per level, "
+       << (options.batch > 0 ? absl::StrCat("batch ", options.batch)
+                             : std::string("the network's shapes"))
+       << ", protocol " << options.protocol
+       << (options.shared_memory ? ", shared memory" : "") << "\n"
+       << PerfTableHeader() << std::endl;
+  uint64_t errors = 0, runs = 0;
+  absl::Status first_error;
+  // The server's split of each level, from glint.v1 GetStatistics.
+  GlintClient* const glint = *client;
+  const PerfStatisticsSource statistics =
+      [glint, &options]() -> absl::StatusOr<NetworkStatistics> {
+    absl::StatusOr<ServingStatistics> stats =
+        glint->GetStatistics(options.network);
+    if (!stats.ok()) return stats.status();
+    if (stats->networks.size() != 1) {
+      return absl::InternalError("GetStatistics answered another network");
+    }
+    return stats->networks[0];
+  };
+  absl::StatusOr<std::vector<PerfLevel>> levels = RunPerf(
+      **client, options, statistics, [&](const PerfLevel& level) {
+        out_ << FormatPerfRow(level) << "\n";
+        // The distinct failures, most frequent first.
+        for (size_t i = 0; i < level.error_kinds.size(); ++i) {
+          if (i == kPerfErrorsShown) {
+            out_ << "      ... and " << level.error_kinds.size() - i
+                 << " other kinds of error\n";
+            break;
+          }
+          const PerfError& e = level.error_kinds[i];
+          out_ << "      " << e.count << " x " << StatusLine(e.status)
+               << "\n";
+        }
+        if (first_error.ok() && !level.error_kinds.empty()) {
+          first_error = level.error_kinds[0].status;
+        }
+        out_.flush();
+        errors += level.errors;
+        runs += level.runs + level.errors;
+      });
+  if (!levels.ok()) return levels.status();
+  if (csv_path.has_value()) {
+    std::ofstream file(*csv_path, std::ios::binary | std::ios::trunc);
+    file << FormatPerfCsv(*levels);
+    if (!file.good()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write --csv '", *csv_path, "'"));
+    }
+    out_ << "wrote " << *csv_path << "\n";
+  }
+  if (errors > 0) {
+    // The most frequent failure's code, so that scripts can tell a refused
+    // request from a daemon that went away.
+    return absl::Status(first_error.code(),
+                        absl::StrCat(errors, " of ", runs,
+                                     " runs failed, e.g. ",
+                                     first_error.message()));
   }
   return absl::OkStatus();
 }
@@ -554,12 +703,7 @@ absl::Status Cli::Stats(const ParsedArgs& args) {
 }  // namespace
 
 std::string FormatCliError(const absl::Status& status) {
-  std::string message(status.message());
-  for (char& c : message) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  return absl::StrCat("glint: error: ",
-                      absl::StatusCodeToString(status.code()), ": ", message);
+  return absl::StrCat("glint: error: ", StatusLine(status));
 }
 
 std::string SafeFileName(const std::string& name) {

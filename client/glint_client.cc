@@ -206,6 +206,107 @@ absl::StatusOr<std::vector<NamedTensor>> GlintClient::RunNetwork(
   return outputs;
 }
 
+absl::StatusOr<v1::RunNetworkRequest> GlintClient::MakeRunRequest(
+    absl::string_view name, const RunNetworkCall& call) {
+  v1::RunNetworkRequest request;
+  request.set_name(std::string(name));
+  request.set_trace(call.trace);
+  for (const NamedTensor& t : call.inputs) {
+    absl::Status s = TensorToProto(t, request.add_inputs());
+    if (!s.ok()) return s;
+  }
+  for (const SharedMemoryTensor& t : call.shared_memory_inputs) {
+    SharedMemoryTensorToProto(t, request.add_inputs());
+  }
+  for (const std::string& o : call.requested_outputs) {
+    request.add_requested_outputs(o);
+  }
+  for (const auto& [output, ref] : call.output_shared_memory) {
+    SharedMemoryRefToProto(ref,
+                           &(*request.mutable_output_shared_memory())[output]);
+  }
+  return request;
+}
+
+absl::StatusOr<RunNetworkReply> GlintClient::ParseRunReply(
+    v1::RunNetworkResponse& response) {
+  RunNetworkReply reply;
+  reply.trace_json = std::move(*response.mutable_trace_json());
+  for (const v1::Tensor& t : response.outputs()) {
+    absl::Status s;
+    if (t.has_shared_memory()) {
+      absl::StatusOr<SharedMemoryTensor> header =
+          SharedMemoryTensorFromProto(t);
+      s = header.status();
+      if (s.ok()) reply.shared_memory_outputs.push_back(*std::move(header));
+    } else {
+      absl::StatusOr<NamedTensor> tensor = NamedTensorFromProto(t);
+      s = tensor.status();
+      if (s.ok()) reply.outputs.push_back(*std::move(tensor));
+    }
+    if (!s.ok()) {
+      // The server sent something malformed: not the caller's argument.
+      return absl::InternalError(
+          absl::StrCat("malformed reply from glintd: ", s.message()));
+    }
+  }
+  return reply;
+}
+
+absl::StatusOr<RunNetworkReply> GlintClient::Run(absl::string_view name,
+                                                 const RunNetworkCall& call) {
+  absl::StatusOr<v1::RunNetworkRequest> request = MakeRunRequest(name, call);
+  if (!request.ok()) return request.status();
+  v1::RunNetworkResponse response;
+  grpc::ClientContext context;
+  Prepare(&context, call.timeout);
+  grpc::Status s = stub_->RunNetwork(&context, *request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return ParseRunReply(response);
+}
+
+absl::Status GlintClient::RegisterSharedMemory(absl::string_view name,
+                                               absl::string_view key,
+                                               uint64_t offset,
+                                               uint64_t byte_size) {
+  v1::RegisterSharedMemoryRequest request;
+  request.set_name(std::string(name));
+  request.set_key(std::string(key));
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  v1::RegisterSharedMemoryResponse response;
+  grpc::ClientContext context;
+  Prepare(&context, options_.rpc_timeout);
+  return FromGrpcStatus(
+      stub_->RegisterSharedMemory(&context, request, &response));
+}
+
+absl::Status GlintClient::UnregisterSharedMemory(absl::string_view name) {
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_name(std::string(name));
+  v1::UnregisterSharedMemoryResponse response;
+  grpc::ClientContext context;
+  Prepare(&context, options_.rpc_timeout);
+  return FromGrpcStatus(
+      stub_->UnregisterSharedMemory(&context, request, &response));
+}
+
+absl::StatusOr<std::vector<SharedMemoryRegionInfo>>
+GlintClient::SharedMemoryStatus(absl::string_view name) {
+  v1::SharedMemoryStatusRequest request;
+  request.set_name(std::string(name));
+  v1::SharedMemoryStatusResponse response;
+  grpc::ClientContext context;
+  Prepare(&context, options_.rpc_timeout);
+  grpc::Status s = stub_->SharedMemoryStatus(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  std::vector<SharedMemoryRegionInfo> regions;
+  for (const v1::SharedMemoryRegion& r : response.regions()) {
+    regions.push_back(SharedMemoryRegionFromProto(r));
+  }
+  return regions;
+}
+
 absl::StatusOr<std::vector<DeviceInfo>> GlintClient::GetDevices() {
   v1::GetDevicesResponse response;
   grpc::ClientContext context;

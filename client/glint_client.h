@@ -7,6 +7,7 @@
 #ifndef GLINT_CLIENT_GLINT_CLIENT_H_
 #define GLINT_CLIENT_GLINT_CLIENT_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,29 @@ struct ClientOptions {
 // file's read error (NOT_FOUND...) otherwise.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
+// One RunNetwork call in full: inputs in the message or in shared memory
+// (regions registered before), and outputs to write into shared memory.
+struct RunNetworkCall {
+  std::vector<NamedTensor> inputs;
+  std::vector<SharedMemoryTensor> shared_memory_inputs;
+  // Empty: every output of the network.
+  std::vector<std::string> requested_outputs;
+  // Output name -> the window to write it to instead of the reply.
+  std::map<std::string, SharedMemoryRef> output_shared_memory;
+  // Becomes the call's gRPC deadline, which glintd applies to the run.
+  absl::Duration timeout = absl::InfiniteDuration();
+  bool trace = false;
+};
+
+// RunNetwork's reply: outputs that came in the message, and those written
+// into shared memory (their header and the window, byte_size being the
+// bytes written).
+struct RunNetworkReply {
+  std::vector<NamedTensor> outputs;
+  std::vector<SharedMemoryTensor> shared_memory_outputs;
+  std::string trace_json;  // With RunNetworkCall::trace.
+};
+
 class GlintClient {
  public:
   // A plaintext channel to `target` ("host:port") with Glint's message
@@ -104,6 +128,28 @@ class GlintClient {
   // One network's statistics (every network's when `name` is empty) and
   // every device's. NOT_FOUND for an unknown name.
   absl::StatusOr<ServingStatistics> GetStatistics(absl::string_view name = "");
+
+  // RunNetwork with everything glint.v1 offers (shared memory included).
+  absl::StatusOr<RunNetworkReply> Run(absl::string_view name,
+                                      const RunNetworkCall& call);
+  // The request and reply of Run, for callers that issue calls themselves
+  // (the async ones of `glint perf`). INVALID_ARGUMENT for an input that
+  // cannot travel; INTERNAL for a malformed reply.
+  static absl::StatusOr<v1::RunNetworkRequest> MakeRunRequest(
+      absl::string_view name, const RunNetworkCall& call);
+  static absl::StatusOr<RunNetworkReply> ParseRunReply(
+      v1::RunNetworkResponse& response);
+
+  // Shared-memory regions (see client/shared_memory.h for making one):
+  // glintd maps [offset, offset + byte_size) of the POSIX object `key`
+  // under `name`.
+  absl::Status RegisterSharedMemory(absl::string_view name,
+                                    absl::string_view key, uint64_t offset,
+                                    uint64_t byte_size);
+  absl::Status UnregisterSharedMemory(absl::string_view name);
+  // One region, or all when `name` is empty.
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryStatus(
+      absl::string_view name = "");
 
   // For callers that need the raw messages (tests sending malformed data);
   // Authenticate() adds the token to their contexts.

@@ -115,6 +115,13 @@ Tensor Tensor::Borrow(DType dtype, Shape shape, void* data) {
   return t;
 }
 
+Tensor Tensor::Borrow(DType dtype, Shape shape, void* data,
+                      std::shared_ptr<void> keep_alive) {
+  Tensor t = Borrow(dtype, std::move(shape), data);
+  t.owner_ = std::move(keep_alive);
+  return t;
+}
+
 absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, Shape shape,
                                          absl::Span<const uint8_t> bytes) {
   // Sizes are checked before allocating: a few bytes claiming a huge shape

@@ -85,6 +85,12 @@ class Tensor {
   // Wraps memory owned by the caller, which must outlive the tensor and
   // every copy of it. `data` need not be aligned.
   static Tensor Borrow(DType dtype, Shape shape, void* data);
+  // Wraps memory that `keep_alive` keeps valid: the tensor and every copy of
+  // it hold `keep_alive`, so the memory lives until the last of them goes
+  // (glintd's shared-memory windows, borrowed for a run). `data` need not
+  // be aligned.
+  static Tensor Borrow(DType dtype, Shape shape, void* data,
+                       std::shared_ptr<void> keep_alive);
   // Owned tensor holding a copy of `bytes`, which must be exactly
   // NumElements * DTypeSize long (INVALID_ARGUMENT otherwise).
   static absl::StatusOr<Tensor> FromBytes(DType dtype, Shape shape,
@@ -118,7 +124,8 @@ class Tensor {
  private:
   DType dtype_ = DType::kFloat32;
   Shape shape_;
-  std::shared_ptr<void> owner_;  // Null for borrowed tensors.
+  // Null for tensors borrowed without a keep-alive.
+  std::shared_ptr<void> owner_;
   void* data_ = nullptr;
 };
 

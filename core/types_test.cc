@@ -1,5 +1,6 @@
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,23 @@ Graph TwoNodeGraph() {
     g.values[v] = {v, DType::kFloat32, Shape({2})};
   }
   return g;
+}
+
+TEST(TensorTest, BorrowedWithAKeepAliveHoldsItUntilTheLastCopy) {
+  auto buffer = std::make_shared<std::vector<float>>(4, 2.5f);
+  std::weak_ptr<std::vector<float>> watch = buffer;
+  Tensor copy;
+  {
+    Tensor t = Tensor::Borrow(DType::kFloat32, Shape({4}), buffer->data(),
+                              buffer);
+    buffer.reset();
+    copy = t;
+  }
+  // The tensor and its copy were the only owners left.
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(copy.data<float>()[3], 2.5f);
+  copy = Tensor();
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST(GraphTest, ValidateAcceptsAWellFormedGraph) {

@@ -384,6 +384,132 @@ def rest_request_seeds(tests):
     return seeds
 
 
+# --- oip_request_fuzzer ------------------------------------------------------
+
+def inference_pb2():
+    """inference.proto's Python module, compiled with the system protoc."""
+    out = tempfile.mkdtemp()
+    subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "proto"),
+                    "--python_out=" + out, "inference.proto"], check=True)
+    sys.path.insert(0, out)
+    import inference_pb2  # pylint: disable=import-outside-toplevel
+    shutil.rmtree(out)
+    return inference_pb2
+
+
+# ONNX TensorProto.DataType -> (OIP datatype, typed contents field or None).
+OIP_TYPES = {
+    1: ("FP32", "fp32_contents"), 2: ("UINT8", "uint_contents"),
+    3: ("INT8", "int_contents"), 4: ("UINT16", "uint_contents"),
+    5: ("INT16", "int_contents"), 6: ("INT32", "int_contents"),
+    7: ("INT64", "int64_contents"), 9: ("BOOL", "bool_contents"),
+    10: ("FP16", None), 11: ("FP64", "fp64_contents"),
+    12: ("UINT32", "uint_contents"), 13: ("UINT64", "uint64_contents"),
+}
+
+# Model configurations (RepositoryModelLoad's JSON), valid and not.
+TRITON_CONFIGS = [
+    "",
+    "{}",
+    '{"name": "model", "platform": "onnxruntime_onnx", "max_batch_size": 8}',
+    '{"max_batch_size": 4, "dynamic_batching": {"max_queue_delay_microseconds":'
+    ' "100", "preferred_batch_size": [2, 4]}}',
+    '{"maxBatchSize": 2, "dynamicBatching": {}}',
+    '{"instance_group": [{"count": 2, "kind": "KIND_GPU"}, {"kind": "KIND_CPU"}]}',
+    '{"input": [{"name": "x", "data_type": "TYPE_FP32", "dims": [3, 224, 224]}],'
+    ' "output": [{"name": "y", "data_type": "TYPE_FP32", "dims": [-1]}]}',
+    '{"parameters": {"partition_strategy": {"string_value": "load_balanced"},'
+    ' "plan_devices": {"string_value": "2"}, "replicas": "2",'
+    ' "input_shapes": "x=1,3,8,8;y=4", "place": "conv*=0;fc*=1",'
+    ' "reuse": {"string_value": "moo"}, "user_config": "v1"}}',
+    '{"sequence_batching": {}}',
+    '{"max_batch_size": 1e300}',
+    '{"input": [{"name": "x", "dims": [9223372036854775807, 2]}]}',
+    '{"parameters": {"input_shapes": "x=4611686018427387904,4"}}',
+    '{"name": "\\u0000", "backend": "python"}',
+    "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+    '{"max_batch_size": 4, "dynamic_batching": {"preserve_ordering": true}}',
+]
+
+
+def oip_request_seeds(tests):
+    pb = inference_pb2()
+    cases = []
+    for name, model_path, inputs in tests:
+        if not inputs or os.path.getsize(model_path) > MAX_MODEL_BYTES:
+            continue
+        graph = onnx.load(model_path).graph
+        initializers = {i.name for i in graph.initializer}
+        input_names = [i.name for i in graph.input
+                       if i.name not in initializers]
+        typed = rank(name)[1] in "01234567"
+        request = pb.ModelInferRequest(model_name=name[len("test_"):],
+                                       id=rank(name)[:8])
+        usable = True
+        for index, path in enumerate(inputs):
+            tensor = load_tensor(path)
+            array = to_array(tensor)
+            if array is None or tensor.data_type not in OIP_TYPES:
+                usable = False
+                break
+            datatype, field = OIP_TYPES[tensor.data_type]
+            entry = request.inputs.add(
+                name=input_names[index] if index < len(input_names) else "x",
+                datatype=datatype, shape=list(tensor.dims))
+            if typed and field is not None:
+                values = array.flatten().tolist()
+                getattr(entry.contents, field).extend(values)
+            else:
+                typed = False
+        if not usable:
+            continue
+        if not typed:
+            for path in inputs:
+                request.raw_input_contents.append(
+                    to_array(load_tensor(path)).tobytes())
+        for o in graph.output:
+            request.outputs.add(name=o.name)
+        data = request.SerializeToString(deterministic=True)
+        if len(data) <= MAX_TENSOR_BYTES * 2:
+            cases.append((name + ".pb", data))
+    seeds = sample(cases, 150)
+
+    def add(name, request):
+        seeds.append(("made_" + name + ".pb",
+                      request.SerializeToString(deterministic=True)))
+
+    def one(datatype, shape, **kwargs):
+        return pb.ModelInferRequest.InferInputTensor(
+            name="x", datatype=datatype, shape=shape, **kwargs)
+
+    add("bytes", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "BYTES", [1], contents=pb.InferTensorContents(bytes_contents=[b"a"]))]))
+    add("fp16_raw", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "FP16", [2])], raw_input_contents=[b"\0\x3c\0\x3c"]))
+    add("bf16_raw", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "BF16", [1])], raw_input_contents=[b"\x80\x3f"]))
+    add("int8_range", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "INT8", [2], contents=pb.InferTensorContents(int_contents=[-129, 5]))]))
+    add("huge_shape", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "FP32", [2**40, 2**40])]))
+    add("zero_elements", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "INT64", [0, 2**40])]))
+    add("mixed", pb.ModelInferRequest(model_name="m", inputs=[one(
+        "FP32", [1], contents=pb.InferTensorContents(fp32_contents=[1]))],
+        raw_input_contents=[b"\0\0\0\0"]))
+    parameters = pb.ModelInferRequest(model_name="m", model_version="1")
+    parameters.parameters["priority"].uint64_param = 1
+    parameters.parameters["timeout"].int64_param = 1000
+    parameters.parameters["sequence_id"].int64_param = 3
+    add("parameters", parameters)
+    shm = pb.ModelInferRequest(model_name="m", inputs=[one("FP32", [1])])
+    shm.inputs[0].parameters["shared_memory_region"].string_param = "r"
+    add("shared_memory", shm)
+    for i, config in enumerate(TRITON_CONFIGS):
+        seeds.append((f"config_{i:02d}.json", config.encode()))
+    return seeds
+
+
 # --- device_spec_fuzzer ------------------------------------------------------
 
 DEVICE_SPECS = [
@@ -499,6 +625,7 @@ def main():
     write_target("tensor_proto_fuzzer", tensor_proto_seeds(tests))
     write_target("npy_fuzzer", npy_seeds(tests))
     write_target("run_request_fuzzer", run_request_seeds(tests))
+    write_target("oip_request_fuzzer", oip_request_seeds(tests))
     write_target("rest_request_fuzzer", rest_request_seeds(tests))
     write_target("device_spec_fuzzer", device_spec_seeds())
     write_target("placement_fuzzer", placement_seeds())

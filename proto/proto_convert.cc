@@ -39,40 +39,124 @@ v1::DataType DTypeToProto(DType dtype) {
   return static_cast<v1::DataType>(static_cast<int32_t>(dtype));
 }
 
-absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto) {
+namespace {
+
+// The dtype and shape of a wire tensor, checked, and its size in bytes.
+struct TensorHeader {
+  DType dtype;
+  std::vector<int64_t> dims;
+  uint64_t bytes = 0;
+};
+
+absl::StatusOr<TensorHeader> TensorHeaderFromProto(const v1::Tensor& proto) {
+  TensorHeader header;
   absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
   if (!dtype.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(DescribeTensor(proto), ": ", dtype.status().message()));
   }
-  std::vector<int64_t> dims(proto.shape().begin(), proto.shape().end());
+  header.dtype = *dtype;
+  header.dims.assign(proto.shape().begin(), proto.shape().end());
+  const std::vector<int64_t>& dims = header.dims;
   // Elements times element size must fit: a hostile shape must not wrap
   // around to a small byte count that happens to match raw_data.
-  uint64_t bytes = DTypeSize(*dtype);
+  header.bytes = DTypeSize(*dtype);
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           DescribeTensor(proto), ": dimension ", i, " is negative (",
           dims[i], ") in shape [", absl::StrJoin(dims, ", "), "]"));
     }
-    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(dims[i]),
-                               &bytes)) {
+    if (__builtin_mul_overflow(header.bytes, static_cast<uint64_t>(dims[i]),
+                               &header.bytes)) {
       return absl::InvalidArgumentError(
           absl::StrCat(DescribeTensor(proto), ": shape [",
                        absl::StrJoin(dims, ", "), "] is too large"));
     }
   }
-  if (bytes != proto.raw_data().size()) {
+  return header;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto) {
+  if (proto.has_shared_memory()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        DescribeTensor(proto), ": a ", DTypeName(*dtype), " tensor of shape [",
-        absl::StrJoin(dims, ", "), "] needs ", bytes,
-        " bytes of raw_data, got ", proto.raw_data().size()));
+        DescribeTensor(proto), " lies in shared-memory region '",
+        proto.shared_memory().region(), "', which is not readable here"));
+  }
+  GLINT_ASSIGN_OR_RETURN(TensorHeader header, TensorHeaderFromProto(proto));
+  if (header.bytes != proto.raw_data().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto), ": a ", DTypeName(header.dtype),
+        " tensor of shape [", absl::StrJoin(header.dims, ", "), "] needs ",
+        header.bytes, " bytes of raw_data, got ", proto.raw_data().size()));
   }
   const std::string& raw = proto.raw_data();
   return Tensor::FromBytes(
-      *dtype, Shape(std::move(dims)),
+      header.dtype, Shape(std::move(header.dims)),
       absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(raw.data()),
                                 raw.size()));
+}
+
+absl::StatusOr<SharedMemoryTensor> SharedMemoryTensorFromProto(
+    const v1::Tensor& proto) {
+  if (!proto.has_shared_memory()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DescribeTensor(proto), " names no shared memory"));
+  }
+  if (!proto.raw_data().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto),
+        " has both raw_data and shared_memory; give one of them"));
+  }
+  GLINT_ASSIGN_OR_RETURN(TensorHeader header, TensorHeaderFromProto(proto));
+  SharedMemoryTensor tensor;
+  tensor.name = proto.name();
+  tensor.dtype = header.dtype;
+  tensor.window = SharedMemoryRefFromProto(proto.shared_memory());
+  if (header.bytes != tensor.window.byte_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DescribeTensor(proto), ": a ", DTypeName(header.dtype),
+        " tensor of shape [", absl::StrJoin(header.dims, ", "), "] is ",
+        header.bytes, " bytes, but its shared-memory window holds ",
+        tensor.window.byte_size));
+  }
+  tensor.shape = Shape(std::move(header.dims));
+  return tensor;
+}
+
+void SharedMemoryTensorToProto(const SharedMemoryTensor& tensor,
+                               v1::Tensor* proto) {
+  proto->Clear();
+  proto->set_name(tensor.name);
+  proto->set_dtype(DTypeToProto(tensor.dtype));
+  for (int64_t d : tensor.shape.dims()) proto->add_shape(d);
+  SharedMemoryRefToProto(tensor.window, proto->mutable_shared_memory());
+}
+
+SharedMemoryRef SharedMemoryRefFromProto(const v1::SharedMemoryRef& proto) {
+  return {proto.region(), proto.offset(), proto.byte_size()};
+}
+
+void SharedMemoryRefToProto(const SharedMemoryRef& ref,
+                            v1::SharedMemoryRef* proto) {
+  proto->set_region(ref.region);
+  proto->set_offset(ref.offset);
+  proto->set_byte_size(ref.byte_size);
+}
+
+SharedMemoryRegionInfo SharedMemoryRegionFromProto(
+    const v1::SharedMemoryRegion& proto) {
+  return {proto.name(), proto.key(), proto.offset(), proto.byte_size()};
+}
+
+void SharedMemoryRegionToProto(const SharedMemoryRegionInfo& info,
+                               v1::SharedMemoryRegion* proto) {
+  proto->set_name(info.name);
+  proto->set_key(info.key);
+  proto->set_offset(info.offset);
+  proto->set_byte_size(info.byte_size);
 }
 
 absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto) {

@@ -29,7 +29,8 @@ v1::DataType DTypeToProto(DType dtype);
 // The copy decouples the tensor's lifetime from the request and gives the
 // kernels kTensorAlignment. INVALID_ARGUMENT (naming the tensor) for an
 // unknown dtype, a negative dimension, an element count that overflows, or
-// raw_data whose size is not product(shape) * sizeof(dtype).
+// raw_data whose size is not product(shape) * sizeof(dtype), or a tensor
+// that lies in shared memory (SharedMemoryTensorFromProto reads those).
 absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto);
 absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto);
 absl::StatusOr<std::vector<NamedTensor>> NamedTensorsFromProto(
@@ -38,6 +39,22 @@ absl::StatusOr<std::vector<NamedTensor>> NamedTensorsFromProto(
 // INVALID_ARGUMENT for a tensor without a buffer or of a dtype that cannot
 // travel (undefined, string).
 absl::Status TensorToProto(const NamedTensor& tensor, v1::Tensor* proto);
+
+// Shared-memory tensors (Tensor.shared_memory set): the header, validated
+// as TensorFromProto does, and the window, which must be exactly the
+// tensor's bytes; raw_data must be empty. INVALID_ARGUMENT otherwise. The
+// region itself is glintd's to check (runtime/server/shared_memory.h).
+absl::StatusOr<SharedMemoryTensor> SharedMemoryTensorFromProto(
+    const v1::Tensor& proto);
+void SharedMemoryTensorToProto(const SharedMemoryTensor& tensor,
+                               v1::Tensor* proto);
+SharedMemoryRef SharedMemoryRefFromProto(const v1::SharedMemoryRef& proto);
+void SharedMemoryRefToProto(const SharedMemoryRef& ref,
+                            v1::SharedMemoryRef* proto);
+SharedMemoryRegionInfo SharedMemoryRegionFromProto(
+    const v1::SharedMemoryRegion& proto);
+void SharedMemoryRegionToProto(const SharedMemoryRegionInfo& info,
+                               v1::SharedMemoryRegion* proto);
 
 // AddNetwork options; negative dimensions are INVALID_ARGUMENT.
 absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(

@@ -145,6 +145,56 @@ TEST(TensorToProtoTest, RefusesUntransportableTensors) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SharedMemoryTensorTest, RoundTripAndValidation) {
+  SharedMemoryTensor t{"x", DType::kInt64, Shape({2, 3}), {"in", 64, 48}};
+  v1::Tensor p;
+  SharedMemoryTensorToProto(t, &p);
+  EXPECT_TRUE(p.raw_data().empty());
+  absl::StatusOr<SharedMemoryTensor> back = SharedMemoryTensorFromProto(p);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name, "x");
+  EXPECT_EQ(back->dtype, DType::kInt64);
+  EXPECT_EQ(back->shape, Shape({2, 3}));
+  EXPECT_EQ(back->window.region, "in");
+  EXPECT_EQ(back->window.offset, 64u);
+  EXPECT_EQ(back->window.byte_size, 48u);
+
+  // TensorFromProto does not read shared memory: it says so.
+  absl::StatusOr<Tensor> bytes = TensorFromProto(p);
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bytes.status().message(), HasSubstr("shared-memory region 'in'"));
+
+  v1::Tensor wrong_size = p;
+  wrong_size.mutable_shared_memory()->set_byte_size(40);
+  EXPECT_THAT(SharedMemoryTensorFromProto(wrong_size).status().message(),
+              HasSubstr("holds 40"));
+  v1::Tensor both = p;
+  both.set_raw_data(std::string(48, '\0'));
+  EXPECT_EQ(SharedMemoryTensorFromProto(both).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::Tensor negative = p;
+  negative.set_shape(0, -2);
+  EXPECT_EQ(SharedMemoryTensorFromProto(negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  v1::Tensor huge = p;
+  huge.set_shape(0, int64_t{1} << 62);
+  EXPECT_EQ(SharedMemoryTensorFromProto(huge).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedMemoryTensorFromProto(FloatProto("y", {1}, {1}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+
+  SharedMemoryRegionInfo info{"r", "/glint_in", 4096, 1 << 20};
+  v1::SharedMemoryRegion region;
+  SharedMemoryRegionToProto(info, &region);
+  SharedMemoryRegionInfo info_back = SharedMemoryRegionFromProto(region);
+  EXPECT_EQ(info_back.name, "r");
+  EXPECT_EQ(info_back.key, "/glint_in");
+  EXPECT_EQ(info_back.offset, 4096u);
+  EXPECT_EQ(info_back.byte_size, 1u << 20);
+}
+
 TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
   v1::AddNetworkOptions p;
   for (int64_t d : {1, 3, 224, 224}) {

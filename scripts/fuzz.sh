@@ -28,6 +28,7 @@ TARGETS=(
   "tensor_proto_fuzzer //client:tensor_proto_fuzzer 4096"
   "device_spec_fuzzer //runtime/server:device_spec_fuzzer 256"
   "run_request_fuzzer //proto:run_request_fuzzer 4096"
+  "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
   "rest_request_fuzzer //runtime/server:rest_request_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
   "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"

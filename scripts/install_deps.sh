@@ -19,6 +19,8 @@ PACKAGES=(
   graphviz
   # tests/e2e_auth_test makes its certificates with the openssl command.
   openssl
+  # tests/e2e_node_test: a Node client (its npm packages below).
+  nodejs
   # scripts/fuzz.sh: clang, its sanitizer and libFuzzer runtimes, its linker
   # and llvm-symbolizer for the reports.
   clang-14 libclang-rt-14-dev lld-14 llvm-14
@@ -31,13 +33,31 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install_deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install_deps: installing ${missing[*]}"
-$SUDO apt-get update -q
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+else
+  echo "install_deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# Debian's nodejs comes without npm (other builds of nodejs bundle it).
+if ! command -v npm >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends npm
+fi
+
+# The Node client of tests/e2e_node_test: exactly the versions of
+# tests/node/package-lock.json, installed again only when the lock changed.
+# Without the npm registry (offline) it says so and goes on: that one test
+# then fails, naming the missing packages.
+node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/node"
+stamp="$node_dir/node_modules/.installed-from-package-lock.json"
+if ! cmp -s "$node_dir/package-lock.json" "$stamp" 2>/dev/null; then
+  echo "install_deps: npm ci in tests/node"
+  if (cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline); then
+    cp "$node_dir/package-lock.json" "$stamp"
+  else
+    echo "install_deps: WARNING: npm ci failed in tests/node; //tests:e2e_node_test will fail" >&2
+  fi
+fi

@@ -31,9 +31,12 @@ TSAN_TARGETS=(
   //devices/conformance:device_conformance_test
   //executor:executor_test
   //runtime:host_manager_test
+  //runtime:batcher_test
+  //runtime:host_manager_batching_test
   //onnx:import_sandbox_test
   //store:network_store_test
   //runtime/server:service_test
+  //runtime/server:shared_memory_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test
 )

@@ -140,8 +140,6 @@ TEST_F(PrometheusTest, PromtoolChecksThePageAfterRuns) {
 
 TEST_F(PrometheusTest, PrometheusScrapesAndAnswersQueries) {
   const std::string dir = testing::NewTempDir("prometheus");
-  const int port = FreePort();
-  ASSERT_GT(port, 0);
   const std::string config = dir + "/prometheus.yml";
   std::ofstream(config) << "global:\n"
                            "  scrape_interval: 1s\n"
@@ -152,27 +150,43 @@ TEST_F(PrometheusTest, PrometheusScrapesAndAnswersQueries) {
                            "    static_configs:\n"
                            "      - targets: ['127.0.0.1:"
                         << daemon_->http_port() << "']\n";
-  absl::StatusOr<std::unique_ptr<ChildProcess>> started = ChildProcess::Start(
-      {"/usr/bin/prometheus", "--config.file=" + config,
-       "--storage.tsdb.path=" + dir + "/data",
-       absl::StrCat("--web.listen-address=127.0.0.1:", port),
-       "--storage.tsdb.retention.time=1h", "--log.level=warn"},
-      dir + "/prometheus.log");
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<ChildProcess> prometheus = *std::move(started);
+  // Started on a port found free; should another process take it first,
+  // Prometheus exits saying so and is started again on another.
+  std::unique_ptr<ChildProcess> prometheus;
+  int port = 0;
+  for (int attempt = 0; prometheus == nullptr; ++attempt) {
+    ASSERT_LT(attempt, 3) << "Prometheus could not bind a port";
+    port = FreePort();
+    ASSERT_GT(port, 0);
+    absl::StatusOr<std::unique_ptr<ChildProcess>> started =
+        ChildProcess::Start(
+            {"/usr/bin/prometheus", "--config.file=" + config,
+             "--storage.tsdb.path=" + dir + "/data",
+             absl::StrCat("--web.listen-address=127.0.0.1:", port),
+             "--storage.tsdb.retention.time=1h", "--log.level=warn"},
+            absl::StrCat(dir, "/prometheus.", attempt, ".log"));
+    ASSERT_TRUE(started.ok()) << started.status();
+    // Ready within a bound.
+    httplib::Client probe("127.0.0.1", port);
+    const absl::Time ready_by = absl::Now() + absl::Seconds(60);
+    for (;;) {
+      if ((*started)->Exited()) {
+        const std::string log = (*started)->Log();
+        ASSERT_THAT(log, HasSubstr("address already in use")) << log;
+        break;  // The port was taken: another attempt.
+      }
+      httplib::Result r = probe.Get("/-/ready");
+      if (r && r->status == 200) {
+        prometheus = *std::move(started);
+        break;
+      }
+      ASSERT_LT(absl::Now(), ready_by) << "Prometheus not ready; log:\n"
+                                       << (*started)->Log();
+      absl::SleepFor(kPoll);
+    }
+  }
   httplib::Client api("127.0.0.1", port);
   api.set_read_timeout(10, 0);
-
-  // Ready within a bound.
-  const absl::Time ready_by = absl::Now() + absl::Seconds(60);
-  for (;;) {
-    ASSERT_FALSE(prometheus->Exited()) << prometheus->Log();
-    httplib::Result r = api.Get("/-/ready");
-    if (r && r->status == 200) break;
-    ASSERT_LT(absl::Now(), ready_by) << "Prometheus not ready; log:\n"
-                                     << prometheus->Log();
-    absl::SleepFor(kPoll);
-  }
 
   constexpr int kSuccesses = 7, kFailures = 3;
   Run(kSuccesses, kFailures);

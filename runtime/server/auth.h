@@ -52,7 +52,9 @@ inline constexpr size_t kMinTokenLength = 16;
 // (grpc::GenericServerContext::method(), the HTTP/2 :path):
 //
 //   glint.v1.HostManager: RunNetwork, ListNetworks, GetNetwork, GetDevices,
-//       GetStatistics -> infer; AddNetwork, RemoveNetwork -> admin.
+//       GetStatistics, SharedMemoryStatus -> infer; AddNetwork,
+//       RemoveNetwork, RegisterSharedMemory, UnregisterSharedMemory ->
+//       admin.
 //   inference.GRPCInferenceService (Triton/KServe v2): ServerLive,
 //       ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelConfig,
 //       ModelStatistics, ModelInfer, ModelStreamInfer, the two shared-memory

@@ -1,6 +1,8 @@
-// glintd: the Glint daemon. Serves glint.v1.HostManager, grpc.health.v1 and
-// server reflection on one address, and KServe v2 REST and Prometheus's
-// /metrics on an HTTP address, until SIGINT or SIGTERM.
+// glintd: the Glint daemon. Serves glint.v1.HostManager, the inference
+// protocol of Triton and KServe clients (inference.GRPCInferenceService),
+// grpc.health.v1 and server reflection on one address, and KServe v2
+// REST and Prometheus's /metrics on an HTTP address, until SIGINT or
+// SIGTERM.
 //
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--http_listen=127.0.0.1:8000] [--http_port_file=PATH]
@@ -51,11 +53,13 @@
 #include "runtime/server/device_spec.h"
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
+#include "runtime/server/inference_service.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/rest_api.h"
 #include "runtime/server/security_options.h"
 #include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 #include "store/network_store.h"
 
@@ -392,14 +396,22 @@ int Run() {
   // Every service shares the HostManager, the blocking pool, the
   // authorizer and the server's settings; a further service registers
   // beside glint.v1 here.
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  SharedMemoryRegistry shared_memory;
   GlintServiceImpl glint_service(host_manager->get(), &blocking,
-                                 authorizer.get());
+                                 authorizer.get(), &shared_memory);
+  // Same HostManager, same port: a network added through either protocol
+  // serves through both.
+  InferenceServiceImpl inference_service(host_manager->get(), &blocking,
+                                         authorizer.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   ConfigureServerBuilder(server_options, &builder, &port);
   builder.RegisterService(&glint_service);
+  builder.RegisterService(&inference_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     GLINT_LOG_ERROR("cannot listen on {}", listen);
@@ -463,8 +475,8 @@ int Run() {
   }
 
   // Stored networks come back before the daemon reports itself ready:
-  // until then health checks say NOT_SERVING (clients and load balancers
-  // wait), while calls are already answered.
+  // until then health checks say NOT_SERVING and ServerReady false
+  // (clients and load balancers wait), while calls are already answered.
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
   std::thread restore_thread([&] {
@@ -479,6 +491,7 @@ int Run() {
     }
     health->SetServingStatus(true);
     ready.store(true);
+    inference_service.SetReady();
   });
 
   std::thread signal_thread([&] {
@@ -488,6 +501,7 @@ int Run() {
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
     health->Shutdown();  // NOT_SERVING from now on.
     ready.store(false);
+    inference_service.Shutdown();
     // No new work; queued runs fail, in-flight ones stop before their next
     // partition and imports in progress are killed, all UNAVAILABLE, so
     // their RPCs end well within the grace period.

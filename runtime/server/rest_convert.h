@@ -25,23 +25,12 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "nlohmann/json.hpp"
+#include "proto/oip_types.h"
 
 namespace glint {
 
-// --- OIP names (to fold into runtime/server/oip_convert once it lands) ----
-
-// "BOOL", "UINT8"... "FP16", "BF16", "FP32", "FP64": the datatype strings
-// of the OIP (BF16 is Triton's). INVALID_ARGUMENT for any other string,
-// UNIMPLEMENTED for "BYTES".
-absl::StatusOr<DType> DTypeFromOipDatatype(absl::string_view datatype);
-// The OIP string of `dtype`; "BYTES" for kString, "" for kUndefined.
-absl::string_view OipDatatype(DType dtype);
-
-// Glint keeps one version of each network; REST paths and replies call it
-// this.
-inline constexpr absl::string_view kOipModelVersion = "1";
-// The OIP's "<project>_<format>" platform name of every Glint network.
-inline constexpr absl::string_view kOipPlatform = "glint_onnx";
+// The OIP names (datatype strings, kOipModelVersion, kOipPlatform) are
+// proto/oip_types.h's, shared with the gRPC service.
 
 // --- Tensors ------------------------------------------------------------------
 
@@ -99,7 +88,9 @@ absl::StatusOr<std::string> InferResponseJson(
 // known until run time.
 std::string ModelMetadataJson(const NetworkInfo& network);
 
-// {"name": "glint", "version", "extensions": []}.
+// {"name": "glint", "version", "extensions": ["schedule_policy"]}: of
+// Triton's extensions, REST implements the priority and timeout
+// parameters.
 std::string ServerMetadataJson();
 
 // {"error": message}, the body of every failed REST call.

@@ -53,9 +53,12 @@ TEST(OipDatatypeTest, EveryDatatypeRoundTrips) {
   EXPECT_EQ(OipDatatype(DType::kString), "BYTES");
 }
 
-TEST(OipDatatypeTest, BytesIsUnimplementedAndOthersInvalid) {
+// The shared vocabulary refuses BYTES (INVALID_ARGUMENT); the REST request
+// parser answers it UNIMPLEMENTED (501), see
+// ParseInferRequestTest.ExtensionsGlintLacksAreUnimplemented.
+TEST(OipDatatypeTest, BytesAndOthersAreRefused) {
   EXPECT_EQ(DTypeFromOipDatatype("BYTES").status().code(),
-            absl::StatusCode::kUnimplemented);
+            absl::StatusCode::kInvalidArgument);
   for (const char* bad : {"fp32", "FLOAT32", "", "FP8", "INT4"}) {
     const absl::Status s = DTypeFromOipDatatype(bad).status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -482,7 +485,7 @@ TEST(MetadataJsonTest, ServerMetadata) {
   const json doc = json::parse(ServerMetadataJson());
   EXPECT_EQ(doc["name"], "glint");
   EXPECT_TRUE(doc["version"].is_string());
-  EXPECT_TRUE(doc["extensions"].is_array());
+  EXPECT_EQ(doc["extensions"], json::parse(R"(["schedule_policy"])"));
 }
 
 TEST(JsonQuoteTest, EscapesAndReplacesInvalidUtf8) {

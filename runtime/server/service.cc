@@ -9,11 +9,13 @@
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
 #include "runtime/server/grpc_auth.h"
+#include "runtime/server/run_request.h"
 
 namespace glint {
 
-GlintHandlers::GlintHandlers(HostManager* host_manager)
-    : host_manager_(host_manager) {}
+GlintHandlers::GlintHandlers(HostManager* host_manager,
+                             SharedMemoryRegistry* shared_memory)
+    : host_manager_(host_manager), shared_memory_(shared_memory) {}
 
 grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
                                        v1::AddNetworkResponse* response) const {
@@ -81,31 +83,63 @@ grpc::Status GlintHandlers::GetStatistics(
   return grpc::Status::OK;
 }
 
+grpc::Status GlintHandlers::RegisterSharedMemory(
+    const v1::RegisterSharedMemoryRequest& request,
+    v1::RegisterSharedMemoryResponse* /*response*/) const {
+  absl::Status s = shared_memory_->Register(
+      request.name(), request.key(), request.offset(), request.byte_size());
+  if (s.ok()) {
+    GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
+                    request.name(), request.key(), request.byte_size(),
+                    request.offset());
+  }
+  return ToGrpcStatus(s);
+}
+
+grpc::Status GlintHandlers::UnregisterSharedMemory(
+    const v1::UnregisterSharedMemoryRequest& request,
+    v1::UnregisterSharedMemoryResponse* /*response*/) const {
+  return ToGrpcStatus(shared_memory_->Unregister(request.name()));
+}
+
+grpc::Status GlintHandlers::SharedMemoryStatus(
+    const v1::SharedMemoryStatusRequest& request,
+    v1::SharedMemoryStatusResponse* response) const {
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
+      shared_memory_->Regions(request.name());
+  if (!regions.ok()) return ToGrpcStatus(regions.status());
+  for (const SharedMemoryRegionInfo& info : *regions) {
+    SharedMemoryRegionToProto(info, response->add_regions());
+  }
+  return grpc::Status::OK;
+}
+
 absl::StatusOr<GlintHandlers::PreparedRun> GlintHandlers::PrepareRun(
     const v1::RunNetworkRequest& request,
     v1::RunNetworkResponse* response) const {
-  absl::StatusOr<std::vector<NamedTensor>> inputs =
-      NamedTensorsFromProto(request.inputs());
-  if (!inputs.ok()) return inputs.status();
+  absl::StatusOr<DecodedRunRequest> decoded =
+      DecodeRunRequest(request, *shared_memory_);
+  if (!decoded.ok()) return decoded.status();
   PreparedRun run;
   run.name = request.name();
-  run.inputs = *std::move(inputs);
-  RunOptions& options = run.options;
-  options.requested_outputs.assign(request.requested_outputs().begin(),
-                                   request.requested_outputs().end());
-  options.priority = request.priority();
-  if (request.trace()) options.trace = std::make_shared<RunTrace>();
+  run.inputs = std::move(decoded->inputs);
+  run.options = decoded->options;
+  run.options.priority = request.priority();
+  // The responder keeps the output windows (and so their regions) until
+  // the reply is made.
+  auto windows = std::make_shared<const DecodedRunRequest>(*std::move(decoded));
   run.respond =
-      [response, trace = options.trace](
+      [response, windows](
           absl::StatusOr<std::vector<NamedTensor>> outputs) -> grpc::Status {
     if (!outputs.ok()) return ToGrpcStatus(outputs.status());
-    for (const NamedTensor& t : *outputs) {
-      absl::Status s = TensorToProto(t, response->add_outputs());
-      // An output that cannot travel is the runtime's fault, not the
-      // caller's.
-      if (!s.ok()) return ToGrpcStatus(absl::InternalError(s.message()));
+    if (absl::Status s = EncodeRunResponse(*windows, *outputs, response);
+        !s.ok()) {
+      response->Clear();
+      return ToGrpcStatus(s);
     }
-    if (trace != nullptr) response->set_trace_json(trace->ToChromeJson());
+    if (windows->options.trace != nullptr) {
+      response->set_trace_json(windows->options.trace->ToChromeJson());
+    }
     return grpc::Status::OK;
   };
   return run;
@@ -129,9 +163,15 @@ void GlintHandlers::RunNetwork(const v1::RunNetworkRequest& request,
 
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                    WorkerPool* blocking,
-                                   const Authorizer* authorizer)
+                                   const Authorizer* authorizer,
+                                   SharedMemoryRegistry* shared_memory)
     : host_manager_(host_manager),
-      handlers_(host_manager),
+      own_shared_memory_(shared_memory == nullptr
+                             ? std::make_unique<SharedMemoryRegistry>()
+                             : nullptr),
+      handlers_(host_manager, shared_memory == nullptr
+                                  ? own_shared_memory_.get()
+                                  : shared_memory),
       blocking_(blocking),
       authorizer_(authorizer) {}
 
@@ -216,6 +256,39 @@ grpc::ServerUnaryReactor* GlintServiceImpl::GetStatistics(
     return FinishNow(context, std::move(s));
   }
   return FinishNow(context, handlers_.GetStatistics(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::RegisterSharedMemory(
+    grpc::CallbackServerContext* context,
+    const v1::RegisterSharedMemoryRequest* request,
+    v1::RegisterSharedMemoryResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RegisterSharedMemory"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  // Opens and maps an object: a few system calls, no waiting.
+  return FinishNow(context, handlers_.RegisterSharedMemory(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::UnregisterSharedMemory(
+    grpc::CallbackServerContext* context,
+    const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse* response) {
+  if (grpc::Status s = Authorize(*context, "UnregisterSharedMemory");
+      !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context,
+                   handlers_.UnregisterSharedMemory(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::SharedMemoryStatus(
+    grpc::CallbackServerContext* context,
+    const v1::SharedMemoryStatusRequest* request,
+    v1::SharedMemoryStatusResponse* response) {
+  if (grpc::Status s = Authorize(*context, "SharedMemoryStatus"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.SharedMemoryStatus(*request, response));
 }
 
 }  // namespace glint

@@ -31,14 +31,15 @@
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/reactors.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
 
 class GlintHandlers {
  public:
-  // `host_manager` is not owned and must outlive the handlers.
-  explicit GlintHandlers(HostManager* host_manager);
+  // Neither is owned; both must outlive the handlers.
+  GlintHandlers(HostManager* host_manager, SharedMemoryRegistry* shared_memory);
 
   // Block (import, compile and load; waiting for in-flight runs).
   grpc::Status AddNetwork(const v1::AddNetworkRequest& request,
@@ -55,11 +56,22 @@ class GlintHandlers {
                           v1::GetDevicesResponse* response) const;
   grpc::Status GetStatistics(const v1::GetStatisticsRequest& request,
                              v1::GetStatisticsResponse* response) const;
+  grpc::Status RegisterSharedMemory(
+      const v1::RegisterSharedMemoryRequest& request,
+      v1::RegisterSharedMemoryResponse* response) const;
+  grpc::Status UnregisterSharedMemory(
+      const v1::UnregisterSharedMemoryRequest& request,
+      v1::UnregisterSharedMemoryResponse* response) const;
+  grpc::Status SharedMemoryStatus(const v1::SharedMemoryStatusRequest& request,
+                                  v1::SharedMemoryStatusResponse* response) const;
 
-  // RunNetwork's request as a run: the inputs converted, the options
-  // (requested outputs, priority, trace; no deadline or cancellation yet),
-  // and how its result fills `response`. INVALID_ARGUMENT for a malformed
-  // tensor. `response` must live until the responder has been called.
+  // RunNetwork's request as a run: the inputs converted (shared-memory ones
+  // borrowed from their regions; run_request.h), the options (requested
+  // outputs, priority, trace; no deadline or cancellation yet), and how its
+  // result fills `response` (outputs with a shared-memory window copied
+  // there). INVALID_ARGUMENT for a malformed tensor or a bad window. The
+  // inputs and the responder hold the regions they use. `response` must
+  // live until the responder has been called.
   struct PreparedRun {
     std::string name;
     std::vector<NamedTensor> inputs;
@@ -82,6 +94,7 @@ class GlintHandlers {
 
  private:
   HostManager* const host_manager_;
+  SharedMemoryRegistry* const shared_memory_;
 };
 
 class GlintServiceImpl final : public v1::HostManager::CallbackService {
@@ -90,9 +103,12 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   // AddNetwork and RemoveNetwork. A null `authorizer` leaves every call
   // open (glintd without --auth_tokens); else each handler first checks
   // the call's bearer token against auth.h's method table
-  // (UNAUTHENTICATED / PERMISSION_DENIED), answered at once.
+  // (UNAUTHENTICATED / PERMISSION_DENIED), answered at once. Without a
+  // shared-memory registry the service keeps one of its own (glintd passes
+  // the one its services share).
   GlintServiceImpl(HostManager* host_manager, WorkerPool* blocking,
-                   const Authorizer* authorizer = nullptr);
+                   const Authorizer* authorizer = nullptr,
+                   SharedMemoryRegistry* shared_memory = nullptr);
 
   grpc::ServerUnaryReactor* AddNetwork(
       grpc::CallbackServerContext* context,
@@ -124,6 +140,18 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::GetStatisticsRequest* request,
       v1::GetStatisticsResponse* response) override;
+  grpc::ServerUnaryReactor* RegisterSharedMemory(
+      grpc::CallbackServerContext* context,
+      const v1::RegisterSharedMemoryRequest* request,
+      v1::RegisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(
+      grpc::CallbackServerContext* context,
+      const v1::UnregisterSharedMemoryRequest* request,
+      v1::UnregisterSharedMemoryResponse* response) override;
+  grpc::ServerUnaryReactor* SharedMemoryStatus(
+      grpc::CallbackServerContext* context,
+      const v1::SharedMemoryStatusRequest* request,
+      v1::SharedMemoryStatusResponse* response) override;
 
  private:
   // AuthorizeCall for `method` ("AddNetwork"...) of glint.v1.HostManager.
@@ -131,6 +159,7 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
                          absl::string_view method) const;
 
   HostManager* const host_manager_;
+  const std::unique_ptr<SharedMemoryRegistry> own_shared_memory_;
   const GlintHandlers handlers_;
   WorkerPool* const blocking_;
   const Authorizer* const authorizer_;

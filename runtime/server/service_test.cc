@@ -3,6 +3,10 @@
 // real gRPC server on loopback: reactors, cancellation, refusals.
 #include "runtime/server/service.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -95,7 +99,8 @@ class HandlersTest : public ::testing::Test {
         HostManager::CreateFromConfigs(HostManagerOptions(), {device});
     ASSERT_TRUE(hm.ok()) << hm.status();
     host_manager_ = *std::move(hm);
-    handlers_ = std::make_unique<GlintHandlers>(host_manager_.get());
+    handlers_ =
+        std::make_unique<GlintHandlers>(host_manager_.get(), &shared_memory_);
   }
 
   grpc::Status Add(const std::string& name, std::string model) {
@@ -106,6 +111,7 @@ class HandlersTest : public ::testing::Test {
     return handlers_->AddNetwork(request, &response);
   }
 
+  SharedMemoryRegistry shared_memory_;
   std::unique_ptr<HostManager> host_manager_;
   std::unique_ptr<GlintHandlers> handlers_;
 };
@@ -241,11 +247,70 @@ TEST_F(HandlersTest, GetStatisticsPerNetworkAndDevice) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+// A run through shared memory: the handlers register the client's object,
+// borrow x from it and write y into it; the reply carries y's header only.
+TEST_F(HandlersTest, SharedMemoryRegisterRunUnregister) {
+  ASSERT_TRUE(Add("mlp", testing::MakeMlpModel(1, 4, 3)).ok());
+  const std::string key = absl::StrCat("/glint_service_test_", getpid());
+  const int fd = shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096), 0);
+  void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  float* memory = static_cast<float*>(p);
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::copy(x.begin(), x.end(), memory);
+
+  v1::RegisterSharedMemoryRequest reg;
+  reg.set_name("client");
+  reg.set_key(key);
+  reg.set_byte_size(4096);
+  v1::RegisterSharedMemoryResponse registered;
+  ASSERT_TRUE(handlers_->RegisterSharedMemory(reg, &registered).ok());
+  EXPECT_EQ(handlers_->RegisterSharedMemory(reg, &registered).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+
+  v1::RunNetworkRequest run;
+  run.set_name("mlp");
+  SharedMemoryTensorToProto(
+      {"x", DType::kFloat32, Shape({1, 4}), {"client", 0, 16}},
+      run.add_inputs());
+  SharedMemoryRefToProto({"client", 64, 64},
+                         &(*run.mutable_output_shared_memory())["y"]);
+  v1::RunNetworkResponse ran;
+  grpc::Status s = RunAndWait(*handlers_, run, &ran);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(ran.outputs_size(), 1);
+  EXPECT_TRUE(ran.outputs(0).raw_data().empty());
+  EXPECT_EQ(ran.outputs(0).shared_memory().byte_size(), 12u);
+  const std::vector<float> want = testing::MlpReference(x, 1, 4, 3);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(memory[16 + i], want[i], 1e-5);
+
+  v1::SharedMemoryStatusRequest status_request;
+  v1::SharedMemoryStatusResponse status;
+  ASSERT_TRUE(handlers_->SharedMemoryStatus(status_request, &status).ok());
+  ASSERT_EQ(status.regions_size(), 1);
+  EXPECT_EQ(status.regions(0).key(), key);
+
+  v1::UnregisterSharedMemoryRequest unreg;
+  unreg.set_name("client");
+  v1::UnregisterSharedMemoryResponse unregistered;
+  ASSERT_TRUE(handlers_->UnregisterSharedMemory(unreg, &unregistered).ok());
+  v1::RunNetworkResponse refused;
+  s = RunAndWait(*handlers_, run, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("'client'"));
+  munmap(p, 4096);
+  shm_unlink(key.c_str());
+}
+
 // A cancelled token cancels the run: with partitions of seconds each, the
 // run ends CANCELLED long before the second could have finished.
 TEST(HandlersCancelTest, CancelledTokenCancelsTheRun) {
   std::unique_ptr<HostManager> host = MakeSlowHost();
-  GlintHandlers handlers(host.get());
+  SharedMemoryRegistry shared_memory;
+  GlintHandlers handlers(host.get(), &shared_memory);
   auto cancel = std::make_shared<CancellationToken>();
   cancel->Cancel();
   const absl::Time start = absl::Now();

@@ -1,0 +1,446 @@
+#include "client/perf.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "client/shared_memory.h"
+#include "core/half.h"
+#include "proto/proto_convert.h"
+#include "proto/status_util.h"
+
+namespace glint {
+namespace {
+
+// Replies later than this past the level's end mean a stuck daemon; the
+// calls are then failed DEADLINE_EXCEEDED rather than waited for forever.
+constexpr absl::Duration kGrace = absl::Seconds(60);
+
+// Keeps `concurrency` runs in flight until `deadline`: each reply starts
+// the slot's next call. Calls go out through gRPC's callback API, so
+// replies arrive on gRPC's own few threads. A reply delivered inline (on
+// the thread that issued the call, as gRPC may for a call failing at
+// once) is handed to the driving thread instead of re-issued there, so
+// the stack never grows with failures.
+class LevelRunner {
+ public:
+  LevelRunner(GlintClient* client,
+              const std::vector<v1::RunNetworkRequest>& requests,
+              const std::vector<ValueInfo>& expected,
+              const std::vector<std::string>& shared_memory_outputs,
+              int concurrency)
+      : client_(client),
+        requests_(requests),
+        expected_(expected),
+        shared_memory_outputs_(shared_memory_outputs),
+        slots_(concurrency) {}
+
+  PerfLevel Run(absl::Duration duration) ABSL_LOCKS_EXCLUDED(mu_) {
+    const absl::Time start = absl::Now();
+    deadline_ = start + duration;
+    {
+      absl::MutexLock lock(&mu_);
+      active_ = static_cast<int>(slots_.size());
+      last_reply_ = start;
+    }
+    for (size_t i = 0; i < slots_.size(); ++i) Issue(static_cast<int>(i));
+    while (true) {
+      std::deque<int> deferred;
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(this, &LevelRunner::HasWorkOrDone));
+        if (deferred_.empty() && active_ == 0) break;
+        deferred.swap(deferred_);
+      }
+      for (int slot : deferred) Issue(slot);
+    }
+    // Every call has answered; wait for the callbacks to be out of this
+    // object (at most the few instructions after their last unlock).
+    while (callbacks_running_.load() != 0) std::this_thread::yield();
+    absl::MutexLock lock(&mu_);
+    PerfLevel level;
+    level.concurrency = static_cast<int>(slots_.size());
+    level.runs = latencies_ms_.size();
+    level.errors = errors_;
+    level.seconds = absl::ToDoubleSeconds(last_reply_ - start);
+    level.throughput =
+        level.seconds > 0 ? static_cast<double>(level.runs) / level.seconds : 0;
+    std::vector<double> latencies = std::move(latencies_ms_);
+    std::sort(latencies.begin(), latencies.end());
+    auto percentile = [&latencies](double p) {
+      if (latencies.empty()) return 0.0;
+      const size_t rank = static_cast<size_t>(
+          std::ceil(p * static_cast<double>(latencies.size())));
+      return latencies[std::max<size_t>(rank, 1) - 1];
+    };
+    level.p50_ms = percentile(0.50);
+    level.p90_ms = percentile(0.90);
+    level.p99_ms = percentile(0.99);
+    for (const auto& [message, error] : messages_) {
+      level.error_kinds.push_back(error);
+    }
+    std::sort(level.error_kinds.begin(), level.error_kinds.end(),
+              [](const PerfError& a, const PerfError& b) {
+                return a.count != b.count
+                           ? a.count > b.count
+                           : a.status.ToString() < b.status.ToString();
+              });
+    return level;
+  }
+
+ private:
+  struct Slot {
+    std::unique_ptr<grpc::ClientContext> context;
+    v1::RunNetworkResponse response;
+    absl::Time started;
+  };
+
+  bool HasWorkOrDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !deferred_.empty() || active_ == 0;
+  }
+
+  void Issue(int slot) ABSL_LOCKS_EXCLUDED(mu_) {
+    Slot& s = slots_[slot];
+    // A ClientContext serves one call only.
+    s.context = std::make_unique<grpc::ClientContext>();
+    s.context->set_deadline(absl::ToChronoTime(deadline_ + kGrace));
+    client_->Authenticate(s.context.get());
+    s.response.Clear();
+    s.started = absl::Now();
+    const v1::RunNetworkRequest& request =
+        requests_[static_cast<size_t>(slot) % requests_.size()];
+    ++issuing_depth_;
+    client_->stub()->async()->RunNetwork(
+        s.context.get(), &request, &s.response,
+        [this, slot](grpc::Status status) { OnDone(slot, status); });
+    --issuing_depth_;
+  }
+
+  void OnDone(int slot, const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
+    callbacks_running_.fetch_add(1);
+    Slot& s = slots_[slot];
+    const absl::Time now = absl::Now();
+    absl::Status result = FromGrpcStatus(status);
+    if (result.ok()) {
+      result = CheckPerfReply(s.response, expected_, shared_memory_outputs_);
+    }
+    bool reissue = false;
+    {
+      absl::MutexLock lock(&mu_);
+      last_reply_ = std::max(last_reply_, now);
+      if (result.ok()) {
+        latencies_ms_.push_back(absl::ToDoubleMilliseconds(now - s.started));
+      } else {
+        ++errors_;
+        PerfError& kind = messages_[result.ToString()];
+        kind.status = result;
+        ++kind.count;
+      }
+      if (now >= deadline_) {
+        --active_;
+      } else if (issuing_depth_ > 0) {
+        deferred_.push_back(slot);  // Inline: the driving thread re-issues.
+      } else {
+        reissue = true;
+      }
+    }
+    if (reissue) Issue(slot);
+    // The last touch of `this`: Run waits for it before returning.
+    callbacks_running_.fetch_sub(1);
+  }
+
+  GlintClient* const client_;
+  const std::vector<v1::RunNetworkRequest>& requests_;
+  const std::vector<ValueInfo>& expected_;
+  const std::vector<std::string>& shared_memory_outputs_;
+  std::vector<Slot> slots_;  // Each touched by its one call at a time.
+  absl::Time deadline_;
+  static thread_local int issuing_depth_;
+
+  std::atomic<int> callbacks_running_{0};
+  absl::Mutex mu_;
+  int active_ ABSL_GUARDED_BY(mu_) = 0;  // Slots still issuing.
+  std::deque<int> deferred_ ABSL_GUARDED_BY(mu_);
+  std::vector<double> latencies_ms_ ABSL_GUARDED_BY(mu_);
+  uint64_t errors_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, PerfError> messages_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_reply_ ABSL_GUARDED_BY(mu_);
+};
+
+thread_local int LevelRunner::issuing_depth_ = 0;
+
+// Mean of a series' additions between two snapshots, in microseconds; -1
+// when nothing was added.
+double MeanMicros(const DurationStats& before, const DurationStats& after) {
+  if (after.count <= before.count) return -1;
+  return static_cast<double>(after.total_ns - before.total_ns) / 1000.0 /
+         static_cast<double>(after.count - before.count);
+}
+
+std::string Figure(double value, int decimals) {
+  if (value < 0) return "-";
+  return absl::StrFormat("%.*f", decimals, value);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
+    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<NamedTensor> tensors;
+  for (const ValueInfo& info : inputs) {
+    Shape shape = info.shape;
+    if (batch > 0) {
+      if (shape.rank() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--batch: input '", info.name, "' is a scalar, without a batch "
+            "dimension"));
+      }
+      shape.mutable_dims()[0] = batch;
+    }
+    absl::StatusOr<Tensor> t = Tensor::Create(info.dtype, shape);
+    if (!t.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot make input ", info.ToString(), ": ", t.status().message()));
+    }
+    const int64_t n = t->num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      const float f = uniform(random);
+      // Integers and booleans are 0 or 1: valid as indices and flags of
+      // any size.
+      const int64_t bit = f >= 0 ? 1 : 0;
+      switch (info.dtype) {
+        case DType::kFloat32: t->data<float>()[i] = f; break;
+        case DType::kFloat64: t->data<double>()[i] = f; break;
+        case DType::kFloat16: t->data<uint16_t>()[i] = FloatToFloat16(f); break;
+        case DType::kBFloat16:
+          t->data<uint16_t>()[i] = FloatToBFloat16(f);
+          break;
+        case DType::kInt8: t->data<int8_t>()[i] = bit; break;
+        case DType::kUInt8: t->data<uint8_t>()[i] = bit; break;
+        case DType::kBool: t->data<uint8_t>()[i] = bit; break;
+        case DType::kInt16: t->data<int16_t>()[i] = bit; break;
+        case DType::kUInt16: t->data<uint16_t>()[i] = bit; break;
+        case DType::kInt32: t->data<int32_t>()[i] = bit; break;
+        case DType::kUInt32: t->data<uint32_t>()[i] = bit; break;
+        case DType::kInt64: t->data<int64_t>()[i] = bit; break;
+        case DType::kUInt64: t->data<uint64_t>()[i] = bit; break;
+        default:
+          return absl::InvalidArgumentError(
+              absl::StrCat("cannot make data for input ", info.ToString()));
+      }
+    }
+    tensors.push_back({info.name, *std::move(t)});
+  }
+  return tensors;
+}
+
+std::vector<ValueInfo> ExpectedPerfOutputs(
+    const std::vector<ValueInfo>& outputs, int batch) {
+  std::vector<ValueInfo> expected = outputs;
+  if (batch > 0) {
+    for (ValueInfo& v : expected) {
+      if (v.shape.rank() > 0) v.shape.mutable_dims()[0] = batch;
+    }
+  }
+  return expected;
+}
+
+absl::Status CheckPerfReply(
+    const v1::RunNetworkResponse& reply,
+    const std::vector<ValueInfo>& expected,
+    const std::vector<std::string>& shared_memory_outputs) {
+  if (reply.outputs_size() != static_cast<int>(expected.size())) {
+    return absl::InternalError(absl::StrCat(
+        "reply has ", reply.outputs_size(), " outputs, expected ",
+        expected.size()));
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const v1::Tensor& got = reply.outputs(static_cast<int>(i));
+    const ValueInfo& want = expected[i];
+    const std::string what = absl::StrCat("output '", want.name, "'");
+    if (got.name() != want.name) {
+      return absl::InternalError(absl::StrCat(
+          "reply's output ", i, " is '", got.name(), "', expected '",
+          want.name, "'"));
+    }
+    absl::StatusOr<DType> dtype = DTypeFromProto(got.dtype());
+    bool same_shape = got.shape_size() == want.shape.rank();
+    for (int d = 0; same_shape && d < want.shape.rank(); ++d) {
+      same_shape = want.shape.dim(d) < 0 || want.shape.dim(d) == got.shape(d);
+    }
+    if (!dtype.ok() || *dtype != want.dtype || !same_shape) {
+      return absl::InternalError(absl::StrCat(
+          what, " is ", dtype.ok() ? DTypeName(*dtype) : "of unknown dtype",
+          "[", absl::StrJoin(got.shape(), ", "), "], expected ",
+          DTypeName(want.dtype), want.shape.ToString()));
+    }
+    uint64_t bytes = DTypeSize(*dtype);
+    for (int64_t d : got.shape()) {
+      if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d),
+                                          &bytes)) {
+        return absl::InternalError(absl::StrCat(what, " has a bad shape"));
+      }
+    }
+    const bool in_shm =
+        std::find(shared_memory_outputs.begin(), shared_memory_outputs.end(),
+                  want.name) != shared_memory_outputs.end();
+    if (in_shm != got.has_shared_memory()) {
+      return absl::InternalError(absl::StrCat(
+          what, in_shm ? " came in the message, not in shared memory"
+                       : " came in shared memory, not in the message"));
+    }
+    const uint64_t carried =
+        in_shm ? got.shared_memory().byte_size() : got.raw_data().size();
+    if (carried != bytes) {
+      return absl::InternalError(absl::StrCat(what, " carries ", carried,
+                                              " bytes for ", bytes));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PerfLevel>> RunPerf(
+    GlintClient& client, const PerfOptions& options,
+    const PerfStatisticsSource& statistics,
+    const std::function<void(const PerfLevel&)>& on_level) {
+  if (options.protocol == "oip") {
+    return absl::UnimplementedError(
+        "--protocol oip needs glintd's Open Inference Protocol service, "
+        "which this build does not have yet");
+  }
+  if (options.protocol != "glint") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --protocol '", options.protocol, "' (glint or oip)"));
+  }
+  if (options.concurrency.empty() ||
+      *std::min_element(options.concurrency.begin(),
+                        options.concurrency.end()) < 1) {
+    return absl::InvalidArgumentError("concurrency levels must be >= 1");
+  }
+  if (options.duration <= absl::ZeroDuration() || options.batch < 0) {
+    return absl::InvalidArgumentError(
+        "the duration must be positive and the batch not negative");
+  }
+  absl::StatusOr<NetworkInfo> network = client.GetNetwork(options.network);
+  if (!network.ok()) return network.status();
+  absl::StatusOr<std::vector<NamedTensor>> inputs =
+      MakePerfInputs(network->inputs, options.batch, options.seed);
+  if (!inputs.ok()) return inputs.status();
+  const std::vector<ValueInfo> expected =
+      ExpectedPerfOutputs(network->outputs, options.batch);
+
+  // One request for every slot, or with shared memory one per slot (each
+  // its own output windows; the inputs' windows are shared).
+  std::vector<v1::RunNetworkRequest> requests;
+  std::vector<std::string> shm_outputs;
+  std::unique_ptr<SharedMemorySession> session;
+  if (options.shared_memory) {
+    std::vector<ValueInfo> input_infos;
+    for (const NamedTensor& t : *inputs) {
+      input_infos.push_back({t.name, t.tensor.dtype(), t.tensor.shape()});
+    }
+    const int slots = *std::max_element(options.concurrency.begin(),
+                                        options.concurrency.end());
+    absl::StatusOr<std::unique_ptr<SharedMemorySession>> made =
+        SharedMemorySession::Create(&client, input_infos, expected, slots);
+    if (!made.ok()) return made.status();
+    session = *std::move(made);
+    for (const NamedTensor& t : *inputs) {
+      if (absl::Status s = session->WriteInput(t); !s.ok()) return s;
+    }
+    for (int slot = 0; slot < slots; ++slot) {
+      absl::StatusOr<v1::RunNetworkRequest> request =
+          GlintClient::MakeRunRequest(options.network,
+                                      session->MakeCall(slot));
+      if (!request.ok()) return request.status();
+      requests.push_back(*std::move(request));
+    }
+    for (const auto& [output, unused] :
+         requests.front().output_shared_memory()) {
+      shm_outputs.push_back(output);
+    }
+  } else {
+    RunNetworkCall call;
+    call.inputs = *std::move(inputs);
+    absl::StatusOr<v1::RunNetworkRequest> request =
+        GlintClient::MakeRunRequest(options.network, call);
+    if (!request.ok()) return request.status();
+    requests.push_back(*std::move(request));
+  }
+
+  std::vector<PerfLevel> levels;
+  for (int concurrency : options.concurrency) {
+    absl::StatusOr<NetworkStatistics> before =
+        statistics ? statistics() : absl::UnimplementedError("");
+    LevelRunner runner(&client, requests, expected, shm_outputs,
+                       concurrency);
+    PerfLevel level = runner.Run(options.duration);
+    absl::StatusOr<NetworkStatistics> after =
+        before.ok() ? statistics() : before;
+    if (before.ok() && after.ok()) {
+      level.server_queue_us = MeanMicros(before->queue, after->queue);
+      const double in = MeanMicros(before->compute_input, after->compute_input);
+      const double infer =
+          MeanMicros(before->compute_infer, after->compute_infer);
+      const double out =
+          MeanMicros(before->compute_output, after->compute_output);
+      if (infer >= 0) {
+        level.server_compute_us =
+            std::max(in, 0.0) + infer + std::max(out, 0.0);
+      }
+    }
+    if (on_level) on_level(level);
+    levels.push_back(std::move(level));
+  }
+  return levels;
+}
+
+std::string PerfTableHeader() {
+  return absl::StrFormat("%11s %10s %8s %10s %9s %9s %9s %15s %17s",
+                         "concurrency", "runs", "errors", "runs/s", "p50_ms",
+                         "p90_ms", "p99_ms", "server_queue_us",
+                         "server_compute_us");
+}
+
+std::string FormatPerfRow(const PerfLevel& l) {
+  return absl::StrFormat("%11d %10d %8d %10.1f %9.3f %9.3f %9.3f %15s %17s",
+                         l.concurrency, l.runs, l.errors, l.throughput,
+                         l.p50_ms, l.p90_ms, l.p99_ms,
+                         Figure(l.server_queue_us, 1),
+                         Figure(l.server_compute_us, 1));
+}
+
+std::string FormatPerfCsv(const std::vector<PerfLevel>& levels) {
+  std::string csv =
+      "concurrency,runs,errors,seconds,runs_per_second,p50_ms,p90_ms,p99_ms,"
+      "server_queue_us,server_compute_us\n";
+  for (const PerfLevel& l : levels) {
+    absl::StrAppend(
+        &csv,
+        absl::StrFormat("%d,%d,%d,%.3f,%.3f,%.4f,%.4f,%.4f,%s,%s\n",
+                        l.concurrency, l.runs, l.errors, l.seconds,
+                        l.throughput, l.p50_ms, l.p90_ms, l.p99_ms,
+                        l.server_queue_us < 0
+                            ? std::string()
+                            : Figure(l.server_queue_us, 3),
+                        l.server_compute_us < 0
+                            ? std::string()
+                            : Figure(l.server_compute_us, 3)));
+  }
+  return csv;
+}
+
+}  // namespace glint

@@ -1,0 +1,121 @@
+// `glint perf`: load generation against glintd in the spirit of Triton's
+// perf_analyzer. For each concurrency level, that many runs are kept in
+// flight for a fixed time through gRPC's callback API (no thread per run:
+// 512 in flight cost no more threads than 1); each reply is checked
+// against the network's outputs (names, dtypes, shapes, byte counts), and
+// the level reports throughput, client-side latency percentiles and, when
+// the daemon serves statistics, the server-side split (queue, compute).
+//
+// Thread-safe: RunPerf may be called concurrently with distinct clients;
+// it uses its own threads only through gRPC.
+#ifndef GLINT_CLIENT_PERF_H_
+#define GLINT_CLIENT_PERF_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/types.h"
+#include "client/glint_client.h"
+#include "core/graph.h"
+
+namespace glint {
+
+struct PerfOptions {
+  std::string network;
+  // Levels, run in this order.
+  std::vector<int> concurrency = {1};
+  // How long each level keeps its runs in flight.
+  absl::Duration duration = absl::Seconds(10);
+  // > 0: every input's first dimension becomes `batch` (and so does every
+  // output's, in the replies' check). 0: the network's shapes.
+  int batch = 0;
+  // Inputs and outputs through a shared-memory region (same host only).
+  bool shared_memory = false;
+  // "glint" (glint.v1) or "oip" (the Open Inference Protocol service).
+  std::string protocol = "glint";
+  // Seeds the random inputs.
+  uint64_t seed = 1;
+};
+
+// Runs that failed alike: a status and how often it came.
+struct PerfError {
+  absl::Status status;
+  uint64_t count = 0;
+};
+
+// One concurrency level's figures.
+struct PerfLevel {
+  int concurrency = 0;
+  uint64_t runs = 0;    // Replies that checked out.
+  uint64_t errors = 0;  // Failed calls and replies that did not check out.
+  double seconds = 0;   // From the first call to the last reply.
+  double throughput = 0;  // runs / seconds.
+  // Client-side latency of the successful runs, in milliseconds.
+  double p50_ms = 0;
+  double p90_ms = 0;
+  double p99_ms = 0;
+  // Server-side means over the level's runs from the daemon's statistics
+  // (queue = waiting for admission and batching; compute = inputs in,
+  // inference, outputs out), in microseconds; negative when the daemon
+  // reports none.
+  double server_queue_us = -1;
+  double server_compute_us = -1;
+  // The distinct errors, most frequent first.
+  std::vector<PerfError> error_kinds;
+};
+
+// Where statistics come from (glint.v1 GetStatistics, OIP's
+// ModelStatistics); UNIMPLEMENTED when there are none.
+using PerfStatisticsSource =
+    std::function<absl::StatusOr<NetworkStatistics>()>;
+
+// The inputs of a perf run: random data (seeded) of `inputs`' dtypes and
+// shapes, with the first dimension replaced by `batch` when > 0.
+// INVALID_ARGUMENT for a shape that is not static, or a scalar input with
+// a batch.
+absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
+    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed);
+
+// What replies must look like: the network's outputs with the first
+// dimension replaced by `batch` when > 0.
+std::vector<ValueInfo> ExpectedPerfOutputs(
+    const std::vector<ValueInfo>& outputs, int batch);
+
+// OK if `reply` holds exactly `expected` (same names in order, dtypes,
+// shapes where known, byte counts; outputs listed in
+// `shared_memory_outputs` written to shared memory, the others in the
+// message). INTERNAL naming the first difference otherwise. Reads the
+// message as it came: nothing is copied.
+absl::Status CheckPerfReply(
+    const v1::RunNetworkResponse& reply,
+    const std::vector<ValueInfo>& expected,
+    const std::vector<std::string>& shared_memory_outputs);
+
+// Runs every level against `client`'s daemon; `on_level` gets each level
+// as it completes. INVALID_ARGUMENT for bad options, UNIMPLEMENTED for
+// --protocol oip (not in this build); errors of GetNetwork and of the
+// shared-memory set-up as they come. Failed runs are counted, not
+// returned.
+absl::StatusOr<std::vector<PerfLevel>> RunPerf(
+    GlintClient& client, const PerfOptions& options,
+    const PerfStatisticsSource& statistics,
+    const std::function<void(const PerfLevel&)>& on_level);
+
+// The table `glint perf` prints: a header line, then one line per level
+// (FormatPerfRow), with "-" for server figures the daemon did not give.
+std::string PerfTableHeader();
+std::string FormatPerfRow(const PerfLevel& level);
+// CSV with a header line; server figures left empty when unknown.
+std::string FormatPerfCsv(const std::vector<PerfLevel>& levels);
+
+}  // namespace glint
+
+#endif  // GLINT_CLIENT_PERF_H_

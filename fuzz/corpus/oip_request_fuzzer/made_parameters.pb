@@ -1,0 +1,5 @@
+
+m1"
+priority("
+sequence_id"
+timeoutè

@@ -1,0 +1,4 @@
+
+m*)
+xFP32"
+shared_memory_regionr

@@ -1,0 +1,4 @@
+
+$argmax_negative_axis_keepdims_randomcd861509*
+dataFP322
+result:`Öìy? ¸‰@‰@IÍe?—qÃ¿•¾:@ØÆŸ¿¼ú@A_Aâ1À;´º@&ñ?¯1®?à0AºD	Á^Áµ‡ÁoàÔ@4²@ÊÎì@j(A$v¿@Å9E¿æ‰³@

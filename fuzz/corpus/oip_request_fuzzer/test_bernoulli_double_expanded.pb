@@ -1,0 +1,5 @@
+
+bernoulli_double_expanded7c3f02c8*
+xFP32
+2
+y:(?¦7?³N?w}?HéØ>QY%?nà><Kd?š²v?rRÄ>

@@ -1,0 +1,124 @@
+// Conversions between the inference protocol's messages
+// (proto/inference.proto: the Open Inference Protocol and Triton's
+// extensions) and Glint's API types. The gRPC service
+// (runtime/server/inference_service.h) only calls these and HostManager.
+//
+// Every function is a pure function of its arguments (thread-safe).
+#ifndef GLINT_PROTO_OIP_CONVERT_H_
+#define GLINT_PROTO_OIP_CONVERT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/types.h"
+#include "core/device_info.h"
+#include "proto/inference.pb.h"
+#include "proto/oip_types.h"
+
+namespace glint {
+
+// A ModelInfer request as HostManager::RunNetworkAsync takes it.
+struct OipInferCall {
+  std::string model_name;
+  std::vector<NamedTensor> inputs;
+  // requested_outputs (the request's `outputs`, in order), priority and
+  // deadline (parameters `priority` and `timeout`, and `grpc_deadline`).
+  // The caller adds the cancellation token.
+  RunOptions options;
+};
+
+// Validates and converts a ModelInfer request:
+//  - model_version "" or "1" (else NOT_FOUND);
+//  - each input's datatype (DTypeFromOipDatatype) and shape (no negative
+//    dimension, within the tensor ceilings);
+//  - its data: either every input in raw_input_contents (one entry per
+//    input, in order, product(shape) * sizeof(datatype) little-endian
+//    bytes, and then no input may carry `contents`), or every input in
+//    its typed `contents` field for its datatype (BOOL bool_contents,
+//    INT8/INT16/INT32 int_contents, INT64 int64_contents, UINT8/UINT16/
+//    UINT32 uint_contents, UINT64 uint64_contents, FP32 fp32_contents,
+//    FP64 fp64_contents) with exactly product(shape) values, each within
+//    its datatype's range, and no other field set. FP16 and BF16 have no
+//    typed field: raw only;
+//  - request parameters: `priority` (RunPriorityFromOip) and `timeout`
+//    in µs (DeadlineFromOipTimeout), as int64 or uint64 parameters;
+//  - requested outputs: names without duplicates; output parameter
+//    `binary_data` (a bool, meaningless over gRPC) is accepted.
+// INVALID_ARGUMENT naming the offending input, output or parameter for
+// anything else; UNIMPLEMENTED for the features Glint lacks (shared-memory
+// parameters, `classification`, sequence parameters).
+absl::StatusOr<OipInferCall> OipInferCallFromProto(
+    const inference::ModelInferRequest& request, absl::Time now,
+    absl::Time grpc_deadline);
+
+// Fills the reply of a run: model_name, model_version "1", the request's
+// `id`, and per output its name, datatype and shape, with the bytes in
+// raw_output_contents (one entry per output, in order). INTERNAL for an
+// output that cannot travel (a dtype without an OIP datatype).
+absl::Status OipInferResponseToProto(const inference::ModelInferRequest& request,
+                                     const std::vector<NamedTensor>& outputs,
+                                     inference::ModelInferResponse* response);
+
+// ModelMetadata: name, versions ["1"], platform kOipPlatform, inputs and
+// outputs with OIP datatypes; -1 for a dimension not fixed: unknown output
+// dims, and the batch dimension (the first) when the network batches
+// dynamically. A tensor of a dtype without an OIP datatype is listed with
+// an empty datatype.
+void ModelMetadataToProto(const NetworkInfo& info,
+                          inference::ModelMetadataResponse* response);
+
+// ModelConfig (Triton's, reduced): name, platform, backend,
+// max_batch_size and dynamic_batching from the network's batching, inputs
+// and outputs with Triton data types and dims (behind the batch
+// dimension when batching), one instance group per replica (kind
+// KIND_MODEL: Glint places it; `gpus`: the ids of the devices it spans,
+// from `devices`), and parameters partition_strategy, replicas and
+// plan_devices (devices per replica) as strings.
+void ModelConfigToProto(const NetworkInfo& info,
+                        const std::vector<DeviceInfo>& devices,
+                        inference::ModelConfig* config);
+
+// One model's statistics (Triton's ModelStatistics): version "1",
+// last_inference in ms since the epoch (0: never), inference and
+// execution counts, and InferStatistics: success (successful requests, end
+// to end), fail, queue, compute_input, compute_infer, compute_output as
+// count and total nanoseconds.
+void ModelStatisticsToProto(const NetworkStatistics& stats,
+                            inference::ModelStatistics* proto);
+
+// RepositoryIndex: every network, version "1", state "READY" or
+// "UNAVAILABLE" with the reason; with `ready_only` the READY ones only.
+void RepositoryIndexToProto(const std::vector<NetworkInfo>& networks,
+                            bool ready_only,
+                            inference::RepositoryIndexResponse* response);
+
+// What RepositoryModelLoad asks for.
+struct OipModelLoad {
+  std::string name;
+  // The model's ONNX bytes from parameter "file:1/model.onnx"; empty when
+  // the request carries no file.
+  std::string onnx_model;
+  bool has_file = false;
+  TritonModelConfig config;  // From parameter "config" (JSON), or default.
+};
+
+// Validates a load: a non-empty model name; repository_name empty (Glint
+// has one repository); parameters: "config" (string_param, JSON: see
+// TritonModelConfigFromJson) and at most one file, "file:1/model.onnx"
+// (bytes_param), as Triton clients send a model's files; any other
+// parameter, file name or version is INVALID_ARGUMENT naming it.
+absl::StatusOr<OipModelLoad> OipModelLoadFromProto(
+    const inference::RepositoryModelLoadRequest& request);
+
+// Validates an unload: a non-empty model name, repository_name empty;
+// parameter "unload_dependents" (a bool; Glint has no ensembles) is
+// accepted, anything else INVALID_ARGUMENT. Returns the model name.
+absl::StatusOr<std::string> OipModelUnloadFromProto(
+    const inference::RepositoryModelUnloadRequest& request);
+
+}  // namespace glint
+
+#endif  // GLINT_PROTO_OIP_CONVERT_H_

@@ -1,0 +1,366 @@
+#include "runtime/server/inference_service.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+#include "core/text.h"
+#include "proto/oip_convert.h"
+#include "proto/status_util.h"
+#include "runtime/server/grpc_auth.h"
+#include "runtime/server/reactors.h"
+
+namespace glint {
+namespace {
+
+// A unary call answered at once with `status` (short work only).
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* context,
+                                 const absl::Status& status) {
+  return FinishNow(context, ToGrpcStatus(status));
+}
+
+grpc::ServerUnaryReactor* Unimplemented(grpc::CallbackServerContext* context,
+                                        absl::string_view rpc,
+                                        absl::string_view instead) {
+  return Answer(context, absl::UnimplementedError(absl::StrCat(
+                             "glintd does not implement ", rpc, "; ",
+                             instead)));
+}
+
+constexpr absl::string_view kNoSharedMemory =
+    "send tensors in raw_input_contents or contents";
+
+// ModelStreamInfer's: refuses the stream at once.
+class UnimplementedStreamReactor final
+    : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                     inference::ModelStreamInferResponse> {
+ public:
+  // `authorized`: the caller's token allows the method; else its status
+  // is the answer.
+  explicit UnimplementedStreamReactor(const grpc::Status& authorized) {
+    Finish(!authorized.ok()
+               ? authorized
+               : ToGrpcStatus(absl::UnimplementedError(
+                     "glintd does not implement ModelStreamInfer (streaming "
+                     "inference); call ModelInfer for each request")));
+  }
+  void OnDone() override { delete this; }
+};
+
+// The network `name` if it serves; NOT_FOUND or UNAVAILABLE (with why)
+// otherwise.
+absl::StatusOr<NetworkInfo> ServingNetwork(const HostManager& host_manager,
+                                           absl::string_view name,
+                                           absl::string_view version) {
+  if (absl::Status s = CheckOipModelVersion(Clip(name), version); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<NetworkInfo> info = host_manager.GetNetwork(name);
+  if (!info.ok()) return info.status();
+  if (!info->unavailable_reason.empty()) {
+    return absl::UnavailableError(absl::StrCat("model '", Clip(name),
+                                               "' is unavailable: ",
+                                               info->unavailable_reason));
+  }
+  return info;
+}
+
+}  // namespace
+
+InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
+                                           WorkerPool* blocking,
+                                           const Authorizer* authorizer)
+    : host_manager_(host_manager),
+      blocking_(blocking),
+      authorizer_(authorizer) {}
+
+grpc::Status InferenceServiceImpl::Authorize(
+    const grpc::CallbackServerContext& context,
+    absl::string_view method) const {
+  return AuthorizeCall(
+      authorizer_, context,
+      absl::StrCat("/inference.GRPCInferenceService/", method));
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::Deny(
+    grpc::CallbackServerContext* context, absl::string_view method) const {
+  grpc::Status s = Authorize(*context, method);
+  if (s.ok()) return nullptr;
+  return FinishNow(context, std::move(s));
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ServerLive(
+    grpc::CallbackServerContext* context,
+    const inference::ServerLiveRequest* /*request*/,
+    inference::ServerLiveResponse* response) {
+  if (auto* denied = Deny(context, "ServerLive")) return denied;
+  response->set_live(true);
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ServerReady(
+    grpc::CallbackServerContext* context,
+    const inference::ServerReadyRequest* /*request*/,
+    inference::ServerReadyResponse* response) {
+  if (auto* denied = Deny(context, "ServerReady")) return denied;
+  response->set_ready(ready());
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelReady(
+    grpc::CallbackServerContext* context,
+    const inference::ModelReadyRequest* request,
+    inference::ModelReadyResponse* response) {
+  if (auto* denied = Deny(context, "ModelReady")) return denied;
+  response->set_ready(
+      ready() &&
+      ServingNetwork(*host_manager_, request->name(), request->version())
+          .ok());
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
+    grpc::CallbackServerContext* context,
+    const inference::ServerMetadataRequest* /*request*/,
+    inference::ServerMetadataResponse* response) {
+  if (auto* denied = Deny(context, "ServerMetadata")) return denied;
+  response->set_name("glint");
+  response->set_version(std::string(kGlintVersion));
+  // Triton's extension names, for what this service implements:
+  // RepositoryIndex/Load/Unload, ModelConfig, the `priority` and `timeout`
+  // request parameters, ModelStatistics.
+  for (const char* extension : {"model_repository", "model_configuration",
+                                "schedule_policy", "statistics"}) {
+    response->add_extensions(extension);
+  }
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelMetadata(
+    grpc::CallbackServerContext* context,
+    const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  if (auto* denied = Deny(context, "ModelMetadata")) return denied;
+  absl::StatusOr<NetworkInfo> info =
+      ServingNetwork(*host_manager_, request->name(), request->version());
+  if (info.ok()) ModelMetadataToProto(*info, response);
+  return Answer(context, info.status());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
+    grpc::CallbackServerContext* context,
+    const inference::ModelInferRequest* request,
+    inference::ModelInferResponse* response) {
+  if (auto* denied = Deny(context, "ModelInfer")) return denied;
+  absl::StatusOr<OipInferCall> call = OipInferCallFromProto(
+      *request, absl::Now(), /*grpc_deadline=*/absl::InfiniteFuture());
+  if (!call.ok()) return Answer(context, call.status());
+  // The run's deadline becomes the earlier of `timeout` and the call's.
+  // The request and response live until the call is finished: the
+  // responder may use them.
+  return StartRunReactor(
+      context, *host_manager_, std::move(call->model_name),
+      std::move(call->inputs), std::move(call->options),
+      [request, response](absl::StatusOr<std::vector<NamedTensor>> outputs) {
+        if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+        return ToGrpcStatus(
+            OipInferResponseToProto(*request, *outputs, response));
+      });
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest,
+                        inference::ModelStreamInferResponse>*
+InferenceServiceImpl::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  return new UnimplementedStreamReactor(Authorize(*context, "ModelStreamInfer"));
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelConfig(
+    grpc::CallbackServerContext* context,
+    const inference::ModelConfigRequest* request,
+    inference::ModelConfigResponse* response) {
+  if (auto* denied = Deny(context, "ModelConfig")) return denied;
+  absl::StatusOr<NetworkInfo> info =
+      ServingNetwork(*host_manager_, request->name(), request->version());
+  if (info.ok()) {
+    ModelConfigToProto(*info, host_manager_->GetDevices(),
+                       response->mutable_config());
+  }
+  return Answer(context, info.status());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::ModelStatistics(
+    grpc::CallbackServerContext* context,
+    const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (auto* denied = Deny(context, "ModelStatistics")) return denied;
+  if (request->name().empty()) {
+    if (!request->version().empty()) {
+      return Answer(context, absl::InvalidArgumentError(
+                                    "a version needs a model name"));
+    }
+    for (const NetworkStatistics& stats : host_manager_->GetAllStatistics()) {
+      ModelStatisticsToProto(stats, response->add_model_stats());
+    }
+    return Answer(context, absl::OkStatus());
+  }
+  if (absl::Status s =
+          CheckOipModelVersion(Clip(request->name()), request->version());
+      !s.ok()) {
+    return Answer(context, s);
+  }
+  absl::StatusOr<NetworkStatistics> stats =
+      host_manager_->GetStatistics(request->name());
+  if (stats.ok()) ModelStatisticsToProto(*stats, response->add_model_stats());
+  return Answer(context, stats.status());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryIndexRequest* request,
+    inference::RepositoryIndexResponse* response) {
+  if (auto* denied = Deny(context, "RepositoryIndex")) return denied;
+  if (!request->repository_name().empty()) {
+    return Answer(context, absl::NotFoundError(absl::StrCat(
+                               "no repository named '",
+                               Clip(request->repository_name()),
+                               "': glintd has one, named \"\"")));
+  }
+  RepositoryIndexToProto(host_manager_->ListNetworks(), request->ready(),
+                         response);
+  return Answer(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse* /*response*/) {
+  if (auto* denied = Deny(context, "RepositoryModelLoad")) return denied;
+  absl::StatusOr<OipModelLoad> load = OipModelLoadFromProto(*request);
+  if (!load.ok()) return Answer(context, load.status());
+  const bool has_config = request->parameters().contains("config");
+  if (!load->has_file) {
+    absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(load->name);
+    if (!info.ok()) {
+      return Answer(context, absl::NotFoundError(absl::StrCat(
+                                    "no model '", Clip(load->name),
+                                    "': glintd has no model repository on "
+                                    "disk; send the ONNX model in parameter "
+                                    "\"file:1/model.onnx\"")));
+    }
+    if (has_config) {
+      return Answer(context, absl::AlreadyExistsError(absl::StrCat(
+                                    "model '", Clip(load->name),
+                                    "' is loaded; glintd does not reload a "
+                                    "model in place: unload it, then load it "
+                                    "with its file and config")));
+    }
+    return Answer(context, absl::OkStatus());  // Loaded already.
+  }
+  // Shared, not copied, with the task: models can be hundreds of MB.
+  auto shared = std::make_shared<const OipModelLoad>(*std::move(load));
+  return FinishOnPool(context, *blocking_, [this, load = std::move(shared)] {
+    absl::StatusOr<NetworkInfo> info = host_manager_->AddNetwork(
+        load->name, load->onnx_model, load->config.options);
+    absl::Status status = info.status();
+    if (status.ok()) {
+      status = CheckNetworkAgainstConfig(load->config, *info);
+      // The config described another model: it must not stay loaded.
+      if (!status.ok()) (void)host_manager_->RemoveNetwork(load->name);
+    }
+    if (status.ok()) {
+      GLINT_LOG_INFO("loaded model '{}' through RepositoryModelLoad",
+                     Clip(load->name));
+    }
+    return ToGrpcStatus(status);
+  });
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
+    grpc::CallbackServerContext* context,
+    const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse* /*response*/) {
+  if (auto* denied = Deny(context, "RepositoryModelUnload")) return denied;
+  absl::StatusOr<std::string> name = OipModelUnloadFromProto(*request);
+  if (!name.ok()) return Answer(context, name.status());
+  return FinishOnPool(context, *blocking_, [this, name = *std::move(name)] {
+    absl::Status status = host_manager_->RemoveNetwork(name);
+    if (status.ok()) {
+      GLINT_LOG_INFO("unloaded model '{}' through RepositoryModelUnload",
+                     Clip(name));
+    }
+    return ToGrpcStatus(status);
+  });
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryStatus(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryStatusRequest* /*request*/,
+    inference::SystemSharedMemoryStatusResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryStatus")) return denied;
+  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryRegisterRequest* /*request*/,
+    inference::SystemSharedMemoryRegisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryRegister")) return denied;
+  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryUnregisterRequest* /*request*/,
+    inference::SystemSharedMemoryUnregisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "SystemSharedMemoryUnregister")) return denied;
+  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryStatus(
+    grpc::CallbackServerContext* context,
+    const inference::CudaSharedMemoryStatusRequest* /*request*/,
+    inference::CudaSharedMemoryStatusResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryStatus")) return denied;
+  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::CudaSharedMemoryRegisterRequest* /*request*/,
+    inference::CudaSharedMemoryRegisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryRegister")) return denied;
+  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::CudaSharedMemoryUnregisterRequest* /*request*/,
+    inference::CudaSharedMemoryUnregisterResponse* /*response*/) {
+  if (auto* denied = Deny(context, "CudaSharedMemoryUnregister")) return denied;
+  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::TraceSetting(
+    grpc::CallbackServerContext* context,
+    const inference::TraceSettingRequest* /*request*/,
+    inference::TraceSettingResponse* /*response*/) {
+  if (auto* denied = Deny(context, "TraceSetting")) return denied;
+  return Unimplemented(context, "TraceSetting",
+                       "glint.v1 RunNetwork with trace=true records a run's "
+                       "Chrome trace");
+}
+
+grpc::ServerUnaryReactor* InferenceServiceImpl::LogSettings(
+    grpc::CallbackServerContext* context,
+    const inference::LogSettingsRequest* /*request*/,
+    inference::LogSettingsResponse* /*response*/) {
+  if (auto* denied = Deny(context, "LogSettings")) return denied;
+  return Unimplemented(context, "LogSettings",
+                       "glintd's log level is its --log_level flag");
+}
+
+}  // namespace glint

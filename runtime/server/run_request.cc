@@ -1,0 +1,95 @@
+#include "runtime/server/run_request.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "proto/proto_convert.h"
+
+namespace glint {
+
+absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& request,
+                                       const SharedMemoryRegistry& registry) {
+  DecodedRunRequest run;
+  run.inputs.reserve(request.inputs_size());
+  for (const v1::Tensor& proto : request.inputs()) {
+    if (!proto.has_shared_memory()) {
+      GLINT_ASSIGN_OR_RETURN(NamedTensor t, NamedTensorFromProto(proto));
+      run.inputs.push_back(std::move(t));
+      continue;
+    }
+    GLINT_ASSIGN_OR_RETURN(SharedMemoryTensor header,
+                           SharedMemoryTensorFromProto(proto));
+    GLINT_ASSIGN_OR_RETURN(
+        Tensor t, registry.BorrowTensor(
+                      header.window, header.dtype, header.shape,
+                      absl::StrCat("input '", header.name, "'")));
+    run.inputs.push_back({std::move(header.name), std::move(t)});
+  }
+  run.options.requested_outputs.assign(request.requested_outputs().begin(),
+                                       request.requested_outputs().end());
+  if (request.trace()) run.options.trace = std::make_shared<RunTrace>();
+  const std::vector<std::string>& requested = run.options.requested_outputs;
+  for (const auto& [output, ref_proto] : request.output_shared_memory()) {
+    const std::string what = absl::StrCat("output '", output, "'");
+    if (!requested.empty() &&
+        std::find(requested.begin(), requested.end(), output) ==
+            requested.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has a shared-memory window but is not requested"));
+    }
+    DecodedRunRequest::OutputWindow window;
+    window.output = output;
+    window.ref = SharedMemoryRefFromProto(ref_proto);
+    GLINT_ASSIGN_OR_RETURN(window.view, registry.View(window.ref, what));
+    run.output_windows.push_back(std::move(window));
+  }
+  return run;
+}
+
+absl::Status EncodeRunResponse(const DecodedRunRequest& run,
+                             const std::vector<NamedTensor>& outputs,
+                             v1::RunNetworkResponse* response) {
+  // Every window is checked before any is written: a refused reply leaves
+  // the client's memory as it was.
+  std::vector<const DecodedRunRequest::OutputWindow*> window_of(outputs.size());
+  for (const DecodedRunRequest::OutputWindow& w : run.output_windows) {
+    auto it = std::find_if(
+        outputs.begin(), outputs.end(),
+        [&](const NamedTensor& t) { return t.name == w.output; });
+    if (it == outputs.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output_shared_memory names '", w.output,
+          "', which is not an output of the network"));
+    }
+    const Tensor& t = it->tensor;
+    if (t.num_bytes() > w.view.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", w.output, "' is ", DTypeName(t.dtype()),
+          t.shape().ToString(), ", ", t.num_bytes(),
+          " bytes, more than its shared-memory window of ", w.view.size()));
+    }
+    window_of[it - outputs.begin()] = &w;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedTensor& t = outputs[i];
+    v1::Tensor* proto = response->add_outputs();
+    if (window_of[i] == nullptr) {
+      absl::Status s = TensorToProto(t, proto);
+      // An output that cannot travel is the runtime's fault, not the
+      // caller's.
+      if (!s.ok()) return absl::InternalError(s.message());
+      continue;
+    }
+    const DecodedRunRequest::OutputWindow& w = *window_of[i];
+    GLINT_RETURN_IF_ERROR(CopyTensorToWindow(
+        t.tensor, w.view, absl::StrCat("output '", t.name, "'")));
+    SharedMemoryTensor written{t.name, t.tensor.dtype(), t.tensor.shape(),
+                               w.ref};
+    written.window.byte_size = t.tensor.num_bytes();
+    SharedMemoryTensorToProto(written, proto);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace glint
