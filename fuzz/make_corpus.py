@@ -432,6 +432,42 @@ TRITON_CONFIGS = [
 ]
 
 
+def shared_memory_requests(pb):
+    """ModelInferRequests with Triton's shared-memory parameters, valid and
+    not: (seed name, request) pairs."""
+    def window(tensor, region, offset, size):
+        tensor.parameters["shared_memory_region"].string_param = region
+        if offset is not None:
+            tensor.parameters["shared_memory_offset"].int64_param = offset
+        if size is not None:
+            tensor.parameters["shared_memory_byte_size"].uint64_param = size
+
+    def request(size=8, offset=64, raw_for_shm=False, contents=False):
+        r = pb.ModelInferRequest(model_name="m", id="shm")
+        a = r.inputs.add(name="a", datatype="FP32", shape=[2])
+        window(a, "in", offset, size)
+        r.inputs.add(name="b", datatype="INT32", shape=[1])
+        if raw_for_shm:
+            r.raw_input_contents.append(b"\0" * 8)
+        if contents:
+            a.contents.fp32_contents.extend([1, 2])
+        r.raw_input_contents.append(b"\1\0\0\0")
+        y = r.outputs.add(name="y")
+        window(y, "out", 0, 4096)
+        r.outputs.add(name="z")
+        return r
+
+    only_offset = request()
+    del only_offset.inputs[0].parameters["shared_memory_region"]
+    return [("shm_in_out", request()),
+            ("shm_no_offset", request(offset=None)),
+            ("shm_wrong_size", request(size=12)),
+            ("shm_no_size", request(size=None)),
+            ("shm_and_raw", request(raw_for_shm=True)),
+            ("shm_and_contents", request(contents=True)),
+            ("shm_offset_alone", only_offset)]
+
+
 def oip_request_seeds(tests):
     pb = inference_pb2()
     cases = []
@@ -505,6 +541,8 @@ def oip_request_seeds(tests):
     shm = pb.ModelInferRequest(model_name="m", inputs=[one("FP32", [1])])
     shm.inputs[0].parameters["shared_memory_region"].string_param = "r"
     add("shared_memory", shm)
+    for name, request in shared_memory_requests(pb):
+        add(name, request)
     for i, config in enumerate(TRITON_CONFIGS):
         seeds.append((f"config_{i:02d}.json", config.encode()))
     return seeds

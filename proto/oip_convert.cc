@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -165,15 +166,67 @@ absl::StatusOr<Tensor> TensorFromContents(const InferTensorContents& c,
   return t;
 }
 
+// Triton's shared-memory parameters of one input or output: the window
+// where its bytes lie. Absent (nullopt) when none is given;
+// INVALID_ARGUMENT when they are incomplete (byte size or offset without a
+// region, a region without a byte size), of the wrong type or negative.
+// Other parameters are left to the caller.
+template <typename Parameters>
+absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryWindowOf(
+    const Parameters& parameters, const std::string& what) {
+  const auto region = parameters.find("shared_memory_region");
+  const auto offset = parameters.find("shared_memory_offset");
+  const auto size = parameters.find("shared_memory_byte_size");
+  for (const auto& [key, value] : parameters) {
+    if (IsSharedMemoryParameter(key) && key != "shared_memory_region" &&
+        key != "shared_memory_offset" && key != "shared_memory_byte_size") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
+    }
+  }
+  if (region == parameters.end()) {
+    if (offset != parameters.end() || size != parameters.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": shared_memory_offset and shared_memory_byte_size need "
+                "shared_memory_region"));
+    }
+    return std::optional<SharedMemoryRef>();
+  }
+  if (region->second.parameter_choice_case() !=
+          InferParameter::kStringParam ||
+      region->second.string_param().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": parameter 'shared_memory_region' must be a non-empty string "
+              "parameter"));
+  }
+  if (size == parameters.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": shared_memory_region needs shared_memory_byte_size"));
+  }
+  SharedMemoryRef ref;
+  ref.region = region->second.string_param();
+  const std::pair<const char*, decltype(size)> numbers[] = {
+      {"shared_memory_byte_size", size}, {"shared_memory_offset", offset}};
+  for (const auto& [key, it] : numbers) {
+    if (it == parameters.end()) continue;  // The offset: 0.
+    absl::StatusOr<int64_t> v = IntParameter(it->second, key);
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", v.status().message()));
+    }
+    if (*v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": parameter '", key, "' is ", *v));
+    }
+    (it == size ? ref.byte_size : ref.offset) = static_cast<uint64_t>(*v);
+  }
+  return std::optional<SharedMemoryRef>(std::move(ref));
+}
+
 absl::Status CheckInputParameters(
     const ModelInferRequest::InferInputTensor& input, const std::string& what) {
   for (const auto& [key, value] : input.parameters()) {
-    if (IsSharedMemoryParameter(key)) {
-      return absl::UnimplementedError(absl::StrCat(
-          what, ": parameter '", Clip(key),
-          "': shared memory is not supported by glintd yet; send the data "
-          "in raw_input_contents or contents"));
-    }
+    if (IsSharedMemoryParameter(key)) continue;  // SharedMemoryWindowOf's.
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
   }
@@ -195,11 +248,7 @@ absl::Status CheckOutputParameters(
       return absl::UnimplementedError(absl::StrCat(
           what, ": the classification extension is not supported by glintd"));
     }
-    if (IsSharedMemoryParameter(key)) {
-      return absl::UnimplementedError(absl::StrCat(
-          what, ": parameter '", Clip(key),
-          "': shared memory is not supported by glintd yet"));
-    }
+    if (IsSharedMemoryParameter(key)) continue;  // SharedMemoryWindowOf's.
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
   }
@@ -285,14 +334,29 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
       !s.ok()) {
     return s;
   }
+  // Inputs in shared memory take no raw_input_contents entry (as Triton):
+  // the entries are those of the other inputs, in order.
+  std::vector<std::optional<SharedMemoryRef>> windows;
+  windows.reserve(request.inputs_size());
+  int in_messages = 0;
+  for (const ModelInferRequest::InferInputTensor& in : request.inputs()) {
+    absl::StatusOr<std::optional<SharedMemoryRef>> window =
+        SharedMemoryWindowOf(in.parameters(),
+                             absl::StrCat("input '", Clip(in.name()), "'"));
+    if (!window.ok()) return window.status();
+    if (!window->has_value()) ++in_messages;
+    windows.push_back(*std::move(window));
+  }
   const bool raw = request.raw_input_contents_size() > 0;
-  if (raw && request.raw_input_contents_size() != request.inputs_size()) {
+  if (raw && request.raw_input_contents_size() != in_messages) {
     return absl::InvalidArgumentError(absl::StrCat(
         "raw_input_contents has ", request.raw_input_contents_size(),
-        " entries for ", request.inputs_size(),
-        " inputs: it needs one per input, in order"));
+        " entries for ", in_messages,
+        " inputs not in shared memory: it needs one per such input, in "
+        "order"));
   }
-  call.inputs.reserve(request.inputs_size());
+  call.inputs.reserve(in_messages);
+  int raw_index = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const ModelInferRequest::InferInputTensor& in = request.inputs(i);
     const std::string what = absl::StrCat("input '", Clip(in.name()), "'");
@@ -313,6 +377,23 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
       return s;
     }
     if (absl::Status s = CheckInputParameters(in, what); !s.ok()) return s;
+    if (windows[i].has_value()) {
+      if (!FilledFields(in.contents()).empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, " has contents and a shared-memory window: use one or the "
+                  "other"));
+      }
+      const uint64_t want =
+          static_cast<uint64_t>(shape.NumElements()) * DTypeSize(*dtype);
+      if (windows[i]->byte_size != want) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": shared_memory_byte_size is ", windows[i]->byte_size,
+            "; ", in.datatype(), shape.ToString(), " needs ", want));
+      }
+      call.shared_memory_inputs.push_back(
+          {in.name(), *dtype, std::move(shape), *std::move(windows[i])});
+      continue;
+    }
     absl::StatusOr<Tensor> tensor;
     if (raw) {
       if (!FilledFields(in.contents()).empty()) {
@@ -320,12 +401,13 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
             what, " has contents while the request uses raw_input_contents: "
                   "use one or the other for all inputs"));
       }
-      const std::string& bytes = request.raw_input_contents(i);
+      const int index = raw_index++;
+      const std::string& bytes = request.raw_input_contents(index);
       const uint64_t want =
           static_cast<uint64_t>(shape.NumElements()) * DTypeSize(*dtype);
       if (bytes.size() != want) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, ": raw_input_contents[", i, "] has ", bytes.size(),
+            what, ": raw_input_contents[", index, "] has ", bytes.size(),
             " bytes; ", in.datatype(), shape.ToString(), " needs ", want));
       }
       tensor = Tensor::FromBytes(
@@ -347,6 +429,13 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
           "output '", Clip(out.name()), "' is requested twice"));
     }
     if (absl::Status s = CheckOutputParameters(out); !s.ok()) return s;
+    absl::StatusOr<std::optional<SharedMemoryRef>> window =
+        SharedMemoryWindowOf(out.parameters(),
+                             absl::StrCat("output '", Clip(out.name()), "'"));
+    if (!window.ok()) return window.status();
+    if (window->has_value()) {
+      call.output_windows.push_back({out.name(), *std::move(*window)});
+    }
     call.options.requested_outputs.push_back(out.name());
   }
   if (absl::Status s =
@@ -357,13 +446,15 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
   return call;
 }
 
-absl::Status OipInferResponseToProto(const ModelInferRequest& request,
-                                     const std::vector<NamedTensor>& outputs,
-                                     inference::ModelInferResponse* response) {
+absl::Status OipInferResponseToProto(
+    const ModelInferRequest& request, const std::vector<NamedTensor>& outputs,
+    inference::ModelInferResponse* response,
+    const std::vector<bool>& in_shared_memory) {
   response->set_model_name(request.model_name());
   response->set_model_version(std::string(kOipModelVersion));
   response->set_id(request.id());
-  for (const NamedTensor& t : outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedTensor& t = outputs[i];
     const absl::string_view datatype = OipDatatype(t.tensor.dtype());
     if (datatype.empty() || t.tensor.dtype() == DType::kString) {
       return absl::InternalError(absl::StrCat(
@@ -379,10 +470,24 @@ absl::Status OipInferResponseToProto(const ModelInferRequest& request,
     out->set_name(t.name);
     out->set_datatype(std::string(datatype));
     for (int64_t d : t.tensor.shape().dims()) out->add_shape(d);
-    response->add_raw_output_contents()->assign(
-        static_cast<const char*>(t.tensor.raw_data()), t.tensor.num_bytes());
+    std::string* raw = response->add_raw_output_contents();
+    if (i < in_shared_memory.size() && in_shared_memory[i]) continue;
+    raw->assign(static_cast<const char*>(t.tensor.raw_data()),
+                t.tensor.num_bytes());
   }
   return absl::OkStatus();
+}
+
+void SystemSharedMemoryStatusToProto(
+    const std::vector<SharedMemoryRegionInfo>& regions,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  for (const SharedMemoryRegionInfo& info : regions) {
+    auto& status = (*response->mutable_regions())[info.name];
+    status.set_name(info.name);
+    status.set_key(info.key);
+    status.set_offset(info.offset);
+    status.set_byte_size(info.byte_size);
+  }
 }
 
 void ModelMetadataToProto(const NetworkInfo& info,

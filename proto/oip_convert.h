@@ -20,10 +20,25 @@
 
 namespace glint {
 
-// A ModelInfer request as HostManager::RunNetworkAsync takes it.
+// A requested output to be written into a shared-memory window.
+struct OipOutputWindow {
+  std::string output;
+  SharedMemoryRef window;
+};
+
+// A ModelInfer request as HostManager::RunNetworkAsync takes it, but for
+// the shared-memory windows, which the server resolves against its
+// registry (runtime/server/oip_infer.h).
 struct OipInferCall {
   std::string model_name;
+  // The inputs sent in the message (raw or typed contents).
   std::vector<NamedTensor> inputs;
+  // The inputs whose bytes lie in shared memory: datatype, shape and the
+  // window (byte_size already checked to be the tensor's bytes).
+  std::vector<SharedMemoryTensor> shared_memory_inputs;
+  // Requested outputs to be written into shared memory, in the request's
+  // order.
+  std::vector<OipOutputWindow> output_windows;
   // requested_outputs (the request's `outputs`, in order), priority and
   // deadline (parameters `priority` and `timeout`, and `grpc_deadline`).
   // The caller adds the cancellation token.
@@ -34,9 +49,15 @@ struct OipInferCall {
 //  - model_version "" or "1" (else NOT_FOUND);
 //  - each input's datatype (DTypeFromOipDatatype) and shape (no negative
 //    dimension, within the tensor ceilings);
-//  - its data: either every input in raw_input_contents (one entry per
-//    input, in order, product(shape) * sizeof(datatype) little-endian
-//    bytes, and then no input may carry `contents`), or every input in
+//  - its data: in a shared-memory window (Triton's system shared memory:
+//    input parameters `shared_memory_region` (a non-empty string),
+//    `shared_memory_byte_size` (required with a region; exactly
+//    product(shape) * sizeof(datatype)) and `shared_memory_offset`
+//    (optional, 0), int64 or uint64, not negative; such an input has no
+//    `contents` and no raw_input_contents entry), or for the other inputs
+//    either every one in raw_input_contents (one entry per input not in
+//    shared memory, in order, product(shape) * sizeof(datatype)
+//    little-endian bytes, and then no input may carry `contents`), or in
 //    its typed `contents` field for its datatype (BOOL bool_contents,
 //    INT8/INT16/INT32 int_contents, INT64 int64_contents, UINT8/UINT16/
 //    UINT32 uint_contents, UINT64 uint64_contents, FP32 fp32_contents,
@@ -46,21 +67,29 @@ struct OipInferCall {
 //  - request parameters: `priority` (RunPriorityFromOip) and `timeout`
 //    in µs (DeadlineFromOipTimeout), as int64 or uint64 parameters;
 //  - requested outputs: names without duplicates; output parameter
-//    `binary_data` (a bool, meaningless over gRPC) is accepted.
-// INVALID_ARGUMENT naming the offending input, output or parameter for
-// anything else; UNIMPLEMENTED for the features Glint lacks (shared-memory
-// parameters, `classification`, sequence parameters).
+//    `binary_data` (a bool, meaningless over gRPC) is accepted, and the
+//    shared-memory parameters as for inputs (the byte size is the
+//    window's: the output must fit in it, checked once it is known).
+// Whether a region exists and the window lies inside it is the
+// registry's to say (not checked here). INVALID_ARGUMENT naming the
+// offending input, output or parameter for anything else; UNIMPLEMENTED
+// for the features Glint lacks (`classification`, sequence parameters).
 absl::StatusOr<OipInferCall> OipInferCallFromProto(
     const inference::ModelInferRequest& request, absl::Time now,
     absl::Time grpc_deadline);
 
 // Fills the reply of a run: model_name, model_version "1", the request's
 // `id`, and per output its name, datatype and shape, with the bytes in
-// raw_output_contents (one entry per output, in order). INTERNAL for an
-// output that cannot travel (a dtype without an OIP datatype).
-absl::Status OipInferResponseToProto(const inference::ModelInferRequest& request,
-                                     const std::vector<NamedTensor>& outputs,
-                                     inference::ModelInferResponse* response);
+// raw_output_contents (one entry per output, in order; an empty entry for
+// output i when in_shared_memory[i]: its bytes were written into its
+// window, as Triton answers, so that clients that index the entries by
+// output keep working). INTERNAL for an output that cannot travel (a
+// dtype without an OIP datatype).
+absl::Status OipInferResponseToProto(
+    const inference::ModelInferRequest& request,
+    const std::vector<NamedTensor>& outputs,
+    inference::ModelInferResponse* response,
+    const std::vector<bool>& in_shared_memory = {});
 
 // ModelMetadata: name, versions ["1"], platform kOipPlatform, inputs and
 // outputs with OIP datatypes; -1 for a dimension not fixed: unknown output
@@ -94,6 +123,11 @@ void ModelStatisticsToProto(const NetworkStatistics& stats,
 void RepositoryIndexToProto(const std::vector<NetworkInfo>& networks,
                             bool ready_only,
                             inference::RepositoryIndexResponse* response);
+
+// SystemSharedMemoryStatus: one entry per region, keyed by its name.
+void SystemSharedMemoryStatusToProto(
+    const std::vector<SharedMemoryRegionInfo>& regions,
+    inference::SystemSharedMemoryStatusResponse* response);
 
 // What RepositoryModelLoad asks for.
 struct OipModelLoad {

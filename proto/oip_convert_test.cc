@@ -186,7 +186,8 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
          AddInput(r, "y", "FP32", {2});
          r->add_raw_input_contents(std::string(8, '\0'));
        },
-       absl::StatusCode::kInvalidArgument, "1 entries for 2 inputs"},
+       absl::StatusCode::kInvalidArgument,
+       "1 entries for 2 inputs not in shared memory"},
       {"raw and typed mixed",
        [&](ModelInferRequest* r) {
          fp32x2(r)->mutable_contents()->add_fp32_contents(1);
@@ -262,12 +263,76 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
          (*r->mutable_parameters())["sequence_id"].set_int64_param(7);
        },
        absl::StatusCode::kUnimplemented, "sequence batching"},
-      {"input shared memory",
+      {"shared memory without a byte size",
        [&](ModelInferRequest* r) {
          (*fp32x2(r)->mutable_parameters())["shared_memory_region"]
              .set_string_param("r");
        },
-       absl::StatusCode::kUnimplemented, "shared memory"},
+       absl::StatusCode::kInvalidArgument, "needs shared_memory_byte_size"},
+      {"shared memory offset without a region",
+       [&](ModelInferRequest* r) {
+         (*fp32x2(r)->mutable_parameters())["shared_memory_offset"]
+             .set_int64_param(0);
+       },
+       absl::StatusCode::kInvalidArgument, "need shared_memory_region"},
+      {"shared memory region not a string",
+       [&](ModelInferRequest* r) {
+         auto& p = *fp32x2(r)->mutable_parameters();
+         p["shared_memory_region"].set_int64_param(1);
+         p["shared_memory_byte_size"].set_int64_param(8);
+       },
+       absl::StatusCode::kInvalidArgument, "non-empty string"},
+      {"shared memory negative offset",
+       [&](ModelInferRequest* r) {
+         auto& p = *fp32x2(r)->mutable_parameters();
+         p["shared_memory_region"].set_string_param("r");
+         p["shared_memory_byte_size"].set_int64_param(8);
+         p["shared_memory_offset"].set_int64_param(-8);
+       },
+       absl::StatusCode::kInvalidArgument, "'shared_memory_offset' is -8"},
+      {"shared memory size not the tensor's",
+       [&](ModelInferRequest* r) {
+         auto& p = *fp32x2(r)->mutable_parameters();
+         p["shared_memory_region"].set_string_param("r");
+         p["shared_memory_byte_size"].set_int64_param(12);
+       },
+       absl::StatusCode::kInvalidArgument,
+       "shared_memory_byte_size is 12; FP32[2] needs 8"},
+      {"shared memory and contents",
+       [&](ModelInferRequest* r) {
+         auto* x = fp32x2(r);
+         auto& p = *x->mutable_parameters();
+         p["shared_memory_region"].set_string_param("r");
+         p["shared_memory_byte_size"].set_int64_param(8);
+         x->mutable_contents()->add_fp32_contents(1);
+         x->mutable_contents()->add_fp32_contents(2);
+       },
+       absl::StatusCode::kInvalidArgument, "use one or the other"},
+      {"shared memory and raw contents",
+       [&](ModelInferRequest* r) {
+         auto& p = *fp32x2(r)->mutable_parameters();
+         p["shared_memory_region"].set_string_param("r");
+         p["shared_memory_byte_size"].set_int64_param(8);
+         r->add_raw_input_contents(std::string(8, '\0'));
+       },
+       absl::StatusCode::kInvalidArgument,
+       "1 entries for 0 inputs not in shared memory"},
+      {"unknown shared memory parameter",
+       [&](ModelInferRequest* r) {
+         (*fp32x2(r)->mutable_parameters())["shared_memory_key"]
+             .set_string_param("/k");
+       },
+       absl::StatusCode::kInvalidArgument, "unknown parameter 'shared_memory_key'"},
+      {"output shared memory without a byte size",
+       [&](ModelInferRequest* r) {
+         fp32x2(r)->mutable_contents()->add_fp32_contents(1);
+         r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(2);
+         auto* o = r->add_outputs();
+         o->set_name("y");
+         (*o->mutable_parameters())["shared_memory_region"].set_string_param("r");
+       },
+       absl::StatusCode::kInvalidArgument,
+       "output 'y': shared_memory_region needs shared_memory_byte_size"},
       {"unknown input parameter",
        [&](ModelInferRequest* r) {
          (*fp32x2(r)->mutable_parameters())["layout"].set_string_param("nchw");
@@ -336,6 +401,71 @@ TEST(OipInferCallTest, ParametersAndOutputsBecomeRunOptions) {
   ASSERT_TRUE(call.ok());
   EXPECT_EQ(call->options.priority, 0);
   EXPECT_EQ(call->options.deadline, grpc);
+}
+
+TEST(OipInferCallTest, SharedMemoryWindowsOfInputsAndOutputs) {
+  ModelInferRequest r;
+  r.set_model_name("m");
+  auto* a = AddInput(&r, "a", "FP32", {2});
+  auto& pa = *a->mutable_parameters();
+  pa["shared_memory_region"].set_string_param("in");
+  pa["shared_memory_byte_size"].set_uint64_param(8);
+  pa["shared_memory_offset"].set_int64_param(64);
+  AddInput(&r, "b", "INT32", {1});
+  r.add_raw_input_contents(std::string(4, '\x01'));  // b's, not a's.
+  auto* y = r.add_outputs();
+  y->set_name("y");
+  (*y->mutable_parameters())["shared_memory_region"].set_string_param("out");
+  (*y->mutable_parameters())["shared_memory_byte_size"].set_int64_param(100);
+  r.add_outputs()->set_name("z");
+  absl::StatusOr<OipInferCall> call = Convert(r);
+  ASSERT_TRUE(call.ok()) << call.status();
+  ASSERT_EQ(call->inputs.size(), 1u);
+  EXPECT_EQ(call->inputs[0].name, "b");
+  EXPECT_EQ(call->inputs[0].tensor.data<int32_t>()[0], 0x01010101);
+  ASSERT_EQ(call->shared_memory_inputs.size(), 1u);
+  const SharedMemoryTensor& in = call->shared_memory_inputs[0];
+  EXPECT_EQ(in.name, "a");
+  EXPECT_EQ(in.dtype, DType::kFloat32);
+  EXPECT_EQ(in.shape, Shape({2}));
+  EXPECT_EQ(in.window.region, "in");
+  EXPECT_EQ(in.window.offset, 64u);
+  EXPECT_EQ(in.window.byte_size, 8u);
+  ASSERT_EQ(call->output_windows.size(), 1u);
+  EXPECT_EQ(call->output_windows[0].output, "y");
+  EXPECT_EQ(call->output_windows[0].window.region, "out");
+  EXPECT_EQ(call->output_windows[0].window.offset, 0u);  // The default.
+  EXPECT_EQ(call->output_windows[0].window.byte_size, 100u);
+  EXPECT_THAT(call->options.requested_outputs, ElementsAre("y", "z"));
+}
+
+TEST(OipInferResponseTest, SharedMemoryOutputsHaveEmptyRawEntries) {
+  ModelInferRequest r;
+  r.set_model_name("m");
+  std::vector<NamedTensor> outputs = {
+      {"y", Tensor::FromVector<float>(DType::kFloat32, Shape({2}), {1, 2})},
+      {"z", Tensor::FromVector<float>(DType::kFloat32, Shape({1}), {3})},
+  };
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(
+      OipInferResponseToProto(r, outputs, &response, {true, false}).ok());
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(2));
+  ASSERT_EQ(response.raw_output_contents_size(), 2);
+  EXPECT_TRUE(response.raw_output_contents(0).empty());
+  EXPECT_EQ(response.raw_output_contents(1), Bytes(std::vector<float>{3}));
+}
+
+TEST(SystemSharedMemoryStatusTest, OneEntryPerRegion) {
+  inference::SystemSharedMemoryStatusResponse response;
+  SystemSharedMemoryStatusToProto(
+      {{"a", "/ka", 0, 16}, {"b", "/kb", 4096, 8}}, &response);
+  ASSERT_EQ(response.regions_size(), 2);
+  const auto& b = response.regions().at("b");
+  EXPECT_EQ(b.name(), "b");
+  EXPECT_EQ(b.key(), "/kb");
+  EXPECT_EQ(b.offset(), 4096u);
+  EXPECT_EQ(b.byte_size(), 8u);
 }
 
 TEST(OipInferResponseTest, RawOutputsAndEchoedId) {

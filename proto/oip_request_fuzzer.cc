@@ -2,9 +2,10 @@
 // untrusted input before the runtime sees it. Every input is tried two
 // ways:
 //  - as a serialized inference.ModelInferRequest → OipInferCallFromProto
-//    (datatypes, shapes, raw vs typed contents, parameters, outputs);
-//    every accepted input must be the request's tensor (datatype, shape,
-//    and its raw bytes when sent raw), and sending the accepted tensors
+//    (datatypes, shapes, raw vs typed contents, shared-memory windows,
+//    parameters, outputs); every accepted input must be the request's
+//    tensor (datatype, shape, and its raw bytes when sent raw) or its
+//    window (of exactly its bytes), and sending the accepted tensors
 //    back (OipInferResponseToProto) must give the same datatypes, shapes
 //    and bytes;
 //  - as the JSON `config` of RepositoryModelLoad →
@@ -42,13 +43,31 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
     FUZZ_CHECK(ExpectedRefusal(call.status()), call.status().ToString());
     return;
   }
-  FUZZ_CHECK(static_cast<int>(call->inputs.size()) == request.inputs_size(),
-             "one tensor per input");
+  FUZZ_CHECK(static_cast<int>(call->inputs.size() +
+                              call->shared_memory_inputs.size()) ==
+                 request.inputs_size(),
+             "one tensor or window per input");
   const bool raw = request.raw_input_contents_size() > 0;
+  size_t next = 0, next_window = 0;  // In call->inputs, shared_memory_inputs.
+  int raw_index = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const auto& in = request.inputs(i);
-    const glint::Tensor& t = call->inputs[i].tensor;
-    FUZZ_CHECK(call->inputs[i].name == in.name(), "names kept");
+    if (in.parameters().contains("shared_memory_region")) {
+      FUZZ_CHECK(next_window < call->shared_memory_inputs.size(),
+                 "a window per input in shared memory");
+      const glint::SharedMemoryTensor& w =
+          call->shared_memory_inputs[next_window++];
+      FUZZ_CHECK(w.name == in.name(), "names kept");
+      FUZZ_CHECK(w.window.byte_size ==
+                     static_cast<uint64_t>(w.shape.NumElements()) *
+                         glint::DTypeSize(w.dtype),
+                 "a window holds its tensor's bytes");
+      continue;
+    }
+    FUZZ_CHECK(next < call->inputs.size(), "a tensor per input in messages");
+    const glint::Tensor& t = call->inputs[next].tensor;
+    FUZZ_CHECK(call->inputs[next].name == in.name(), "names kept");
+    ++next;
     absl::StatusOr<glint::DType> dtype =
         glint::DTypeFromOipDatatype(in.datatype());
     FUZZ_CHECK(dtype.ok() && *dtype == t.dtype(),
@@ -59,7 +78,8 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
     FUZZ_CHECK(t.valid(), "a converted tensor has data");
     if (raw) {
       FUZZ_CHECK(std::string(static_cast<const char*>(t.raw_data()),
-                             t.num_bytes()) == request.raw_input_contents(i),
+                             t.num_bytes()) ==
+                     request.raw_input_contents(raw_index++),
                  absl::StrCat("input ", i, " is its raw bytes"));
     }
   }
@@ -68,9 +88,10 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
       glint::OipInferResponseToProto(request, call->inputs, &response);
   FUZZ_CHECK(back.ok(), back.ToString());
   FUZZ_CHECK(response.id() == request.id(), "id echoed");
-  for (int i = 0; i < request.inputs_size(); ++i) {
+  for (size_t i = 0; i < call->inputs.size(); ++i) {
     const glint::Tensor& t = call->inputs[i].tensor;
-    FUZZ_CHECK(response.outputs(i).datatype() == request.inputs(i).datatype(),
+    FUZZ_CHECK(response.outputs(i).datatype() ==
+                   glint::OipDatatype(t.dtype()),
                "datatype travels back");
     FUZZ_CHECK(response.raw_output_contents(i) ==
                    std::string(static_cast<const char*>(t.raw_data()),

@@ -404,7 +404,7 @@ int Run() {
   // Same HostManager, same port: a network added through either protocol
   // serves through both.
   InferenceServiceImpl inference_service(host_manager->get(), &blocking,
-                                         authorizer.get());
+                                         authorizer.get(), &shared_memory);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

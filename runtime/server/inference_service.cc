@@ -11,6 +11,7 @@
 #include "proto/oip_convert.h"
 #include "proto/status_util.h"
 #include "runtime/server/grpc_auth.h"
+#include "runtime/server/oip_infer.h"
 #include "runtime/server/reactors.h"
 
 namespace glint {
@@ -30,8 +31,9 @@ grpc::ServerUnaryReactor* Unimplemented(grpc::CallbackServerContext* context,
                              instead)));
 }
 
-constexpr absl::string_view kNoSharedMemory =
-    "send tensors in raw_input_contents or contents";
+constexpr absl::string_view kNoCudaSharedMemory =
+    "glintd's devices are not CUDA devices; use system shared memory "
+    "(SystemSharedMemoryRegister) or send tensors in raw_input_contents";
 
 // ModelStreamInfer's: refuses the stream at once.
 class UnimplementedStreamReactor final
@@ -72,10 +74,16 @@ absl::StatusOr<NetworkInfo> ServingNetwork(const HostManager& host_manager,
 
 InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
                                            WorkerPool* blocking,
-                                           const Authorizer* authorizer)
+                                           const Authorizer* authorizer,
+                                           SharedMemoryRegistry* shared_memory)
     : host_manager_(host_manager),
       blocking_(blocking),
-      authorizer_(authorizer) {}
+      authorizer_(authorizer),
+      own_shared_memory_(shared_memory == nullptr
+                             ? std::make_unique<SharedMemoryRegistry>()
+                             : nullptr),
+      shared_memory_(shared_memory == nullptr ? own_shared_memory_.get()
+                                              : shared_memory) {}
 
 grpc::Status InferenceServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -131,9 +139,10 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ServerMetadata(
   response->set_version(std::string(kGlintVersion));
   // Triton's extension names, for what this service implements:
   // RepositoryIndex/Load/Unload, ModelConfig, the `priority` and `timeout`
-  // request parameters, ModelStatistics.
-  for (const char* extension : {"model_repository", "model_configuration",
-                                "schedule_policy", "statistics"}) {
+  // request parameters, ModelStatistics, SystemSharedMemory*.
+  for (const char* extension :
+       {"model_repository", "model_configuration", "schedule_policy",
+        "statistics", "system_shared_memory"}) {
     response->add_extensions(extension);
   }
   return Answer(context, absl::OkStatus());
@@ -155,19 +164,27 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   if (auto* denied = Deny(context, "ModelInfer")) return denied;
-  absl::StatusOr<OipInferCall> call = OipInferCallFromProto(
-      *request, absl::Now(), /*grpc_deadline=*/absl::InfiniteFuture());
-  if (!call.ok()) return Answer(context, call.status());
+  absl::StatusOr<PreparedOipInfer> prepared = PrepareOipInfer(
+      *request, *shared_memory_, absl::Now(),
+      /*grpc_deadline=*/absl::InfiniteFuture());
+  if (!prepared.ok()) return Answer(context, prepared.status());
   // The run's deadline becomes the earlier of `timeout` and the call's.
   // The request and response live until the call is finished: the
-  // responder may use them.
+  // responder may use them. The responder holds the output windows (and so
+  // their regions) until the reply is made.
+  auto run = std::make_shared<PreparedOipInfer>(*std::move(prepared));
+  std::string model_name = run->model_name;
+  std::vector<NamedTensor> inputs = std::move(run->inputs);
+  RunOptions options = run->options;
   return StartRunReactor(
-      context, *host_manager_, std::move(call->model_name),
-      std::move(call->inputs), std::move(call->options),
-      [request, response](absl::StatusOr<std::vector<NamedTensor>> outputs) {
+      context, *host_manager_, std::move(model_name), std::move(inputs),
+      std::move(options),
+      [request, response,
+       run](absl::StatusOr<std::vector<NamedTensor>> outputs) {
         if (!outputs.ok()) return ToGrpcStatus(outputs.status());
-        return ToGrpcStatus(
-            OipInferResponseToProto(*request, *outputs, response));
+        absl::Status s = FinishOipInfer(*request, *run, *outputs, response);
+        if (!s.ok()) response->Clear();
+        return ToGrpcStatus(s);
       });
 }
 
@@ -298,26 +315,45 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context,
-    const inference::SystemSharedMemoryStatusRequest* /*request*/,
-    inference::SystemSharedMemoryStatusResponse* /*response*/) {
+    const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
   if (auto* denied = Deny(context, "SystemSharedMemoryStatus")) return denied;
-  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
+      shared_memory_->Regions(request->name());
+  if (regions.ok()) SystemSharedMemoryStatusToProto(*regions, response);
+  return Answer(context, regions.status());
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
-    const inference::SystemSharedMemoryRegisterRequest* /*request*/,
+    const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse* /*response*/) {
   if (auto* denied = Deny(context, "SystemSharedMemoryRegister")) return denied;
-  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+  // Opens and maps an object: a few system calls, no waiting.
+  absl::Status s = shared_memory_->Register(
+      request->name(), request->key(), request->offset(), request->byte_size());
+  if (s.ok()) {
+    GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
+                    Clip(request->name()), Clip(request->key()),
+                    request->byte_size(), request->offset());
+  }
+  return Answer(context, s);
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
-    const inference::SystemSharedMemoryUnregisterRequest* /*request*/,
+    const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse* /*response*/) {
   if (auto* denied = Deny(context, "SystemSharedMemoryUnregister")) return denied;
-  return Unimplemented(context, "system shared memory", kNoSharedMemory);
+  if (request->name().empty()) {
+    shared_memory_->UnregisterAll();
+    return Answer(context, absl::OkStatus());
+  }
+  absl::Status s = shared_memory_->Unregister(request->name());
+  // Triton answers OK for a name it does not hold: the region is gone
+  // either way.
+  if (absl::IsNotFound(s)) s = absl::OkStatus();
+  return Answer(context, s);
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryStatus(
@@ -325,7 +361,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryStatus(
     const inference::CudaSharedMemoryStatusRequest* /*request*/,
     inference::CudaSharedMemoryStatusResponse* /*response*/) {
   if (auto* denied = Deny(context, "CudaSharedMemoryStatus")) return denied;
-  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+  return Unimplemented(context, "CUDA shared memory", kNoCudaSharedMemory);
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryRegister(
@@ -333,7 +369,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryRegister(
     const inference::CudaSharedMemoryRegisterRequest* /*request*/,
     inference::CudaSharedMemoryRegisterResponse* /*response*/) {
   if (auto* denied = Deny(context, "CudaSharedMemoryRegister")) return denied;
-  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+  return Unimplemented(context, "CUDA shared memory", kNoCudaSharedMemory);
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryUnregister(
@@ -341,7 +377,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::CudaSharedMemoryUnregister(
     const inference::CudaSharedMemoryUnregisterRequest* /*request*/,
     inference::CudaSharedMemoryUnregisterResponse* /*response*/) {
   if (auto* denied = Deny(context, "CudaSharedMemoryUnregister")) return denied;
-  return Unimplemented(context, "CUDA shared memory", kNoSharedMemory);
+  return Unimplemented(context, "CUDA shared memory", kNoCudaSharedMemory);
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::TraceSetting(

@@ -14,12 +14,19 @@
 // HostManager and maps the status (proto/status_util.h). See
 // runtime/server/README.md for every RPC.
 //
-// Thread-safe: gRPC calls the handlers concurrently; HostManager and the
-// pool are thread-safe and the service's own state is an atomic.
+// Triton's system shared memory extension is served on a
+// SharedMemoryRegistry shared with glint.v1: the regions are the server's,
+// so one registered through either service is used, listed and
+// unregistered through both (runtime/server/README.md).
+//
+// Thread-safe: gRPC calls the handlers concurrently; HostManager, the
+// registry and the pool are thread-safe and the service's own state is an
+// atomic.
 #ifndef GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
 #define GLINT_RUNTIME_SERVER_INFERENCE_SERVICE_H_
 
 #include <atomic>
+#include <memory>
 
 #include <grpcpp/grpcpp.h>
 
@@ -27,6 +34,7 @@
 #include "proto/inference.grpc.pb.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
@@ -45,9 +53,12 @@ class InferenceServiceImpl final
   // health, metadata, config, statistics, ModelInfer; admin: the
   // repository calls, shared memory registration, trace and log settings);
   // null leaves every call open (glintd without --auth_tokens). Borrowed;
-  // must outlive the service.
+  // must outlive the service. Without a shared-memory registry the
+  // service keeps one of its own (glintd passes the one its services
+  // share).
   InferenceServiceImpl(HostManager* host_manager, WorkerPool* blocking,
-                       const Authorizer* authorizer = nullptr);
+                       const Authorizer* authorizer = nullptr,
+                       SharedMemoryRegistry* shared_memory = nullptr);
 
   InferenceServiceImpl(const InferenceServiceImpl&) = delete;
   InferenceServiceImpl& operator=(const InferenceServiceImpl&) = delete;
@@ -91,7 +102,9 @@ class InferenceServiceImpl final
       inference::ModelMetadataResponse* response) override;
 
   // Runs the network; the earlier of the gRPC deadline and the `timeout`
-  // parameter is the run's deadline.
+  // parameter is the run's deadline. Inputs and requested outputs with
+  // Triton's shared-memory parameters are read from / written into their
+  // registered windows (oip_infer.h; bounds errors INVALID_ARGUMENT).
   grpc::ServerUnaryReactor* ModelInfer(
       grpc::CallbackServerContext* context,
       const inference::ModelInferRequest* request,
@@ -129,7 +142,13 @@ class InferenceServiceImpl final
       const inference::RepositoryModelUnloadRequest* request,
       inference::RepositoryModelUnloadResponse* response) override;
 
-  // UNIMPLEMENTED, saying what to use instead.
+  // Triton's system shared memory: Status lists the region `name`, or
+  // every region when it is empty (NOT_FOUND for an unknown name);
+  // Register maps (key, offset, byte_size) under `name` (the registry's
+  // codes: INVALID_ARGUMENT, ALREADY_EXISTS, NOT_FOUND for no such object,
+  // RESOURCE_EXHAUSTED); Unregister takes the name away (every region when
+  // it is empty; an unknown name is OK, as in Triton). Runs using a region
+  // keep it until they end.
   grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
       grpc::CallbackServerContext* context,
       const inference::SystemSharedMemoryStatusRequest* request,
@@ -142,6 +161,7 @@ class InferenceServiceImpl final
       grpc::CallbackServerContext* context,
       const inference::SystemSharedMemoryUnregisterRequest* request,
       inference::SystemSharedMemoryUnregisterResponse* response) override;
+  // UNIMPLEMENTED, saying what to use instead.
   grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
       grpc::CallbackServerContext* context,
       const inference::CudaSharedMemoryStatusRequest* request,
@@ -181,6 +201,8 @@ class InferenceServiceImpl final
   HostManager* const host_manager_;
   WorkerPool* const blocking_;
   const Authorizer* const authorizer_;
+  const std::unique_ptr<SharedMemoryRegistry> own_shared_memory_;
+  SharedMemoryRegistry* const shared_memory_;
   std::atomic<int> state_{kStarting};
 };
 

@@ -4,6 +4,10 @@
 // the upstream protocol files are tests/e2e_triton_test and e2e_oip_test.
 #include "runtime/server/inference_service.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <memory>
 #include <string>
@@ -18,6 +22,7 @@
 #include "proto/proto_convert.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
@@ -54,10 +59,13 @@ class InferenceServiceTest : public ::testing::Test {
     WorkerPoolOptions pool;
     pool.threads = 1;
     blocking_ = std::make_unique<WorkerPool>(pool);
-    glint_service_ =
-        std::make_unique<GlintServiceImpl>(host_manager_.get(), blocking_.get());
+    // One registry for both services, as glintd has.
+    shared_memory_ = std::make_unique<SharedMemoryRegistry>();
+    glint_service_ = std::make_unique<GlintServiceImpl>(
+        host_manager_.get(), blocking_.get(), nullptr, shared_memory_.get());
     service_ = std::make_unique<InferenceServiceImpl>(
-        host_manager_.get(), blocking_.get(), authorizer);
+        host_manager_.get(), blocking_.get(), authorizer,
+        shared_memory_.get());
     grpc::ServerBuilder builder;
     builder.RegisterService(glint_service_.get());
     builder.RegisterService(service_.get());
@@ -131,6 +139,7 @@ class InferenceServiceTest : public ::testing::Test {
 
   std::unique_ptr<HostManager> host_manager_;
   std::unique_ptr<WorkerPool> blocking_;
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<GlintServiceImpl> glint_service_;
   std::unique_ptr<InferenceServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -173,7 +182,8 @@ TEST_F(InferenceServiceTest, ServerMetadataNamesTheExtensions) {
   EXPECT_EQ(response.version(), kGlintVersion);
   EXPECT_THAT(response.extensions(),
               ElementsAre("model_repository", "model_configuration",
-                          "schedule_policy", "statistics"));
+                          "schedule_policy", "statistics",
+                          "system_shared_memory"));
 }
 
 TEST_F(InferenceServiceTest, LoadDescribeInferUnload) {
@@ -307,6 +317,152 @@ TEST_F(InferenceServiceTest, BothProtocolsShareTheNetworks) {
   EXPECT_FALSE(ModelReady("from_oip"));
 }
 
+// A POSIX shared-memory object of `bytes`, mapped by the test, removed at
+// the end.
+class ShmObject {
+ public:
+  explicit ShmObject(size_t bytes) : bytes_(bytes) {
+    key_ = "/glint_inference_service_test_" + std::to_string(getpid());
+    const int fd = shm_open(key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    EXPECT_NE(p, MAP_FAILED);
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~ShmObject() {
+    munmap(data_, bytes_);
+    shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  float* floats(size_t offset) {
+    return reinterpret_cast<float*>(data_ + offset);
+  }
+
+ private:
+  std::string key_;
+  size_t bytes_;
+  uint8_t* data_;
+};
+
+void SetWindow(google::protobuf::Map<std::string, inference::InferParameter>*
+                   parameters,
+               const std::string& region, int64_t offset, int64_t byte_size) {
+  (*parameters)["shared_memory_region"].set_string_param(region);
+  (*parameters)["shared_memory_offset"].set_int64_param(offset);
+  (*parameters)["shared_memory_byte_size"].set_int64_param(byte_size);
+}
+
+TEST_F(InferenceServiceTest, SystemSharedMemoryIsSharedWithGlintV1) {
+  Start();
+  service_->SetReady();
+  ASSERT_TRUE(Load("mlp", testing::MakeMlpModel(1, 4, 3)).ok());
+  ShmObject object(4096);
+  inference::SystemSharedMemoryRegisterRequest reg;
+  reg.set_name("r");
+  reg.set_key(object.key());
+  reg.set_offset(1024);
+  reg.set_byte_size(2048);
+  inference::SystemSharedMemoryRegisterResponse registered;
+  grpc::ClientContext c1;
+  grpc::Status s = stub_->SystemSharedMemoryRegister(&c1, reg, &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  grpc::ClientContext c2;
+  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c2, reg, &registered)
+                .error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+
+  // glint.v1 lists it: one registry, the server's.
+  v1::SharedMemoryStatusResponse v1_status;
+  grpc::ClientContext c3;
+  ASSERT_TRUE(glint_stub_
+                  ->SharedMemoryStatus(&c3, v1::SharedMemoryStatusRequest(),
+                                       &v1_status)
+                  .ok());
+  ASSERT_EQ(v1_status.regions_size(), 1);
+  EXPECT_EQ(v1_status.regions(0).name(), "r");
+  EXPECT_EQ(v1_status.regions(0).offset(), 1024u);
+
+  // x in the region at 64, y written at 512 (region offsets).
+  const std::vector<float> x = {1, -2, 3, 0.5f};
+  std::memcpy(object.floats(1024 + 64), x.data(), 16);
+  inference::ModelInferRequest request;
+  request.set_model_name("mlp");
+  auto* in = request.add_inputs();
+  in->set_name("x");
+  in->set_datatype("FP32");
+  in->add_shape(1);
+  in->add_shape(4);
+  SetWindow(in->mutable_parameters(), "r", 64, 16);
+  auto* out = request.add_outputs();
+  out->set_name("y");
+  SetWindow(out->mutable_parameters(), "r", 512, 64);
+  inference::ModelInferResponse response;
+  s = Infer(request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(1, 3));
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  EXPECT_TRUE(response.raw_output_contents(0).empty());
+  const std::vector<float> want = testing::MlpReference(x, 1, 4, 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(object.floats(1024 + 512)[i], want[i], 1e-5);
+  }
+
+  // A window past the region's end: INVALID_ARGUMENT.
+  SetWindow(out->mutable_parameters(), "r", 2048 - 8, 64);
+  inference::ModelInferResponse refused;
+  EXPECT_EQ(Infer(request, &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  inference::SystemSharedMemoryStatusRequest one;
+  one.set_name("r");
+  inference::SystemSharedMemoryStatusResponse status;
+  grpc::ClientContext c4;
+  ASSERT_TRUE(stub_->SystemSharedMemoryStatus(&c4, one, &status).ok());
+  ASSERT_EQ(status.regions_size(), 1);
+  EXPECT_EQ(status.regions().at("r").key(), object.key());
+  EXPECT_EQ(status.regions().at("r").byte_size(), 2048u);
+
+  // Unregistered through glint.v1, gone for both; unregistering an
+  // unknown name through the inference protocol is OK (as Triton).
+  v1::UnregisterSharedMemoryRequest unreg;
+  unreg.set_name("r");
+  v1::UnregisterSharedMemoryResponse unregistered;
+  grpc::ClientContext c5;
+  ASSERT_TRUE(
+      glint_stub_->UnregisterSharedMemory(&c5, unreg, &unregistered).ok());
+  grpc::ClientContext c6;
+  EXPECT_EQ(stub_->SystemSharedMemoryStatus(&c6, one, &status).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Infer(request, &refused).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  inference::SystemSharedMemoryUnregisterRequest oip_unreg;
+  oip_unreg.set_name("r");
+  inference::SystemSharedMemoryUnregisterResponse oip_unregistered;
+  grpc::ClientContext c7;
+  EXPECT_TRUE(stub_
+                  ->SystemSharedMemoryUnregister(&c7, oip_unreg,
+                                                 &oip_unregistered)
+                  .ok());
+
+  // An empty name unregisters every region.
+  for (const char* name : {"a", "b"}) {
+    reg.set_name(name);
+    grpc::ClientContext c;
+    ASSERT_TRUE(stub_->SystemSharedMemoryRegister(&c, reg, &registered).ok());
+  }
+  EXPECT_EQ(shared_memory_->size(), 2);
+  oip_unreg.set_name("");
+  grpc::ClientContext c8;
+  EXPECT_TRUE(stub_
+                  ->SystemSharedMemoryUnregister(&c8, oip_unreg,
+                                                 &oip_unregistered)
+                  .ok());
+  EXPECT_EQ(shared_memory_->size(), 0);
+}
+
 TEST_F(InferenceServiceTest, ErrorsHaveTheirCodes) {
   Start();
   ASSERT_TRUE(Load("mlp", testing::MakeMlpModel(1, 4, 3)).ok());
@@ -378,12 +534,12 @@ TEST_F(InferenceServiceTest, UnimplementedRpcsSaySo) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_THAT(s.error_message(), HasSubstr("ModelStreamInfer"));
 
-  inference::SystemSharedMemoryStatusResponse shm;
+  inference::CudaSharedMemoryStatusResponse shm;
   grpc::ClientContext c2;
-  s = stub_->SystemSharedMemoryStatus(
-      &c2, inference::SystemSharedMemoryStatusRequest(), &shm);
+  s = stub_->CudaSharedMemoryStatus(
+      &c2, inference::CudaSharedMemoryStatusRequest(), &shm);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_THAT(s.error_message(), HasSubstr("shared memory"));
+  EXPECT_THAT(s.error_message(), HasSubstr("system shared memory"));
   inference::LogSettingsResponse log;
   grpc::ClientContext c3;
   s = stub_->LogSettings(&c3, inference::LogSettingsRequest(), &log);

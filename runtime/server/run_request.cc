@@ -47,19 +47,19 @@ absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& 
   return run;
 }
 
-absl::Status EncodeRunResponse(const DecodedRunRequest& run,
-                             const std::vector<NamedTensor>& outputs,
-                             v1::RunNetworkResponse* response) {
+absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
+    const std::vector<OutputWindow>& windows,
+    const std::vector<NamedTensor>& outputs, absl::string_view field) {
   // Every window is checked before any is written: a refused reply leaves
   // the client's memory as it was.
-  std::vector<const DecodedRunRequest::OutputWindow*> window_of(outputs.size());
-  for (const DecodedRunRequest::OutputWindow& w : run.output_windows) {
+  std::vector<const OutputWindow*> window_of(outputs.size());
+  for (const OutputWindow& w : windows) {
     auto it = std::find_if(
         outputs.begin(), outputs.end(),
         [&](const NamedTensor& t) { return t.name == w.output; });
     if (it == outputs.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "output_shared_memory names '", w.output,
+          field, " names '", w.output,
           "', which is not an output of the network"));
     }
     const Tensor& t = it->tensor;
@@ -72,6 +72,21 @@ absl::Status EncodeRunResponse(const DecodedRunRequest& run,
     window_of[it - outputs.begin()] = &w;
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
+    if (window_of[i] == nullptr) continue;
+    GLINT_RETURN_IF_ERROR(CopyTensorToWindow(
+        outputs[i].tensor, window_of[i]->view,
+        absl::StrCat("output '", outputs[i].name, "'")));
+  }
+  return window_of;
+}
+
+absl::Status EncodeRunResponse(const DecodedRunRequest& run,
+                             const std::vector<NamedTensor>& outputs,
+                             v1::RunNetworkResponse* response) {
+  GLINT_ASSIGN_OR_RETURN(
+      std::vector<const OutputWindow*> window_of,
+      WriteOutputWindows(run.output_windows, outputs, "output_shared_memory"));
+  for (size_t i = 0; i < outputs.size(); ++i) {
     const NamedTensor& t = outputs[i];
     v1::Tensor* proto = response->add_outputs();
     if (window_of[i] == nullptr) {
@@ -81,11 +96,8 @@ absl::Status EncodeRunResponse(const DecodedRunRequest& run,
       if (!s.ok()) return absl::InternalError(s.message());
       continue;
     }
-    const DecodedRunRequest::OutputWindow& w = *window_of[i];
-    GLINT_RETURN_IF_ERROR(CopyTensorToWindow(
-        t.tensor, w.view, absl::StrCat("output '", t.name, "'")));
     SharedMemoryTensor written{t.name, t.tensor.dtype(), t.tensor.shape(),
-                               w.ref};
+                               window_of[i]->ref};
     written.window.byte_size = t.tensor.num_bytes();
     SharedMemoryTensorToProto(written, proto);
   }

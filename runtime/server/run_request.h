@@ -23,6 +23,14 @@
 
 namespace glint {
 
+// An output to be written into a bounds-checked shared-memory window (the
+// view holds its region).
+struct OutputWindow {
+  std::string output;
+  SharedMemoryRef ref;
+  SharedMemoryView view;
+};
+
 // What a run needs besides the network's name. Holds the shared-memory
 // regions it uses (inputs through their tensors, outputs through their
 // windows) until it is destroyed: keep it until the reply is made.
@@ -31,13 +39,20 @@ struct DecodedRunRequest {
   // requested_outputs and trace from the request; the caller adds the
   // deadline, cancellation and priority.
   RunOptions options;
-  struct OutputWindow {
-    std::string output;
-    SharedMemoryRef ref;
-    SharedMemoryView view;
-  };
+  using OutputWindow = ::glint::OutputWindow;
   std::vector<OutputWindow> output_windows;
 };
+
+// Copies each output that has a window in `windows` into it, and returns
+// per output (in `outputs`' order) its window, or null for those that
+// travel in the message. Every window is checked before any is written:
+// INVALID_ARGUMENT when a window names no output of the run (`field`
+// names the request's field in the message) or is too small for its
+// output, and then the client's memory is left as it was. Used by both
+// services (glint.v1 and the inference protocol).
+absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
+    const std::vector<OutputWindow>& windows,
+    const std::vector<NamedTensor>& outputs, absl::string_view field);
 
 // INVALID_ARGUMENT for a malformed tensor (TensorFromProto,
 // SharedMemoryTensorFromProto), an unregistered region, a window outside
