@@ -8,7 +8,9 @@
 // ModelConfig, ModelInfer with raw and typed contents compared with the
 // ONNX node cases' expected outputs, ModelStatistics, RepositoryIndex,
 // RepositoryModelUnload), datatypes through typed contents, the error
-// codes, and a network shared with glint.v1 in both directions.
+// codes, a network shared with glint.v1 in both directions, and Triton's
+// system shared memory (a POSIX object registered through either service,
+// inputs and outputs in it, its bounds errors).
 #include <algorithm>
 #include <csignal>
 #include <memory>
@@ -19,6 +21,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "client/shared_memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
@@ -214,7 +217,8 @@ TEST_F(TritonInteropTest, HealthAndServerMetadata) {
   EXPECT_FALSE(meta.version().empty());
   EXPECT_THAT(meta.extensions(),
               ::testing::IsSupersetOf({"model_repository", "statistics",
-                                       "model_configuration"}));
+                                       "model_configuration",
+                                       "system_shared_memory"}));
 }
 
 // The whole repository flow on ONNX's MatMul node case.
@@ -537,6 +541,195 @@ TEST_F(TritonInteropTest, NetworksAreSharedWithGlintV1) {
   EXPECT_EQ(Statistics("via_triton").inference_stats().success().count(), 1u);
   ASSERT_TRUE(glint.RemoveNetwork("via_triton").ok());
   EXPECT_EQ(Unload("via_triton").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+void SetWindow(google::protobuf::Map<std::string, inference::InferParameter>*
+                   parameters,
+               const std::string& region, int64_t offset, int64_t byte_size) {
+  (*parameters)["shared_memory_region"].set_string_param(region);
+  (*parameters)["shared_memory_offset"].set_int64_param(offset);
+  (*parameters)["shared_memory_byte_size"].set_int64_param(byte_size);
+}
+
+// Triton's system shared memory as Triton's clients use it: create an
+// object, register it, run with an input and the output in it.
+TEST_F(TritonInteropTest, SystemSharedMemory) {
+  absl::StatusOr<testing::OnnxCase> c = testing::LoadOnnxNodeCase("test_add");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(Load("shm_add", c->model).ok());
+  const Tensor& x = c->inputs[0].tensor;
+  const Tensor& sum = c->outputs[0].tensor;
+  const int64_t bytes = static_cast<int64_t>(x.num_bytes());  // 240.
+  absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> object =
+      SharedMemoryRegion::Create(8192);
+  ASSERT_TRUE(object.ok()) << object.status();
+  uint8_t* memory = (*object)->data();
+  std::memset(memory, 0xEE, 8192);
+
+  // The region: object bytes [4096, 8192).
+  inference::SystemSharedMemoryRegisterRequest reg;
+  reg.set_name("triton_region");
+  reg.set_key((*object)->key());
+  reg.set_offset(4096);
+  reg.set_byte_size(4096);
+  inference::SystemSharedMemoryRegisterResponse registered;
+  grpc::ClientContext c1;
+  grpc::Status s = stub_->SystemSharedMemoryRegister(&c1, reg, &registered);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  inference::SystemSharedMemoryStatusResponse status;
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_
+                  ->SystemSharedMemoryStatus(
+                      &c2, inference::SystemSharedMemoryStatusRequest(),
+                      &status)
+                  .ok());
+  ASSERT_EQ(status.regions().count("triton_region"), 1u);
+  EXPECT_EQ(status.regions().at("triton_region").key(), (*object)->key());
+  EXPECT_EQ(status.regions().at("triton_region").offset(), 4096u);
+  EXPECT_EQ(status.regions().at("triton_region").byte_size(), 4096u);
+
+  // x at region offset 0, y in the message, the sum written at 1024.
+  std::memcpy(memory + 4096, x.raw_data(), x.num_bytes());
+  inference::ModelInferRequest request;
+  request.set_model_name("shm_add");
+  for (const NamedTensor& t : c->inputs) {
+    auto* in = request.add_inputs();
+    in->set_name(t.name);
+    in->set_datatype(testing::OipDatatypeOf(t.tensor.dtype()));
+    for (int64_t d : t.tensor.shape().dims()) in->add_shape(d);
+  }
+  SetWindow(request.mutable_inputs(0)->mutable_parameters(), "triton_region",
+            0, bytes);
+  request.add_raw_input_contents(testing::RawBytes(c->inputs[1].tensor));
+  auto* out = request.add_outputs();
+  out->set_name(c->outputs[0].name);
+  SetWindow(out->mutable_parameters(), "triton_region", 1024, 2048);
+  inference::ModelInferResponse response;
+  s = Infer(request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_EQ(response.outputs(0).datatype(), "FP32");
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(3, 4, 5));
+  // No raw contents for an output in shared memory.
+  ASSERT_EQ(response.raw_output_contents_size(), 1);
+  EXPECT_TRUE(response.raw_output_contents(0).empty());
+  absl::StatusOr<Tensor> got = testing::TensorFromRaw(
+      "FP32", {3, 4, 5},
+      std::string(reinterpret_cast<const char*>(memory + 4096 + 1024),
+                  sum.num_bytes()));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(testing::CompareTensors(*got, sum), "");
+  EXPECT_EQ(memory[4096 + 1024 + sum.num_bytes()], 0xEE);
+
+  // Both inputs in the region: no raw_input_contents at all.
+  std::memcpy(memory + 4096 + 512, c->inputs[1].tensor.raw_data(), bytes);
+  inference::ModelInferRequest all_shm = request;
+  all_shm.clear_raw_input_contents();
+  SetWindow(all_shm.mutable_inputs(1)->mutable_parameters(), "triton_region",
+            512, bytes);
+  std::memset(memory + 4096 + 1024, 0, sum.num_bytes());
+  s = Infer(all_shm, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  got = testing::TensorFromRaw(
+      "FP32", {3, 4, 5},
+      std::string(reinterpret_cast<const char*>(memory + 4096 + 1024),
+                  sum.num_bytes()));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(testing::CompareTensors(*got, sum), "");
+
+  // Bounds and misuse: INVALID_ARGUMENT, and the memory as it was.
+  const std::string before(reinterpret_cast<const char*>(memory), 8192);
+  struct Bad {
+    const char* what;
+    inference::ModelInferRequest request;
+  };
+  std::vector<Bad> bad;
+  bad.push_back({"unregistered region", request});
+  SetWindow(bad.back().request.mutable_inputs(0)->mutable_parameters(),
+            "nobody", 0, bytes);
+  bad.push_back({"input offset past the end", request});
+  SetWindow(bad.back().request.mutable_inputs(0)->mutable_parameters(),
+            "triton_region", 4096 + 8, bytes);
+  bad.push_back({"input window past the end", request});
+  SetWindow(bad.back().request.mutable_inputs(0)->mutable_parameters(),
+            "triton_region", 4096 - 16, bytes);
+  bad.push_back({"output region too small", request});
+  SetWindow(bad.back().request.mutable_outputs(0)->mutable_parameters(),
+            "triton_region", 4096 - 100, 100);
+  bad.push_back({"output offset past the end", request});
+  SetWindow(bad.back().request.mutable_outputs(0)->mutable_parameters(),
+            "triton_region", 5000, 240);
+  bad.push_back({"output window smaller than the output", request});
+  SetWindow(bad.back().request.mutable_outputs(0)->mutable_parameters(),
+            "triton_region", 2048, 100);
+  bad.push_back({"shm and raw contents for one input", request});
+  bad.back().request.add_raw_input_contents(testing::RawBytes(x));
+  bad.push_back({"shm and typed contents for one input", request});
+  testing::FillTypedContents(x,
+                             bad.back().request.mutable_inputs(0)
+                                 ->mutable_contents());
+  for (const Bad& b : bad) {
+    inference::ModelInferResponse refused;
+    s = Infer(b.request, &refused);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << b.what << ": " << s.error_message();
+  }
+  EXPECT_TRUE(std::string(reinterpret_cast<const char*>(memory), 8192) ==
+              before)
+      << "a refused request changed the memory";
+
+  // Registering the same name again, or a window past the object's end.
+  grpc::ClientContext c3;
+  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c3, reg, &registered)
+                .error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  inference::SystemSharedMemoryRegisterRequest too_big = reg;
+  too_big.set_name("too_big");
+  too_big.set_byte_size(4097);
+  grpc::ClientContext c4;
+  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c4, too_big, &registered)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  // One registry for the server: glint.v1 sees the region and unregisters
+  // it; the inference protocol then no longer knows it.
+  GlintClient& glint = daemon_->client();
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
+      glint.SharedMemoryStatus("triton_region");
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  ASSERT_EQ(regions->size(), 1u);
+  EXPECT_EQ((*regions)[0].offset, 4096u);
+  ASSERT_TRUE(glint.UnregisterSharedMemory("triton_region").ok());
+  inference::SystemSharedMemoryStatusRequest one;
+  one.set_name("triton_region");
+  grpc::ClientContext c5;
+  EXPECT_EQ(stub_->SystemSharedMemoryStatus(&c5, one, &status).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  s = Infer(request, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Registered through glint.v1, used and unregistered through Triton's.
+  ASSERT_TRUE(glint.RegisterSharedMemory("v1_region", (*object)->key(), 4096,
+                                         4096)
+                  .ok());
+  inference::ModelInferRequest v1_request = all_shm;
+  for (auto* parameters :
+       {v1_request.mutable_inputs(0)->mutable_parameters(),
+        v1_request.mutable_inputs(1)->mutable_parameters(),
+        v1_request.mutable_outputs(0)->mutable_parameters()}) {
+    (*parameters)["shared_memory_region"].set_string_param("v1_region");
+  }
+  s = Infer(v1_request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  inference::SystemSharedMemoryUnregisterRequest unreg;  // Empty: all.
+  inference::SystemSharedMemoryUnregisterResponse unregistered;
+  grpc::ClientContext c6;
+  ASSERT_TRUE(
+      stub_->SystemSharedMemoryUnregister(&c6, unreg, &unregistered).ok());
+  regions = glint.SharedMemoryStatus("");
+  ASSERT_TRUE(regions.ok());
+  EXPECT_TRUE(regions->empty());
+  ASSERT_TRUE(Unload("shm_add").ok());
 }
 
 }  // namespace
