@@ -65,6 +65,9 @@ commands:
                      replies whose outputs differ from the network's in
                      name, dtype or shape) and the server's queue/compute
                      split; --batch N sets the inputs' first dimension;
+                     --protocol oip goes through the Open Inference
+                     Protocol (ModelInfer, ModelStatistics, Triton's
+                     system shared memory with --shm) instead of glint.v1;
                      --csv also writes the table as CSV. Exit code 1 if any
                      run failed.
   list               list the networks
@@ -576,18 +579,23 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
        << PerfTableHeader() << std::endl;
   uint64_t errors = 0, runs = 0;
   absl::Status first_error;
-  // The server's split of each level, from glint.v1 GetStatistics.
+  // The server's split of each level, from glint.v1 GetStatistics or the
+  // inference protocol's ModelStatistics.
   GlintClient* const glint = *client;
   const PerfStatisticsSource statistics =
-      [glint, &options]() -> absl::StatusOr<NetworkStatistics> {
-    absl::StatusOr<ServingStatistics> stats =
-        glint->GetStatistics(options.network);
-    if (!stats.ok()) return stats.status();
-    if (stats->networks.size() != 1) {
-      return absl::InternalError("GetStatistics answered another network");
-    }
-    return stats->networks[0];
-  };
+      options.protocol == "oip"
+          ? OipStatisticsSource(glint, options.network)
+          : PerfStatisticsSource(
+                [glint, &options]() -> absl::StatusOr<NetworkStatistics> {
+                  absl::StatusOr<ServingStatistics> stats =
+                      glint->GetStatistics(options.network);
+                  if (!stats.ok()) return stats.status();
+                  if (stats->networks.size() != 1) {
+                    return absl::InternalError(
+                        "GetStatistics answered another network");
+                  }
+                  return stats->networks[0];
+                });
   absl::StatusOr<std::vector<PerfLevel>> levels = RunPerf(
       **client, options, statistics, [&](const PerfLevel& level) {
         out_ << FormatPerfRow(level) << "\n";

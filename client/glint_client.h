@@ -154,6 +154,9 @@ class GlintClient {
   // For callers that need the raw messages (tests sending malformed data);
   // Authenticate() adds the token to their contexts.
   v1::HostManager::Stub* stub() { return stub_.get(); }
+  // The channel, for stubs of glintd's other services (the inference
+  // protocol's, in `glint perf --protocol oip`).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   void Authenticate(grpc::ClientContext* context) const;
 
  private:

@@ -1,5 +1,7 @@
 #include "client/perf.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -11,12 +13,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/memory/memory.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/shared_memory.h"
 #include "core/half.h"
+#include "proto/inference.grpc.pb.h"
+#include "proto/oip_types.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
 
@@ -33,17 +38,24 @@ constexpr absl::Duration kGrace = absl::Seconds(60);
 // the thread that issued the call, as gRPC may for a call failing at
 // once) is handed to the driving thread instead of re-issued there, so
 // the stack never grows with failures.
+//
+// The same for either protocol: `Request`/`Response` are its messages,
+// `start` issues one call (through the protocol's async stub) and `check`
+// tells whether a reply is what the network gives.
+template <typename Request, typename Response>
 class LevelRunner {
  public:
-  LevelRunner(GlintClient* client,
-              const std::vector<v1::RunNetworkRequest>& requests,
-              const std::vector<ValueInfo>& expected,
-              const std::vector<std::string>& shared_memory_outputs,
-              int concurrency)
+  using StartCall =
+      std::function<void(grpc::ClientContext*, const Request*, Response*,
+                         std::function<void(grpc::Status)>)>;
+  using CheckReply = std::function<absl::Status(const Response&)>;
+
+  LevelRunner(const GlintClient* client, const std::vector<Request>& requests,
+              StartCall start, CheckReply check, int concurrency)
       : client_(client),
         requests_(requests),
-        expected_(expected),
-        shared_memory_outputs_(shared_memory_outputs),
+        start_(std::move(start)),
+        check_(std::move(check)),
         slots_(concurrency) {}
 
   PerfLevel Run(absl::Duration duration) ABSL_LOCKS_EXCLUDED(mu_) {
@@ -102,7 +114,7 @@ class LevelRunner {
  private:
   struct Slot {
     std::unique_ptr<grpc::ClientContext> context;
-    v1::RunNetworkResponse response;
+    Response response;
     absl::Time started;
   };
 
@@ -118,12 +130,11 @@ class LevelRunner {
     client_->Authenticate(s.context.get());
     s.response.Clear();
     s.started = absl::Now();
-    const v1::RunNetworkRequest& request =
+    const Request& request =
         requests_[static_cast<size_t>(slot) % requests_.size()];
     ++issuing_depth_;
-    client_->stub()->async()->RunNetwork(
-        s.context.get(), &request, &s.response,
-        [this, slot](grpc::Status status) { OnDone(slot, status); });
+    start_(s.context.get(), &request, &s.response,
+           [this, slot](grpc::Status status) { OnDone(slot, status); });
     --issuing_depth_;
   }
 
@@ -133,7 +144,7 @@ class LevelRunner {
     const absl::Time now = absl::Now();
     absl::Status result = FromGrpcStatus(status);
     if (result.ok()) {
-      result = CheckPerfReply(s.response, expected_, shared_memory_outputs_);
+      result = check_(s.response);
     }
     bool reissue = false;
     {
@@ -160,10 +171,10 @@ class LevelRunner {
     callbacks_running_.fetch_sub(1);
   }
 
-  GlintClient* const client_;
-  const std::vector<v1::RunNetworkRequest>& requests_;
-  const std::vector<ValueInfo>& expected_;
-  const std::vector<std::string>& shared_memory_outputs_;
+  const GlintClient* const client_;
+  const std::vector<Request>& requests_;
+  const StartCall start_;
+  const CheckReply check_;
   std::vector<Slot> slots_;  // Each touched by its one call at a time.
   absl::Time deadline_;
   static thread_local int issuing_depth_;
@@ -178,7 +189,8 @@ class LevelRunner {
   absl::Time last_reply_ ABSL_GUARDED_BY(mu_);
 };
 
-thread_local int LevelRunner::issuing_depth_ = 0;
+template <typename Request, typename Response>
+thread_local int LevelRunner<Request, Response>::issuing_depth_ = 0;
 
 // Mean of a series' additions between two snapshots, in microseconds; -1
 // when nothing was added.
@@ -312,28 +324,43 @@ absl::Status CheckPerfReply(
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<PerfLevel>> RunPerf(
+namespace {
+
+// Runs every level with `run_level(concurrency)`, taking the server's
+// split of each from `statistics` before and after it.
+absl::StatusOr<std::vector<PerfLevel>> RunLevels(
+    const PerfOptions& options, const PerfStatisticsSource& statistics,
+    const std::function<void(const PerfLevel&)>& on_level,
+    const std::function<PerfLevel(int)>& run_level) {
+  std::vector<PerfLevel> levels;
+  for (int concurrency : options.concurrency) {
+    absl::StatusOr<NetworkStatistics> before =
+        statistics ? statistics() : absl::UnimplementedError("");
+    PerfLevel level = run_level(concurrency);
+    absl::StatusOr<NetworkStatistics> after =
+        before.ok() ? statistics() : before;
+    if (before.ok() && after.ok()) {
+      level.server_queue_us = MeanMicros(before->queue, after->queue);
+      const double in = MeanMicros(before->compute_input, after->compute_input);
+      const double infer =
+          MeanMicros(before->compute_infer, after->compute_infer);
+      const double out =
+          MeanMicros(before->compute_output, after->compute_output);
+      if (infer >= 0) {
+        level.server_compute_us =
+            std::max(in, 0.0) + infer + std::max(out, 0.0);
+      }
+    }
+    if (on_level) on_level(level);
+    levels.push_back(std::move(level));
+  }
+  return levels;
+}
+
+absl::StatusOr<std::vector<PerfLevel>> RunGlintPerf(
     GlintClient& client, const PerfOptions& options,
     const PerfStatisticsSource& statistics,
     const std::function<void(const PerfLevel&)>& on_level) {
-  if (options.protocol == "oip") {
-    return absl::UnimplementedError(
-        "--protocol oip needs glintd's Open Inference Protocol service, "
-        "which this build does not have yet");
-  }
-  if (options.protocol != "glint") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --protocol '", options.protocol, "' (glint or oip)"));
-  }
-  if (options.concurrency.empty() ||
-      *std::min_element(options.concurrency.begin(),
-                        options.concurrency.end()) < 1) {
-    return absl::InvalidArgumentError("concurrency levels must be >= 1");
-  }
-  if (options.duration <= absl::ZeroDuration() || options.batch < 0) {
-    return absl::InvalidArgumentError(
-        "the duration must be positive and the batch not negative");
-  }
   absl::StatusOr<NetworkInfo> network = client.GetNetwork(options.network);
   if (!network.ok()) return network.status();
   absl::StatusOr<std::vector<NamedTensor>> inputs =
@@ -380,32 +407,344 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(
     if (!request.ok()) return request.status();
     requests.push_back(*std::move(request));
   }
+  using Runner = LevelRunner<v1::RunNetworkRequest, v1::RunNetworkResponse>;
+  GlintClient* const glint = &client;
+  const Runner::StartCall start = [glint](
+                                      grpc::ClientContext* context,
+                                      const v1::RunNetworkRequest* r,
+                                      v1::RunNetworkResponse* response,
+                                      std::function<void(grpc::Status)> done) {
+    glint->stub()->async()->RunNetwork(context, r, response, std::move(done));
+  };
+  const Runner::CheckReply check =
+      [&expected, &shm_outputs](const v1::RunNetworkResponse& reply) {
+        return CheckPerfReply(reply, expected, shm_outputs);
+      };
+  return RunLevels(options, statistics, on_level, [&](int concurrency) {
+    Runner runner(&client, requests, start, check, concurrency);
+    return runner.Run(options.duration);
+  });
+}
 
-  std::vector<PerfLevel> levels;
-  for (int concurrency : options.concurrency) {
-    absl::StatusOr<NetworkStatistics> before =
-        statistics ? statistics() : absl::UnimplementedError("");
-    LevelRunner runner(&client, requests, expected, shm_outputs,
-                       concurrency);
-    PerfLevel level = runner.Run(options.duration);
-    absl::StatusOr<NetworkStatistics> after =
-        before.ok() ? statistics() : before;
-    if (before.ok() && after.ok()) {
-      level.server_queue_us = MeanMicros(before->queue, after->queue);
-      const double in = MeanMicros(before->compute_input, after->compute_input);
-      const double infer =
-          MeanMicros(before->compute_infer, after->compute_infer);
-      const double out =
-          MeanMicros(before->compute_output, after->compute_output);
-      if (infer >= 0) {
-        level.server_compute_us =
-            std::max(in, 0.0) + infer + std::max(out, 0.0);
+// A shared-memory region registered through the inference protocol's
+// SystemSharedMemoryRegister, unregistered (best effort) when it goes.
+class OipRegion {
+ public:
+  static absl::StatusOr<std::unique_ptr<OipRegion>> Register(
+      GlintClient& client, inference::GRPCInferenceService::Stub* stub,
+      uint64_t bytes) {
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> region =
+        SharedMemoryRegion::Create(std::max<uint64_t>(bytes, 1));
+    if (!region.ok()) return region.status();
+    static std::atomic<int> counter{0};
+    auto made = absl::WrapUnique(new OipRegion(&client, stub));
+    made->region_ = *std::move(region);
+    made->name_ = absl::StrCat("glint_perf_", getpid(), "_", counter++);
+    inference::SystemSharedMemoryRegisterRequest request;
+    request.set_name(made->name_);
+    request.set_key(made->region_->key());
+    request.set_offset(0);
+    request.set_byte_size(made->region_->size());
+    inference::SystemSharedMemoryRegisterResponse response;
+    grpc::ClientContext context;
+    client.Authenticate(&context);
+    if (absl::Status s = FromGrpcStatus(
+            stub->SystemSharedMemoryRegister(&context, request, &response));
+        !s.ok()) {
+      return s;
+    }
+    made->registered_ = true;
+    // glintd holds it mapped now: nothing stays in /dev/shm if we die.
+    made->region_->Unlink();
+    return made;
+  }
+
+  ~OipRegion() {
+    if (!registered_) return;
+    inference::SystemSharedMemoryUnregisterRequest request;
+    request.set_name(name_);
+    inference::SystemSharedMemoryUnregisterResponse response;
+    grpc::ClientContext context;
+    client_->Authenticate(&context);
+    (void)stub_->SystemSharedMemoryUnregister(&context, request, &response);
+  }
+
+  const std::string& name() const { return name_; }
+  uint8_t* data() const { return region_->data(); }
+
+ private:
+  OipRegion(GlintClient* client, inference::GRPCInferenceService::Stub* stub)
+      : client_(client), stub_(stub) {}
+
+  GlintClient* const client_;
+  inference::GRPCInferenceService::Stub* const stub_;
+  std::unique_ptr<SharedMemoryRegion> region_;
+  std::string name_;
+  bool registered_ = false;
+};
+
+void SetOipWindow(
+    google::protobuf::Map<std::string, inference::InferParameter>* parameters,
+    const std::string& region, uint64_t offset, uint64_t byte_size) {
+  (*parameters)["shared_memory_region"].set_string_param(region);
+  (*parameters)["shared_memory_offset"].set_uint64_param(offset);
+  (*parameters)["shared_memory_byte_size"].set_uint64_param(byte_size);
+}
+
+uint64_t AlignWindow(uint64_t n) { return (n + 63) / 64 * 64; }
+
+absl::StatusOr<std::vector<PerfLevel>> RunOipPerf(
+    GlintClient& client, const PerfOptions& options,
+    const PerfStatisticsSource& statistics,
+    const std::function<void(const PerfLevel&)>& on_level) {
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub =
+      inference::GRPCInferenceService::NewStub(client.channel());
+  absl::StatusOr<OipModel> model =
+      GetOipModel(client, stub.get(), options.network);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<std::vector<NamedTensor>> inputs =
+      MakePerfInputs(model->inputs, options.batch, options.seed);
+  if (!inputs.ok()) return inputs.status();
+  const std::vector<ValueInfo> expected =
+      ExpectedPerfOutputs(model->outputs, options.batch);
+
+  inference::ModelInferRequest base;
+  base.set_model_name(options.network);
+  for (const NamedTensor& t : *inputs) {
+    auto* in = base.add_inputs();
+    in->set_name(t.name);
+    in->set_datatype(std::string(OipDatatype(t.tensor.dtype())));
+    for (int64_t d : t.tensor.shape().dims()) in->add_shape(d);
+  }
+  for (const ValueInfo& v : expected) base.add_outputs()->set_name(v.name);
+
+  std::vector<inference::ModelInferRequest> requests;
+  std::vector<std::string> shm_outputs;
+  std::unique_ptr<OipRegion> region;
+  if (options.shared_memory) {
+    // Inputs once (only read), then per slot a window for every output of
+    // a static shape (the others come in the reply).
+    const int slots = *std::max_element(options.concurrency.begin(),
+                                        options.concurrency.end());
+    std::vector<uint64_t> input_offsets;
+    uint64_t offset = 0;
+    for (const NamedTensor& t : *inputs) {
+      input_offsets.push_back(offset);
+      offset = AlignWindow(offset + t.tensor.num_bytes());
+    }
+    std::vector<int> placed;  // Indices into expected.
+    uint64_t slot_bytes = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (!expected[i].shape.IsStatic()) continue;
+      placed.push_back(static_cast<int>(i));
+      shm_outputs.push_back(expected[i].name);
+      slot_bytes = AlignWindow(
+          slot_bytes + static_cast<uint64_t>(expected[i].shape.NumElements()) *
+                           DTypeSize(expected[i].dtype));
+    }
+    absl::StatusOr<std::unique_ptr<OipRegion>> made = OipRegion::Register(
+        client, stub.get(), offset + slot_bytes * static_cast<uint64_t>(slots));
+    if (!made.ok()) return made.status();
+    region = *std::move(made);
+    for (size_t i = 0; i < inputs->size(); ++i) {
+      const Tensor& t = (*inputs)[i].tensor;
+      std::memcpy(region->data() + input_offsets[i], t.raw_data(),
+                  t.num_bytes());
+      SetOipWindow(
+          base.mutable_inputs(static_cast<int>(i))->mutable_parameters(),
+          region->name(), input_offsets[i], t.num_bytes());
+    }
+    for (int slot = 0; slot < slots; ++slot) {
+      inference::ModelInferRequest r = base;
+      uint64_t at = offset + slot_bytes * static_cast<uint64_t>(slot);
+      for (int i : placed) {
+        const uint64_t bytes =
+            static_cast<uint64_t>(expected[i].shape.NumElements()) *
+            DTypeSize(expected[i].dtype);
+        SetOipWindow(r.mutable_outputs(i)->mutable_parameters(), region->name(),
+                     at, bytes);
+        at = AlignWindow(at + bytes);
+      }
+      requests.push_back(std::move(r));
+    }
+  } else {
+    for (const NamedTensor& t : *inputs) {
+      base.add_raw_input_contents(static_cast<const char*>(t.tensor.raw_data()),
+                                  t.tensor.num_bytes());
+    }
+    requests.push_back(std::move(base));
+  }
+  using Runner =
+      LevelRunner<inference::ModelInferRequest, inference::ModelInferResponse>;
+  inference::GRPCInferenceService::Stub* const oip = stub.get();
+  const Runner::StartCall start =
+      [oip](grpc::ClientContext* context, const inference::ModelInferRequest* r,
+            inference::ModelInferResponse* response,
+            std::function<void(grpc::Status)> done) {
+        oip->async()->ModelInfer(context, r, response, std::move(done));
+      };
+  const Runner::CheckReply check =
+      [&expected, &shm_outputs](const inference::ModelInferResponse& reply) {
+        return CheckOipPerfReply(reply, expected, shm_outputs);
+      };
+  return RunLevels(options, statistics, on_level, [&](int concurrency) {
+    Runner runner(&client, requests, start, check, concurrency);
+    return runner.Run(options.duration);
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<OipModel> GetOipModel(
+    GlintClient& client, inference::GRPCInferenceService::Stub* stub,
+    const std::string& name) {
+  inference::ModelMetadataRequest request;
+  request.set_name(name);
+  inference::ModelMetadataResponse response;
+  grpc::ClientContext context;
+  client.Authenticate(&context);
+  if (absl::Status s =
+          FromGrpcStatus(stub->ModelMetadata(&context, request, &response));
+      !s.ok()) {
+    return s;
+  }
+  OipModel model;
+  for (const bool input : {true, false}) {
+    const auto& tensors = input ? response.inputs() : response.outputs();
+    for (const auto& t : tensors) {
+      absl::StatusOr<DType> dtype = DTypeFromOipDatatype(t.datatype());
+      if (!dtype.ok()) {
+        return absl::InternalError(
+            absl::StrCat("ModelMetadata's ", input ? "input '" : "output '",
+                         t.name(), "': ", dtype.status().message()));
+      }
+      std::vector<int64_t> dims;
+      for (int64_t d : t.shape())
+        dims.push_back(d < 0 ? Shape::kUnknownDim : d);
+      (input ? model.inputs : model.outputs)
+          .push_back({t.name(), *dtype, Shape(std::move(dims))});
+    }
+  }
+  return model;
+}
+
+absl::Status CheckOipPerfReply(
+    const inference::ModelInferResponse& reply,
+    const std::vector<ValueInfo>& expected,
+    const std::vector<std::string>& shared_memory_outputs) {
+  if (reply.outputs_size() != static_cast<int>(expected.size())) {
+    return absl::InternalError(absl::StrCat("reply has ", reply.outputs_size(),
+                                            " outputs, expected ",
+                                            expected.size()));
+  }
+  if (reply.raw_output_contents_size() != reply.outputs_size()) {
+    return absl::InternalError(absl::StrCat(
+        "reply has ", reply.raw_output_contents_size(),
+        " raw_output_contents entries for ", reply.outputs_size(), " outputs"));
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& got = reply.outputs(static_cast<int>(i));
+    const ValueInfo& want = expected[i];
+    const std::string what = absl::StrCat("output '", want.name, "'");
+    if (got.name() != want.name) {
+      return absl::InternalError(absl::StrCat("reply's output ", i, " is '",
+                                              got.name(), "', expected '",
+                                              want.name, "'"));
+    }
+    absl::StatusOr<DType> dtype = DTypeFromOipDatatype(got.datatype());
+    bool same_shape = got.shape_size() == want.shape.rank();
+    for (int d = 0; same_shape && d < want.shape.rank(); ++d) {
+      same_shape = want.shape.dim(d) < 0 || want.shape.dim(d) == got.shape(d);
+    }
+    if (!dtype.ok() || *dtype != want.dtype || !same_shape) {
+      return absl::InternalError(absl::StrCat(
+          what, " is ", got.datatype(), "[", absl::StrJoin(got.shape(), ", "),
+          "], expected ", OipDatatype(want.dtype), want.shape.ToString()));
+    }
+    uint64_t bytes = DTypeSize(*dtype);
+    for (int64_t d : got.shape()) {
+      if (d < 0 ||
+          __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) {
+        return absl::InternalError(absl::StrCat(what, " has a bad shape"));
       }
     }
-    if (on_level) on_level(level);
-    levels.push_back(std::move(level));
+    const bool in_shm =
+        std::find(shared_memory_outputs.begin(), shared_memory_outputs.end(),
+                  want.name) != shared_memory_outputs.end();
+    const uint64_t carried =
+        reply.raw_output_contents(static_cast<int>(i)).size();
+    // An output in shared memory has an empty entry (its bytes are in
+    // its window); a zero-byte output is empty either way.
+    if (in_shm ? carried != 0 : carried != bytes) {
+      return absl::InternalError(absl::StrCat(
+          what, " carries ", carried, " bytes in the reply for ",
+          in_shm ? uint64_t{0} : bytes,
+          in_shm ? " (it was to be written to shared memory)" : ""));
+    }
   }
-  return levels;
+  return absl::OkStatus();
+}
+
+PerfStatisticsSource OipStatisticsSource(GlintClient* client,
+                                         const std::string& network) {
+  auto stub = std::shared_ptr<inference::GRPCInferenceService::Stub>(
+      inference::GRPCInferenceService::NewStub(client->channel()));
+  return [client, stub, network]() -> absl::StatusOr<NetworkStatistics> {
+    inference::ModelStatisticsRequest request;
+    request.set_name(network);
+    inference::ModelStatisticsResponse response;
+    grpc::ClientContext context;
+    client->Authenticate(&context);
+    if (absl::Status s =
+            FromGrpcStatus(stub->ModelStatistics(&context, request, &response));
+        !s.ok()) {
+      return s;
+    }
+    if (response.model_stats_size() != 1 ||
+        response.model_stats(0).name() != network) {
+      return absl::InternalError("ModelStatistics answered another model");
+    }
+    const inference::InferStatistics& infer =
+        response.model_stats(0).inference_stats();
+    NetworkStatistics stats;
+    stats.name = network;
+    auto duration = [](const inference::StatisticDuration& d) {
+      DurationStats out;
+      out.count = d.count();
+      out.total_ns = d.ns();
+      return out;
+    };
+    stats.queue = duration(infer.queue());
+    stats.compute_input = duration(infer.compute_input());
+    stats.compute_infer = duration(infer.compute_infer());
+    stats.compute_output = duration(infer.compute_output());
+    stats.request = duration(infer.success());
+    stats.failed = duration(infer.fail());
+    return stats;
+  };
+}
+
+absl::StatusOr<std::vector<PerfLevel>> RunPerf(
+    GlintClient& client, const PerfOptions& options,
+    const PerfStatisticsSource& statistics,
+    const std::function<void(const PerfLevel&)>& on_level) {
+  if (options.protocol != "glint" && options.protocol != "oip") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --protocol '", options.protocol, "' (glint or oip)"));
+  }
+  if (options.concurrency.empty() ||
+      *std::min_element(options.concurrency.begin(),
+                        options.concurrency.end()) < 1) {
+    return absl::InvalidArgumentError("concurrency levels must be >= 1");
+  }
+  if (options.duration <= absl::ZeroDuration() || options.batch < 0) {
+    return absl::InvalidArgumentError(
+        "the duration must be positive and the batch not negative");
+  }
+  if (options.protocol == "oip") {
+    return RunOipPerf(client, options, statistics, on_level);
+  }
+  return RunGlintPerf(client, options, statistics, on_level);
 }
 
 std::string PerfTableHeader() {

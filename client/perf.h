@@ -25,6 +25,7 @@
 #include "api/types.h"
 #include "client/glint_client.h"
 #include "core/graph.h"
+#include "proto/inference.grpc.pb.h"
 
 namespace glint {
 
@@ -99,11 +100,41 @@ absl::Status CheckPerfReply(
     const std::vector<ValueInfo>& expected,
     const std::vector<std::string>& shared_memory_outputs);
 
+// A network as the inference protocol's ModelMetadata describes it
+// (-1 dims: Shape::kUnknownDim).
+struct OipModel {
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> outputs;
+};
+// ModelMetadata of `name` through `stub` (on `client`'s channel, with its
+// token). Its errors as they come; INTERNAL for a datatype Glint lacks.
+absl::StatusOr<OipModel> GetOipModel(
+    GlintClient& client, inference::GRPCInferenceService::Stub* stub,
+    const std::string& name);
+
+// CheckPerfReply for ModelInfer's reply: the outputs in order with their
+// datatypes and shapes, and one raw_output_contents entry per output of
+// exactly its bytes, or empty for those in `shared_memory_outputs`
+// (written into their windows).
+absl::Status CheckOipPerfReply(
+    const inference::ModelInferResponse& reply,
+    const std::vector<ValueInfo>& expected,
+    const std::vector<std::string>& shared_memory_outputs);
+
+// Statistics of `network` through the inference protocol's
+// ModelStatistics (queue, compute_input/infer/output, success, fail) on
+// `client`'s channel; `client` must outlive the source.
+PerfStatisticsSource OipStatisticsSource(GlintClient* client,
+                                         const std::string& network);
+
 // Runs every level against `client`'s daemon; `on_level` gets each level
-// as it completes. INVALID_ARGUMENT for bad options, UNIMPLEMENTED for
-// --protocol oip (not in this build); errors of GetNetwork and of the
-// shared-memory set-up as they come. Failed runs are counted, not
-// returned.
+// as it completes. With protocol "glint" through glint.v1 (GetNetwork,
+// RunNetwork, RegisterSharedMemory); with "oip" through the inference
+// protocol on the same channel (ModelMetadata, ModelInfer with raw
+// contents or Triton's shared-memory parameters, SystemSharedMemory*).
+// INVALID_ARGUMENT for bad options; errors of the network's description
+// and of the shared-memory set-up as they come. Failed runs are counted,
+// not returned.
 absl::StatusOr<std::vector<PerfLevel>> RunPerf(
     GlintClient& client, const PerfOptions& options,
     const PerfStatisticsSource& statistics,

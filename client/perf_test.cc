@@ -125,6 +125,71 @@ TEST_F(CheckPerfReplyTest, EveryDifferenceIsAnError) {
             absl::StatusCode::kInternal);
 }
 
+// ModelInfer's reply: y [2, 3] FP32 in the message, z INT32 [-1] (4
+// values) in shared memory.
+class CheckOipPerfReplyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto* y = reply_.add_outputs();
+    y->set_name("y");
+    y->set_datatype("FP32");
+    y->add_shape(2);
+    y->add_shape(3);
+    reply_.add_raw_output_contents(std::string(24, '\0'));
+    auto* z = reply_.add_outputs();
+    z->set_name("z");
+    z->set_datatype("INT32");
+    z->add_shape(4);
+    reply_.add_raw_output_contents("");
+  }
+
+  absl::Status Check(const inference::ModelInferResponse& reply) {
+    return CheckOipPerfReply(reply, expected_, {"z"});
+  }
+
+  inference::ModelInferResponse reply_;
+  std::vector<ValueInfo> expected_ = {{"y", DType::kFloat32, Shape({2, 3})},
+                                      {"z", DType::kInt32, Shape({-1})}};
+};
+
+TEST_F(CheckOipPerfReplyTest, AMatchingReplyPasses) {
+  EXPECT_TRUE(Check(reply_).ok()) << Check(reply_);
+}
+
+TEST_F(CheckOipPerfReplyTest, EveryDifferenceIsAnError) {
+  inference::ModelInferResponse r = reply_;
+  r.mutable_outputs()->RemoveLast();
+  EXPECT_THAT(Check(r).message(), HasSubstr("1 outputs, expected 2"));
+
+  r = reply_;
+  r.mutable_raw_output_contents()->RemoveLast();
+  EXPECT_THAT(Check(r).message(), HasSubstr("1 raw_output_contents entries"));
+
+  r = reply_;
+  r.mutable_outputs(0)->set_name("w");
+  EXPECT_THAT(Check(r).message(), HasSubstr("'w', expected 'y'"));
+
+  r = reply_;
+  r.mutable_outputs(0)->set_datatype("INT32");
+  EXPECT_THAT(Check(r).message(), HasSubstr("output 'y' is INT32[2, 3]"));
+
+  r = reply_;
+  r.mutable_outputs(0)->set_shape(1, 4);
+  EXPECT_THAT(Check(r).message(), HasSubstr("expected FP32[2, 3]"));
+
+  r = reply_;
+  *r.mutable_raw_output_contents(0) = "short";
+  EXPECT_THAT(Check(r).message(), HasSubstr("carries 5 bytes"));
+
+  r = reply_;
+  *r.mutable_raw_output_contents(1) = std::string(16, '\0');
+  EXPECT_THAT(Check(r).message(), HasSubstr("to be written to shared memory"));
+
+  // z expected in the message: its empty entry is 0 bytes for 16.
+  EXPECT_EQ(CheckOipPerfReply(reply_, expected_, {}).code(),
+            absl::StatusCode::kInternal);
+}
+
 TEST(PerfFormatTest, TableAndCsv) {
   PerfLevel known;
   known.concurrency = 8;
@@ -174,20 +239,20 @@ TEST(RunPerfTest, OptionsAreCheckedBeforeAnyCall) {
                      ClientOptions());
   PerfOptions options;
   options.network = "n";
-  options.protocol = "oip";
-  EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
-            absl::StatusCode::kUnimplemented);
   options.protocol = "http";
   EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  options.protocol = "glint";
-  options.concurrency = {1, 0};
-  EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  options.concurrency = {1};
-  options.duration = absl::ZeroDuration();
-  EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  for (const char* protocol : {"glint", "oip"}) {
+    options.protocol = protocol;
+    options.concurrency = {1, 0};
+    EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    options.concurrency = {1};
+    options.duration = absl::ZeroDuration();
+    EXPECT_EQ(RunPerf(client, options, {}, {}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+    options.duration = absl::Seconds(1);
+  }
 }
 
 }  // namespace

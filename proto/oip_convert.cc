@@ -187,17 +187,18 @@ absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryWindowOf(
   if (region == parameters.end()) {
     if (offset != parameters.end() || size != parameters.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": shared_memory_offset and shared_memory_byte_size need "
-                "shared_memory_region"));
+          what,
+          ": shared_memory_offset and shared_memory_byte_size need "
+          "shared_memory_region"));
     }
     return std::optional<SharedMemoryRef>();
   }
-  if (region->second.parameter_choice_case() !=
-          InferParameter::kStringParam ||
+  if (region->second.parameter_choice_case() != InferParameter::kStringParam ||
       region->second.string_param().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": parameter 'shared_memory_region' must be a non-empty string "
-              "parameter"));
+        what,
+        ": parameter 'shared_memory_region' must be a non-empty string "
+        "parameter"));
   }
   if (size == parameters.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -380,15 +381,16 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
     if (windows[i].has_value()) {
       if (!FilledFields(in.contents()).empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, " has contents and a shared-memory window: use one or the "
-                  "other"));
+            what,
+            " has contents and a shared-memory window: use one or the "
+            "other"));
       }
       const uint64_t want =
           static_cast<uint64_t>(shape.NumElements()) * DTypeSize(*dtype);
       if (windows[i]->byte_size != want) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what, ": shared_memory_byte_size is ", windows[i]->byte_size,
-            "; ", in.datatype(), shape.ToString(), " needs ", want));
+            what, ": shared_memory_byte_size is ", windows[i]->byte_size, "; ",
+            in.datatype(), shape.ToString(), " needs ", want));
       }
       call.shared_memory_inputs.push_back(
           {in.name(), *dtype, std::move(shape), *std::move(windows[i])});

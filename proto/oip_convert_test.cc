@@ -167,7 +167,9 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
        [](ModelInferRequest* r) { AddInput(r, "x", "FLOAT32", {1}); },
        absl::StatusCode::kInvalidArgument, "input 'x': unknown datatype"},
       {"negative dim",
-       [](ModelInferRequest* r) { AddInput(r, "x", "FP32", {2, -1}); },
+       [](ModelInferRequest* r) {
+         AddInput(r, "x", "FP32", {2, -1});
+       },
        absl::StatusCode::kInvalidArgument, "negative dimension"},
       {"huge shape",
        [](ModelInferRequest* r) {
@@ -206,7 +208,8 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
          c->add_fp64_contents(2);
        },
        absl::StatusCode::kInvalidArgument,
-       "contents.fp64_contents does not carry FP32 (use contents.fp32_contents)"},
+       "contents.fp64_contents does not carry FP32 (use "
+       "contents.fp32_contents)"},
       {"typed two fields",
        [&](ModelInferRequest* r) {
          auto* c = fp32x2(r)->mutable_contents();
@@ -216,8 +219,7 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
          c->add_int_contents(2);
        },
        absl::StatusCode::kInvalidArgument, "int_contents does not carry FP32"},
-      {"no data",
-       [&](ModelInferRequest* r) { fp32x2(r); },
+      {"no data", [&](ModelInferRequest* r) { fp32x2(r); },
        absl::StatusCode::kInvalidArgument, "input 'x' has no data"},
       {"FP16 typed",
        [](ModelInferRequest* r) {
@@ -228,7 +230,8 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
        [](ModelInferRequest* r) {
          AddInput(r, "i", "INT8", {1})->mutable_contents()->add_int_contents(128);
        },
-       absl::StatusCode::kInvalidArgument, "value 128 at 0 is outside [-128, 127]"},
+       absl::StatusCode::kInvalidArgument,
+       "value 128 at 0 is outside [-128, 127]"},
       {"UINT16 out of range",
        [](ModelInferRequest* r) {
          AddInput(r, "u", "UINT16", {1})->mutable_contents()->add_uint_contents(
@@ -322,14 +325,16 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
          (*fp32x2(r)->mutable_parameters())["shared_memory_key"]
              .set_string_param("/k");
        },
-       absl::StatusCode::kInvalidArgument, "unknown parameter 'shared_memory_key'"},
+       absl::StatusCode::kInvalidArgument,
+       "unknown parameter 'shared_memory_key'"},
       {"output shared memory without a byte size",
        [&](ModelInferRequest* r) {
          fp32x2(r)->mutable_contents()->add_fp32_contents(1);
          r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(2);
          auto* o = r->add_outputs();
          o->set_name("y");
-         (*o->mutable_parameters())["shared_memory_region"].set_string_param("r");
+         (*o->mutable_parameters())["shared_memory_region"].set_string_param(
+             "r");
        },
        absl::StatusCode::kInvalidArgument,
        "output 'y': shared_memory_region needs shared_memory_byte_size"},
@@ -337,7 +342,8 @@ TEST(OipInferCallTest, MalformedRequestsAreRefused) {
        [&](ModelInferRequest* r) {
          (*fp32x2(r)->mutable_parameters())["layout"].set_string_param("nchw");
        },
-       absl::StatusCode::kInvalidArgument, "input 'x': unknown parameter 'layout'"},
+       absl::StatusCode::kInvalidArgument,
+       "input 'x': unknown parameter 'layout'"},
       {"duplicate output",
        [&](ModelInferRequest* r) {
          r->add_outputs()->set_name("y");
@@ -458,8 +464,8 @@ TEST(OipInferResponseTest, SharedMemoryOutputsHaveEmptyRawEntries) {
 
 TEST(SystemSharedMemoryStatusTest, OneEntryPerRegion) {
   inference::SystemSharedMemoryStatusResponse response;
-  SystemSharedMemoryStatusToProto(
-      {{"a", "/ka", 0, 16}, {"b", "/kb", 4096, 8}}, &response);
+  SystemSharedMemoryStatusToProto({{"a", "/ka", 0, 16}, {"b", "/kb", 4096, 8}},
+                                  &response);
   ASSERT_EQ(response.regions_size(), 2);
   const auto& b = response.regions().at("b");
   EXPECT_EQ(b.name(), "b");

@@ -58,10 +58,10 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
       const glint::SharedMemoryTensor& w =
           call->shared_memory_inputs[next_window++];
       FUZZ_CHECK(w.name == in.name(), "names kept");
-      FUZZ_CHECK(w.window.byte_size ==
-                     static_cast<uint64_t>(w.shape.NumElements()) *
-                         glint::DTypeSize(w.dtype),
-                 "a window holds its tensor's bytes");
+      FUZZ_CHECK(
+          w.window.byte_size == static_cast<uint64_t>(w.shape.NumElements()) *
+                                    glint::DTypeSize(w.dtype),
+          "a window holds its tensor's bytes");
       continue;
     }
     FUZZ_CHECK(next < call->inputs.size(), "a tensor per input in messages");
@@ -77,10 +77,10 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
                absl::StrCat("input ", i, " has the request's shape"));
     FUZZ_CHECK(t.valid(), "a converted tensor has data");
     if (raw) {
-      FUZZ_CHECK(std::string(static_cast<const char*>(t.raw_data()),
-                             t.num_bytes()) ==
-                     request.raw_input_contents(raw_index++),
-                 absl::StrCat("input ", i, " is its raw bytes"));
+      FUZZ_CHECK(
+          std::string(static_cast<const char*>(t.raw_data()), t.num_bytes()) ==
+              request.raw_input_contents(raw_index++),
+          absl::StrCat("input ", i, " is its raw bytes"));
     }
   }
   inference::ModelInferResponse response;
@@ -90,8 +90,7 @@ void FuzzInferRequest(const uint8_t* data, size_t size) {
   FUZZ_CHECK(response.id() == request.id(), "id echoed");
   for (size_t i = 0; i < call->inputs.size(); ++i) {
     const glint::Tensor& t = call->inputs[i].tensor;
-    FUZZ_CHECK(response.outputs(i).datatype() ==
-                   glint::OipDatatype(t.dtype()),
+    FUZZ_CHECK(response.outputs(i).datatype() == glint::OipDatatype(t.dtype()),
                "datatype travels back");
     FUZZ_CHECK(response.raw_output_contents(i) ==
                    std::string(static_cast<const char*>(t.raw_data()),

@@ -3,8 +3,9 @@
 // library and CLI); every bad window is INVALID_ARGUMENT over gRPC and
 // leaves the client's memory outside it untouched; a client that dies
 // without unregistering leaves glintd serving (and its region usable until
-// unregistered); `glint perf` prints its table and CSV with zero errors and
-// counts failed runs as errors.
+// unregistered); `glint perf` (through glint.v1 and through the inference
+// protocol, with and without --shm) prints its table and CSV with zero errors
+// and counts failed runs as errors.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -345,37 +346,42 @@ std::vector<PerfRow> ParsePerfTable(const std::string& text) {
 
 TEST_F(SharedMemoryTest, GlintPerfPrintsEveryLevelWithoutErrors) {
   const std::string dir = testing::NewTempDir("perf");
-  for (bool shm : {false, true}) {
-    const std::string csv = absl::StrCat(dir, "/perf", shm, ".csv");
-    std::vector<std::string> args = {"perf", "mlp", "--concurrency", "1,4",
-                                     "--duration", "1s", "--csv", csv};
-    if (shm) args.push_back("--shm");
-    CommandResult r = Glint(args);
-    ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
-    EXPECT_THAT(r.stdout_text, HasSubstr("glint perf mlp: 1s per level"));
-    const std::vector<PerfRow> rows = ParsePerfTable(r.stdout_text);
-    ASSERT_EQ(rows.size(), 2u) << r.stdout_text;
-    EXPECT_EQ(rows[0].concurrency, 1);
-    EXPECT_EQ(rows[1].concurrency, 4);
-    for (const PerfRow& row : rows) {
-      EXPECT_GT(row.runs, 0) << r.stdout_text;
-      EXPECT_EQ(row.errors, 0) << r.stdout_text;
-      EXPECT_GT(row.throughput, 0);
-      EXPECT_LE(row.p50, row.p90);
-      EXPECT_LE(row.p90, row.p99);
-      // The server's split, from GetStatistics.
-      EXPECT_GE(row.queue_us, 0) << r.stdout_text;
-      EXPECT_GT(row.compute_us, 0) << r.stdout_text;
+  for (const std::string protocol : {"glint", "oip"}) {
+    for (bool shm : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(protocol, shm ? " --shm" : ""));
+      const std::string csv = absl::StrCat(dir, "/perf", protocol, shm, ".csv");
+      std::vector<std::string> args = {
+          "perf",  "mlp", "--concurrency", "1,4",   "--duration", "1s",
+          "--csv", csv,   "--protocol",    protocol};
+      if (shm) args.push_back("--shm");
+      CommandResult r = Glint(args);
+      ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+      EXPECT_THAT(r.stdout_text, HasSubstr("glint perf mlp: 1s per level"));
+      EXPECT_THAT(r.stdout_text, HasSubstr("protocol " + protocol));
+      const std::vector<PerfRow> rows = ParsePerfTable(r.stdout_text);
+      ASSERT_EQ(rows.size(), 2u) << r.stdout_text;
+      EXPECT_EQ(rows[0].concurrency, 1);
+      EXPECT_EQ(rows[1].concurrency, 4);
+      for (const PerfRow& row : rows) {
+        EXPECT_GT(row.runs, 0) << r.stdout_text;
+        EXPECT_EQ(row.errors, 0) << r.stdout_text;
+        EXPECT_GT(row.throughput, 0);
+        EXPECT_LE(row.p50, row.p90);
+        EXPECT_LE(row.p90, row.p99);
+        // The server's split, from GetStatistics.
+        EXPECT_GE(row.queue_us, 0) << r.stdout_text;
+        EXPECT_GT(row.compute_us, 0) << r.stdout_text;
+      }
+      std::ifstream file(csv);
+      std::stringstream content;
+      content << file.rdbuf();
+      const std::vector<std::string> lines =
+          absl::StrSplit(content.str(), '\n', absl::SkipEmpty());
+      ASSERT_EQ(lines.size(), 3u) << content.str();
+      EXPECT_TRUE(absl::StartsWith(lines[0], "concurrency,runs,errors,"));
+      EXPECT_TRUE(absl::StartsWith(lines[1], "1,"));
+      EXPECT_TRUE(absl::StartsWith(lines[2], "4,"));
     }
-    std::ifstream file(csv);
-    std::stringstream content;
-    content << file.rdbuf();
-    const std::vector<std::string> lines =
-        absl::StrSplit(content.str(), '\n', absl::SkipEmpty());
-    ASSERT_EQ(lines.size(), 3u) << content.str();
-    EXPECT_TRUE(absl::StartsWith(lines[0], "concurrency,runs,errors,"));
-    EXPECT_TRUE(absl::StartsWith(lines[1], "1,"));
-    EXPECT_TRUE(absl::StartsWith(lines[2], "4,"));
   }
   // glint perf's own region is gone.
   absl::StatusOr<std::vector<SharedMemoryRegionInfo>> left =
@@ -385,17 +391,20 @@ TEST_F(SharedMemoryTest, GlintPerfPrintsEveryLevelWithoutErrors) {
 }
 
 TEST_F(SharedMemoryTest, GlintPerfCountsFailedRunsAsErrors) {
-  // The MLP is bound to batch 4: batch 2 inputs are refused by glintd.
-  CommandResult r = Glint({"perf", "mlp", "--concurrency", "2", "--duration",
-                           "300ms", "--batch", "2"});
-  EXPECT_EQ(r.exit_code, 1);
-  const std::vector<PerfRow> rows = ParsePerfTable(r.stdout_text);
-  ASSERT_EQ(rows.size(), 1u) << r.stdout_text;
-  EXPECT_EQ(rows[0].runs, 0);
-  EXPECT_GT(rows[0].errors, 0);
-  EXPECT_EQ(rows[0].compute_us, -1);  // No successful run to split.
-  EXPECT_THAT(r.stdout_text, HasSubstr("INVALID_ARGUMENT"));
-  EXPECT_THAT(r.stderr_text, HasSubstr("glint: error: INVALID_ARGUMENT"));
+  for (const std::string protocol : {"glint", "oip"}) {
+    SCOPED_TRACE(protocol);
+    // The MLP is bound to batch 4: batch 2 inputs are refused by glintd.
+    CommandResult r = Glint({"perf", "mlp", "--concurrency", "2", "--duration",
+                             "300ms", "--batch", "2", "--protocol", protocol});
+    EXPECT_EQ(r.exit_code, 1);
+    const std::vector<PerfRow> rows = ParsePerfTable(r.stdout_text);
+    ASSERT_EQ(rows.size(), 1u) << r.stdout_text;
+    EXPECT_EQ(rows[0].runs, 0);
+    EXPECT_GT(rows[0].errors, 0);
+    EXPECT_EQ(rows[0].compute_us, -1);  // No successful run to split.
+    EXPECT_THAT(r.stdout_text, HasSubstr("INVALID_ARGUMENT"));
+    EXPECT_THAT(r.stderr_text, HasSubstr("glint: error: INVALID_ARGUMENT"));
+  }
 }
 
 }  // namespace

@@ -11,14 +11,14 @@
 // codes, a network shared with glint.v1 in both directions, and Triton's
 // system shared memory (a POSIX object registered through either service,
 // inputs and outputs in it, its bounds errors).
+#include <grpcpp/grpcpp.h>
+
 #include <algorithm>
 #include <csignal>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "client/shared_memory.h"
@@ -215,10 +215,10 @@ TEST_F(TritonInteropTest, HealthAndServerMetadata) {
           .ok());
   EXPECT_EQ(meta.name(), "glint");
   EXPECT_FALSE(meta.version().empty());
-  EXPECT_THAT(meta.extensions(),
-              ::testing::IsSupersetOf({"model_repository", "statistics",
-                                       "model_configuration",
-                                       "system_shared_memory"}));
+  EXPECT_THAT(
+      meta.extensions(),
+      ::testing::IsSupersetOf({"model_repository", "statistics",
+                               "model_configuration", "system_shared_memory"}));
 }
 
 // The whole repository flow on ONNX's MatMul node case.
@@ -543,9 +543,9 @@ TEST_F(TritonInteropTest, NetworksAreSharedWithGlintV1) {
   EXPECT_EQ(Unload("via_triton").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-void SetWindow(google::protobuf::Map<std::string, inference::InferParameter>*
-                   parameters,
-               const std::string& region, int64_t offset, int64_t byte_size) {
+void SetWindow(
+    google::protobuf::Map<std::string, inference::InferParameter>* parameters,
+    const std::string& region, int64_t offset, int64_t byte_size) {
   (*parameters)["shared_memory_region"].set_string_param(region);
   (*parameters)["shared_memory_offset"].set_int64_param(offset);
   (*parameters)["shared_memory_byte_size"].set_int64_param(byte_size);
@@ -578,11 +578,11 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   inference::SystemSharedMemoryStatusResponse status;
   grpc::ClientContext c2;
-  ASSERT_TRUE(stub_
-                  ->SystemSharedMemoryStatus(
-                      &c2, inference::SystemSharedMemoryStatusRequest(),
-                      &status)
-                  .ok());
+  ASSERT_TRUE(
+      stub_
+          ->SystemSharedMemoryStatus(
+              &c2, inference::SystemSharedMemoryStatusRequest(), &status)
+          .ok());
   ASSERT_EQ(status.regions().count("triton_region"), 1u);
   EXPECT_EQ(status.regions().at("triton_region").key(), (*object)->key());
   EXPECT_EQ(status.regions().at("triton_region").offset(), 4096u);
@@ -598,8 +598,8 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
     in->set_datatype(testing::OipDatatypeOf(t.tensor.dtype()));
     for (int64_t d : t.tensor.shape().dims()) in->add_shape(d);
   }
-  SetWindow(request.mutable_inputs(0)->mutable_parameters(), "triton_region",
-            0, bytes);
+  SetWindow(request.mutable_inputs(0)->mutable_parameters(), "triton_region", 0,
+            bytes);
   request.add_raw_input_contents(testing::RawBytes(c->inputs[1].tensor));
   auto* out = request.add_outputs();
   out->set_name(c->outputs[0].name);
@@ -665,9 +665,8 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
   bad.push_back({"shm and raw contents for one input", request});
   bad.back().request.add_raw_input_contents(testing::RawBytes(x));
   bad.push_back({"shm and typed contents for one input", request});
-  testing::FillTypedContents(x,
-                             bad.back().request.mutable_inputs(0)
-                                 ->mutable_contents());
+  testing::FillTypedContents(
+      x, bad.back().request.mutable_inputs(0)->mutable_contents());
   for (const Bad& b : bad) {
     inference::ModelInferResponse refused;
     s = Infer(b.request, &refused);
@@ -680,16 +679,16 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
 
   // Registering the same name again, or a window past the object's end.
   grpc::ClientContext c3;
-  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c3, reg, &registered)
-                .error_code(),
-            grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(
+      stub_->SystemSharedMemoryRegister(&c3, reg, &registered).error_code(),
+      grpc::StatusCode::ALREADY_EXISTS);
   inference::SystemSharedMemoryRegisterRequest too_big = reg;
   too_big.set_name("too_big");
   too_big.set_byte_size(4097);
   grpc::ClientContext c4;
-  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c4, too_big, &registered)
-                .error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      stub_->SystemSharedMemoryRegister(&c4, too_big, &registered).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
 
   // One registry for the server: glint.v1 sees the region and unregisters
   // it; the inference protocol then no longer knows it.
@@ -709,9 +708,9 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 
   // Registered through glint.v1, used and unregistered through Triton's.
-  ASSERT_TRUE(glint.RegisterSharedMemory("v1_region", (*object)->key(), 4096,
-                                         4096)
-                  .ok());
+  ASSERT_TRUE(
+      glint.RegisterSharedMemory("v1_region", (*object)->key(), 4096, 4096)
+          .ok());
   inference::ModelInferRequest v1_request = all_shm;
   for (auto* parameters :
        {v1_request.mutable_inputs(0)->mutable_parameters(),

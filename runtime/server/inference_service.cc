@@ -164,9 +164,9 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   if (auto* denied = Deny(context, "ModelInfer")) return denied;
-  absl::StatusOr<PreparedOipInfer> prepared = PrepareOipInfer(
-      *request, *shared_memory_, absl::Now(),
-      /*grpc_deadline=*/absl::InfiniteFuture());
+  absl::StatusOr<PreparedOipInfer> prepared =
+      PrepareOipInfer(*request, *shared_memory_, absl::Now(),
+                      /*grpc_deadline=*/absl::InfiniteFuture());
   if (!prepared.ok()) return Answer(context, prepared.status());
   // The run's deadline becomes the earlier of `timeout` and the call's.
   // The request and response live until the call is finished: the

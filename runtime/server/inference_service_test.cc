@@ -64,8 +64,7 @@ class InferenceServiceTest : public ::testing::Test {
     glint_service_ = std::make_unique<GlintServiceImpl>(
         host_manager_.get(), blocking_.get(), nullptr, shared_memory_.get());
     service_ = std::make_unique<InferenceServiceImpl>(
-        host_manager_.get(), blocking_.get(), authorizer,
-        shared_memory_.get());
+        host_manager_.get(), blocking_.get(), authorizer, shared_memory_.get());
     grpc::ServerBuilder builder;
     builder.RegisterService(glint_service_.get());
     builder.RegisterService(service_.get());
@@ -180,10 +179,10 @@ TEST_F(InferenceServiceTest, ServerMetadataNamesTheExtensions) {
                   .ok());
   EXPECT_EQ(response.name(), "glint");
   EXPECT_EQ(response.version(), kGlintVersion);
-  EXPECT_THAT(response.extensions(),
-              ElementsAre("model_repository", "model_configuration",
-                          "schedule_policy", "statistics",
-                          "system_shared_memory"));
+  EXPECT_THAT(
+      response.extensions(),
+      ElementsAre("model_repository", "model_configuration", "schedule_policy",
+                  "statistics", "system_shared_memory"));
 }
 
 TEST_F(InferenceServiceTest, LoadDescribeInferUnload) {
@@ -346,9 +345,9 @@ class ShmObject {
   uint8_t* data_;
 };
 
-void SetWindow(google::protobuf::Map<std::string, inference::InferParameter>*
-                   parameters,
-               const std::string& region, int64_t offset, int64_t byte_size) {
+void SetWindow(
+    google::protobuf::Map<std::string, inference::InferParameter>* parameters,
+    const std::string& region, int64_t offset, int64_t byte_size) {
   (*parameters)["shared_memory_region"].set_string_param(region);
   (*parameters)["shared_memory_offset"].set_int64_param(offset);
   (*parameters)["shared_memory_byte_size"].set_int64_param(byte_size);
@@ -369,17 +368,17 @@ TEST_F(InferenceServiceTest, SystemSharedMemoryIsSharedWithGlintV1) {
   grpc::Status s = stub_->SystemSharedMemoryRegister(&c1, reg, &registered);
   ASSERT_TRUE(s.ok()) << s.error_message();
   grpc::ClientContext c2;
-  EXPECT_EQ(stub_->SystemSharedMemoryRegister(&c2, reg, &registered)
-                .error_code(),
-            grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(
+      stub_->SystemSharedMemoryRegister(&c2, reg, &registered).error_code(),
+      grpc::StatusCode::ALREADY_EXISTS);
 
   // glint.v1 lists it: one registry, the server's.
   v1::SharedMemoryStatusResponse v1_status;
   grpc::ClientContext c3;
-  ASSERT_TRUE(glint_stub_
-                  ->SharedMemoryStatus(&c3, v1::SharedMemoryStatusRequest(),
-                                       &v1_status)
-                  .ok());
+  ASSERT_TRUE(
+      glint_stub_
+          ->SharedMemoryStatus(&c3, v1::SharedMemoryStatusRequest(), &v1_status)
+          .ok());
   ASSERT_EQ(v1_status.regions_size(), 1);
   EXPECT_EQ(v1_status.regions(0).name(), "r");
   EXPECT_EQ(v1_status.regions(0).offset(), 1024u);
@@ -442,10 +441,9 @@ TEST_F(InferenceServiceTest, SystemSharedMemoryIsSharedWithGlintV1) {
   oip_unreg.set_name("r");
   inference::SystemSharedMemoryUnregisterResponse oip_unregistered;
   grpc::ClientContext c7;
-  EXPECT_TRUE(stub_
-                  ->SystemSharedMemoryUnregister(&c7, oip_unreg,
-                                                 &oip_unregistered)
-                  .ok());
+  EXPECT_TRUE(
+      stub_->SystemSharedMemoryUnregister(&c7, oip_unreg, &oip_unregistered)
+          .ok());
 
   // An empty name unregisters every region.
   for (const char* name : {"a", "b"}) {
@@ -456,10 +454,9 @@ TEST_F(InferenceServiceTest, SystemSharedMemoryIsSharedWithGlintV1) {
   EXPECT_EQ(shared_memory_->size(), 2);
   oip_unreg.set_name("");
   grpc::ClientContext c8;
-  EXPECT_TRUE(stub_
-                  ->SystemSharedMemoryUnregister(&c8, oip_unreg,
-                                                 &oip_unregistered)
-                  .ok());
+  EXPECT_TRUE(
+      stub_->SystemSharedMemoryUnregister(&c8, oip_unreg, &oip_unregistered)
+          .ok());
   EXPECT_EQ(shared_memory_->size(), 0);
 }
 

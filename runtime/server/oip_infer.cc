@@ -21,9 +21,9 @@ absl::StatusOr<PreparedOipInfer> PrepareOipInfer(
   run.options = std::move(call.options);
   for (SharedMemoryTensor& in : call.shared_memory_inputs) {
     GLINT_ASSIGN_OR_RETURN(
-        Tensor t, registry.BorrowTensor(in.window, in.dtype, in.shape,
-                                        absl::StrCat("input '",
-                                                     Clip(in.name), "'")));
+        Tensor t,
+        registry.BorrowTensor(in.window, in.dtype, in.shape,
+                              absl::StrCat("input '", Clip(in.name), "'")));
     run.inputs.push_back({std::move(in.name), std::move(t)});
   }
   for (OipOutputWindow& out : call.output_windows) {

@@ -60,9 +60,9 @@ class OipInferTest : public ::testing::Test {
   SharedMemoryRegistry registry_;
 };
 
-void SetWindow(google::protobuf::Map<std::string, inference::InferParameter>*
-                   parameters,
-               const std::string& region, int64_t offset, int64_t byte_size) {
+void SetWindow(
+    google::protobuf::Map<std::string, inference::InferParameter>* parameters,
+    const std::string& region, int64_t offset, int64_t byte_size) {
   (*parameters)["shared_memory_region"].set_string_param(region);
   (*parameters)["shared_memory_offset"].set_int64_param(offset);
   (*parameters)["shared_memory_byte_size"].set_int64_param(byte_size);
@@ -89,8 +89,8 @@ ModelInferRequest Request(int64_t offset = 128, int64_t byte_size = 16) {
 }
 
 NamedTensor Floats(const std::string& name, std::vector<float> v) {
-  Tensor t = *Tensor::Create(DType::kFloat32,
-                             Shape({static_cast<int64_t>(v.size())}));
+  Tensor t =
+      *Tensor::Create(DType::kFloat32, Shape({static_cast<int64_t>(v.size())}));
   std::memcpy(t.raw_data(), v.data(), v.size() * sizeof(float));
   return {name, std::move(t)};
 }
@@ -118,11 +118,10 @@ TEST_F(OipInferTest, OutputsAreWrittenIntoTheirWindows) {
   y->set_name("y");
   SetWindow(y->mutable_parameters(), "r", 512, 64);
   request.add_outputs()->set_name("w");
-  absl::StatusOr<PreparedOipInfer> run = PrepareOipInfer(
-      request, registry_, absl::Now(), absl::InfiniteFuture());
+  absl::StatusOr<PreparedOipInfer> run =
+      PrepareOipInfer(request, registry_, absl::Now(), absl::InfiniteFuture());
   ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_THAT(run->options.requested_outputs,
-              ::testing::ElementsAre("y", "w"));
+  EXPECT_THAT(run->options.requested_outputs, ::testing::ElementsAre("y", "w"));
   inference::ModelInferResponse response;
   ASSERT_TRUE(FinishOipInfer(request, *run,
                              {Floats("y", {5, 6, 7}), Floats("w", {9})},
@@ -150,9 +149,9 @@ TEST_F(OipInferTest, BoundsErrorsAreInvalidArgument) {
     const char* message;
   };
   ModelInferRequest unregistered = Request();
-  (*unregistered.mutable_inputs(0)->mutable_parameters())
-      ["shared_memory_region"]
-          .set_string_param("nope");
+  (*unregistered.mutable_inputs(0)
+        ->mutable_parameters())["shared_memory_region"]
+      .set_string_param("nope");
   ModelInferRequest output_past_end = Request();
   auto* y = output_past_end.add_outputs();
   y->set_name("y");
@@ -190,7 +189,8 @@ TEST_F(OipInferTest, SharedMemoryWithContentsIsInvalid) {
   ModelInferRequest offset_alone = Request();
   offset_alone.mutable_inputs(1)
       ->mutable_parameters()
-      ->operator[]("shared_memory_offset")
+      ->
+      operator[]("shared_memory_offset")
       .set_int64_param(0);
   ModelInferRequest no_size = Request();
   no_size.mutable_inputs(0)->mutable_parameters()->erase(
@@ -212,8 +212,8 @@ TEST_F(OipInferTest, AnOutputTooLargeForItsWindowWritesNothing) {
   auto* w = request.add_outputs();
   w->set_name("w");
   SetWindow(w->mutable_parameters(), "r", 64, 4);
-  absl::StatusOr<PreparedOipInfer> run = PrepareOipInfer(
-      request, registry_, absl::Now(), absl::InfiniteFuture());
+  absl::StatusOr<PreparedOipInfer> run =
+      PrepareOipInfer(request, registry_, absl::Now(), absl::InfiniteFuture());
   ASSERT_TRUE(run.ok()) << run.status();
   inference::ModelInferResponse response;
   absl::Status s = FinishOipInfer(
@@ -233,11 +233,11 @@ TEST_F(OipInferTest, RunsKeepTheirRegionsAfterUnregister) {
   ASSERT_TRUE(run.ok()) << run.status();
   ASSERT_TRUE(registry_.Unregister("r").ok());
   EXPECT_EQ(run->inputs[1].tensor.data<float>()[2], 3);
-  EXPECT_EQ(PrepareOipInfer(Request(), registry_, absl::Now(),
-                            absl::InfiniteFuture())
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      PrepareOipInfer(Request(), registry_, absl::Now(), absl::InfiniteFuture())
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -58,9 +58,9 @@ absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
         outputs.begin(), outputs.end(),
         [&](const NamedTensor& t) { return t.name == w.output; });
     if (it == outputs.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, " names '", w.output,
-          "', which is not an output of the network"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " names '", w.output,
+                       "', which is not an output of the network"));
     }
     const Tensor& t = it->tensor;
     if (t.num_bytes() > w.view.size()) {
@@ -73,16 +73,16 @@ absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (window_of[i] == nullptr) continue;
-    GLINT_RETURN_IF_ERROR(CopyTensorToWindow(
-        outputs[i].tensor, window_of[i]->view,
-        absl::StrCat("output '", outputs[i].name, "'")));
+    GLINT_RETURN_IF_ERROR(
+        CopyTensorToWindow(outputs[i].tensor, window_of[i]->view,
+                           absl::StrCat("output '", outputs[i].name, "'")));
   }
   return window_of;
 }
 
 absl::Status EncodeRunResponse(const DecodedRunRequest& run,
-                             const std::vector<NamedTensor>& outputs,
-                             v1::RunNetworkResponse* response) {
+                               const std::vector<NamedTensor>& outputs,
+                               v1::RunNetworkResponse* response) {
   GLINT_ASSIGN_OR_RETURN(
       std::vector<const OutputWindow*> window_of,
       WriteOutputWindows(run.output_windows, outputs, "output_shared_memory"));
