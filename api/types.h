@@ -182,6 +182,20 @@ struct RunOptions {
   // Queueing priority: a larger number is more urgent; runs of equal
   // priority are admitted first come, first served. 0 is the default.
   int priority = 0;
+  // Host memory the run may write outputs into instead of new tensors
+  // (glintd's shared-memory windows), by output name: an output whose
+  // bytes fit lands there straight from its device, and the tensor
+  // returned for it is a view of that memory; otherwise it comes back in a
+  // new tensor. Whether it went there is the caller's to check (the
+  // returned tensor's data pointer). Ignored by dynamically batched runs,
+  // for outputs that are network inputs or constants, and by devices that
+  // do not support it. The memory must not overlap the run's inputs, and
+  // is written while the run runs (also by a run that then fails).
+  struct OutputBuffer {
+    std::string output;
+    Tensor memory;  // Its bytes are the buffer (e.g. uint8[n], borrowed).
+  };
+  std::vector<OutputBuffer> output_buffers;
 };
 
 // --- Statistics ----------------------------------------------------------------

@@ -4,13 +4,17 @@
 //   bazel run -c opt //bench:shm_bench -- [iters] [rounds] [kib,kib,...]
 //
 // For each size (default 4 MiB), y = Relu(x) with x and y of that size runs
-// three ways, taking turns for `rounds` rounds of `iters` calls:
+// four ways, taking turns for `rounds` rounds of `iters` calls:
 //  - in-process: HostManager::RunNetwork in this process (the baseline);
 //  - glintd shm: a real glintd (one sim device) with x and y in a region
 //    registered once (SharedMemorySession): the request and the reply
 //    carry headers only; y is read in place;
-//  - glintd bytes: the same glintd, x and y inside the messages.
-// ratio = glintd shm / in-process (issue 15's aim: <= 1.3 at 4 MiB).
+//  - glintd OIP shm: the same through the inference protocol (ModelInfer
+//    with Triton's shared-memory parameters, a region registered with
+//    SystemSharedMemoryRegister);
+//  - glintd bytes: the same glintd, x and y inside glint.v1's messages.
+// ratio = glintd shm / in-process (issue 15's aim: <= 1.3 at 4 MiB),
+// oip_ratio = glintd OIP shm / in-process.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +33,7 @@
 #include "client/shared_memory.h"
 #include "core/device_info.h"
 #include "onnx/test_models.h"
+#include "proto/inference.grpc.pb.h"
 #include "runtime/host_manager.h"
 #include "tests/process_util.h"
 
@@ -66,9 +71,12 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
     return 1;
   }
 
-  std::printf("%9s %11s %10s %12s %7s %11s %11s %10s %9s\n", "size_kib",
-              "in_proc_us", "shm_us", "bytes_us", "ratio", "bytes_ratio",
-              "in_proc_min", "shm_min", "ratio_min");
+  std::unique_ptr<inference::GRPCInferenceService::Stub> oip =
+      inference::GRPCInferenceService::NewStub(client.channel());
+  std::printf("%9s %11s %10s %11s %12s %7s %9s %11s %11s %10s %9s\n",
+              "size_kib", "in_proc_us", "shm_us", "oip_shm_us", "bytes_us",
+              "ratio", "oip_ratio", "bytes_ratio", "in_proc_min", "shm_min",
+              "ratio_min");
   for (int64_t kib : sizes_kib) {
     const int64_t n = kib * 1024 / static_cast<int64_t>(sizeof(float));
     const std::string name = absl::StrCat("relu", kib);
@@ -110,7 +118,60 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       return std::vector<NamedTensor>();
     };
 
-    std::vector<double> local_us, shm_us, bytes_us;
+    // The OIP way: its own region, [x | y], registered by the inference
+    // protocol.
+    const uint64_t bytes = static_cast<uint64_t>(x.num_bytes());
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> oip_region =
+        SharedMemoryRegion::Create(2 * bytes);
+    if (!oip_region.ok()) {
+      std::cerr << name << ": " << oip_region.status() << "\n";
+      return 1;
+    }
+    std::memcpy((*oip_region)->data(), x.raw_data(), bytes);
+    const std::string oip_name = absl::StrCat("bench_oip_", kib);
+    {
+      inference::SystemSharedMemoryRegisterRequest r;
+      r.set_name(oip_name);
+      r.set_key((*oip_region)->key());
+      r.set_byte_size(2 * bytes);
+      inference::SystemSharedMemoryRegisterResponse ignored;
+      grpc::ClientContext context;
+      grpc::Status s = oip->SystemSharedMemoryRegister(&context, r, &ignored);
+      if (!s.ok()) {
+        std::cerr << name << ": " << s.error_message() << "\n";
+        return 1;
+      }
+    }
+    inference::ModelInferRequest oip_request;
+    oip_request.set_model_name(name);
+    {
+      auto window = [&](auto* parameters, uint64_t offset) {
+        (*parameters)["shared_memory_region"].set_string_param(oip_name);
+        (*parameters)["shared_memory_offset"].set_uint64_param(offset);
+        (*parameters)["shared_memory_byte_size"].set_uint64_param(bytes);
+      };
+      auto* in = oip_request.add_inputs();
+      in->set_name("x");
+      in->set_datatype("FP32");
+      in->add_shape(n);
+      window(in->mutable_parameters(), 0);
+      auto* out = oip_request.add_outputs();
+      out->set_name("y");
+      window(out->mutable_parameters(), bytes);
+    }
+    auto run_oip = [&]() -> absl::StatusOr<std::vector<NamedTensor>> {
+      inference::ModelInferResponse response;
+      grpc::ClientContext context;
+      grpc::Status s = oip->ModelInfer(&context, oip_request, &response);
+      if (!s.ok()) return absl::InternalError(s.error_message());
+      if (response.raw_output_contents_size() != 1 ||
+          !response.raw_output_contents(0).empty()) {
+        return absl::InternalError("y did not come in shared memory");
+      }
+      return std::vector<NamedTensor>();
+    };
+
+    std::vector<double> local_us, shm_us, oip_us, bytes_us;
     std::vector<NamedTensor> local_out, bytes_out;
     // The ways take turns so that this machine's slow spells fall on each.
     for (int r = 0; r < rounds && status.ok(); ++r) {
@@ -118,6 +179,7 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
           iters, [&] { return (*host)->RunNetwork(name, inputs); },
           &local_out, &local_us));
       status.Update(TimeRuns(iters, run_shm, nullptr, &shm_us));
+      status.Update(TimeRuns(iters, run_oip, nullptr, &oip_us));
       status.Update(TimeRuns(
           iters, [&] { return client.RunNetwork(name, inputs); }, &bytes_out,
           &bytes_us));
@@ -147,6 +209,8 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
                                          y.window.offset),
           x));
       status.Update(CheckRelu(local_out.at(0).tensor.data<float>(), x));
+      status.Update(CheckRelu(
+          reinterpret_cast<const float*>((*oip_region)->data() + bytes), x));
       status.Update(CheckRelu(bytes_out.at(0).tensor.data<float>(), x));
     }
     if (!status.ok()) {
@@ -154,22 +218,33 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       return 1;
     }
     const double l = Median(local_us), s = Median(shm_us),
-                 by = Median(bytes_us);
+                 o = Median(oip_us), by = Median(bytes_us);
     // The fastest calls too: on a shared machine other processes' bursts
     // land on some calls of every way; the best of each is what the way
     // itself costs.
     const double l_min = *std::min_element(local_us.begin(), local_us.end());
     const double s_min = *std::min_element(shm_us.begin(), shm_us.end());
-    std::printf("%9lld %11.0f %10.0f %12.0f %7.2f %11.2f %11.0f %10.0f %9.2f\n",
-                static_cast<long long>(kib), l, s, by, s / l, by / l, l_min,
-                s_min, s_min / l_min);
+    std::printf(
+        "%9lld %11.0f %10.0f %11.0f %12.0f %7.2f %9.2f %11.2f %11.0f %10.0f "
+        "%9.2f\n",
+        static_cast<long long>(kib), l, s, o, by, s / l, o / l, by / l, l_min,
+        s_min, s_min / l_min);
     session->reset();  // Unregisters before the network goes.
+    {
+      inference::SystemSharedMemoryUnregisterRequest r;
+      r.set_name(oip_name);
+      inference::SystemSharedMemoryUnregisterResponse ignored;
+      grpc::ClientContext context;
+      (void)oip->SystemSharedMemoryUnregister(&context, r, &ignored);
+    }
     (void)(*host)->RemoveNetwork(name);
     (void)client.RemoveNetwork(name);
   }
   std::printf(
       "%d rounds of %d calls each way; *_us: median latency, *_min: the "
-      "fastest call; ratio = glintd with shared memory / in-process, "
+      "fastest call; ratio = glintd with shared memory (glint.v1) / "
+      "in-process, oip_ratio = the same through the inference protocol / "
+      "in-process, "
       "bytes_ratio = glintd with the tensors in the messages / in-process, "
       "ratio_min = the fastest calls' ratio\n",
       rounds, iters);

@@ -148,6 +148,22 @@ Tensor Tensor::Clone() const {
   return *std::move(t);
 }
 
+absl::StatusOr<Tensor> Tensor::ViewAs(DType dtype, Shape shape) const {
+  if (absl::Status s = CheckTensorSize(dtype, shape); !s.ok()) return s;
+  const size_t bytes =
+      static_cast<size_t>(shape.NumElements()) * DTypeSize(dtype);
+  if (!shape.IsStatic() || bytes > num_bytes() ||
+      (bytes > 0 && data_ == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        DTypeName(dtype), shape.ToString(), " does not fit in ", num_bytes(),
+        " bytes"));
+  }
+  Tensor t = *this;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 absl::StatusOr<Tensor> Tensor::Reshaped(Shape shape) const {
   if (shape.NumElements() != num_elements()) {
     return absl::InvalidArgumentError(

@@ -120,6 +120,10 @@ class Tensor {
   Tensor Clone() const;
   // Same buffer, new shape with the same element count.
   absl::StatusOr<Tensor> Reshaped(Shape shape) const;
+  // The first bytes of this tensor's buffer seen as `dtype` and `shape`
+  // (sharing the buffer and its keep-alive). INVALID_ARGUMENT when they
+  // need more bytes than the buffer holds, or a shape over the ceilings.
+  absl::StatusOr<Tensor> ViewAs(DType dtype, Shape shape) const;
 
  private:
   DType dtype_ = DType::kFloat32;

@@ -94,6 +94,16 @@ class DeviceManager {
   // This device → host: *dst becomes a new host tensor with src's contents.
   virtual void CopyToHost(Stream& stream, const DeviceTensor* src,
                           Tensor* dst) = 0;
+  // The same into host memory the caller provides (`into`, e.g. a
+  // shared-memory window): when src's bytes fit in it, they land there and
+  // *dst becomes a view of it (Tensor::ViewAs) with src's dtype and shape;
+  // otherwise as CopyToHost. A device may always answer as CopyToHost (the
+  // default): the caller checks where the bytes went.
+  virtual void CopyToHostInto(Stream& stream, const DeviceTensor* src,
+                              Tensor into, Tensor* dst) {
+    (void)into;
+    CopyToHost(stream, src, dst);
+  }
   // Another device → this device (peer copy).
   virtual void CopyFromPeer(Stream& stream, const DeviceTensor* src,
                             DeviceTensor* dst) = 0;

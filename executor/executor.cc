@@ -423,8 +423,15 @@ void EnqueueOutputs(RunState& run) {
                                   " device->host");
             },
             "copy");
-        device->CopyToHost(*run.streams[d], run.Slot(route.tensor),
-                           &run.outputs[r]);
+        if (r < run.request.output_destinations.size() &&
+            run.request.output_destinations[r].valid()) {
+          device->CopyToHostInto(*run.streams[d], run.Slot(route.tensor),
+                                 run.request.output_destinations[r],
+                                 &run.outputs[r]);
+        } else {
+          device->CopyToHost(*run.streams[d], run.Slot(route.tensor),
+                             &run.outputs[r]);
+        }
         break;
       }
       case OutputRoute::Source::kNone:

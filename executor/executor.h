@@ -53,6 +53,10 @@ struct ExecutionRequest {
   std::vector<Tensor> inputs;
   // Indices into ExecutableNetwork::outputs to return.
   std::vector<int> outputs;
+  // Optional, per requested output (same order; missing or invalid: none):
+  // host memory its device->host copy may land in
+  // (DeviceManager::CopyToHostInto), so that it is not copied again.
+  std::vector<Tensor> output_destinations;
   // Checked before each partition starts: work not yet started is skipped
   // once the deadline passes (DEADLINE_EXCEEDED) or `cancel` is set
   // (CANCELLED). A partition already running finishes.

@@ -889,6 +889,16 @@ absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
                          BindOutputs(info, options.requested_outputs));
   auto request = std::make_shared<ExecutionRequest>();
   request->inputs = std::move(bound);
+  if (!options.output_buffers.empty()) {
+    request->output_destinations.resize(outputs.size());
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      for (const RunOptions::OutputBuffer& b : options.output_buffers) {
+        if (b.output == info.outputs[outputs[r]].name) {
+          request->output_destinations[r] = b.memory;
+        }
+      }
+    }
+  }
   request->outputs = std::move(outputs);
   request->deadline = options.deadline;
   request->cancel = options.cancel;

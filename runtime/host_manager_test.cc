@@ -164,6 +164,40 @@ TEST(HostManagerTest, AddRunAndDescribe) {
   EXPECT_TRUE(host->GetNetwork("mlp").ok());
 }
 
+// RunOptions::output_buffers: an output that fits is written straight
+// into the caller's memory (the returned tensor is a view of it); one that
+// does not fit comes back in a new tensor, the memory untouched.
+TEST(HostManagerTest, OutputsLandInTheCallersBuffers) {
+  auto host = MakeHost();
+  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(4, 16, 8), {}).ok());
+  std::vector<float> x;
+  const Tensor input = Input(4, 16, 0.5f, &x);
+  std::vector<uint8_t> memory(4 * 8 * sizeof(float) + 16, 0xEE);
+  RunOptions options;
+  options.output_buffers.push_back(
+      {"y", Tensor::Borrow(DType::kUInt8,
+                           Shape({static_cast<int64_t>(memory.size())}),
+                           memory.data())});
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      host->RunNetwork("mlp", {{"x", input}}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& y = (*out)[0].tensor;
+  EXPECT_EQ(y.raw_data(), static_cast<void*>(memory.data()));
+  EXPECT_EQ(y.shape(), Shape({4, 8}));
+  ExpectNear(y, MlpReference(x, 4, 16, 8));
+  EXPECT_EQ(memory[4 * 8 * sizeof(float)], 0xEE);  // Past y: untouched.
+
+  std::vector<uint8_t> small(4 * 8 * sizeof(float) - 1, 0xEE);
+  options.output_buffers[0].memory = Tensor::Borrow(
+      DType::kUInt8, Shape({static_cast<int64_t>(small.size())}),
+      small.data());
+  out = host->RunNetwork("mlp", {{"x", input}}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE((*out)[0].tensor.raw_data(), static_cast<void*>(small.data()));
+  ExpectNear((*out)[0].tensor, MlpReference(x, 4, 16, 8));
+  EXPECT_EQ(small, std::vector<uint8_t>(small.size(), 0xEE));
+}
+
 TEST(HostManagerTest, MemoryIsAccountedAndReturnedOnRemove) {
   auto host = MakeHost(8 * kMiB, 1);
   const uint64_t before = host->GetDevices()[0].available_memory_bytes;

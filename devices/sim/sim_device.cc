@@ -432,6 +432,33 @@ void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
   });
 }
 
+void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
+                               Tensor into, Tensor* dst) {
+  StreamInternal::Enqueue(
+      stream, [this, src, into = std::move(into), dst]() -> absl::Status {
+        if (src->buffer == nullptr) {
+          return absl::InternalError("copy from a device tensor with no buffer");
+        }
+        const void* from = HostAddress(*src->buffer);
+        if (from == nullptr) {
+          return absl::InternalError(
+              "copy from a buffer of another device type");
+        }
+        // The caller's memory when src fits in it (no allocation, and the
+        // bytes are where the caller wants them); a new tensor otherwise.
+        absl::StatusOr<Tensor> view = into.ViewAs(src->dtype, src->shape);
+        if (view.ok()) {
+          *dst = *std::move(view);
+        } else {
+          GLINT_ASSIGN_OR_RETURN(*dst, Tensor::Create(src->dtype, src->shape));
+        }
+        const size_t bytes = dst->num_bytes();
+        return TimedCopy(bytes, [&] {
+          if (bytes > 0) std::memcpy(dst->raw_data(), from, bytes);
+        });
+      });
+}
+
 void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
                              DeviceTensor* dst) {
   StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {

@@ -87,6 +87,8 @@ class SimDevice : public DeviceManager {
                     DeviceTensor* dst) override;
   void CopyToHost(Stream& stream, const DeviceTensor* src,
                   Tensor* dst) override;
+  void CopyToHostInto(Stream& stream, const DeviceTensor* src, Tensor into,
+                      Tensor* dst) override;
   void CopyFromPeer(Stream& stream, const DeviceTensor* src,
                     DeviceTensor* dst) override;
 

@@ -44,7 +44,19 @@ absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& 
     GLINT_ASSIGN_OR_RETURN(window.view, registry.View(window.ref, what));
     run.output_windows.push_back(std::move(window));
   }
+  AddOutputBuffers(run.output_windows, &run.options);
   return run;
+}
+
+void AddOutputBuffers(const std::vector<OutputWindow>& windows,
+                      RunOptions* options) {
+  for (const OutputWindow& w : windows) {
+    options->output_buffers.push_back(
+        {w.output,
+         Tensor::Borrow(DType::kUInt8,
+                        Shape({static_cast<int64_t>(w.view.size())}),
+                        w.view.data(), w.view.keep_alive())});
+  }
 }
 
 absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
@@ -73,6 +85,8 @@ absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (window_of[i] == nullptr) continue;
+    // Written in place by its device (RunOptions::output_buffers).
+    if (outputs[i].tensor.raw_data() == window_of[i]->view.data()) continue;
     GLINT_RETURN_IF_ERROR(
         CopyTensorToWindow(outputs[i].tensor, window_of[i]->view,
                            absl::StrCat("output '", outputs[i].name, "'")));

@@ -43,7 +43,14 @@ struct DecodedRunRequest {
   std::vector<OutputWindow> output_windows;
 };
 
-// Copies each output that has a window in `windows` into it, and returns
+// Offers each window to the run as an output buffer
+// (RunOptions::output_buffers), so that its output is written there
+// straight from its device rather than copied in afterwards.
+void AddOutputBuffers(const std::vector<OutputWindow>& windows,
+                      RunOptions* options);
+
+// Copies each output that has a window in `windows` into it (unless the run
+// wrote it there in place already), and returns
 // per output (in `outputs`' order) its window, or null for those that
 // travel in the message. Every window is checked before any is written:
 // INVALID_ARGUMENT when a window names no output of the run (`field`

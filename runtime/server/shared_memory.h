@@ -9,7 +9,10 @@
 // PROT_NONE guard pages: a window is bounds-checked against its region
 // before any byte is touched, and an access past the mapping faults rather
 // than reaching other memory. Inputs are borrowed from the mapping for the
-// run (no copy); outputs are copied in once the run is done.
+// run (no copy); outputs are written into their windows straight from the
+// device that computes them when the device can (RunOptions::
+// output_buffers; the sim devices do), else copied in once the run is
+// done.
 //
 // Lifetime: a run holds its regions (SharedMemoryView keeps a reference),
 // so Unregister while a run uses a region only takes the name away; the
