@@ -169,6 +169,21 @@ TEST(TensorTest, CopiesShareAndClonesDoNot) {
   EXPECT_FALSE(a.Reshaped(Shape({3})).ok());
 }
 
+TEST(TensorTest, ViewAsSeesTheFirstBytesOfTheBuffer) {
+  std::vector<uint8_t> memory(10, 0);
+  Tensor bytes = Tensor::Borrow(DType::kUInt8, Shape({10}), memory.data());
+  absl::StatusOr<Tensor> floats = bytes.ViewAs(DType::kFloat32, Shape({2}));
+  ASSERT_TRUE(floats.ok()) << floats.status();
+  EXPECT_EQ(floats->raw_data(), static_cast<void*>(memory.data()));
+  EXPECT_EQ(floats->shape(), Shape({2}));
+  floats->data<float>()[1] = 1.0f;
+  EXPECT_EQ(memory[7], 0x3f);  // 1.0f's top byte, little-endian.
+  EXPECT_EQ(bytes.ViewAs(DType::kFloat32, Shape({3})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(bytes.ViewAs(DType::kFloat32, Shape({-1})).ok());
+  EXPECT_FALSE(Tensor().ViewAs(DType::kFloat32, Shape({1})).ok());
+}
+
 Graph TwoNodeGraph() {
   Graph g;
   g.inputs = {{"x", DType::kFloat32, Shape({2})}};
