@@ -217,8 +217,8 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       std::cerr << name << ": " << status << "\n";
       return 1;
     }
-    const double l = Median(local_us), s = Median(shm_us),
-                 o = Median(oip_us), by = Median(bytes_us);
+    const double l = Median(local_us), s = Median(shm_us), o = Median(oip_us),
+                 by = Median(bytes_us);
     // The fastest calls too: on a shared machine other processes' bursts
     // land on some calls of every way; the best of each is what the way
     // itself costs.

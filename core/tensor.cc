@@ -154,9 +154,9 @@ absl::StatusOr<Tensor> Tensor::ViewAs(DType dtype, Shape shape) const {
       static_cast<size_t>(shape.NumElements()) * DTypeSize(dtype);
   if (!shape.IsStatic() || bytes > num_bytes() ||
       (bytes > 0 && data_ == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        DTypeName(dtype), shape.ToString(), " does not fit in ", num_bytes(),
-        " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(DTypeName(dtype), shape.ToString(), " does not fit in ",
+                     num_bytes(), " bytes"));
   }
   Tensor t = *this;
   t.dtype_ = dtype;

@@ -189,8 +189,7 @@ TEST(HostManagerTest, OutputsLandInTheCallersBuffers) {
 
   std::vector<uint8_t> small(4 * 8 * sizeof(float) - 1, 0xEE);
   options.output_buffers[0].memory = Tensor::Borrow(
-      DType::kUInt8, Shape({static_cast<int64_t>(small.size())}),
-      small.data());
+      DType::kUInt8, Shape({static_cast<int64_t>(small.size())}), small.data());
   out = host->RunNetwork("mlp", {{"x", input}}, options);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_NE((*out)[0].tensor.raw_data(), static_cast<void*>(small.data()));

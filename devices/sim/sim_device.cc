@@ -437,7 +437,8 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
   StreamInternal::Enqueue(
       stream, [this, src, into = std::move(into), dst]() -> absl::Status {
         if (src->buffer == nullptr) {
-          return absl::InternalError("copy from a device tensor with no buffer");
+          return absl::InternalError(
+              "copy from a device tensor with no buffer");
         }
         const void* from = HostAddress(*src->buffer);
         if (from == nullptr) {

@@ -52,10 +52,9 @@ void AddOutputBuffers(const std::vector<OutputWindow>& windows,
                       RunOptions* options) {
   for (const OutputWindow& w : windows) {
     options->output_buffers.push_back(
-        {w.output,
-         Tensor::Borrow(DType::kUInt8,
-                        Shape({static_cast<int64_t>(w.view.size())}),
-                        w.view.data(), w.view.keep_alive())});
+        {w.output, Tensor::Borrow(DType::kUInt8,
+                                  Shape({static_cast<int64_t>(w.view.size())}),
+                                  w.view.data(), w.view.keep_alive())});
   }
 }
 
