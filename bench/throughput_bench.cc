@@ -537,41 +537,53 @@ int Run(const Config& config) {
   };
   std::printf("medians of %d round(s):\n", config.rounds);
   if (config.mode == "batching") {
-    std::printf("%9s %11s %11s %11s %11s %11s %11s %7s %11s\n", "in_flight",
-                "plain_run_s", "batch_run_s", "plain_p50", "batch_p50",
-                "plain_p99", "batch_p99", "ratio", "glintd_ms");
+    std::printf("%9s %11s %11s %11s %11s %11s %11s %7s %11s %9s\n",
+                "in_flight", "plain_run_s", "batch_run_s", "plain_p50",
+                "batch_p50", "plain_p99", "batch_p99", "ratio", "glintd_ms",
+                "cpu_ratio");
     for (size_t i = 0; i < config.levels.size(); ++i) {
       const auto& a = results[0][i];
       const auto& b = results[1][i];
       const double ra = median(a, &LevelResult::runs_per_s);
       const double rb = median(b, &LevelResult::runs_per_s);
+      const double ca = median(a, &LevelResult::server_cpu_ms);
+      const double cb = median(b, &LevelResult::server_cpu_ms);
       std::printf("%9d %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %7.2f "
-                  "%5.2f/%5.2f  threads %d/%d\n",
+                  "%5.2f/%5.2f %9.2f  threads %d/%d\n",
                   config.levels[i], ra, rb, median(a, &LevelResult::p50_ms),
                   median(b, &LevelResult::p50_ms),
                   median(a, &LevelResult::p99_ms),
-                  median(b, &LevelResult::p99_ms), rb / ra,
-                  median(a, &LevelResult::server_cpu_ms),
-                  median(b, &LevelResult::server_cpu_ms), peak(a), peak(b));
+                  median(b, &LevelResult::p99_ms), rb / ra, ca, cb, ca / cb,
+                  peak(a), peak(b));
     }
     std::printf("ratio = batched / unbatched runs/s; glintd_ms = glintd's CPU "
-                "ms per answer, unbatched/batched\n");
+                "ms per answer, unbatched/batched; cpu_ratio = their ratio "
+                "(answers per CPU second, batched / unbatched: what batching "
+                "gains whatever share of the cores glintd gets)\n");
   } else {
     double best = 0;
     for (const auto& rounds : results[0]) {
       best = std::max(best, median(rounds, &LevelResult::runs_per_s));
     }
-    std::printf("%9s %9s %12s %9s %9s %13s %s\n", "in_flight", "runs_s",
-                "ratio_best", "p50_ms", "glintd_ms", "peak_threads",
+    double best_cpu = 1e300;
+    for (const auto& rounds : results[0]) {
+      best_cpu = std::min(best_cpu, median(rounds, &LevelResult::server_cpu_ms));
+    }
+    std::printf("%9s %9s %12s %9s %9s %13s %13s %s\n", "in_flight", "runs_s",
+                "ratio_best", "p50_ms", "glintd_ms", "cpu_ratio_best",
+                "peak_threads",
                 absl::StrCat("(cores + devices = ", cores + replicas, ")")
                     .c_str());
     for (size_t i = 0; i < config.levels.size(); ++i) {
       const double runs = median(results[0][i], &LevelResult::runs_per_s);
-      std::printf("%9d %9.1f %12.2f %9.1f %9.2f %13d\n", config.levels[i],
-                  runs, runs / best, median(results[0][i], &LevelResult::p50_ms),
-                  median(results[0][i], &LevelResult::server_cpu_ms),
-                  peak(results[0][i]));
+      const double cpu = median(results[0][i], &LevelResult::server_cpu_ms);
+      std::printf("%9d %9.1f %12.2f %9.1f %9.2f %13.2f %13d\n",
+                  config.levels[i], runs, runs / best,
+                  median(results[0][i], &LevelResult::p50_ms), cpu,
+                  best_cpu / cpu, peak(results[0][i]));
     }
+    std::printf("glintd_ms = glintd's CPU ms per answer; cpu_ratio_best = "
+                "answers per CPU second against the best level's\n");
   }
   return status;
 }
