@@ -30,9 +30,12 @@
 // once, so the calls answered from then on were sent in the steady state)
 // and closes once N more are answered and SECONDS have passed; then the
 // loop stops and the outstanding calls drain (and are checked). runs/s and
-// the latency percentiles are over the answers in the window; peak threads is the highest `Threads:` of glintd's
-// /proc status sampled every 5 ms during the level; cpu/run is glintd's
-// (and this process's) CPU time over the level per answer. Inputs cycle
+// the latency percentiles are over the answers in the window; `threads` is
+// the highest `Threads:` of glintd's /proc status sampled every 5 ms
+// during the level; glintd_ms (client_ms) is glintd's (this process's) CPU
+// time over the level per answer, the figure that does not depend on the
+// share of the cores glintd gets on a shared machine; `devices busy` and
+// the server-side split come from GetStatistics before and after. Inputs cycle
 // over kInputs distinct tensors whose outputs were taken before the levels
 // by one call each to the unbatched network: every answer must match its
 // input's reference (exactly: `bitwise` counts the identical ones; within
