@@ -44,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "core/cancellation.h"
 #include "core/logging.h"
 #include "onnx/import_sandbox.h"
@@ -533,6 +534,9 @@ int main(int argc, char** argv) {
   if (argc == 2 && argv[1] == glint::kServeImportHelperFlag) {
     return glint::ServeImportHelper();
   }
+  // Debian's Abseil is built without NDEBUG, so every Mutex lock would feed
+  // a process-wide lock graph (one global lock) for deadlock detection.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage(
       "glintd: the Glint graph runtime daemon (gRPC service glint.v1)");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
