@@ -115,6 +115,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
     // nothing else of the view may start meanwhile.
     bool busy = false;
     bool running = false;  // A thread runs its item (taken off `items`).
+    // Between the view's BeginBatch and EndBatch: items queue up but none
+    // starts, so that a run enqueued item by item wakes the device once.
+    bool held = false;
     uint64_t enqueued = 0;
     uint64_t completed = 0;
     absl::Status status;  // The view's sticky error.
@@ -181,7 +184,13 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   // The wait at the head of `queue` is over.
   void WaitDone(const std::shared_ptr<Queue>& queue,
                 const EventMarker& marker) ABSL_LOCKS_EXCLUDED(mu_);
-  void RunDeferred(Deferred& deferred) ABSL_LOCKS_EXCLUDED(mu_);
+  // `callbacks_inline`: OnDone callbacks run on this thread even when
+  // Options::callbacks is set (a worker with nothing else to run).
+  void RunDeferred(Deferred& deferred, bool callbacks_inline = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A view's BeginBatch (hold) and EndBatch.
+  void Hold(const std::shared_ptr<Queue>& queue, bool hold)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Worker(bool compute) ABSL_LOCKS_EXCLUDED(mu_);
   // A view's Query, Synchronize, status and ClearError.
   bool Idle(const Queue& queue) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -205,9 +214,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   std::vector<std::weak_ptr<Queue>> queues_ ABSL_GUARDED_BY(mu_);
   size_t live_queues_ ABSL_GUARDED_BY(mu_) = 0;
 
+  absl::Mutex join_mu_;  // Serialises Stop()'s joins.
   std::thread compute_;
   std::thread helper_;
-  std::once_flag joined_;
 };
 
 }  // namespace glint
