@@ -51,16 +51,20 @@ namespace glint {
 //
 // Errors are per view: a failing item fails its view only (its later
 // items are skipped, events recorded through it carry the error, its
-// OnDone callbacks get it); other views never see it. OnDone callbacks run
-// on `Options::callbacks` when given (they finish runs, answer clients and
-// start the next runs: none of that holds up the device), in the order
-// they are reached; each counts as finished once reached.
+// OnDone callbacks get it); other views never see it. OnDone callbacks
+// (they finish runs, answer clients and start the next runs) run on
+// `Options::callbacks` when given, so that they do not hold up a busy
+// device; but a worker that reaches them with nothing else to run, while
+// `callbacks` has nothing pending, runs them itself: a lone run then ends
+// without waking another thread. Either way they start in the order they
+// are reached, and each counts as finished once reached.
 //
 // Stop() fails every view's pending and later items with the reason (a
 // view with nothing pending keeps its status until it enqueues more) and
-// joins the threads; it never hangs, and the destructor calls it. The
-// stream must not be stopped or destroyed from its own threads' items
-// (OnDone callbacks with `callbacks` set run elsewhere and may).
+// joins the threads, each once and never from itself; it never hangs, and
+// the destructor calls it. OnDone callbacks may stop the stream (a later
+// Stop(), the destructor's, joins the thread that did); nothing run on its
+// threads may destroy it.
 // Thread-safe.
 class SharedStream : public std::enable_shared_from_this<SharedStream> {
  public:
