@@ -306,9 +306,12 @@ void SharedStream::Worker(bool compute) {
       // then ends (and its caller hears of it) without a thread hand-off.
       // Meanwhile it counts as busy, so that the helper takes other runs'
       // copies; their launches wait for the callbacks (short: they answer
-      // a caller and start queued runs).
-      const bool callbacks_inline =
-          !more && !stopping_ && !deferred.callbacks.empty();
+      // a caller and start queued runs). Not on the helper while a launch
+      // runs: the copies that the next launch needs must not wait for
+      // callbacks (a pipeline of busy devices would lose its overlap).
+      const bool callbacks_inline = !more && !stopping_ &&
+                                    !deferred.callbacks.empty() &&
+                                    (compute || !compute_busy_);
       if (callbacks_inline && compute) compute_busy_ = true;
       mu_.Unlock();
       // What the finished item woke (another device's next partition)
