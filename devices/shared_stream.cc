@@ -49,6 +49,8 @@ class SharedStream::View : public Stream {
   absl::Status CheckLaunch() const override {
     return queue_->launch_check ? queue_->launch_check() : absl::OkStatus();
   }
+  void BeginBatch() override { stream_->Hold(queue_, true); }
+  void EndBatch() override { stream_->Hold(queue_, false); }
 
  protected:
   void Enqueue(StreamWork work) override { Add(Kind::kWork, std::move(work)); }
@@ -115,9 +117,19 @@ void SharedStream::Push(const std::shared_ptr<Queue>& queue, Item item) {
     if (stopping_) {
       // Nothing runs any more: the item completes at once with the reason.
       Drain(*queue, stop_reason_, deferred);
-    } else if (!queue->busy) {
+    } else if (!queue->busy && !queue->held) {
       Advance(queue, deferred);
     }
+  }
+  RunDeferred(deferred);
+}
+
+void SharedStream::Hold(const std::shared_ptr<Queue>& queue, bool hold) {
+  Deferred deferred;
+  {
+    absl::MutexLock lock(&mu_);
+    queue->held = hold;
+    if (!hold && !stopping_ && !queue->busy) Advance(queue, deferred);
   }
   RunDeferred(deferred);
 }
@@ -206,10 +218,16 @@ void SharedStream::WaitDone(const std::shared_ptr<Queue>& queue,
   RunDeferred(deferred);
 }
 
-void SharedStream::RunDeferred(Deferred& deferred) {
+void SharedStream::RunDeferred(Deferred& deferred, bool callbacks_inline) {
   for (std::function<void()>& wake : deferred.marker_callbacks) wake();
+  // Inline only while the callbacks stream has nothing of its own pending,
+  // so that callbacks still start in the order they are reached.
+  if (callbacks_inline && options_.callbacks != nullptr &&
+      !deferred.callbacks.empty() && !options_.callbacks->Query()) {
+    callbacks_inline = false;
+  }
   for (auto& [callback, status] : deferred.callbacks) {
-    if (options_.callbacks == nullptr) {
+    if (options_.callbacks == nullptr || callbacks_inline) {
       callback(std::move(status));
       continue;
     }
@@ -283,11 +301,28 @@ void SharedStream::Worker(bool compute) {
         more = ready();
         if (more) take(queue, item);
       }
+      // With no item to run next, this thread runs the OnDone callbacks
+      // reached itself rather than waking the callbacks thread: a lone run
+      // then ends (and its caller hears of it) without a thread hand-off.
+      // Meanwhile it counts as busy, so that the helper takes other runs'
+      // copies; their launches wait for the callbacks (short: they answer
+      // a caller and start queued runs). Not on the helper while a launch
+      // runs: the copies that the next launch needs must not wait for
+      // callbacks (a pipeline of busy devices would lose its overlap).
+      const bool callbacks_inline = !more && !stopping_ &&
+                                    !deferred.callbacks.empty() &&
+                                    (compute || !compute_busy_);
+      if (callbacks_inline && compute) compute_busy_ = true;
       mu_.Unlock();
       // What the finished item woke (another device's next partition)
       // goes before this thread's next item.
-      RunDeferred(deferred);
+      RunDeferred(deferred, callbacks_inline);
       done.reset();  // Without the lock: it may be the view's last.
+      if (callbacks_inline && compute) {
+        mu_.Lock();
+        compute_busy_ = false;
+        mu_.Unlock();
+      }
       if (!more) break;
     }
     mu_.Lock();
@@ -343,15 +378,15 @@ void SharedStream::Stop(absl::Status reason) {
     }
   }
   RunDeferred(deferred);
-  // Joined once, whoever stops first; never from one of the threads
-  // themselves (see the class comment).
-  std::call_once(joined_, [this] {
-    for (std::thread* t : {&compute_, &helper_}) {
-      if (t->joinable() && t->get_id() != std::this_thread::get_id()) {
-        t->join();
-      }
+  // Each thread is joined once, by the first Stop() that is not on it: an
+  // OnDone callback run inline on one of them may stop the stream, and a
+  // later Stop() (the destructor's) joins that thread then.
+  absl::MutexLock lock(&join_mu_);
+  for (std::thread* t : {&compute_, &helper_}) {
+    if (t->joinable() && t->get_id() != std::this_thread::get_id()) {
+      t->join();
     }
-  });
+  }
 }
 
 }  // namespace glint

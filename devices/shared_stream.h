@@ -51,16 +51,20 @@ namespace glint {
 //
 // Errors are per view: a failing item fails its view only (its later
 // items are skipped, events recorded through it carry the error, its
-// OnDone callbacks get it); other views never see it. OnDone callbacks run
-// on `Options::callbacks` when given (they finish runs, answer clients and
-// start the next runs: none of that holds up the device), in the order
-// they are reached; each counts as finished once reached.
+// OnDone callbacks get it); other views never see it. OnDone callbacks
+// (they finish runs, answer clients and start the next runs) run on
+// `Options::callbacks` when given, so that they do not hold up a busy
+// device; but a worker that reaches them with nothing else to run, while
+// `callbacks` has nothing pending, runs them itself: a lone run then ends
+// without waking another thread. Either way they start in the order they
+// are reached, and each counts as finished once reached.
 //
 // Stop() fails every view's pending and later items with the reason (a
 // view with nothing pending keeps its status until it enqueues more) and
-// joins the threads; it never hangs, and the destructor calls it. The
-// stream must not be stopped or destroyed from its own threads' items
-// (OnDone callbacks with `callbacks` set run elsewhere and may).
+// joins the threads, each once and never from itself; it never hangs, and
+// the destructor calls it. OnDone callbacks may stop the stream (a later
+// Stop(), the destructor's, joins the thread that did); nothing run on its
+// threads may destroy it.
 // Thread-safe.
 class SharedStream : public std::enable_shared_from_this<SharedStream> {
  public:
@@ -115,6 +119,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
     // nothing else of the view may start meanwhile.
     bool busy = false;
     bool running = false;  // A thread runs its item (taken off `items`).
+    // Between the view's BeginBatch and EndBatch: items queue up but none
+    // starts, so that a run enqueued item by item wakes the device once.
+    bool held = false;
     uint64_t enqueued = 0;
     uint64_t completed = 0;
     absl::Status status;  // The view's sticky error.
@@ -181,7 +188,13 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   // The wait at the head of `queue` is over.
   void WaitDone(const std::shared_ptr<Queue>& queue,
                 const EventMarker& marker) ABSL_LOCKS_EXCLUDED(mu_);
-  void RunDeferred(Deferred& deferred) ABSL_LOCKS_EXCLUDED(mu_);
+  // `callbacks_inline`: OnDone callbacks run on this thread even when
+  // Options::callbacks is set (a worker with nothing else to run).
+  void RunDeferred(Deferred& deferred, bool callbacks_inline = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // A view's BeginBatch (hold) and EndBatch.
+  void Hold(const std::shared_ptr<Queue>& queue, bool hold)
+      ABSL_LOCKS_EXCLUDED(mu_);
   void Worker(bool compute) ABSL_LOCKS_EXCLUDED(mu_);
   // A view's Query, Synchronize, status and ClearError.
   bool Idle(const Queue& queue) const ABSL_LOCKS_EXCLUDED(mu_);
@@ -205,9 +218,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   std::vector<std::weak_ptr<Queue>> queues_ ABSL_GUARDED_BY(mu_);
   size_t live_queues_ ABSL_GUARDED_BY(mu_) = 0;
 
+  absl::Mutex join_mu_;  // Serialises Stop()'s joins.
   std::thread compute_;
   std::thread helper_;
-  std::once_flag joined_;
 };
 
 }  // namespace glint

@@ -317,6 +317,56 @@ TEST(SharedStreamTest, OnDoneGetsTheViewsStatusAndSeesItDrained) {
   EXPECT_TRUE(callbacks->Synchronize().ok());
 }
 
+TEST(SharedStreamTest, ABatchStartsAtEndBatch) {
+  auto shared = NewShared();
+  std::unique_ptr<Stream> a = View(*shared), b = View(*shared);
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  auto note = [&](std::string what) -> StreamWork {
+    return [&, what] {
+      absl::MutexLock lock(&mu);
+      order.push_back(what);
+      return absl::OkStatus();
+    };
+  };
+  a->BeginBatch();
+  StreamInternal::Enqueue(*a, note("a1"));
+  StreamInternal::EnqueueLaunch(*a, note("a2"));
+  // Enqueued later, but a's batch has not started: b's work runs first.
+  StreamInternal::Enqueue(*b, note("b"));
+  ASSERT_TRUE(b->Synchronize().ok());
+  EXPECT_FALSE(a->Query());
+  a->EndBatch();
+  ASSERT_TRUE(a->Synchronize().ok());
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"b", "a1", "a2"}));
+}
+
+TEST(SharedStreamTest, AnOnDoneCallbackMayStopTheStream) {
+  // With nothing else to run, the worker that finishes a view's work calls
+  // its OnDone itself; stopping the stream there must neither hang nor
+  // leave a thread unjoined for the destructor.
+  auto callbacks = std::make_shared<HostStream>(0, 0, "callbacks");
+  auto shared = NewShared(0, nullptr, callbacks);
+  std::unique_ptr<Stream> a = View(*shared);
+  StreamInternal::EnqueueLaunch(*a, [] { return absl::OkStatus(); });
+  absl::Notification stopped;
+  absl::Status seen;
+  a->OnDone([&](absl::Status s) {
+    seen = s;
+    shared->Stop(absl::UnavailableError("stopped by a callback"));
+    stopped.Notify();
+  });
+  stopped.WaitForNotification();
+  EXPECT_TRUE(seen.ok()) << seen;
+  std::unique_ptr<Stream> later = View(*shared);
+  StreamInternal::Enqueue(*later, [] { return absl::OkStatus(); });
+  EXPECT_EQ(later->Synchronize().code(), absl::StatusCode::kUnavailable);
+  a.reset();
+  later.reset();
+  shared.reset();  // Joins the thread the callback ran on.
+}
+
 TEST(SharedStreamTest, ClearErrorRefusesWhileTheViewHasWorkPending) {
   auto shared = NewShared();
   std::unique_ptr<Stream> a = View(*shared);

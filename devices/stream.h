@@ -86,6 +86,17 @@ class Stream {
   // other streams have none.
   virtual absl::Status CheckLaunch() const { return absl::OkStatus(); }
 
+  // Items enqueued between BeginBatch() and EndBatch() start no earlier
+  // than EndBatch(): a user that enqueues a run's work item by item (the
+  // executor) wakes the device once rather than once per item. Order and
+  // errors are as without it; every BeginBatch() needs its EndBatch(), and
+  // nothing may block on the batch's work before it (Synchronize, a host
+  // waiting for an event recorded in it; other streams' Waits are fine:
+  // they complete once it runs). A hint: streams with a thread of their
+  // own ignore it.
+  virtual void BeginBatch() {}
+  virtual void EndBatch() {}
+
  protected:
   // Appends `work`, which the device runs in stream order. Device-internal:
   // device implementations reach it through devices_internal::

@@ -277,6 +277,9 @@ absl::Status OpenStreams(RunState& run) {
           absl::StrCat("partition ", run.replica->partitions[first].name, ": ",
                        stream.status().message()));
     }
+    // Nothing of the run starts before ArmCompletion: the device wakes once
+    // for the run, not once per item enqueued.
+    (*stream)->BeginBatch();
     run.streams.push_back(*std::move(stream));
   }
   return absl::OkStatus();
@@ -473,6 +476,9 @@ void ArmCompletion(std::shared_ptr<RunState> run) {
       if (run->pending_streams.fetch_sub(1) == 1) Finish(run);
     });
   }
+  // The run's work starts. Only the last EndBatch can finish the run (each
+  // view's OnDone waits for its EndBatch), and nothing is touched after it.
+  for (Stream* stream : streams) stream->EndBatch();
 }
 
 }  // namespace

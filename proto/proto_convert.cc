@@ -159,6 +159,21 @@ void SharedMemoryRegionToProto(const SharedMemoryRegionInfo& info,
   proto->set_byte_size(info.byte_size);
 }
 
+absl::StatusOr<NamedTensor> BorrowNamedTensorFromProto(
+    const v1::Tensor& proto) {
+  // Validated as TensorFromProto does; only the bytes are not copied.
+  if (proto.has_shared_memory()) return NamedTensorFromProto(proto);
+  GLINT_ASSIGN_OR_RETURN(TensorHeader header, TensorHeaderFromProto(proto));
+  if (header.bytes != proto.raw_data().size()) {
+    return NamedTensorFromProto(proto);  // Refused with its message.
+  }
+  // Read only: the executor never writes a run's inputs.
+  void* data = const_cast<char*>(proto.raw_data().data());
+  return NamedTensor{
+      proto.name(),
+      Tensor::Borrow(header.dtype, Shape(std::move(header.dims)), data)};
+}
+
 absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto) {
   absl::StatusOr<Tensor> tensor = TensorFromProto(proto);
   if (!tensor.ok()) return tensor.status();

@@ -33,6 +33,13 @@ v1::DataType DTypeToProto(DType dtype);
 // that lies in shared memory (SharedMemoryTensorFromProto reads those).
 absl::StatusOr<Tensor> TensorFromProto(const v1::Tensor& proto);
 absl::StatusOr<NamedTensor> NamedTensorFromProto(const v1::Tensor& proto);
+// As NamedTensorFromProto, but the tensor borrows `proto`'s raw_data (no
+// copy, no alignment beyond the string's): `proto` must outlive the tensor
+// and every copy of it, unchanged. For a server whose request outlives the
+// run it feeds (glintd's RunNetwork: gRPC keeps the request until the
+// call is finished, and the call finishes once the run has ended).
+absl::StatusOr<NamedTensor> BorrowNamedTensorFromProto(
+    const v1::Tensor& proto);
 absl::StatusOr<std::vector<NamedTensor>> NamedTensorsFromProto(
     const google::protobuf::RepeatedPtrField<v1::Tensor>& protos);
 

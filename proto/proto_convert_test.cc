@@ -61,6 +61,32 @@ TEST(TensorFromProtoTest, RoundTrip) {
   EXPECT_EQ(back.SerializeAsString(), p.SerializeAsString());
 }
 
+TEST(BorrowNamedTensorFromProtoTest, ReadsTheRequestsBytesInPlace) {
+  const v1::Tensor p = FloatProto("x", {2, 3}, {1, 2, 3, 4, 5, 6});
+  absl::StatusOr<NamedTensor> t = BorrowNamedTensorFromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->name, "x");
+  EXPECT_EQ(t->tensor.dtype(), DType::kFloat32);
+  EXPECT_EQ(t->tensor.shape(), Shape({2, 3}));
+  EXPECT_EQ(t->tensor.raw_data(),
+            static_cast<const void*>(p.raw_data().data()));
+  EXPECT_EQ(t->tensor.data<float>()[5], 6.0f);
+}
+
+TEST(BorrowNamedTensorFromProtoTest, RefusesWhatTensorFromProtoRefuses) {
+  v1::Tensor short_data = FloatProto("img", {2, 3}, {1, 2, 3, 4, 5});
+  absl::StatusOr<NamedTensor> t = BorrowNamedTensorFromProto(short_data);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("needs 24 bytes of raw_data, got 20"));
+  v1::Tensor in_shm = FloatProto("img", {1}, {});
+  in_shm.mutable_shared_memory()->set_region("r");
+  in_shm.mutable_shared_memory()->set_byte_size(4);
+  t = BorrowNamedTensorFromProto(in_shm);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("shared-memory"));
+}
+
 TEST(TensorFromProtoTest, ScalarAndEmpty) {
   absl::StatusOr<Tensor> scalar = TensorFromProto(FloatProto("s", {}, {7}));
   ASSERT_TRUE(scalar.ok()) << scalar.status();

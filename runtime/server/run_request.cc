@@ -14,7 +14,7 @@ absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& 
   run.inputs.reserve(request.inputs_size());
   for (const v1::Tensor& proto : request.inputs()) {
     if (!proto.has_shared_memory()) {
-      GLINT_ASSIGN_OR_RETURN(NamedTensor t, NamedTensorFromProto(proto));
+      GLINT_ASSIGN_OR_RETURN(NamedTensor t, BorrowNamedTensorFromProto(proto));
       run.inputs.push_back(std::move(t));
       continue;
     }

@@ -1,6 +1,7 @@
 // A glint.v1 RunNetworkRequest taken apart for HostManager::RunNetworkAsync,
-// and its reply put together. Inputs come from raw_data (copied into owned
-// tensors) or from shared memory (borrowed from the mapping, no copy);
+// and its reply put together. Inputs come from raw_data (borrowed from the
+// request, no copy: keep the request until the run has ended) or from
+// shared memory (borrowed from the mapping, no copy);
 // outputs go into the reply or, where output_shared_memory says, into a
 // region's window, the reply then carrying only their dtype and shape.
 //
