@@ -3,6 +3,8 @@
 #ifndef GLINT_DEVICES_DEVICE_MANAGER_H_
 #define GLINT_DEVICES_DEVICE_MANAGER_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -27,6 +29,39 @@ class LoadedFunction {
   virtual int device_id() const = 0;
 };
 
+// How busy a device is with runs, as whoever places runs on devices (the
+// executor) counts them: the runs placed on it and not yet finished, over
+// every network and plan sharing the device, and when a run was last placed
+// on it. The device itself never reads or writes it: it is placement
+// bookkeeping that lives with the device so that every network's replicas
+// on it see the same count without a shared table. Thread-safe and
+// lock-free; readers do not synchronize with each other, so two placements
+// at once may see the same load (placement is a heuristic, never a
+// correctness condition).
+class DeviceLoad {
+ public:
+  // A run was placed on the device; `ticket` orders placements (a later
+  // placement passes a larger one).
+  void AddRun(uint64_t ticket) {
+    active_runs_.fetch_add(1, std::memory_order_relaxed);
+    last_placed_.store(ticket, std::memory_order_relaxed);
+  }
+  // A run placed with AddRun has finished.
+  void RemoveRun() { active_runs_.fetch_sub(1, std::memory_order_relaxed); }
+
+  int active_runs() const {
+    return active_runs_.load(std::memory_order_relaxed);
+  }
+  // The ticket of the latest AddRun; 0 if none.
+  uint64_t last_placed() const {
+    return last_placed_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<int> active_runs_{0};
+  std::atomic<uint64_t> last_placed_{0};
+};
+
 // One device. Every method is thread-safe. All data movement and
 // computation is asynchronous: it is enqueued on a stream of this device
 // and the objects it references (host tensors, device tensors, the loaded
@@ -41,6 +76,11 @@ class DeviceManager {
   // avoid it and nothing new is placed on it. Cheap: asked on every run.
   virtual bool healthy() const { return true; }
   virtual const Backend& backend() const = 0;
+  // The runs placed on this device (see DeviceLoad). Not virtual: a device
+  // that wraps another (fault/) keeps its own, since runs are placed on the
+  // wrapper.
+  DeviceLoad& load() { return load_; }
+  const DeviceLoad& load() const { return load_; }
 
   // Stops the device: pending work fails with UNAVAILABLE, later calls fail
   // fast. Never hangs. Idempotent.
@@ -119,6 +159,9 @@ class DeviceManager {
   virtual void Launch(Stream& stream, const LoadedFunction& function,
                       std::vector<const DeviceTensor*> inputs,
                       std::vector<DeviceTensor*> outputs) = 0;
+
+ private:
+  DeviceLoad load_;
 };
 
 }  // namespace glint

@@ -1,5 +1,6 @@
 #include "executor/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -189,6 +190,14 @@ absl::Status DescribeFailure(const RunState& run, absl::Status status) {
 // Every item of the run has finished (or none was enqueued): its views go.
 void CloseStreams(RunState& run) { run.streams.clear(); }
 
+// Undoes PickReplica's counts (step 1) once the run has ended.
+void ReleaseReplica(Replica& replica) {
+  for (DeviceManager* device : replica.routing.devices) {
+    device->load().RemoveRun();
+  }
+  replica.outstanding.fetch_sub(1);
+}
+
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
   for (const std::unique_ptr<Stream>& stream : run->streams) {
@@ -206,7 +215,7 @@ void Finish(std::shared_ptr<RunState> run) {
     run->replica->states.Release(std::move(run->state));
   }
   run->state.reset();
-  run->replica->outstanding.fetch_sub(1);
+  ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
   if (status.ok()) {
     done(std::move(run->outputs));
@@ -221,15 +230,52 @@ void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
   if (run->state != nullptr) {
     run->replica->states.Release(std::move(run->state));
   }
-  if (run->replica != nullptr) run->replica->outstanding.fetch_sub(1);
+  if (run->replica != nullptr) ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
   done(std::move(status));
 }
 
-// Step 1: the replica with the least outstanding work takes the run, among
-// those whose devices are all healthy if any is (a replica on a dead
-// device would fail the run; the others keep serving). The run counts as
-// outstanding on it from here on.
+// Placement tickets: each pick takes the next one and stamps it on the
+// devices it placed the run on (DeviceLoad::last_placed), so that among
+// equally loaded replicas the one whose devices were placed on least
+// recently takes the run: idle runs take turns over the devices, whatever
+// network or plan they belong to.
+std::atomic<uint64_t> next_placement_ticket{1};
+
+// How busy a replica's devices are, as PickReplica compares them: the most
+// runs on any of its devices (a run of a pipeline waits for its busiest
+// stage), then their sum, then the latest placement on any of them.
+struct ReplicaLoad {
+  int max_runs = 0;
+  int sum_runs = 0;
+  uint64_t last_placed = 0;
+
+  bool LessThan(const ReplicaLoad& other) const {
+    if (max_runs != other.max_runs) return max_runs < other.max_runs;
+    if (sum_runs != other.sum_runs) return sum_runs < other.sum_runs;
+    return last_placed < other.last_placed;
+  }
+};
+
+ReplicaLoad LoadOf(const Replica& replica) {
+  ReplicaLoad load;
+  for (const DeviceManager* device : replica.routing.devices) {
+    const int runs = device->load().active_runs();
+    load.max_runs = std::max(load.max_runs, runs);
+    load.sum_runs += runs;
+    load.last_placed = std::max(load.last_placed, device->load().last_placed());
+  }
+  return load;
+}
+
+// Step 1: the replica whose devices are least loaded takes the run (see
+// ReplicaLoad), among those whose devices are all healthy if any is (a
+// replica on a dead device would fail the run; the others keep serving).
+// Load is counted per device over every network and plan the executor runs
+// there (DeviceManager::load), not per replica: with dynamic batching each
+// batch size is a network of its own on the same devices. The run counts
+// on the replica and its devices from here on (ReleaseReplica). Atomics
+// only: two picks at once may see the same loads and choose alike.
 Replica* PickReplica(const ExecutableNetwork& network) {
   auto healthy = [](const Replica& r) {
     for (const ProvisionedPartition& p : r.partitions) {
@@ -238,14 +284,20 @@ Replica* PickReplica(const ExecutableNetwork& network) {
     return true;
   };
   Replica* replica = nullptr;
+  ReplicaLoad best;
   for (const auto& r : network.replicas) {
     if (!healthy(*r)) continue;
-    if (replica == nullptr ||
-        r->outstanding.load() < replica->outstanding.load()) {
+    const ReplicaLoad load = LoadOf(*r);
+    if (replica == nullptr || load.LessThan(best)) {
       replica = r.get();
+      best = load;
     }
   }
   if (replica == nullptr) replica = network.replicas.front().get();
+  const uint64_t ticket = next_placement_ticket.fetch_add(1);
+  for (DeviceManager* device : replica->routing.devices) {
+    device->load().AddRun(ticket);
+  }
   replica->outstanding.fetch_add(1);
   return replica;
 }

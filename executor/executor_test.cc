@@ -136,7 +136,7 @@ TEST_F(ExecutorTest, WarmRunsReuseTheirExecutionState) {
   EXPECT_EQ(replica.states.idle(), 1u);
 }
 
-TEST(ExecutorReplicaTest, RunsGoToTheReplicaWithTheLeastOutstandingWork) {
+TEST(ExecutorReplicaTest, RunsGoToTheReplicaWhoseDevicesAreLeastLoaded) {
   std::vector<std::unique_ptr<SimDevice>> devices;
   std::vector<DeviceManager*> raw;
   for (int i = 0; i < 4; ++i) {
@@ -150,8 +150,11 @@ TEST(ExecutorReplicaTest, RunsGoToTheReplicaWithTheLeastOutstandingWork) {
   auto net = Provisioner(raw).Provision(dag);
   ASSERT_TRUE(net.ok()) << net.status();
   ASSERT_EQ((*net)->replicas.size(), 2u);
-  // Replica 0 looks busy: the next run must go to replica 1's devices.
-  (*net)->replicas[0]->outstanding = 5;
+  // Replica 0's devices look busy (as with runs of other networks on
+  // them): the next run must go to replica 1's devices.
+  for (DeviceManager* d : (*net)->replicas[0]->routing.devices) {
+    for (int i = 0; i < 5; ++i) d->load().AddRun(1);
+  }
   std::set<int> replica1_devices;
   for (const ProvisionedPartition& p : (*net)->replicas[1]->partitions) {
     replica1_devices.insert(p.device->id() + 1);  // Trace pids.
@@ -179,7 +182,150 @@ TEST(ExecutorReplicaTest, RunsGoToTheReplicaWithTheLeastOutstandingWork) {
   }
   EXPECT_EQ(used, replica1_devices);
   EXPECT_EQ((*net)->replicas[1]->outstanding.load(), 0);
-  (*net)->replicas[0]->outstanding = 0;
+  for (DeviceManager* d : (*net)->replicas[1]->routing.devices) {
+    EXPECT_EQ(d->load().active_runs(), 0);
+  }
+  for (DeviceManager* d : (*net)->replicas[0]->routing.devices) {
+    EXPECT_EQ(d->load().active_runs(), 5);
+    for (int i = 0; i < 5; ++i) d->load().RemoveRun();
+  }
+}
+
+// The two-stage network whole on one device of type `device`, in
+// `replicas` copies (the provisioner puts copy i on device i).
+Dag OneDeviceDag(const DeviceInfo& device, int replicas) {
+  Dag dag = TwoStageDag();
+  for (DagNode& node : dag.nodes) node.logical_device = 0;
+  dag.num_logical_devices = 1;
+  dag.logical_devices = {device};
+  dag.replicas = replicas;
+  return dag;
+}
+
+// Runs `net` on x = (v, v, v, v); returns the id of the device its first
+// partition ran on, after checking its output y = Relu(x + w) against the
+// reference. With `unstick`: if the run has not ended after 30 s (it went
+// where a launch hangs), that is a failure, and `unstick` ends it.
+int RunAndReportDevice(const Executor& executor, const ExecutableNetwork& net,
+                       float v, std::function<void()> unstick = nullptr) {
+  absl::Notification done;
+  absl::StatusOr<std::vector<Tensor>> result;
+  ExecutionRequest request;
+  request.inputs = {
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {v, v, v, v})};
+  request.outputs = {0};
+  auto timings = std::make_shared<RunTimings>();
+  request.timings = timings;
+  executor.Run(net, std::move(request),
+               [&](absl::StatusOr<std::vector<Tensor>> r) {
+                 result = std::move(r);
+                 done.Notify();
+               });
+  if (unstick != nullptr &&
+      !done.WaitForNotificationWithTimeout(absl::Seconds(30))) {
+    ADD_FAILURE() << "the run went to a device that is held up";
+    unstick();
+  }
+  done.WaitForNotification();
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok()) return -1;
+  const std::vector<float> w = {1, -1, 1, -1};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ((*result)[0].data<float>()[i], std::max(0.0f, v + w[i]));
+  }
+  EXPECT_EQ(timings->partition_device.size(), 2u);
+  return timings->partition_device.empty() ? -1 : timings->partition_device[0];
+}
+
+TEST(ExecutorReplicaTest, IdleRunsTakeTurnsOverTheDevicesAcrossNetworks) {
+  // Two networks (as two batch sizes of one network under dynamic
+  // batching), each with a replica on device 0 and one on device 1. One
+  // run at a time: every device is idle at each pick, so the device placed
+  // on least recently takes the run, whichever network it belongs to.
+  std::vector<std::unique_ptr<SimDevice>> devices;
+  std::vector<DeviceManager*> raw;
+  for (int i = 0; i < 2; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 1 << 20;
+    devices.push_back(*SimDevice::Create(i, c));
+    raw.push_back(devices.back().get());
+  }
+  const DeviceInfo info = raw[0]->GetDeviceInfo();
+  auto a = Provisioner(raw).Provision(OneDeviceDag(info, 2));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Provisioner(raw).Provision(OneDeviceDag(info, 2));
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (const ExecutableNetwork* net : {a->get(), b->get()}) {
+    ASSERT_EQ(net->replicas.size(), 2u);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(net->replicas[r]->routing.devices,
+                std::vector<DeviceManager*>{raw[r]});
+    }
+  }
+  Executor executor;
+  const ExecutableNetwork* order[] = {a->get(), a->get(), b->get(),
+                                      a->get(), b->get(), b->get()};
+  std::vector<int> used;
+  for (int i = 0; i < 6; ++i) {
+    used.push_back(RunAndReportDevice(executor, *order[i], i - 2.0f));
+  }
+  EXPECT_EQ(used, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  for (DeviceManager* d : raw) EXPECT_EQ(d->load().active_runs(), 0);
+}
+
+TEST(ExecutorReplicaTest, ARunOfAnotherNetworkSteersTheRunToTheIdleDevice) {
+  // Networks a and b each have a replica on device 0 and one on device 1.
+  // A run of a is held on device 0 (its launch hangs); b's run, whose own
+  // replicas have nothing outstanding, must go to device 1.
+  std::vector<std::unique_ptr<FaultInjectingDevice>> faulty;
+  std::vector<DeviceManager*> raw;
+  for (int i = 0; i < 2; ++i) {
+    DeviceConfig c;
+    c.memory_bytes = 1 << 20;
+    faulty.push_back(
+        std::make_unique<FaultInjectingDevice>(*SimDevice::Create(i, c)));
+    raw.push_back(faulty.back().get());
+  }
+  const DeviceInfo info = raw[0]->GetDeviceInfo();
+  auto a = Provisioner(raw).Provision(OneDeviceDag(info, 2));
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Provisioner(raw).Provision(OneDeviceDag(info, 2));
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ((*a)->replicas[0]->routing.devices,
+            std::vector<DeviceManager*>{raw[0]});
+  ASSERT_EQ((*b)->replicas[0]->routing.devices,
+            std::vector<DeviceManager*>{raw[0]});
+  Executor executor;
+
+  faulty[0]->SetHangLaunch(faulty[0]->launch_count() + 1);
+  absl::Notification held_done;
+  absl::StatusOr<std::vector<Tensor>> held;
+  ExecutionRequest request;
+  request.inputs = {
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, 1, 1, 1})};
+  request.outputs = {0};
+  executor.Run(**a, std::move(request),
+               [&](absl::StatusOr<std::vector<Tensor>> r) {
+                 held = std::move(r);
+                 held_done.Notify();
+               });
+  EXPECT_EQ(raw[0]->load().active_runs(), 1);
+  EXPECT_EQ(raw[1]->load().active_runs(), 0);
+
+  EXPECT_EQ(RunAndReportDevice(executor, **b, 3, [&] { faulty[0]->Kill(); }),
+            1);
+  EXPECT_EQ((*b)->replicas[0]->outstanding.load(), 0);
+  // The held run still counts on device 0 until it ends: killing the
+  // device releases its hung launch and fails it.
+  EXPECT_EQ(raw[0]->load().active_runs(), 1);
+  faulty[0]->Kill();
+  held_done.WaitForNotification();
+  EXPECT_EQ(held.status().code(), absl::StatusCode::kUnavailable)
+      << held.status();
+  EXPECT_EQ(raw[0]->load().active_runs(), 0);
+  // Device 0 is dead: runs keep to device 1, whatever the loads.
+  EXPECT_EQ(RunAndReportDevice(executor, **a, 2), 1);
+  EXPECT_EQ(RunAndReportDevice(executor, **b, 2), 1);
 }
 
 TEST_F(ExecutorTest, TraceHasATrackPerStreamAndASlicePerStep) {

@@ -169,8 +169,9 @@ struct Replica {
 
   std::vector<ProvisionedPartition> partitions;  // Topological order.
   ReplicaRouting routing;
-  // Runs in flight on this replica; the executor sends a run to the
-  // replica with the fewest.
+  // Runs in flight on this replica. The executor places runs by the load
+  // of the replica's devices (DeviceManager::load, counted over every
+  // network sharing them), not by this count.
   std::atomic<int> outstanding{0};
   // Idle execution states of this replica's runs.
   ExecutionStatePool states;
