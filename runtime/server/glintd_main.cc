@@ -49,6 +49,7 @@
 #include "onnx/import_sandbox.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/allocator_policy.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
 #include "runtime/server/grpc_auth.h"
@@ -533,6 +534,9 @@ int main(int argc, char** argv) {
   if (argc == 2 && argv[1] == glint::kServeImportHelperFlag) {
     return glint::ServeImportHelper();
   }
+  // Before any thread exists: so that removed networks' memory goes back
+  // to the OS (allocator_policy.h).
+  glint::ConfigureAllocatorForServing();
   absl::SetProgramUsageMessage(
       "glintd: the Glint graph runtime daemon (gRPC service glint.v1)");
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
