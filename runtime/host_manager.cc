@@ -386,31 +386,38 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
   NetworkInfo info;
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
       absl::UnavailableError("not tried");
-  // The model, from the journal when it keeps it (see Add), held only for
-  // the rebuild.
-  absl::StatusOr<std::string> model = entry->model;
+  // The model: HostManager's copy, or read back from the journal when it
+  // keeps it (see Add), held only for the rebuild.
+  absl::string_view model = entry->model;
+  std::string read_back;
+  bool readable = true;
   if (entry->model.empty() && options_.journal != nullptr &&
       options_.journal->KeepsModels()) {
-    model = options_.journal->LoadModel(entry->info.name);
-    if (!model.ok()) {
-      built = absl::Status(model.status().code(),
+    absl::StatusOr<std::string> kept =
+        options_.journal->LoadModel(entry->info.name);
+    if (kept.ok()) {
+      read_back = *std::move(kept);
+      model = read_back;
+    } else {
+      readable = false;
+      built = absl::Status(kept.status().code(),
                            absl::StrCat("its model cannot be read back: ",
-                                        model.status().message()));
+                                        kept.status().message()));
     }
   }
   for (int replicas = std::max(1, options.partition.replicas);
-       model.ok() && replicas >= 1; --replicas) {
+       readable && replicas >= 1; --replicas) {
     options.partition.replicas = replicas;
-    built = Build(entry->info.name, *model, options, &info);
+    built = Build(entry->info.name, model, options, &info);
     if (built.ok() || !absl::IsResourceExhausted(built.status())) break;
   }
   // A batching network's other sizes, as many replicas: all or nothing.
   absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>> smaller;
   if (built.ok()) {
-    smaller = BuildSmaller(entry->info.name, *model, options);
+    smaller = BuildSmaller(entry->info.name, model, options);
     if (!smaller.ok()) built = smaller.status();
   }
-  if (model.ok()) std::string().swap(*model);  // Not held while waiting.
+  std::string().swap(read_back);  // Not held while the old plan drains.
   std::vector<std::shared_ptr<ExecutableNetwork>> old;
   {
     absl::MutexLock lock(&mu_);
