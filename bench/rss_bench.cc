@@ -12,9 +12,12 @@
 // memory: the devices' used bytes after the add minus before (constants
 // plus the activation arena each loaded partition reserves), read from
 // GetDevices; the add's ratio is the RSS increase over it (1.0: glintd
-// holds nothing beyond the device memory the model needs).
+// holds nothing beyond the device memory the model needs). Readings are
+// the least over 500 ms after each call (SettledRss); the one taken as the
+// AddNetwork answer arrives is printed beside.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -48,6 +51,19 @@ absl::StatusOr<int64_t> DeviceBytesUsed(GlintClient& client) {
 }
 
 double MiB(int64_t bytes) { return static_cast<double>(bytes) / kMiB; }
+
+// The least RSS of `pid` over the next `window`, sampled every 10 ms: an
+// answered call's request is freed by gRPC just after the answer leaves,
+// so a reading taken at once may still hold an AddNetwork's model bytes.
+int64_t SettledRss(pid_t pid, absl::Duration window = absl::Milliseconds(500)) {
+  const absl::Time end = absl::Now() + window;
+  int64_t least = testing::ProcessRssBytes(pid);
+  while (absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(10));
+    least = std::min(least, testing::ProcessRssBytes(pid));
+  }
+  return least;
+}
 
 int Run(int cycles, int64_t width, int layers, const std::string& devices) {
   absl::StatusOr<std::unique_ptr<testing::GlintdProcess>> glintd =
@@ -98,26 +114,28 @@ int Run(int cycles, int64_t width, int layers, const std::string& devices) {
   const absl::Time start = absl::Now();
   if (absl::Status s = add(); !s.ok()) return fail("AddNetwork", s);
   const absl::Duration add_time = absl::Now() - start;
-  const int64_t after_add = testing::ProcessRssBytes(pid);
+  const int64_t at_answer = testing::ProcessRssBytes(pid);
+  const int64_t after_add = SettledRss(pid);
   absl::StatusOr<int64_t> used_after = DeviceBytesUsed(client);
   if (!used_after.ok()) return fail("GetDevices", used_after.status());
   const int64_t held = *used_after - *used_before;  // weights + arenas
   std::printf(
       "after add:      RSS %8.1f MiB  (+%.1f MiB; device memory held "
       "(weights+arenas) %.1f MiB; increase / (weights+arenas) = %.2f; "
-      "add took %s)\n",
+      "add took %s; %.1f MiB as the answer arrived, when gRPC may not have "
+      "freed the request yet)\n",
       MiB(after_add), MiB(after_add - idle), MiB(held),
       static_cast<double>(after_add - idle) / static_cast<double>(held),
-      absl::FormatDuration(add_time).c_str());
+      absl::FormatDuration(add_time).c_str(), MiB(at_answer));
   if (absl::Status s = run(); !s.ok()) return fail("RunNetwork", s);
-  const int64_t after_run = testing::ProcessRssBytes(pid);
+  const int64_t after_run = SettledRss(pid);
   std::printf("after a run:    RSS %8.1f MiB  (+%.1f MiB over idle; "
               "/ (weights+arenas) = %.2f)\n",
               MiB(after_run), MiB(after_run - idle),
               static_cast<double>(after_run - idle) /
                   static_cast<double>(held));
   if (absl::Status s = remove(); !s.ok()) return fail("RemoveNetwork", s);
-  const int64_t after_remove = testing::ProcessRssBytes(pid);
+  const int64_t after_remove = SettledRss(pid);
   std::printf("after remove:   RSS %8.1f MiB  (%+.1f MiB over idle)\n",
               MiB(after_remove), MiB(after_remove - idle));
 
@@ -126,18 +144,21 @@ int Run(int cycles, int64_t width, int layers, const std::string& devices) {
   int64_t first = -1;
   int64_t last = -1;
   const absl::Time cycles_start = absl::Now();
+  absl::Duration sampled;  // Not part of the cycles' time.
   for (int c = 2; c <= cycles; ++c) {
     if (absl::Status s = add(); !s.ok()) return fail("AddNetwork", s);
     if (absl::Status s = run(); !s.ok()) return fail("RunNetwork", s);
     if (absl::Status s = remove(); !s.ok()) return fail("RemoveNetwork", s);
     if (c % 10 == 0) {
-      last = testing::ProcessRssBytes(pid);
+      const absl::Time sampling = absl::Now();
+      last = SettledRss(pid);
+      sampled += absl::Now() - sampling;
       if (first < 0) first = last;
       std::printf("%6d %12.1f\n", c, MiB(last));
     }
   }
   const double per_cycle =
-      absl::ToDoubleMilliseconds(absl::Now() - cycles_start) /
+      absl::ToDoubleMilliseconds(absl::Now() - cycles_start - sampled) /
       std::max(1, cycles - 1);
   if (first > 0) {
     std::printf(
