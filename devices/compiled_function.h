@@ -31,6 +31,12 @@ class CompiledFunction {
   virtual size_t arena_bytes() const = 0;
   // Estimated floating-point operations per execution.
   virtual double flops() const = 0;
+  // Called once every device that needs the function has loaded it (the
+  // provisioner does, after its last Load): the function may drop its host
+  // copy of the constants, which the devices now hold, so that a network's
+  // weights are not kept twice. A later Load of it fails
+  // FAILED_PRECONDITION (compile again). Thread-safe.
+  virtual void ReleaseHostConstants() const {}
 };
 
 // Compiles partitions for a device type. Thread-safe.

@@ -235,6 +235,9 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     network->replicas.push_back(
         std::make_unique<Replica>(std::move(partitions), std::move(routing)));
   }
+  // Every replica is loaded: the devices hold the constants, and the host
+  // copies would only double the network's footprint.
+  for (const auto& [key, function] : compiled) function->ReleaseHostConstants();
   return network;
 }
 

@@ -386,18 +386,38 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
   NetworkInfo info;
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
       absl::UnavailableError("not tried");
-  for (int replicas = std::max(1, options.partition.replicas); replicas >= 1;
-       --replicas) {
+  // The model: HostManager's copy, or read back from the journal when it
+  // keeps it (see Add), held only for the rebuild.
+  absl::string_view model = entry->model;
+  std::string read_back;
+  bool readable = true;
+  if (entry->model.empty() && options_.journal != nullptr &&
+      options_.journal->KeepsModels()) {
+    absl::StatusOr<std::string> kept =
+        options_.journal->LoadModel(entry->info.name);
+    if (kept.ok()) {
+      read_back = *std::move(kept);
+      model = read_back;
+    } else {
+      readable = false;
+      built = absl::Status(kept.status().code(),
+                           absl::StrCat("its model cannot be read back: ",
+                                        kept.status().message()));
+    }
+  }
+  for (int replicas = std::max(1, options.partition.replicas);
+       readable && replicas >= 1; --replicas) {
     options.partition.replicas = replicas;
-    built = Build(entry->info.name, entry->model, options, &info);
+    built = Build(entry->info.name, model, options, &info);
     if (built.ok() || !absl::IsResourceExhausted(built.status())) break;
   }
   // A batching network's other sizes, as many replicas: all or nothing.
   absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>> smaller;
   if (built.ok()) {
-    smaller = BuildSmaller(entry->info.name, entry->model, options);
+    smaller = BuildSmaller(entry->info.name, model, options);
     if (!smaller.ok()) built = smaller.status();
   }
+  std::string().swap(read_back);  // Not held while the old plan drains.
   std::vector<std::shared_ptr<ExecutableNetwork>> old;
   {
     absl::MutexLock lock(&mu_);
@@ -692,7 +712,12 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
                        s.ToString());
       }
     }
-    entry->model = std::string(onnx_model);
+    // A journal that keeps the model gives it back for re-provisioning;
+    // holding it here too would keep a second copy of the weights for the
+    // network's lifetime.
+    if (journal == nullptr || !journal->KeepsModels()) {
+      entry->model = std::string(onnx_model);
+    }
     entry->options = options;
     std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
     if (options.batching.max_batch_size > 0) {

@@ -75,6 +75,17 @@ class NetworkJournal {
   // network serving.
   virtual absl::Status Erase(absl::string_view name) = 0;
 
+  // Whether LoadModel gives back what Record was given. Then HostManager
+  // keeps no copy of an added network's model in memory (a model is as big
+  // as its weights, which the devices already hold) and reads it back only
+  // to re-provision the network after a device failure.
+  virtual bool KeepsModels() const { return false; }
+  // The model recorded for `name`; NOT_FOUND once erased. Called only when
+  // KeepsModels().
+  virtual absl::StatusOr<std::string> LoadModel(absl::string_view name) {
+    return absl::UnimplementedError("this journal keeps no models");
+  }
+
   // The plan cache: NOT_FOUND when no plan is kept for `name`. A journal
   // without one keeps nothing.
   virtual absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) {

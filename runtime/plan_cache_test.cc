@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
@@ -219,6 +220,80 @@ TEST(PlanReuseTest, NamesRoundTrip) {
   EXPECT_EQ(*ParsePlanReuse("MOO"), PlanReuse::kMatchOrOverride);
   EXPECT_EQ(ParsePlanReuse("sometimes").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A journal that keeps models, as glintd's store does: HostManager then
+// holds no copy of its own and reads the model back only to re-provision.
+class ModelKeepingJournal : public NetworkJournal {
+ public:
+  absl::Status Record(absl::string_view name, absl::string_view model,
+                      const AddNetworkOptions&) override {
+    absl::MutexLock lock(&mu_);
+    models_[std::string(name)] = std::string(model);
+    return absl::OkStatus();
+  }
+  absl::Status Erase(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    models_.erase(std::string(name));
+    return absl::OkStatus();
+  }
+  bool KeepsModels() const override { return true; }
+  absl::StatusOr<std::string> LoadModel(absl::string_view name) override {
+    absl::MutexLock lock(&mu_);
+    ++loads_;
+    if (!loaded_.HasBeenNotified()) loaded_.Notify();
+    auto it = models_.find(std::string(name));
+    if (it == models_.end()) return absl::NotFoundError("not kept");
+    return it->second;
+  }
+  int loads() {
+    absl::MutexLock lock(&mu_);
+    return loads_;
+  }
+  absl::Notification& loaded() { return loaded_; }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, std::string> models_ ABSL_GUARDED_BY(mu_);
+  int loads_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Notification loaded_;
+};
+
+TEST(ModelKeepingJournalTest, ADeadDevicesNetworkIsRebuiltFromTheJournal) {
+  ModelKeepingJournal journal;
+  HostManagerOptions options;
+  options.journal = &journal;
+  DeviceConfig sim, faulty;
+  sim.memory_bytes = 64 * kMiB;
+  faulty.memory_bytes = 128 * kMiB;  // The most free memory: placed there.
+  faulty.type = "faulty";
+  faulty.params["kill_at_launch"] = "1";
+  auto host = HostManager::CreateFromConfigs(options, {sim, faulty});
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("n", testing::MakeMlpModel(1, 8, 4), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 1u);
+  ASSERT_EQ(info->partitions[0].device_id, 1);
+  EXPECT_EQ(journal.loads(), 0);
+
+  std::vector<float> x(8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * i - 1.0f;
+  const std::vector<float> want = testing::MlpReference(x, 1, 8, 4);
+  auto run = [&] {
+    return (*host)->RunNetwork(
+        "n", {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 8}), x)}});
+  };
+  // The faulty device's first launch kills it, and the run with it.
+  EXPECT_TRUE(absl::IsUnavailable(run().status()));
+  ASSERT_TRUE(journal.loaded().WaitForNotificationWithTimeout(
+      absl::Seconds(30)));
+  absl::StatusOr<std::vector<NamedTensor>> out = run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& y = (*out)[0].tensor;
+  ASSERT_EQ(y.num_elements(), 4);
+  for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(y.data<float>()[j], want[j]);
+  EXPECT_EQ(journal.loads(), 1);
 }
 
 }  // namespace

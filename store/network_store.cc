@@ -423,6 +423,23 @@ std::vector<StoreEntry> NetworkStore::LoadAll() const {
   return good;
 }
 
+absl::StatusOr<StoredNetwork> NetworkStore::Load(
+    absl::string_view name) const {
+  const std::string file = absl::StrCat(Sha256Hex(name), kNetworkSuffix);
+  const std::string path = absl::StrCat(dir_, "/", kNetworksDir, "/", file);
+  absl::StatusOr<std::string> contents = ReadFile(path);
+  if (absl::IsNotFound(contents.status())) {
+    return absl::NotFoundError(absl::StrCat("no stored network '", name, "'"));
+  }
+  if (!contents.ok()) return contents.status();
+  GLINT_ASSIGN_OR_RETURN(StoredNetwork network,
+                         DecodeNetwork(*contents, path, file));
+  if (network.name != name) {  // A digest collision: not this network.
+    return absl::NotFoundError(absl::StrCat("no stored network '", name, "'"));
+  }
+  return network;
+}
+
 absl::Status NetworkStore::SavePlan(absl::string_view key,
                                     absl::string_view blob) {
   GLINT_RETURN_IF_ERROR(CheckPlanKey(key));

@@ -81,6 +81,12 @@ class NetworkStore {
   // one entry naming the folder).
   std::vector<StoreEntry> LoadAll() const;
 
+  // The record of `name`, read from disk on each call: glintd keeps no
+  // copy of a model in memory once it is added, and reads it back only in
+  // the rare case it is needed again (re-provisioning after a device
+  // failure). NOT_FOUND if none; DATA_LOSS when corrupt.
+  absl::StatusOr<StoredNetwork> Load(absl::string_view name) const;
+
   // Plan cache: opaque blobs by `key`, a lowercase hex digest the caller
   // computes ([0-9a-f]{1,128}; else INVALID_ARGUMENT). SavePlan replaces,
   // with the same durability as Save.

@@ -143,6 +143,36 @@ TEST(NetworkStoreTest, SaveReplacesAndDeleteRemoves) {
   EXPECT_TRUE(absl::IsNotFound(store->Delete("never")));
 }
 
+TEST(NetworkStoreTest, LoadReadsOneRecordFromDisk) {
+  std::unique_ptr<NetworkStore> store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  const std::string model = Binary(1 << 20, 7);
+  ASSERT_TRUE(Ok(store->Save({"big", model, "opts"})));
+  ASSERT_TRUE(Ok(store->Save({"other", "x", ""})));
+  absl::StatusOr<StoredNetwork> loaded = store->Load("big");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->name, "big");
+  EXPECT_EQ(loaded->model, model);
+  EXPECT_EQ(loaded->options, "opts");
+
+  // A replaced record reads back as the new one: nothing is cached.
+  ASSERT_TRUE(Ok(store->Save({"big", "v2", "o2"})));
+  loaded = store->Load("big");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->model, "v2");
+
+  ASSERT_TRUE(Ok(store->Delete("big")));
+  EXPECT_TRUE(absl::IsNotFound(store->Load("big").status()));
+  EXPECT_TRUE(absl::IsNotFound(store->Load("never").status()));
+
+  // A damaged record is DATA_LOSS, not a wrong model.
+  std::string bytes = ReadBytes(NetworkFile(*store, "other"));
+  bytes.back() ^= 0x01;
+  WriteBytes(NetworkFile(*store, "other"), bytes);
+  absl::StatusOr<StoredNetwork> damaged = store->Load("other");
+  EXPECT_TRUE(absl::IsDataLoss(damaged.status())) << damaged.status();
+}
+
 TEST(NetworkStoreTest, AnyUtf8NameWorks) {
   auto store = OpenStore(FreshDir());
   ASSERT_NE(store, nullptr);

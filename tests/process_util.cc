@@ -124,6 +124,19 @@ std::string RunfilePath(const std::string& workspace_relative) {
                       "/", workspace_relative);
 }
 
+int64_t ProcessRssBytes(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (!absl::StartsWith(line, "VmRSS:")) continue;
+    absl::string_view v = absl::StripAsciiWhitespace(
+        absl::StripSuffix(absl::string_view(line).substr(6), "kB"));
+    int64_t kib = 0;
+    return absl::SimpleAtoi(v, &kib) ? kib * 1024 : -1;
+  }
+  return -1;
+}
+
 std::string NewTempDir(const std::string& prefix) {
   static std::atomic<int> counter{0};
   const char* tmp = std::getenv("TEST_TMPDIR");

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ std::string RunfilePath(const std::string& workspace_relative);
 
 // A fresh directory under $TEST_TMPDIR.
 std::string NewTempDir(const std::string& prefix);
+
+// The resident set of process `pid` in bytes: VmRSS of /proc/PID/status
+// (what the OS holds for it, so memory freed but kept by an allocator
+// counts). -1 if unreadable.
+int64_t ProcessRssBytes(pid_t pid);
 
 struct CommandResult {
   int exit_code = -1;  // -1 if killed by a signal or timed out.

@@ -42,6 +42,15 @@ class OneThreadKernel final : public Kernel {
     OneOpenMpThread one;
     return kernel_->Compute(ctx);
   }
+  // Forwarded, so that sanitizer builds hold packed weights as the others
+  // do.
+  std::vector<PackedConstant> PackedConstants() const override {
+    return kernel_->PackedConstants();
+  }
+  void UsePackedConstant(int input) override {
+    kernel_->UsePackedConstant(input);
+  }
+  void ReleasePackedConstants() override { kernel_->ReleasePackedConstants(); }
 
  private:
   const std::unique_ptr<Kernel> kernel_;

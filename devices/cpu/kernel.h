@@ -80,12 +80,36 @@ struct KernelSpec {
   }
 };
 
+// A constant input a kernel re-laid out at build time (oneDNN's packed
+// weights): `bytes` at `data`, owned by the kernel.
+struct PackedConstant {
+  int input = -1;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
 // A compiled node. Thread-safe: Compute() may run concurrently for
 // different executions of the same compiled function.
 class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual absl::Status Compute(KernelContext& ctx) const = 0;
+
+  // Packing constants without keeping both forms. A kernel that packed a
+  // constant input for the only shapes it can see lists it here; the
+  // compiled function may then hold the packed bytes in the device's
+  // constant block in place of the plain value (the weights exist once,
+  // in the layout the kernel reads) and calls UsePackedConstant. Default:
+  // none.
+  virtual std::vector<PackedConstant> PackedConstants() const { return {}; }
+  // From now on input `input`'s view holds the bytes PackedConstants gave
+  // (its dtype and shape stay the plain ones). Called at build time,
+  // before any Compute.
+  virtual void UsePackedConstant(int input) {}
+  // The devices hold the packed bytes: the kernel frees its own copy of
+  // those it was told to read from their input. Never concurrent with
+  // Compute.
+  virtual void ReleasePackedConstants() {}
 };
 
 // Builds a kernel, or refuses the node: UNIMPLEMENTED for an attribute

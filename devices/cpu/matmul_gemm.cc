@@ -49,10 +49,45 @@ struct MatMulEntry {
   bool has_bias = false;
   int addend_post_op = -1;  // The binary post-op's index, if any.
   // Set when the weights were packed at creation; then the weights input is
-  // not read at run time.
+  // not read at run time, unless packed_weights was released, in which case
+  // the input holds the packed bytes (PackedB).
   bool packed = false;
-  memory packed_weights;
+  // Mutable for PackedB::Release, which no Compute overlaps.
+  mutable memory packed_weights;
 };
+
+// Constant B packed at build time for the one shape the node sees, which
+// the compiled function may move into the device's constant block
+// (Kernel::PackedConstants): then B's view holds the packed bytes and the
+// kernel drops its copy. Thread-compatible; set up before any Compute.
+class PackedB {
+ public:
+  // Remembers the entry Prepare made, if it packed B.
+  void Remember(std::shared_ptr<const MatMulEntry> entry) {
+    if (entry != nullptr && entry->packed) entry_ = std::move(entry);
+  }
+  std::vector<PackedConstant> Describe() const {
+    if (entry_ == nullptr || !entry_->packed_weights) return {};
+    return {{1, entry_->packed_weights.get_data_handle(),
+             entry_->weights.get_size()}};
+  }
+  void UseInput() { in_input_ = entry_ != nullptr; }
+  // B's view is packed: no other shape can be packed from it.
+  bool in_input() const { return in_input_; }
+  void Release() {
+    if (in_input_) entry_->packed_weights = memory();
+  }
+
+ private:
+  std::shared_ptr<const MatMulEntry> entry_;
+  bool in_input_ = false;
+};
+
+absl::Status PackedForOneShape(const std::string& node) {
+  return absl::InternalError(absl::StrCat(
+      node, ": its weights are held packed for the shapes it was compiled "
+            "for, and a run gave other shapes"));
+}
 
 // `weights` is read only when config.pack_weights (it must then hold the
 // weights in config.weights' layout). Throws dnnl::error.
@@ -105,9 +140,12 @@ void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
                void* dst, const void* addend = nullptr) {
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = memory(e.src, engine, const_cast<void*>(src));
+  // Packed weights are the entry's own until released; then `weights`
+  // holds them, in the packed layout e.weights describes.
   args[DNNL_ARG_WEIGHTS] =
-      e.packed ? e.packed_weights
-               : memory(e.weights, engine, const_cast<void*>(weights));
+      e.packed && e.packed_weights
+          ? e.packed_weights
+          : memory(e.weights, engine, const_cast<void*>(weights));
   if (e.has_bias) {
     args[DNNL_ARG_BIAS] = memory(e.bias, engine, const_cast<void*>(bias));
   }
@@ -211,8 +249,20 @@ class MatMulKernel final : public KernelBase {
                              wb->shape().ToString(), " but is declared ",
                              b.ToString());
     }
-    return GetEntry(a, b, wb != nullptr ? wb->raw_data() : nullptr).status();
+    GLINT_ASSIGN_OR_RETURN(
+        std::shared_ptr<const MatMulEntry> entry,
+        GetEntry(a, b, wb != nullptr ? wb->raw_data() : nullptr));
+    packed_b_.Remember(std::move(entry));
+    return absl::OkStatus();
   }
+
+  std::vector<PackedConstant> PackedConstants() const override {
+    return packed_b_.Describe();
+  }
+  void UsePackedConstant(int input) override {
+    if (input == 1) packed_b_.UseInput();
+  }
+  void ReleasePackedConstants() override { packed_b_.Release(); }
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* a,
@@ -287,6 +337,7 @@ class MatMulKernel final : public KernelBase {
       const Shape& a, const Shape& b, const void* b_data) const {
     std::vector<int64_t> key = ShapeKey({&a, &b});
     if (auto e = cache_.Find(key)) return e;
+    if (packed_b_.in_input()) return PackedForOneShape(node());
     GLINT_ASSIGN_OR_RETURN(MatMulGeometry g, MatMulShapes(a, b, node()));
     if (g.out.NumElements() == 0 || g.k == 0) {
       return std::shared_ptr<const MatMulEntry>();  // Never executed.
@@ -323,6 +374,7 @@ class MatMulKernel final : public KernelBase {
   Activation act_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
+  PackedB packed_b_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelSpec& spec) {
@@ -379,9 +431,20 @@ class GemmKernel final : public KernelBase {
                              wb->shape().ToString(), " but is declared ",
                              b.ToString());
     }
-    return GetEntry(a, b, c, wb != nullptr ? wb->raw_data() : nullptr)
-        .status();
+    GLINT_ASSIGN_OR_RETURN(
+        std::shared_ptr<const MatMulEntry> entry,
+        GetEntry(a, b, c, wb != nullptr ? wb->raw_data() : nullptr));
+    packed_b_.Remember(std::move(entry));
+    return absl::OkStatus();
   }
+
+  std::vector<PackedConstant> PackedConstants() const override {
+    return packed_b_.Describe();
+  }
+  void UsePackedConstant(int input) override {
+    if (input == 1) packed_b_.UseInput();
+  }
+  void ReleasePackedConstants() override { packed_b_.Release(); }
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* a,
@@ -474,6 +537,7 @@ class GemmKernel final : public KernelBase {
       const void* b_data) const {
     std::vector<int64_t> key = ShapeKey({&a, &b, c});
     if (auto e = cache_.Find(key)) return e;
+    if (packed_b_.in_input()) return PackedForOneShape(node());
     GLINT_ASSIGN_OR_RETURN(GemmGeometry g, Geometry(a, b, c));
     if (g.m == 0 || g.n == 0 || g.k == 0) {
       return std::shared_ptr<const MatMulEntry>();  // Never executed.
@@ -515,6 +579,7 @@ class GemmKernel final : public KernelBase {
   bool constant_b_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
+  PackedB packed_b_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const KernelSpec& spec) {

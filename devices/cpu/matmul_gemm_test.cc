@@ -1,3 +1,4 @@
+#include <cstring>
 #include <vector>
 
 #include "devices/cpu/kernel.h"
@@ -116,6 +117,49 @@ INSTANTIATE_TEST_SUITE_P(
                       MatMulCase{{1, 3, 4}, {4, 5}},
                       MatMulCase{{2, 3, 4}, {4}},
                       MatMulCase{{64, 128}, {128, 96}}));
+
+// Packed B held outside the kernel (as the device's constant block holds
+// it): the kernel lists what it packed, reads it from B's input once told
+// to, frees its own copy, and still computes A·B; another shape is refused
+// instead of read through the packed bytes.
+TEST(MatMulTest, PackedWeightsReadFromTheInputAfterRelease) {
+  for (const char* op : {"MatMul", "Gemm"}) {
+    const Tensor a = RandomTensor({8, 64}, 1);
+    const Tensor b = RandomTensor({64, 32}, 2);
+    const Tensor want = NaiveMatMul(a, b);
+    const Node node = MakeNode(op, {"a", "b"}, {"y"});
+    RunKernelOptions options;
+    options.constant_inputs = {1};
+    const std::vector<Tensor> inputs = {a, b};  // Borrowed by the spec.
+    const KernelSpec spec = testing::MakeSpec(node, inputs, options);
+    auto kernel = (*CpuKernelRegistry().Find(op))(spec);
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<PackedConstant> packed = (*kernel)->PackedConstants();
+    ASSERT_EQ(packed.size(), 1u) << op;
+    EXPECT_EQ(packed[0].input, 1);
+    ASSERT_GE(packed[0].bytes, b.num_bytes());
+    // The copy a device would hold, made before the kernel lets go of its.
+    Tensor held = *Tensor::Create(DType::kUInt8,
+                                  Shape({static_cast<int64_t>(packed[0].bytes)}));
+    std::memcpy(held.raw_data(), packed[0].data, packed[0].bytes);
+    (*kernel)->UsePackedConstant(1);
+    (*kernel)->ReleasePackedConstants();
+    EXPECT_TRUE((*kernel)->PackedConstants().empty());
+
+    // B's view as a compiled function gives it: the plain dtype and shape
+    // over the packed bytes (the context owns its views; it is pointed at
+    // the held copy here).
+    testing::TestKernelContext ctx({a, b}, {DType::kFloat32});
+    const_cast<TensorView*>(ctx.input(1))->data = held.raw_data();
+    ASSERT_TRUE((*kernel)->Compute(ctx).ok()) << op;
+    EXPECT_LT(MaxRelativeError(ctx.output(0), want), kTolerance) << op;
+
+    const Tensor other = RandomTensor({4, 64}, 3);
+    testing::TestKernelContext bad({other, b}, {DType::kFloat32});
+    EXPECT_EQ((*kernel)->Compute(bad).code(), absl::StatusCode::kInternal)
+        << op;
+  }
+}
 
 TEST(MatMulTest, HandComputed) {
   auto out = RunKernel(CpuKernelRegistry(), MakeNode("MatMul", {"a", "b"}, {"y"}),

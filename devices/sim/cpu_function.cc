@@ -208,9 +208,8 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     ValueInfo v = info != nullptr
                       ? *info
                       : ValueInfo{name, tensor.dtype(), tensor.shape()};
-    add_slot({ValueSlot::Kind::kConstant, 0, f->constant_bytes_, v});
-    f->constants_.emplace_back(f->constant_bytes_, &tensor);
-    f->constant_bytes_ += AlignUp(tensor.num_bytes());
+    // Placed in the constant block once the kernels say what they packed.
+    add_slot({ValueSlot::Kind::kConstant, 0, 0, v});
   }
   absl::flat_hash_map<std::string, size_t> output_index;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
@@ -307,16 +306,80 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     f->flops_ += EstimateOpCost(node, g).flops;
     f->steps_.push_back(std::move(step));
   }
+
+  // The constant block. A constant that a single kernel reads, and only in
+  // the form it packed at build time, is held packed: the plain value is
+  // then needed by nobody, and the weights exist once (on the device, in
+  // the layout the kernel reads) instead of twice.
+  absl::flat_hash_map<std::string, int> uses;
+  for (const Node& node : g.nodes) {
+    for (const std::string& in : node.inputs) {
+      if (!in.empty()) ++uses[in];
+    }
+  }
+  for (const ValueInfo& out : g.outputs) ++uses[out.name];
+  absl::flat_hash_map<std::string, cpu::PackedConstant> packed;
+  for (Step& step : f->steps_) {
+    for (const cpu::PackedConstant& p : step.kernel->PackedConstants()) {
+      if (p.input < 0 || p.input >= step.node->num_inputs()) continue;
+      const std::string& name = step.node->inputs[p.input];
+      if (g.FindInitializer(name) == nullptr || uses[name] != 1) continue;
+      step.kernel->UsePackedConstant(p.input);
+      packed[name] = p;
+      f->packing_kernels_.push_back(step.kernel.get());
+    }
+  }
+  {
+    absl::MutexLock lock(&f->constants_mu_);
+    for (const auto& [name, tensor] : g.initializers) {
+      HostConstant c;
+      c.offset = f->constant_bytes_;
+      auto it = packed.find(name);
+      if (it != packed.end()) {
+        c.packed = it->second.data;
+        c.bytes = it->second.bytes;
+      } else {
+        c.plain = tensor;
+        c.bytes = tensor.num_bytes();
+      }
+      f->slots_[slot_of.at(name)].offset = c.offset;
+      f->constant_bytes_ += AlignUp(c.bytes);
+      f->constants_.push_back(std::move(c));
+    }
+  }
+  // Kernels borrowed the constants only while they were built: constants_
+  // now holds the function's one reference to each plain value (packed
+  // ones are dropped here), until ReleaseHostConstants.
+  f->graph_.initializers.clear();
   return std::shared_ptr<const CpuFunction>(std::move(f));
 }
 
-void CpuFunction::WriteConstants(void* dst) const {
-  for (const auto& [offset, tensor] : constants_) {
-    if (tensor->num_bytes() > 0) {
-      std::memcpy(static_cast<char*>(dst) + offset, tensor->raw_data(),
-                  tensor->num_bytes());
-    }
+absl::Status CpuFunction::WriteConstants(void* dst) const {
+  absl::MutexLock lock(&constants_mu_);
+  if (constants_released_) {
+    return absl::FailedPreconditionError(
+        "the function's constants were released after it was loaded; "
+        "compile it again to load it elsewhere");
   }
+  for (const HostConstant& c : constants_) {
+    if (c.bytes == 0) continue;
+    std::memcpy(static_cast<char*>(dst) + c.offset,
+                c.packed != nullptr ? c.packed : c.plain.raw_data(), c.bytes);
+  }
+  return absl::OkStatus();
+}
+
+void CpuFunction::ReleaseHostConstants() const {
+  std::vector<HostConstant> dropped;
+  {
+    absl::MutexLock lock(&constants_mu_);
+    if (constants_released_) return;
+    constants_released_ = true;
+    dropped.swap(constants_);
+    // The loaded copies read the packed bytes from their constant block.
+    for (cpu::Kernel* k : packing_kernels_) k->ReleasePackedConstants();
+  }
+  // The plain values are freed here, outside the lock.
 }
 
 absl::Status CpuFunction::Execute(

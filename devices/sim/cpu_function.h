@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/graph.h"
 #include "devices/compiled_function.h"
 #include "devices/cpu/kernel.h"
@@ -59,8 +60,10 @@ class CpuFunction : public CompiledFunction {
   double flops() const override { return flops_; }
 
   // Writes the constant block (constant_bytes() long) to `dst`, as the
-  // device's upload does.
-  void WriteConstants(void* dst) const;
+  // device's upload does. FAILED_PRECONDITION after ReleaseHostConstants.
+  absl::Status WriteConstants(void* dst) const;
+  // Drops the host copy of the constants (see CompiledFunction).
+  void ReleaseHostConstants() const override;
 
   // Runs every kernel. `inputs` and `outputs` match inputs()/outputs().
   absl::Status Execute(const CpuExecutionMemory& memory,
@@ -85,7 +88,25 @@ class CpuFunction : public CompiledFunction {
   // Function outputs not produced by a step (an input or constant passed
   // through): output index → slot id.
   std::vector<std::pair<size_t, int>> passthrough_outputs_;
-  std::vector<std::pair<size_t, const Tensor*>> constants_;  // offset, data.
+  // One initializer in the constant block: its plain value, or the packed
+  // form a kernel made of it (cpu::Kernel::PackedConstants), owned by that
+  // kernel.
+  struct HostConstant {
+    size_t offset = 0;
+    Tensor plain;
+    const void* packed = nullptr;
+    size_t bytes = 0;
+  };
+  // The function's only host copy of its constants (graph_ keeps none once
+  // the kernels are built), until ReleaseHostConstants empties it and has
+  // the kernels in packing_kernels_ drop their packed forms: a loaded
+  // function's constants then live on its devices alone. Execute never
+  // reads them (it reads the device's constant block), and Release runs
+  // before any launch (the provisioner calls it).
+  mutable absl::Mutex constants_mu_;
+  mutable std::vector<HostConstant> constants_ ABSL_GUARDED_BY(constants_mu_);
+  mutable bool constants_released_ ABSL_GUARDED_BY(constants_mu_) = false;
+  std::vector<cpu::Kernel*> packing_kernels_;
   size_t constant_bytes_ = 0;
   size_t arena_bytes_ = 0;
   double flops_ = 0;

@@ -1,5 +1,7 @@
 #include "devices/sim/sim_device.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -63,6 +65,33 @@ absl::Duration SimTimingModel::CopyTime(size_t bytes) const {
   return t;
 }
 
+namespace {
+
+// Device memory of at least this size is its own anonymous mapping (see
+// SimDevice::kMappedBufferBytes).
+bool IsMapped(size_t bytes) { return bytes >= SimDevice::kMappedBufferBytes; }
+
+// Host memory backing `bytes` of device memory; null when the host has
+// none left.
+void* HostAlloc(size_t bytes) {
+  if (!IsMapped(bytes)) return AlignedAlloc(bytes);
+  // Pages are untouched (and cost no RSS) until written; munmap gives them
+  // back to the OS at once, whatever else the heap holds.
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+void HostFree(void* data, size_t bytes) {
+  if (IsMapped(bytes)) {
+    munmap(data, bytes);
+  } else {
+    std::free(data);
+  }
+}
+
+}  // namespace
+
 // Memory of a simulated device: a host allocation that only the device's
 // engines touch. Host code sees a tagged (non-canonical) address.
 class SimDevice::SimBuffer : public DeviceBuffer {
@@ -70,7 +99,7 @@ class SimDevice::SimBuffer : public DeviceBuffer {
   SimBuffer(SimDevice* device, void* data, size_t size)
       : device_(device), data_(data), size_(size) {}
   ~SimBuffer() override {
-    std::free(data_);
+    HostFree(data_, size_);
     device_->ReturnMemory(size_);
   }
   int device_id() const override { return device_->id(); }
@@ -365,7 +394,7 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
     }
     used_bytes_ += bytes;
   }
-  void* data = AlignedAlloc(bytes);
+  void* data = HostAlloc(bytes);
   if (data == nullptr) {
     ReturnMemory(bytes);
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -500,7 +529,7 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> SimDevice::Load(
   // Reserve one execution's arena so that a network that loads can also run.
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> arena,
                          Allocate(cpu->arena_bytes()));
-  cpu->WriteConstants(HostAddress(*constants));
+  GLINT_RETURN_IF_ERROR(cpu->WriteConstants(HostAddress(*constants)));
   return std::unique_ptr<LoadedFunction>(new SimLoadedFunction(
       this, std::move(cpu), std::move(constants), std::move(arena)));
 }

@@ -61,6 +61,15 @@ class SimDevice : public DeviceManager {
  public:
   static constexpr absl::string_view kTypeName = "sim";
 
+  // Buffers of at least this many bytes (weights, arenas, large tensors)
+  // are anonymous mappings of their own, unmapped when freed: the device's
+  // memory goes back to the OS as soon as a network is removed, as a real
+  // device's would, instead of staying in the host heap where one small
+  // live block above it pins every freed page below (glibc returns heap
+  // memory only from its top). Smaller ones come from the heap: a mapping
+  // per small tensor would cost a system call and a page each.
+  static constexpr size_t kMappedBufferBytes = size_t{1} << 20;
+
   // INVALID_ARGUMENT for unknown or malformed params or a zero capacity.
   static absl::StatusOr<std::unique_ptr<SimDevice>> Create(
       int id, const DeviceConfig& config, SimDeviceOptions options = {});

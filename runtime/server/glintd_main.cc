@@ -50,6 +50,7 @@
 #include "onnx/import_sandbox.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/allocator_policy.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/device_spec.h"
 #include "runtime/server/grpc_auth.h"
@@ -534,6 +535,9 @@ int main(int argc, char** argv) {
   if (argc == 2 && argv[1] == glint::kServeImportHelperFlag) {
     return glint::ServeImportHelper();
   }
+  // Before any thread exists: so that removed networks' memory goes back
+  // to the OS (allocator_policy.h).
+  glint::ConfigureAllocatorForServing();
   // Debian builds Abseil with mutex deadlock detection on: every lock then
   // updates a global lock graph, which cost ~12% of throughput with many
   // runs in flight (thousands of live event mutexes). The tests keep it.

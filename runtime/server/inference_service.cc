@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "proto/oip_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/allocator_policy.h"
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/oip_infer.h"
 #include "runtime/server/reactors.h"
@@ -288,6 +289,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
       // The config described another model: it must not stay loaded.
       if (!status.ok()) (void)host_manager_->RemoveNetwork(load->name);
     }
+    ReleaseFreeMemory();  // As glint.v1's AddNetwork does (service.cc).
     if (status.ok()) {
       GLINT_LOG_INFO("loaded model '{}' through RepositoryModelLoad",
                      Clip(load->name));
@@ -305,6 +307,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
   if (!name.ok()) return Answer(context, name.status());
   return FinishOnPool(context, *blocking_, [this, name = *std::move(name)] {
     absl::Status status = host_manager_->RemoveNetwork(name);
+    ReleaseFreeMemory();
     if (status.ok()) {
       GLINT_LOG_INFO("unloaded model '{}' through RepositoryModelUnload",
                      Clip(name));

@@ -31,6 +31,11 @@ absl::Status StoreJournal::Erase(absl::string_view name) {
   return absl::IsNotFound(plan) ? absl::OkStatus() : plan;
 }
 
+absl::StatusOr<std::string> StoreJournal::LoadModel(absl::string_view name) {
+  GLINT_ASSIGN_OR_RETURN(StoredNetwork network, store_->Load(name));
+  return std::move(network.model);
+}
+
 absl::StatusOr<CachedPlan> StoreJournal::LoadPlan(absl::string_view name) {
   GLINT_ASSIGN_OR_RETURN(std::string blob, store_->LoadPlan(Sha256Hex(name)));
   store::v1::CachedPlan proto;

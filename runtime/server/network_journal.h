@@ -21,6 +21,10 @@ class StoreJournal : public NetworkJournal {
   // A name the store does not hold is already forgotten: OK. Its cached
   // plan goes too.
   absl::Status Erase(absl::string_view name) override;
+  // The store holds every recorded model: read back from disk on demand
+  // (NetworkStore::Load), never cached.
+  bool KeepsModels() const override { return true; }
+  absl::StatusOr<std::string> LoadModel(absl::string_view name) override;
   // Plans live in the store's plan blobs, under the digest of the name.
   absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) override;
   absl::Status SavePlan(absl::string_view name,

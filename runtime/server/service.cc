@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
+#include "runtime/server/allocator_policy.h"
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/run_request.h"
 
@@ -24,6 +25,8 @@ grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
   if (!options.ok()) return ToGrpcStatus(options.status());
   absl::StatusOr<NetworkInfo> info =
       host_manager_->AddNetwork(request.name(), request.model(), *options);
+  // The import's and compiler's transient copies are freed by now.
+  ReleaseFreeMemory();
   // HostManager logs the outcome; logging here too would say it twice.
   if (!info.ok()) return ToGrpcStatus(info.status());
   NetworkInfoToProto(*info, response->mutable_network());
@@ -34,6 +37,9 @@ grpc::Status GlintHandlers::RemoveNetwork(
     const v1::RemoveNetworkRequest& request,
     v1::RemoveNetworkResponse* /*response*/) const {
   absl::Status status = host_manager_->RemoveNetwork(request.name());
+  // The network's heap blocks go back to the OS, not only its device
+  // memory (which the sim devices unmap themselves).
+  ReleaseFreeMemory();
   if (status.ok()) GLINT_LOG_INFO("removed network '{}'", request.name());
   return ToGrpcStatus(status);
 }
