@@ -517,10 +517,11 @@ void ArmCompletion(std::shared_ptr<RunState> run) {
     Finish(std::move(run));
     return;
   }
-  run->pending_streams.store(static_cast<int>(run->streams.size()));
-  // A copy: the first callback may finish the run, and so close
-  // run->streams, while later ones are still being registered. Each view
-  // lives until the run finishes, after its own callback has started.
+  // One count per stream plus one held by this thread until its last
+  // EndBatch: a view on a stopped stream runs its OnDone callback at once
+  // (inline or on another thread), so the streams' callbacks alone could
+  // finish the run, and close the views, before EndBatch reaches them.
+  run->pending_streams.store(static_cast<int>(run->streams.size()) + 1);
   std::vector<Stream*> streams;
   for (const auto& stream : run->streams) streams.push_back(stream.get());
   for (Stream* stream : streams) {
@@ -528,9 +529,10 @@ void ArmCompletion(std::shared_ptr<RunState> run) {
       if (run->pending_streams.fetch_sub(1) == 1) Finish(run);
     });
   }
-  // The run's work starts. Only the last EndBatch can finish the run (each
-  // view's OnDone waits for its EndBatch), and nothing is touched after it.
+  // The run's work starts; the views live at least until the count held
+  // here is given back.
   for (Stream* stream : streams) stream->EndBatch();
+  if (run->pending_streams.fetch_sub(1) == 1) Finish(std::move(run));
 }
 
 }  // namespace

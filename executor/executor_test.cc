@@ -797,5 +797,46 @@ TEST_F(ExecutorFaultTest, DeadDeviceFailsFastWithUnavailable) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
+// Both devices die while the run is being enqueued (after its streams are
+// open): every view's OnDone then runs at once, before the run's EndBatch
+// calls, which must not touch views the finished run has closed (a
+// use-after-free, seen under --config=asan).
+TEST(ExecutorKillTest, DevicesKilledWhileEnqueueingFailTheRunCleanly) {
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::unique_ptr<FaultInjectingDevice>> faulty;
+    for (int i = 0; i < 2; ++i) {
+      DeviceConfig c;
+      c.memory_bytes = 1 << 20;
+      FaultOptions options;
+      options.kill_at_launch = 1;
+      faulty.push_back(std::make_unique<FaultInjectingDevice>(
+          *SimDevice::Create(i, c), options));
+    }
+    Dag dag = TwoStageDag();
+    for (int i = 0; i < 2; ++i) {
+      dag.logical_devices[i] = faulty[i]->GetDeviceInfo();
+    }
+    auto net = Provisioner({faulty[0].get(), faulty[1].get()}).Provision(dag);
+    ASSERT_TRUE(net.ok()) << net.status();
+    Executor executor;
+    absl::Notification done;
+    absl::StatusOr<std::vector<Tensor>> result;
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {1, 1, 1, 1})};
+    request.outputs = {0};
+    executor.Run(**net, std::move(request),
+                 [&](absl::StatusOr<std::vector<Tensor>> r) {
+                   result = std::move(r);
+                   done.Notify();
+                 });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_EQ(result.status().code(), absl::StatusCode::kUnavailable)
+        << result.status();
+    EXPECT_TRUE(faulty[0]->dead());
+    EXPECT_TRUE(faulty[1]->dead());
+  }
+}
+
 }  // namespace
 }  // namespace glint
