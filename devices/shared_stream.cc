@@ -79,6 +79,9 @@ std::shared_ptr<SharedStream> SharedStream::Create(Options options) {
     s->Worker(/*compute=*/true);
   });
   s->helper_ = std::thread([s] { s->Worker(/*compute=*/false); });
+  // Set before any view exists, so before any callback can call Stop().
+  s->compute_id_ = s->compute_.get_id();
+  s->helper_id_ = s->helper_.get_id();
   return stream;
 }
 
@@ -378,14 +381,16 @@ void SharedStream::Stop(absl::Status reason) {
     }
   }
   RunDeferred(deferred);
-  // Each thread is joined once, by the first Stop() that is not on it: an
-  // OnDone callback run inline on one of them may stop the stream, and a
-  // later Stop() (the destructor's) joins that thread then.
+  // Only threads other than the stream's own join: an OnDone callback run
+  // inline on one of them may stop the stream while an outside Stop()
+  // holds join_mu_ joining that very thread (or the other worker's
+  // callback stops it too), so a worker never waits for join_mu_. The
+  // outside Stop() (at the latest the destructor's) joins both.
+  const std::thread::id self = std::this_thread::get_id();
+  if (self == compute_id_ || self == helper_id_) return;
   absl::MutexLock lock(&join_mu_);
   for (std::thread* t : {&compute_, &helper_}) {
-    if (t->joinable() && t->get_id() != std::this_thread::get_id()) {
-      t->join();
-    }
+    if (t->joinable()) t->join();
   }
 }
 

@@ -61,10 +61,11 @@ namespace glint {
 //
 // Stop() fails every view's pending and later items with the reason (a
 // view with nothing pending keeps its status until it enqueues more) and
-// joins the threads, each once and never from itself; it never hangs, and
-// the destructor calls it. OnDone callbacks may stop the stream (a later
-// Stop(), the destructor's, joins the thread that did); nothing run on its
-// threads may destroy it.
+// joins the threads, each once and only from outside them; it never hangs,
+// and the destructor calls it. OnDone callbacks may stop the stream (a
+// Stop() on one of its own threads only drains, and returns without
+// joining: a Stop() from outside, at the latest the destructor's, joins);
+// nothing run on its threads may destroy it.
 // Thread-safe.
 class SharedStream : public std::enable_shared_from_this<SharedStream> {
  public:
@@ -221,6 +222,11 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   absl::Mutex join_mu_;  // Serialises Stop()'s joins.
   std::thread compute_;
   std::thread helper_;
+  // The workers' ids, kept apart from the std::thread objects (which a
+  // join rewrites): Stop() reads them to tell whether it runs on a worker.
+  // Written once by Create(), before any view exists.
+  std::thread::id compute_id_;
+  std::thread::id helper_id_;
 };
 
 }  // namespace glint

@@ -3,6 +3,7 @@
 #include "devices/shared_stream.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -365,6 +366,47 @@ TEST(SharedStreamTest, AnOnDoneCallbackMayStopTheStream) {
   a.reset();
   later.reset();
   shared.reset();  // Joins the thread the callback ran on.
+}
+
+TEST(SharedStreamTest, ACallbackAndAnOutsideThreadMayStopTogether) {
+  // A callback on the stream's own thread stops the stream while an outside
+  // thread stops it too (and joins that thread): neither may wait for the
+  // other. Many rounds, since which reaches the join first varies; a hang
+  // is reported as a failure after a bounded wait.
+  for (int round = 0; round < 100; ++round) {
+    auto shared = NewShared();
+    SharedStream* raw = shared.get();
+    std::unique_ptr<Stream> a = View(*shared);
+    // Held until OnDone is registered, so that the callback runs on the
+    // compute thread (not inline in OnDone).
+    Gate gate;
+    StreamInternal::EnqueueLaunch(*a, gate.Blocker());
+    absl::Notification in_callback, outside_started, callback_done,
+        outside_done;
+    a->OnDone([&](absl::Status) {
+      in_callback.Notify();
+      outside_started.WaitForNotification();
+      raw->Stop(absl::UnavailableError("stopped by a callback"));
+      callback_done.Notify();
+    });
+    std::thread outside([&] {
+      in_callback.WaitForNotification();
+      outside_started.Notify();
+      raw->Stop(absl::UnavailableError("stopped from outside"));
+      outside_done.Notify();
+    });
+    gate.Open();
+    const bool finished =
+        callback_done.WaitForNotificationWithTimeout(absl::Seconds(20)) &&
+        outside_done.WaitForNotificationWithTimeout(absl::Seconds(20));
+    if (!finished) {
+      ADD_FAILURE() << "Stop() deadlocked in round " << round;
+      std::abort();  // The threads are stuck: nothing can be cleaned up.
+    }
+    outside.join();
+    a.reset();
+    shared.reset();
+  }
 }
 
 TEST(SharedStreamTest, ClearErrorRefusesWhileTheViewHasWorkPending) {
