@@ -36,7 +36,7 @@ absl::StatusOr<PreparedOipInfer> PrepareOipInfer(
     window.ref = std::move(out.window);
     run.output_windows.push_back(std::move(window));
   }
-  AddOutputBuffers(run.output_windows, &run.options);
+  AddOutputBuffers(run.output_windows, run.inputs, &run.options);
   return run;
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/server/run_request.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -44,13 +45,33 @@ absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& 
     GLINT_ASSIGN_OR_RETURN(window.view, registry.View(window.ref, what));
     run.output_windows.push_back(std::move(window));
   }
-  AddOutputBuffers(run.output_windows, &run.options);
+  AddOutputBuffers(run.output_windows, run.inputs, &run.options);
   return run;
 }
 
+namespace {
+
+// Whether the bytes of `w` and of `t` share an address.
+bool Overlaps(const OutputWindow& w, const Tensor& t) {
+  const auto w_begin = reinterpret_cast<uintptr_t>(w.view.data());
+  const auto t_begin = reinterpret_cast<uintptr_t>(t.raw_data());
+  return w_begin < t_begin + t.num_bytes() && t_begin < w_begin + w.view.size();
+}
+
+}  // namespace
+
 void AddOutputBuffers(const std::vector<OutputWindow>& windows,
+                      const std::vector<NamedTensor>& inputs,
                       RunOptions* options) {
   for (const OutputWindow& w : windows) {
+    // Devices write output buffers during the run, possibly before a later
+    // partition has read an input borrowed from the same bytes: such an
+    // output is copied in after the run instead (WriteOutputWindows).
+    if (std::any_of(inputs.begin(), inputs.end(), [&](const NamedTensor& in) {
+          return in.tensor.num_bytes() > 0 && Overlaps(w, in.tensor);
+        })) {
+      continue;
+    }
     options->output_buffers.push_back(
         {w.output, Tensor::Borrow(DType::kUInt8,
                                   Shape({static_cast<int64_t>(w.view.size())}),

@@ -46,8 +46,12 @@ struct DecodedRunRequest {
 
 // Offers each window to the run as an output buffer
 // (RunOptions::output_buffers), so that its output is written there
-// straight from its device rather than copied in afterwards.
+// straight from its device rather than copied in afterwards. A window
+// whose bytes overlap those of any of `inputs` (a borrowed shared-memory
+// input) is not offered: the device could overwrite the input before a
+// later partition reads it; that output is copied in after the run.
 void AddOutputBuffers(const std::vector<OutputWindow>& windows,
+                      const std::vector<NamedTensor>& inputs,
                       RunOptions* options);
 
 // Copies each output that has a window in `windows` into it (unless the run

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -171,6 +172,29 @@ TEST_F(RunRequestTest, OutputWindowsAreResolvedBeforeTheRun) {
   absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(not_requested, registry_);
   EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(run.status().message(), HasSubstr("not requested"));
+}
+
+TEST_F(RunRequestTest, AnOutputWindowOverlappingAnInputIsCopiedInAfterTheRun) {
+  // Devices write offered windows during the run: a window sharing bytes
+  // with an input could be written before a later partition reads that
+  // input, so only windows clear of every input are offered.
+  v1::RunNetworkRequest request;
+  *request.add_inputs() = ShmInput("a", {2}, {"r", 0, 8});
+  auto& windows = *request.mutable_output_shared_memory();
+  SharedMemoryRefToProto({"r", 4, 8}, &windows["overlapping"]);
+  SharedMemoryRefToProto({"r", 0, 8}, &windows["same_bytes"]);
+  SharedMemoryRefToProto({"r", 8, 4}, &windows["adjacent"]);
+  SharedMemoryRefToProto({"r", 64, 8}, &windows["apart"]);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
+  ASSERT_TRUE(run.ok()) << run.status();
+  std::vector<std::string> offered;
+  for (const RunOptions::OutputBuffer& b : run->options.output_buffers) {
+    offered.push_back(b.output);
+  }
+  std::sort(offered.begin(), offered.end());
+  EXPECT_EQ(offered, (std::vector<std::string>{"adjacent", "apart"}));
+  EXPECT_EQ(run->output_windows.size(), 4u);  // All still answered.
+
 }
 
 TEST_F(RunRequestTest, APreparedRunKeepsItsRegionsAfterUnregister) {
