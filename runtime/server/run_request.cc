@@ -82,8 +82,8 @@ void AddOutputBuffers(const std::vector<OutputWindow>& windows,
 absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
     const std::vector<OutputWindow>& windows,
     const std::vector<NamedTensor>& outputs, absl::string_view field) {
-  // Every window is checked before any is written: a refused reply leaves
-  // the client's memory as it was.
+  // Every window is checked before any is copied into: a refused reply
+  // copies nothing (windows the devices wrote during the run keep that).
   std::vector<const OutputWindow*> window_of(outputs.size());
   for (const OutputWindow& w : windows) {
     auto it = std::find_if(

@@ -57,11 +57,13 @@ void AddOutputBuffers(const std::vector<OutputWindow>& windows,
 // Copies each output that has a window in `windows` into it (unless the run
 // wrote it there in place already), and returns
 // per output (in `outputs`' order) its window, or null for those that
-// travel in the message. Every window is checked before any is written:
-// INVALID_ARGUMENT when a window names no output of the run (`field`
-// names the request's field in the message) or is too small for its
-// output, and then the client's memory is left as it was. Used by both
-// services (glint.v1 and the inference protocol).
+// travel in the message. Every window is checked before any is copied
+// into: INVALID_ARGUMENT when a window names no output of the run
+// (`field` names the request's field in the message) or is too small for
+// its output, and then nothing more is written; but windows offered to
+// the run (AddOutputBuffers) may already hold what its devices wrote
+// there, so a refused reply does not leave the client's memory as it was.
+// Used by both services (glint.v1 and the inference protocol).
 absl::StatusOr<std::vector<const OutputWindow*>> WriteOutputWindows(
     const std::vector<OutputWindow>& windows,
     const std::vector<NamedTensor>& outputs, absl::string_view field);
