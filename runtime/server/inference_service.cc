@@ -334,7 +334,8 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryRegister(
   if (auto* denied = Deny(context, "SystemSharedMemoryRegister")) return denied;
   // Opens and maps an object: a few system calls, no waiting.
   absl::Status s = shared_memory_->Register(
-      request->name(), request->key(), request->offset(), request->byte_size());
+      request->name(), request->key(), request->offset(), request->byte_size(),
+      kOipSharedMemoryOwner);
   if (s.ok()) {
     GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
                     Clip(request->name()), Clip(request->key()),
@@ -349,7 +350,9 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::SystemSharedMemoryUnregister(
     inference::SystemSharedMemoryUnregisterResponse* /*response*/) {
   if (auto* denied = Deny(context, "SystemSharedMemoryUnregister")) return denied;
   if (request->name().empty()) {
-    shared_memory_->UnregisterAll();
+    // Only this protocol's regions: glint.v1 clients' stay (the registry
+    // is glintd's, shared by both services).
+    shared_memory_->UnregisterAllOf(kOipSharedMemoryOwner);
     return Answer(context, absl::OkStatus());
   }
   absl::Status s = shared_memory_->Unregister(request->name());

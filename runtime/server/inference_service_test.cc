@@ -445,19 +445,25 @@ TEST_F(InferenceServiceTest, SystemSharedMemoryIsSharedWithGlintV1) {
       stub_->SystemSharedMemoryUnregister(&c7, oip_unreg, &oip_unregistered)
           .ok());
 
-  // An empty name unregisters every region.
+  // An empty name unregisters every region registered through this
+  // protocol; a glint.v1 client's region (same registry) stays.
   for (const char* name : {"a", "b"}) {
     reg.set_name(name);
     grpc::ClientContext c;
     ASSERT_TRUE(stub_->SystemSharedMemoryRegister(&c, reg, &registered).ok());
   }
-  EXPECT_EQ(shared_memory_->size(), 2);
+  ASSERT_TRUE(shared_memory_
+                  ->Register("glint", reg.key(), reg.offset(),
+                             reg.byte_size(), kGlintSharedMemoryOwner)
+                  .ok());
+  EXPECT_EQ(shared_memory_->size(), 3);
   oip_unreg.set_name("");
   grpc::ClientContext c8;
   EXPECT_TRUE(
       stub_->SystemSharedMemoryUnregister(&c8, oip_unreg, &oip_unregistered)
           .ok());
-  EXPECT_EQ(shared_memory_->size(), 0);
+  EXPECT_EQ(shared_memory_->size(), 1);
+  EXPECT_TRUE(shared_memory_->Regions("glint").ok());
 }
 
 TEST_F(InferenceServiceTest, ErrorsHaveTheirCodes) {

@@ -93,7 +93,8 @@ grpc::Status GlintHandlers::RegisterSharedMemory(
     const v1::RegisterSharedMemoryRequest& request,
     v1::RegisterSharedMemoryResponse* /*response*/) const {
   absl::Status s = shared_memory_->Register(
-      request.name(), request.key(), request.offset(), request.byte_size());
+      request.name(), request.key(), request.offset(), request.byte_size(),
+      kGlintSharedMemoryOwner);
   if (s.ok()) {
     GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
                     request.name(), request.key(), request.byte_size(),

@@ -188,7 +188,8 @@ SharedMemoryRegistry::~SharedMemoryRegistry() = default;
 absl::Status SharedMemoryRegistry::Register(absl::string_view name,
                                             absl::string_view key,
                                             uint64_t offset,
-                                            uint64_t byte_size) {
+                                            uint64_t byte_size,
+                                            absl::string_view owner) {
   GLINT_RETURN_IF_ERROR(ValidateSharedMemoryName(name));
   GLINT_RETURN_IF_ERROR(ValidateSharedMemoryKey(key));
   if (byte_size == 0) {
@@ -216,6 +217,7 @@ absl::Status SharedMemoryRegistry::Register(absl::string_view name,
   absl::MutexLock lock(&mu_);
   GLINT_RETURN_IF_ERROR(CheckFreeLocked(name));
   regions_.emplace(std::string(name), *std::move(region));
+  owners_.emplace(std::string(name), std::string(owner));
   return absl::OkStatus();
 }
 
@@ -243,6 +245,7 @@ absl::Status SharedMemoryRegistry::Unregister(absl::string_view name) {
   }
   region = std::move(it->second);
   regions_.erase(it);
+  owners_.erase(name);
   return absl::OkStatus();
 }
 
@@ -251,6 +254,22 @@ void SharedMemoryRegistry::UnregisterAll() {
       regions;
   absl::MutexLock lock(&mu_);
   regions.swap(regions_);
+  owners_.clear();
+}
+
+void SharedMemoryRegistry::UnregisterAllOf(absl::string_view owner) {
+  std::vector<std::shared_ptr<const MappedSharedMemory>> gone;  // Unlocked.
+  absl::MutexLock lock(&mu_);
+  for (auto it = owners_.begin(); it != owners_.end();) {
+    if (it->second != owner) {
+      ++it;
+      continue;
+    }
+    auto region = regions_.find(it->first);
+    gone.push_back(std::move(region->second));
+    regions_.erase(region);
+    owners_.erase(it++);
+  }
 }
 
 absl::StatusOr<std::vector<SharedMemoryRegionInfo>>

@@ -74,6 +74,10 @@ class SharedMemoryView {
   size_t size_ = 0;
 };
 
+// Owner tags of the two services sharing glintd's registry (Register).
+inline constexpr absl::string_view kGlintSharedMemoryOwner = "glint.v1";
+inline constexpr absl::string_view kOipSharedMemoryOwner = "inference";
+
 class SharedMemoryRegistry {
  public:
   explicit SharedMemoryRegistry(SharedMemoryRegistryOptions options = {});
@@ -89,15 +93,22 @@ class SharedMemoryRegistry {
   // than offset + byte_size (or not a regular object). ALREADY_EXISTS: the
   // name is taken. NOT_FOUND: no such object. PERMISSION_DENIED: glintd may
   // not open it read-write. RESOURCE_EXHAUSTED: options.max_regions, or no
-  // descriptors or address space left.
+  // descriptors or address space left. `owner` tags the region with who
+  // registered it (a service: kOipSharedMemoryOwner, kGlintSharedMemoryOwner)
+  // for UnregisterAllOf; names are shared by all owners.
   absl::Status Register(absl::string_view name, absl::string_view key,
-                        uint64_t offset, uint64_t byte_size)
+                        uint64_t offset, uint64_t byte_size,
+                        absl::string_view owner = "")
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Takes the name away (runs using the region keep it until they end).
-  // NOT_FOUND if no region has that name.
+  // Takes the name away (runs using the region keep it until they end),
+  // whoever registered it. NOT_FOUND if no region has that name.
   absl::Status Unregister(absl::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
+  // Every region, whoever registered it.
   void UnregisterAll() ABSL_LOCKS_EXCLUDED(mu_);
+  // Only the regions registered with `owner`: a service's "unregister all"
+  // leaves the other service's clients' regions alone.
+  void UnregisterAllOf(absl::string_view owner) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The region `name`, or every region sorted by name when `name` is
   // empty. NOT_FOUND for an unknown name.
@@ -131,6 +142,8 @@ class SharedMemoryRegistry {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const MappedSharedMemory>>
       regions_ ABSL_GUARDED_BY(mu_);
+  // Who registered each region of regions_ (same keys).
+  absl::flat_hash_map<std::string, std::string> owners_ ABSL_GUARDED_BY(mu_);
 };
 
 // Copies `tensor` to the start of `window`. INVALID_ARGUMENT (naming

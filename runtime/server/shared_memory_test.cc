@@ -167,6 +167,33 @@ TEST(SharedMemoryRegistryTest, UnregisteredNamesAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SharedMemoryRegistryTest, UnregisterAllOfDropsOnlyThatOwnersRegions) {
+  TestObject object(kPage);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("o1", object.key(), 0, 64, "oip").ok());
+  ASSERT_TRUE(registry.Register("o2", object.key(), 64, 64, "oip").ok());
+  ASSERT_TRUE(registry.Register("g", object.key(), 0, 64, "glint").ok());
+  // Names are shared by all owners.
+  EXPECT_EQ(registry.Register("g", object.key(), 0, 64, "oip").code(),
+            absl::StatusCode::kAlreadyExists);
+  registry.UnregisterAllOf("oip");
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> left =
+      registry.Regions("");
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->size(), 1u);
+  EXPECT_EQ((*left)[0].name, "g");
+  // A name freed by one owner may be taken by another, and is then its.
+  ASSERT_TRUE(registry.Register("o1", object.key(), 0, 64, "glint").ok());
+  registry.UnregisterAllOf("oip");
+  EXPECT_EQ(registry.size(), 2);
+  ASSERT_TRUE(registry.Unregister("g").ok());
+  registry.UnregisterAllOf("glint");
+  EXPECT_EQ(registry.size(), 0);
+  ASSERT_TRUE(registry.Register("g", object.key(), 0, 64, "oip").ok());
+  registry.UnregisterAll();
+  EXPECT_EQ(registry.size(), 0);
+}
+
 TEST(SharedMemoryRegistryTest, NamesAndKeysAreValidated) {
   TestObject object(kPage);
   SharedMemoryRegistry registry;
