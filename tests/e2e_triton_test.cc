@@ -720,11 +720,22 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
   }
   s = Infer(v1_request, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
+  // Triton's unregister-all drops only what was registered through the
+  // inference protocol: the glint.v1 client's region stays ...
   inference::SystemSharedMemoryUnregisterRequest unreg;  // Empty: all.
   inference::SystemSharedMemoryUnregisterResponse unregistered;
   grpc::ClientContext c6;
   ASSERT_TRUE(
       stub_->SystemSharedMemoryUnregister(&c6, unreg, &unregistered).ok());
+  regions = glint.SharedMemoryStatus("");
+  ASSERT_TRUE(regions.ok());
+  ASSERT_EQ(regions->size(), 1u);
+  EXPECT_EQ((*regions)[0].name, "v1_region");
+  // ... and is unregistered by its name through Triton's.
+  unreg.set_name("v1_region");
+  grpc::ClientContext c7;
+  ASSERT_TRUE(
+      stub_->SystemSharedMemoryUnregister(&c7, unreg, &unregistered).ok());
   regions = glint.SharedMemoryStatus("");
   ASSERT_TRUE(regions.ok());
   EXPECT_TRUE(regions->empty());
