@@ -162,13 +162,15 @@ class ClosedLoop {
     const double server_cpu0 = ProcessCpuSeconds(pid);
     const double client_cpu0 = SelfCpuSeconds();
     start_ = absl::Now();
-    slots_.resize(calls_);
+    {
+      absl::MutexLock lock(&mu_);
+      slots_.resize(calls_);
+    }
     for (int i = 0; i < calls_; ++i) Send(i);
     for (;;) {
       result.peak_threads = std::max(result.peak_threads, ThreadCount(pid));
       absl::MutexLock lock(&mu_);
-      auto drained = [this] { return stopping_ && outstanding_ == 0; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&drained),
+      if (mu_.AwaitWithTimeout(absl::Condition(this, &ClosedLoop::Drained),
                                absl::Milliseconds(5))) {
         break;
       }
@@ -208,6 +210,10 @@ class ClosedLoop {
   struct Slot {
     std::unique_ptr<Call> current, previous;
   };
+
+  bool Drained() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ && outstanding_ == 0;
+  }
 
   void Send(int slot) {
     auto call = std::make_unique<Call>();
