@@ -39,6 +39,8 @@ TSAN_TARGETS=(
   //runtime/server:shared_memory_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test
+  //tests:e2e_inflight_test
+  //runtime:plan_cache_test
 )
 
 passed=0
