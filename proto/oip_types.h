@@ -35,6 +35,9 @@ inline constexpr absl::string_view kOipBackend = "glint";
 // The one model version Glint has per network.
 inline constexpr absl::string_view kOipModelVersion = "1";
 
+// glintd's version, as server metadata reports it over gRPC and REST.
+inline constexpr absl::string_view kGlintVersion = "0.1.0";
+
 // OK for "" (the latest) and "1"; NOT_FOUND for any other version.
 absl::Status CheckOipModelVersion(absl::string_view model,
                                   absl::string_view version);

@@ -32,15 +32,13 @@
 
 #include "absl/strings/string_view.h"
 #include "proto/inference.grpc.pb.h"
+#include "proto/oip_types.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
-
-// What ServerMetadata reports as glintd's version.
-inline constexpr absl::string_view kGlintVersion = "0.1.0";
 
 class InferenceServiceImpl final
     : public inference::GRPCInferenceService::CallbackService {

@@ -604,7 +604,7 @@ std::string ServerMetadataJson() {
   // Triton's extension names, for what the REST endpoints implement: the
   // `priority` and `timeout` request parameters.
   const json doc = {{"name", "glint"},
-                    {"version", "0.1.0"},
+                    {"version", std::string(kGlintVersion)},
                     {"extensions", json::array({"schedule_policy"})}};
   return Dump(doc);
 }
