@@ -134,7 +134,7 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
                                               Request("relu", x, {kFloats}));
   const std::vector<Answer> answers =
       SendAtOnce((*daemon)->address(), requests, absl::Seconds(120));
-  int refused = 0;
+  int refused = 0, closed = 0;
   for (const Answer& a : answers) {
     switch (a.status.error_code()) {
       case grpc::StatusCode::OK: {
@@ -151,13 +151,18 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
         ++refused;
         break;
       case grpc::StatusCode::UNAVAILABLE:  // A connection closed by gRPC.
+        ++closed;
         break;
       default:
         ADD_FAILURE() << "call " << a.call << ": " << a.status.error_code()
                       << " " << a.status.error_message();
     }
   }
-  EXPECT_GT(refused, 0);
+  // Which of the two gRPC picks depends on timing (on a loaded 2-core CI
+  // machine it has closed the connection on every refused call), but over
+  // the quota it must refuse some calls one way or the other.
+  EXPECT_GT(refused + closed, 0) << refused << " refused, " << closed
+                                 << " closed";
   absl::StatusOr<std::vector<NamedTensor>> after =
       (*daemon)->client().RunNetwork(
           "relu", {{"x", Tensor::FromVector<float>(DType::kFloat32,
