@@ -103,6 +103,8 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterResampleKernels(registry);
   RegisterAttentionKernels(registry);
   RegisterDetectionKernels(registry);
+  RegisterImageKernels(registry);
+  RegisterMiscKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -135,8 +135,16 @@ bool ToNode(const onnx::NodeProto& p, Node* node) {
   return true;
 }
 
-// Empty when equal (floats within 1e-4 relative, 1e-5 absolute).
-std::string Compare(const Tensor& got, const Tensor& want) {
+// Cases whose expected values ONNX wrote by hand with four decimals
+// (-0.1406 for -0.140625): compared at ONNX's own runner's tolerance.
+bool RoundedExpectations(const std::string& name) {
+  return absl::StartsWith(name, "test_roialign_") ||
+         name == "test_gridsample_bicubic";
+}
+
+// Empty when equal (floats within `rtol` relative, 1e-5 absolute).
+std::string Compare(const Tensor& got, const Tensor& want,
+                    double rtol = 1e-4) {
   if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
     return "got " + std::string(DTypeName(got.dtype())) +
            got.shape().ToString() + ", want " +
@@ -159,7 +167,7 @@ std::string Compare(const Tensor& got, const Tensor& want) {
       continue;
     }
     if (std::isnan(w) && std::isnan(g)) continue;
-    if (!(std::abs(g - w) <= 1e-5 + 1e-4 * std::abs(w))) {
+    if (!(std::abs(g - w) <= 1e-5 + rtol * std::abs(w))) {
       return "element " + std::to_string(i) + ": got " + std::to_string(g) +
              ", want " + std::to_string(w);
     }
@@ -232,7 +240,10 @@ TEST(OnnxNodeDataTest, SupportedCasesMatch) {
     ASSERT_TRUE(got.ok()) << name << ": " << got.status();
     // Graph outputs follow the node's outputs in order.
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(Compare((*got)[i], want[i]), "") << name << " output " << i;
+      EXPECT_EQ(Compare((*got)[i], want[i],
+                        RoundedExpectations(name) ? 1e-3 : 1e-4),
+                "")
+          << name << " output " << i;
     }
     ++passed;
     std::cout << "matched " << name << "\n";

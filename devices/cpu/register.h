@@ -21,6 +21,8 @@ void RegisterLossKernels(KernelRegistry* registry);         // loss.cc
 void RegisterResampleKernels(KernelRegistry* registry);     // resample.cc
 void RegisterAttentionKernels(KernelRegistry* registry);    // attention.cc
 void RegisterDetectionKernels(KernelRegistry* registry);    // detection.cc
+void RegisterImageKernels(KernelRegistry* registry);        // image_ops.cc
+void RegisterMiscKernels(KernelRegistry* registry);         // misc_ops.cc
 
 }  // namespace glint::cpu
 

@@ -1,0 +1,390 @@
+// Image sampling ops: GridSample (opset 16: bilinear / nearest / bicubic,
+// zeros / border / reflection padding, align_corners) and MaxUnpool.
+//
+// GridSample follows onnxruntime's CPU kernel step for step (the
+// out-of-bounds handling of the sampling point, then padding again at each
+// pixel fetch), since ONNX's expected outputs agree with it; coordinates
+// are computed in double and every float-to-integer conversion happens
+// after a bounds check or clamp, so no grid value is undefined behaviour.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status_macros.h"
+#include "devices/cpu/element_types.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+
+namespace glint::cpu {
+namespace {
+
+// Outputs of generating ops are capped so that a run-time value cannot
+// make a node allocate without bound.
+constexpr int64_t kMaxGeneratedElements = int64_t{1} << 31;
+
+// ------------------------------------------------------------- GridSample
+
+enum class SampleMode { kBilinear, kNearest, kBicubic };
+enum class Padding { kZeros, kBorder, kReflection };
+
+// Folds `x` into [lo, hi] by reflecting at the bounds (onnxruntime's
+// GsReflect, with fmod in place of an integer division that could
+// overflow).
+double Reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (!(range > 0)) return lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const double flips = std::floor(dx / range);
+    const double r = dx - flips * range;
+    return std::fmod(flips, 2.0) == 0 ? lo + r : hi - r;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const double flips = std::floor(dx / range);
+    const double r = dx - flips * range;
+    return std::fmod(flips, 2.0) == 0 ? hi - r : lo + r;
+  }
+  return x;
+}
+
+// Cubic convolution weights (A = -0.75) of the four taps around `t`.
+void CubicCoefficients(double t, double c[4]) {
+  constexpr double a = -0.75;
+  const double x = std::abs(t);
+  c[0] = ((a * (x + 1) - 5 * a) * (x + 1) + 8 * a) * (x + 1) - 4 * a;
+  c[1] = ((a + 2) * x - (a + 3)) * x * x + 1;
+  c[2] = ((a + 2) * (1 - x) - (a + 3)) * (1 - x) * (1 - x) + 1;
+  c[3] = ((a * (2 - x) - 5 * a) * (2 - x) + 8 * a) * (2 - x) - 4 * a;
+}
+
+class GridSampleKernel final : public KernelBase {
+ public:
+  GridSampleKernel(const KernelSpec& spec, DType dtype, SampleMode mode,
+                   Padding padding, bool align_corners)
+      : KernelBase(spec),
+        dtype_(dtype),
+        mode_(mode),
+        padding_(padding),
+        align_(align_corners) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* grid,
+                           GetInput(ctx, 1, dtype_, node()));
+    const Shape& xs = x->shape;
+    const Shape& gs = grid->shape;
+    if (xs.rank() != 4) {
+      return Unimplemented(node(), "X ", xs.ToString(),
+                           ": only 4-D [N, C, H, W] inputs are supported");
+    }
+    if (gs.rank() != 4 || gs.dim(0) != xs.dim(0) || gs.dim(3) != 2) {
+      return InvalidArgument(node(), "grid ", gs.ToString(),
+                             " must be [N, H_out, W_out, 2] for X ",
+                             xs.ToString());
+    }
+    const int64_t n = xs.dim(0), channels = xs.dim(1), h = xs.dim(2),
+                  w = xs.dim(3), ho = gs.dim(1), wo = gs.dim(2);
+    const std::vector<double> g = LoadAsDoubles(*grid);
+    for (double v : g) {
+      if (!std::isfinite(v)) {
+        return InvalidArgument(node(), "grid holds a non-finite value");
+      }
+    }
+    if ((h == 0 || w == 0) && n * channels * ho * wo > 0) {
+      return InvalidArgument(node(), "X ", xs.ToString(),
+                             " has no pixels to sample");
+    }
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y, AllocateOutput(ctx, 0, Shape({n, channels, ho, wo}),
+                                     dtype_, node()));
+    // The sampling point's bounds: pixel centres with align_corners, else
+    // the image's outer edges.
+    const double x_min = align_ ? 0 : -0.5, x_max = align_ ? w - 1 : w - 0.5;
+    const double y_min = align_ ? 0 : -0.5, y_max = align_ ? h - 1 : h - 0.5;
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      const S* px = x->as<const S>();
+      S* py = y.as<S>();
+      // The pixel at integral (yy, xx), padded as padding_mode says.
+      auto pixel = [&](const S* plane, double yy, double xx) -> double {
+        switch (padding_) {
+          case Padding::kZeros:
+            if (xx < 0 || xx >= w || yy < 0 || yy >= h) return 0.0;
+            break;
+          case Padding::kBorder:
+            xx = std::clamp(xx, 0.0, static_cast<double>(w - 1));
+            yy = std::clamp(yy, 0.0, static_cast<double>(h - 1));
+            break;
+          case Padding::kReflection:
+            xx = std::clamp(std::trunc(Reflect(xx, x_min, x_max)), 0.0,
+                            static_cast<double>(w - 1));
+            yy = std::clamp(std::trunc(Reflect(yy, y_min, y_max)), 0.0,
+                            static_cast<double>(h - 1));
+            break;
+        }
+        return Load<double>(plane[static_cast<int64_t>(yy) * w +
+                                  static_cast<int64_t>(xx)]);
+      };
+      auto denormalize = [&](double v, int64_t length) {
+        return align_ ? (v + 1) / 2 * (length - 1)
+                      : ((v + 1) * length - 1) / 2;
+      };
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t oy = 0; oy < ho; ++oy) {
+          for (int64_t ox = 0; ox < wo; ++ox) {
+            const double* gp = &g[((b * ho + oy) * wo + ox) * 2];
+            double sx = denormalize(gp[0], w), sy = denormalize(gp[1], h);
+            if (mode_ == SampleMode::kNearest) {
+              sx = std::nearbyint(sx);
+              sy = std::nearbyint(sy);
+            }
+            if (sx < x_min || sx > x_max || sy < y_min || sy > y_max) {
+              if (padding_ == Padding::kBorder) {
+                sx = std::clamp(sx, 0.0, static_cast<double>(w - 1));
+                sy = std::clamp(sy, 0.0, static_cast<double>(h - 1));
+              } else if (padding_ == Padding::kReflection) {
+                sx = Reflect(sx, x_min, x_max);
+                sy = Reflect(sy, y_min, y_max);
+              }
+            }
+            for (int64_t c = 0; c < channels; ++c) {
+              const S* plane = px + (b * channels + c) * h * w;
+              double v = 0;
+              if (mode_ == SampleMode::kNearest) {
+                v = pixel(plane, std::trunc(sy), std::trunc(sx));
+              } else if (mode_ == SampleMode::kBilinear) {
+                const double x1 = std::floor(sx), y1 = std::floor(sy);
+                const double x2 = x1 + 1, y2 = y1 + 1;
+                const double p11 = pixel(plane, y1, x1);
+                const double p12 = pixel(plane, y1, x2);
+                const double p21 = pixel(plane, y2, x1);
+                const double p22 = pixel(plane, y2, x2);
+                const double dx2 = x2 - sx, dx1 = sx - x1;
+                const double dy2 = y2 - sy, dy1 = sy - y1;
+                v = dy2 * (dx2 * p11 + dx1 * p12) +
+                    dy1 * (dx2 * p21 + dx1 * p22);
+              } else {
+                const double x0 = std::floor(sx) - 1, y0 = std::floor(sy) - 1;
+                double cx[4], cy[4];
+                CubicCoefficients(sx - x0 - 1, cx);
+                CubicCoefficients(sy - y0 - 1, cy);
+                for (int i = 0; i < 4; ++i) {
+                  double row = 0;
+                  for (int j = 0; j < 4; ++j) {
+                    row += cx[j] * pixel(plane, y0 + i, x0 + j);
+                  }
+                  v += cy[i] * row;
+                }
+              }
+              py[((b * channels + c) * ho + oy) * wo + ox] = Store<S>(v);
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  SampleMode mode_;
+  Padding padding_;
+  bool align_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecInputDType(spec, 0, kAllFloatDTypes));
+  const std::string node = spec.node->Describe();
+  if (spec.inputs[1].dtype != dtype) {
+    return Unimplemented(node, "grid is ", DTypeName(spec.inputs[1].dtype),
+                         " and X ", DTypeName(dtype),
+                         "; the CPU kernel needs them equal");
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  // Opset 20 renamed bilinear/bicubic to linear/cubic.
+  const std::string mode = spec.node->GetString("mode", "bilinear");
+  SampleMode m;
+  if (mode == "bilinear" || mode == "linear") {
+    m = SampleMode::kBilinear;
+  } else if (mode == "nearest") {
+    m = SampleMode::kNearest;
+  } else if (mode == "bicubic" || mode == "cubic") {
+    m = SampleMode::kBicubic;
+  } else {
+    return Unimplemented(node, "mode '", mode, "'");
+  }
+  const std::string padding = spec.node->GetString("padding_mode", "zeros");
+  Padding p;
+  if (padding == "zeros") {
+    p = Padding::kZeros;
+  } else if (padding == "border") {
+    p = Padding::kBorder;
+  } else if (padding == "reflection") {
+    p = Padding::kReflection;
+  } else {
+    return Unimplemented(node, "padding_mode '", padding, "'");
+  }
+  const int64_t align = spec.node->GetInt("align_corners", 0);
+  if (align != 0 && align != 1) {
+    return InvalidArgument(node, "align_corners must be 0 or 1, not ", align);
+  }
+  return std::unique_ptr<Kernel>(
+      new GridSampleKernel(spec, dtype, m, p, align == 1));
+}
+
+// -------------------------------------------------------------- MaxUnpool
+
+class MaxUnpoolKernel final : public KernelBase {
+ public:
+  MaxUnpoolKernel(const KernelSpec& spec, DType dtype,
+                  std::vector<int64_t> kernel, std::vector<int64_t> strides,
+                  std::vector<int64_t> pads)
+      : KernelBase(spec),
+        dtype_(dtype),
+        kernel_(std::move(kernel)),
+        strides_(std::move(strides)),
+        pads_(std::move(pads)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* ind,
+                           GetInput(ctx, 1, DType::kInt64, node()));
+    const int spatial = static_cast<int>(kernel_.size());
+    const int rank = spatial + 2;
+    if (x->shape.rank() != rank) {
+      return InvalidArgument(node(), "X ", x->shape.ToString(), " must have ",
+                             rank, " dims for a ", spatial, "-D kernel");
+    }
+    if (ind->shape != x->shape) {
+      return InvalidArgument(node(), "indices ", ind->shape.ToString(),
+                             " must have X's shape ", x->shape.ToString());
+    }
+    // The shape the pooling came from; the indices count in it.
+    std::vector<int64_t> source = x->shape.dims();
+    for (int d = 0; d < spatial; ++d) {
+      source[d + 2] = (x->shape.dim(d + 2) - 1) * strides_[d] + kernel_[d] -
+                      pads_[d] - pads_[d + spatial];
+      if (source[d + 2] < 0) {
+        return InvalidArgument(node(), "the unpooled dim ", d, " of X ",
+                               x->shape.ToString(), " would be negative");
+      }
+    }
+    double source_count = 1;
+    for (int64_t d : source) source_count *= static_cast<double>(d);
+    if (source_count > static_cast<double>(int64_t{1} << 62)) {
+      return InvalidArgument(node(), "the unpooled shape of X ",
+                             x->shape.ToString(), " is too large");
+    }
+    std::vector<int64_t> out = source;
+    if (ctx.input(2) != nullptr) {
+      // A larger output pads the source shape at the end: an index keeps
+      // its (n, c, spatial) coordinates.
+      GLINT_ASSIGN_OR_RETURN(out, GetInputInt64s(ctx, 2, DType::kInt64,
+                                                 "output_shape", node()));
+      if (static_cast<int>(out.size()) != rank || out[0] != source[0] ||
+          out[1] != source[1]) {
+        return InvalidArgument(node(), "output_shape must be [",
+                               source[0], ", ", source[1], ", ...] with ",
+                               rank, " dims");
+      }
+      for (int64_t d : out) {
+        if (d < 0) return InvalidArgument(node(), "output_shape is negative");
+      }
+    }
+    double count = 1;
+    for (int64_t d : out) count *= static_cast<double>(d);
+    if (count > static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", count,
+                             " elements exceeds 2^31");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(out), dtype_, node()));
+    if (y.num_bytes() > 0) std::memset(y.data, 0, y.num_bytes());
+    const int64_t source_size = Product(source, 0, rank);
+    const int64_t* pi = ind->as<const int64_t>();
+    return VisitBySize(dtype_, [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* px = x->as<const T>();
+      T* py = y.as<T>();
+      for (int64_t i = 0; i < x->num_elements(); ++i) {
+        int64_t rest = pi[i];
+        if (rest < 0 || rest >= source_size) {
+          return InvalidArgument(node(), "index ", rest, " is outside [0, ",
+                                 source_size, ")");
+        }
+        int64_t at = 0, scale = 1;
+        for (int d = rank - 1; d >= 0; --d) {
+          const int64_t coord = rest % source[d];
+          rest /= source[d];
+          if (coord >= out[d]) {
+            return InvalidArgument(node(), "index ", pi[i],
+                                   " falls outside output_shape");
+          }
+          at += coord * scale;
+          scale *= out[d];
+        }
+        py[at] = px[i];
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> kernel_, strides_, pads_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxUnpool(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 3));
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecInputDType(spec, 0, kAllNumericDTypes));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 1, {DType::kInt64}).status());
+  if (spec.has_input(2)) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kInt64}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  const std::string node = spec.node->Describe();
+  std::vector<int64_t> kernel = spec.node->GetInts("kernel_shape");
+  const size_t k = kernel.size();
+  if (k == 0) return InvalidArgument(node, "kernel_shape is required");
+  std::vector<int64_t> strides =
+      spec.node->GetInts("strides", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> pads =
+      spec.node->GetInts("pads", std::vector<int64_t>(2 * k, 0));
+  if (strides.size() != k || pads.size() != 2 * k) {
+    return InvalidArgument(node, "strides/pads do not match kernel_shape");
+  }
+  constexpr int64_t kMaxAttr = int64_t{1} << 20;
+  for (size_t d = 0; d < k; ++d) {
+    if (kernel[d] < 1 || strides[d] < 1 || kernel[d] > kMaxAttr ||
+        strides[d] > kMaxAttr) {
+      return InvalidArgument(node, "kernel_shape and strides must be in "
+                             "[1, 2^20]");
+    }
+  }
+  for (int64_t p : pads) {
+    if (p < 0 || p > kMaxAttr) {
+      return InvalidArgument(node, "pads must be in [0, 2^20]");
+    }
+  }
+  return std::unique_ptr<Kernel>(new MaxUnpoolKernel(
+      spec, dtype, std::move(kernel), std::move(strides), std::move(pads)));
+}
+
+}  // namespace
+
+void RegisterImageKernels(KernelRegistry* registry) {
+  registry->Register("GridSample", MakeGridSample);
+  registry->Register("MaxUnpool", MakeMaxUnpool);
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,292 @@
+// Det (determinants of square matrices, by LU decomposition with partial
+// pivoting in double precision) and TfIdfVectorizer (n-gram counts of
+// integer token sequences, with skips, weighted as TF, IDF or TF-IDF).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status_macros.h"
+#include "devices/cpu/element_types.h"
+#include "devices/cpu/kernel_util.h"
+#include "devices/cpu/register.h"
+
+namespace glint::cpu {
+namespace {
+
+// -------------------------------------------------------------------- Det
+
+// The determinant of the row-major m x m matrix `a` (overwritten).
+double LuDeterminant(std::vector<double>& a, int64_t m) {
+  double det = 1;
+  for (int64_t k = 0; k < m; ++k) {
+    int64_t pivot = k;
+    for (int64_t r = k + 1; r < m; ++r) {
+      if (std::abs(a[r * m + k]) > std::abs(a[pivot * m + k])) pivot = r;
+    }
+    if (a[pivot * m + k] == 0) return 0;
+    if (pivot != k) {
+      std::swap_ranges(a.begin() + k * m, a.begin() + (k + 1) * m,
+                       a.begin() + pivot * m);
+      det = -det;
+    }
+    const double d = a[k * m + k];
+    det *= d;
+    for (int64_t r = k + 1; r < m; ++r) {
+      const double f = a[r * m + k] / d;
+      if (f == 0) continue;
+      for (int64_t c = k + 1; c < m; ++c) a[r * m + c] -= f * a[k * m + c];
+    }
+  }
+  return det;
+}
+
+class DetKernel final : public KernelBase {
+ public:
+  DetKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec), dtype_(dtype) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    const int rank = x->shape.rank();
+    if (rank < 2 || x->shape.dim(rank - 1) != x->shape.dim(rank - 2)) {
+      return InvalidArgument(node(), "X ", x->shape.ToString(),
+                             " must be [..., M, M]");
+    }
+    const int64_t m = x->shape.dim(rank - 1);
+    std::vector<int64_t> batch_dims(x->shape.dims().begin(),
+                                    x->shape.dims().end() - 2);
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(batch_dims), dtype_, node()));
+    const int64_t batch = y.num_elements();
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      const S* px = x->as<const S>();
+      S* py = y.as<S>();
+      std::vector<double> a(m * m);
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < m * m; ++i) {
+          a[i] = Load<double>(px[b * m * m + i]);
+        }
+        py[b] = Store<S>(LuDeterminant(a, m));
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDet(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecInputDType(spec, 0, kAllFloatDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new DetKernel(spec, dtype));
+}
+
+// -------------------------------------------------------- TfIdfVectorizer
+
+enum class Weighting { kTf, kIdf, kTfIdf };
+
+constexpr int64_t kMaxColumns = int64_t{1} << 24;
+
+class TfIdfKernel final : public KernelBase {
+ public:
+  TfIdfKernel(const KernelSpec& spec, DType dtype, Weighting weighting,
+              int64_t min_n, int64_t max_n, int64_t max_skip,
+              std::map<std::vector<int64_t>, int64_t> columns,
+              std::vector<float> column_weights, int64_t num_columns)
+      : KernelBase(spec),
+        dtype_(dtype),
+        weighting_(weighting),
+        min_n_(min_n),
+        max_n_(max_n),
+        max_skip_(max_skip),
+        columns_(std::move(columns)),
+        weights_(std::move(column_weights)),
+        num_columns_(num_columns) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    const int rank = x->shape.rank();
+    if (rank != 1 && rank != 2) {
+      return InvalidArgument(node(), "X ", x->shape.ToString(),
+                             " must be [C] or [N, C]");
+    }
+    const int64_t rows = rank == 2 ? x->shape.dim(0) : 1;
+    const int64_t len = x->shape.dim(rank - 1);
+    if (static_cast<double>(rows) * num_columns_ >
+        static_cast<double>(int64_t{1} << 31)) {
+      return InvalidArgument(node(), "output of ", rows, " x ", num_columns_,
+                             " elements exceeds 2^31");
+    }
+    const Shape out_shape =
+        rank == 2 ? Shape({rows, num_columns_}) : Shape({num_columns_});
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, out_shape, DType::kFloat32, node()));
+    std::vector<int64_t> tokens(x->num_elements());
+    if (dtype_ == DType::kInt32) {
+      std::copy(x->as<const int32_t>(), x->as<const int32_t>() + tokens.size(),
+                tokens.begin());
+    } else {
+      std::copy(x->as<const int64_t>(), x->as<const int64_t>() + tokens.size(),
+                tokens.begin());
+    }
+    float* py = y.as<float>();
+    std::vector<int64_t> counts(num_columns_);
+    std::vector<int64_t> gram;
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(counts.begin(), counts.end(), 0);
+      const int64_t* row = tokens.data() + r * len;
+      // Every skip distance sees the n-grams of its stride; 1-grams do
+      // not depend on it, so they count in the first pass only (as
+      // onnxruntime counts them).
+      int64_t start_n = min_n_;
+      // A stride of len or more fits no n-gram longer than 1.
+      const int64_t max_step =
+          std::min(max_skip_ + 1, std::max<int64_t>(len - 1, 1));
+      for (int64_t step = 1; step <= max_step; ++step) {
+        for (int64_t s = 0; s < len; ++s) {
+          gram.clear();
+          for (int64_t n = 1, at = s; n <= max_n_ && at < len;
+               ++n, at += step) {
+            gram.push_back(row[at]);
+            if (n < start_n) continue;
+            auto hit = columns_.find(gram);
+            if (hit != columns_.end()) ++counts[hit->second];
+          }
+        }
+        if (start_n == 1 && ++start_n > max_n_) break;
+      }
+      for (int64_t c = 0; c < num_columns_; ++c) {
+        const float w = weights_.empty() ? 1.0f : weights_[c];
+        float v = 0;
+        switch (weighting_) {
+          case Weighting::kTf: v = static_cast<float>(counts[c]); break;
+          case Weighting::kIdf: v = counts[c] > 0 ? w : 0.0f; break;
+          case Weighting::kTfIdf: v = static_cast<float>(counts[c]) * w; break;
+        }
+        py[r * num_columns_ + c] = v;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  Weighting weighting_;
+  int64_t min_n_, max_n_, max_skip_;
+  // Each pooled n-gram of a counted length → its output column.
+  std::map<std::vector<int64_t>, int64_t> columns_;
+  std::vector<float> weights_;  // Per output column; empty: all 1.
+  int64_t num_columns_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  const Node& n = *spec.node;
+  const std::string node = n.Describe();
+  if (n.HasAttribute("pool_strings") || spec.inputs[0].dtype == DType::kString) {
+    return Unimplemented(node, "string n-grams (pool_strings, string "
+                         "input) are not supported; int32/int64 tokens are");
+  }
+  GLINT_ASSIGN_OR_RETURN(
+      DType dtype, SpecInputDType(spec, 0, {DType::kInt32, DType::kInt64}));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  const std::string mode = n.GetString("mode", "");
+  Weighting weighting;
+  if (mode == "TF") {
+    weighting = Weighting::kTf;
+  } else if (mode == "IDF") {
+    weighting = Weighting::kIdf;
+  } else if (mode == "TFIDF") {
+    weighting = Weighting::kTfIdf;
+  } else {
+    return InvalidArgument(node, "mode '", mode, "' (TF, IDF or TFIDF)");
+  }
+  const int64_t min_n = n.GetInt("min_gram_length", 0);
+  const int64_t max_n = n.GetInt("max_gram_length", 0);
+  const int64_t max_skip = n.GetInt("max_skip_count", 0);
+  if (min_n < 1 || max_n < min_n) {
+    return InvalidArgument(node, "gram lengths [", min_n, ", ", max_n,
+                           "] must satisfy 1 <= min <= max");
+  }
+  const std::vector<int64_t> pool = n.GetInts("pool_int64s");
+  const std::vector<int64_t> starts = n.GetInts("ngram_counts");
+  const std::vector<int64_t> indexes = n.GetInts("ngram_indexes");
+  const std::vector<float> weights = n.GetFloats("weights");
+  const int64_t pool_size = static_cast<int64_t>(pool.size());
+  if (max_skip < 0) {
+    return InvalidArgument(node, "max_skip_count ", max_skip,
+                           " is negative");
+  }
+  // ngram_counts[i] is where the (i + 1)-grams start in the pool.
+  int64_t ordinal = 0;
+  int64_t num_columns = 0;
+  std::map<std::vector<int64_t>, int64_t> columns;
+  std::vector<std::pair<int64_t, int64_t>> ordinal_column;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t begin = starts[i];
+    const int64_t end =
+        i + 1 < starts.size() ? starts[i + 1] : pool_size;
+    const int64_t size = static_cast<int64_t>(i) + 1;
+    if (begin < 0 || end < begin || end > pool_size ||
+        (end - begin) % size != 0) {
+      return InvalidArgument(node, "ngram_counts ", i, " (", begin, " to ",
+                             end, ") does not split pool_int64s of ",
+                             pool_size, " into ", size, "-grams");
+    }
+    for (int64_t at = begin; at < end; at += size, ++ordinal) {
+      if (ordinal >= static_cast<int64_t>(indexes.size())) {
+        return InvalidArgument(node, "ngram_indexes has ", indexes.size(),
+                               " entries; the pool has more n-grams");
+      }
+      const int64_t column = indexes[ordinal];
+      // Output rows are num_columns wide: bounded so that a model cannot
+      // make every run allocate gigabytes per row.
+      if (column < 0 || column >= kMaxColumns) {
+        return InvalidArgument(node, "ngram index ", column,
+                               " is outside [0, 2^24)");
+      }
+      num_columns = std::max(num_columns, column + 1);
+      ordinal_column.push_back({ordinal, column});
+      if (size >= min_n && size <= max_n) {
+        columns[std::vector<int64_t>(pool.begin() + at,
+                                     pool.begin() + at + size)] = column;
+      }
+    }
+  }
+  if (ordinal != static_cast<int64_t>(indexes.size())) {
+    return InvalidArgument(node, "ngram_indexes has ", indexes.size(),
+                           " entries for ", ordinal, " pooled n-grams");
+  }
+  std::vector<float> column_weights;
+  if (!weights.empty()) {
+    if (weights.size() != indexes.size()) {
+      return InvalidArgument(node, "weights has ", weights.size(),
+                             " entries for ", indexes.size(), " n-grams");
+    }
+    column_weights.assign(num_columns, 0.0f);
+    for (auto [k, column] : ordinal_column) column_weights[column] = weights[k];
+  }
+  return std::unique_ptr<Kernel>(new TfIdfKernel(
+      spec, dtype, weighting, min_n, max_n, max_skip, std::move(columns),
+      std::move(column_weights), num_columns));
+}
+
+}  // namespace
+
+void RegisterMiscKernels(KernelRegistry* registry) {
+  registry->Register("Det", MakeDet);
+  registry->Register("TfIdfVectorizer", MakeTfIdfVectorizer);
+}
+
+}  // namespace glint::cpu

@@ -1,0 +1,182 @@
+// Det against cofactor expansion (a naive reference) and hand-computed
+// determinants, and TfIdfVectorizer against hand-counted n-grams with
+// skips, each weighting, and its refusals.
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "devices/cpu/kernel.h"
+#include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace glint::cpu {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::MakeNode;
+using testing::MakeTensor;
+using testing::RandomTensor;
+using testing::RunKernel;
+using testing::RunKernelOptions;
+using testing::ToVector;
+
+// -------------------------------------------------------------------- Det
+
+// Laplace expansion along the first row.
+double Cofactor(const std::vector<double>& a, int m) {
+  if (m == 1) return a[0];
+  double det = 0;
+  for (int c = 0; c < m; ++c) {
+    std::vector<double> minor;
+    for (int r = 1; r < m; ++r)
+      for (int k = 0; k < m; ++k)
+        if (k != c) minor.push_back(a[r * m + k]);
+    det += (c % 2 == 0 ? 1 : -1) * a[c] * Cofactor(minor, m - 1);
+  }
+  return det;
+}
+
+TEST(DetTest, MatchesCofactorExpansion) {
+  const Tensor x = RandomTensor({3, 2, 5, 5}, 11, -2, 2);
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                       {x});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), Shape({3, 2}));
+  const std::vector<float> y = ToVector<float>((*out)[0]);
+  for (int b = 0; b < 6; ++b) {
+    std::vector<double> a(x.data<float>() + b * 25,
+                          x.data<float>() + (b + 1) * 25);
+    const double want = Cofactor(a, 5);
+    EXPECT_NEAR(y[b], want, 1e-4 * (1 + std::abs(want))) << "matrix " << b;
+  }
+}
+
+TEST(DetTest, PivotsSingularAndDouble) {
+  // A zero leading entry needs a row swap: det [[0, 1], [2, 3]] = -2.
+  auto swap = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                        {MakeTensor<double>({2, 2, 2}, {0, 1, 2, 3, 1, 2, 2, 4})});
+  ASSERT_TRUE(swap.ok()) << swap.status();
+  EXPECT_THAT(ToVector<double>((*swap)[0]), ElementsAre(-2.0, 0.0));
+  auto three = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                         {MakeTensor<float>({3, 3}, {0, 2, 1, 3, 0, 1, 1, 1, 0})});
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ((*three)[0].shape(), Shape({}));
+  // 0(0 - 1) - 2(0 - 1) + 1(3 - 0) = 5.
+  EXPECT_NEAR(ToVector<float>((*three)[0])[0], 5.0f, 1e-5);
+}
+
+TEST(DetTest, RefusesNonSquareAndIntegers) {
+  auto shape = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                         {MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6})});
+  EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(shape.status().message(), HasSubstr("Det"));
+  auto dtype = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                         {MakeTensor<int32_t>({2, 2}, {1, 2, 3, 4})});
+  EXPECT_EQ(dtype.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// -------------------------------------------------------- TfIdfVectorizer
+
+// Pool: unigrams 1, 3; bigrams (1, 2), (1, 3); columns 0..3.
+Node TfIdf(std::string mode, int64_t max_skip,
+           std::vector<float> weights = {}) {
+  std::map<std::string, Attribute> attrs = {
+      {"mode", mode},
+      {"min_gram_length", int64_t{1}},
+      {"max_gram_length", int64_t{2}},
+      {"max_skip_count", max_skip},
+      {"ngram_counts", std::vector<int64_t>{0, 2}},
+      {"ngram_indexes", std::vector<int64_t>{0, 1, 2, 3}},
+      {"pool_int64s", std::vector<int64_t>{1, 3, 1, 2, 1, 3}}};
+  if (!weights.empty()) attrs["weights"] = weights;
+  return MakeNode("TfIdfVectorizer", {"x"}, {"y"}, std::move(attrs));
+}
+
+RunKernelOptions FloatOutput() {
+  RunKernelOptions options;
+  options.output_dtypes = {DType::kFloat32};
+  return options;
+}
+
+TEST(TfIdfVectorizerTest, CountsWithAndWithoutSkips) {
+  const Tensor x = MakeTensor<int64_t>({5}, {1, 2, 1, 2, 3});
+  // Unigrams 1 (x2), 3 (x1); bigram (1, 2) x2; (1, 3) needs a skip.
+  auto plain = RunKernel(CpuKernelRegistry(), TfIdf("TF", 0), {x},
+                         FloatOutput());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ((*plain)[0].shape(), Shape({4}));
+  EXPECT_THAT(ToVector<float>((*plain)[0]), ElementsAre(2, 1, 2, 0));
+  // Skip 1 adds the stride-2 bigrams (1, 1), (2, 2), (1, 3); unigrams
+  // still count once.
+  auto skip = RunKernel(CpuKernelRegistry(), TfIdf("TF", 1), {x},
+                        FloatOutput());
+  ASSERT_TRUE(skip.ok()) << skip.status();
+  EXPECT_THAT(ToVector<float>((*skip)[0]), ElementsAre(2, 1, 2, 1));
+  // A skip count far past the row length takes every stride that fits:
+  // stride 3 adds (1, 2), stride 4 adds (1, 3).
+  auto far = RunKernel(CpuKernelRegistry(), TfIdf("TF", 1000000), {x},
+                       FloatOutput());
+  ASSERT_TRUE(far.ok()) << far.status();
+  EXPECT_THAT(ToVector<float>((*far)[0]), ElementsAre(2, 1, 3, 2));
+}
+
+TEST(TfIdfVectorizerTest, WeightingsAndBatchRows) {
+  const Tensor x = MakeTensor<int32_t>({2, 4}, {1, 2, 1, 2, 3, 3, 3, 7});
+  const std::vector<float> w = {0.5f, 1, 2, 4};
+  auto idf = RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0, w), {x},
+                       FloatOutput());
+  ASSERT_TRUE(idf.ok()) << idf.status();
+  EXPECT_EQ((*idf)[0].shape(), Shape({2, 4}));
+  EXPECT_THAT(ToVector<float>((*idf)[0]),
+              ElementsAre(0.5f, 0, 2, 0, 0, 1, 0, 0));
+  auto tfidf = RunKernel(CpuKernelRegistry(), TfIdf("TFIDF", 0, w), {x},
+                         FloatOutput());
+  ASSERT_TRUE(tfidf.ok()) << tfidf.status();
+  EXPECT_THAT(ToVector<float>((*tfidf)[0]),
+              ElementsAre(1, 0, 4, 0, 0, 3, 0, 0));
+  auto unweighted = RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0), {x},
+                              FloatOutput());
+  ASSERT_TRUE(unweighted.ok()) << unweighted.status();
+  EXPECT_THAT(ToVector<float>((*unweighted)[0]),
+              ElementsAre(1, 0, 1, 0, 0, 1, 0, 0));
+}
+
+TEST(TfIdfVectorizerTest, RefusesStringsAndMalformedPools) {
+  auto strings = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("TfIdfVectorizer", {"x"}, {"y"},
+               {{"mode", std::string("TF")},
+                {"min_gram_length", int64_t{1}},
+                {"max_gram_length", int64_t{1}},
+                {"ngram_counts", std::vector<int64_t>{0}},
+                {"ngram_indexes", std::vector<int64_t>{0}},
+                {"pool_strings", std::vector<std::string>{"a"}}}),
+      {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
+  EXPECT_EQ(strings.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(strings.status().message(), HasSubstr("string"));
+  Node bad = TfIdf("TF", 0);
+  bad.attributes["ngram_counts"] = std::vector<int64_t>{0, 1};  // Odd bigrams.
+  auto counts = RunKernel(CpuKernelRegistry(), bad,
+                          {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
+  EXPECT_EQ(counts.status().code(), absl::StatusCode::kInvalidArgument);
+  Node wide = TfIdf("TF", 0);
+  wide.attributes["ngram_indexes"] =
+      std::vector<int64_t>{0, 1, 2, int64_t{1} << 40};
+  auto columns = RunKernel(CpuKernelRegistry(), wide,
+                           {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
+  EXPECT_EQ(columns.status().code(), absl::StatusCode::kInvalidArgument);
+  auto mode = RunKernel(CpuKernelRegistry(), TfIdf("BM25", 0),
+                        {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
+  EXPECT_EQ(mode.status().code(), absl::StatusCode::kInvalidArgument);
+  auto rank = RunKernel(CpuKernelRegistry(), TfIdf("TF", 0),
+                        {MakeTensor<int64_t>({1, 1, 1}, {1})}, FloatOutput());
+  EXPECT_EQ(rank.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace glint::cpu
