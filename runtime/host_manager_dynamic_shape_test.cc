@@ -1,8 +1,9 @@
 // Data-dependent shapes crossing partitions: a network whose middle value
 // has a shape known only at run time (NonZero's indices, NonMaxSuppression's
-// selected boxes) is cut by a user plan so that the value leaves one device
-// and enters another, and each run's outputs have exactly the values and
-// shape the data gives, including an empty selection.
+// selected boxes) is cut by a user plan, or by the memory strategy, so that
+// the value leaves one device and enters another, and each run's outputs
+// have exactly the values and shape the data gives, including an empty
+// selection.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,10 +62,8 @@ const PartitionInfo* Reader(const NetworkInfo& info, const std::string& value) {
   return nullptr;
 }
 
-// y = 2 * x[nonzero(x)] with NonZero on device 0, the gather on device 1
-// and the doubling back on device 0: the [2, N] indices and the [N]
-// gathered values each cross a device boundary.
-TEST(HostManagerDynamicShapeTest, NonZeroIndicesCrossTwoBoundaries) {
+// y = 2 * x[nonzero(x)]: x float[2, 3].
+std::string NonZeroModel() {
   OnnxModelBuilder b;
   b.Input("x", kFloat, {2, 3}).Output("y", kFloat);
   b.FloatInitializer("two", {}, {2.0f});
@@ -72,9 +71,44 @@ TEST(HostManagerDynamicShapeTest, NonZeroIndicesCrossTwoBoundaries) {
   b.Node("Transpose", {"nz"}, {"nzt"}, "tr");
   b.Node("GatherND", {"x", "nzt"}, {"picked"}, "gather");
   b.Node("Mul", {"picked", "two"}, {"y"}, "mul");
+  return b.Serialize();
+}
+
+// Runs NonZeroModel's network `name` with inputs giving different counts
+// run after run on the same compiled partitions, none at all included.
+void ExpectNonZeroRuns(HostManager& host, const std::string& name) {
+  struct Case {
+    std::vector<float> x;
+    std::vector<float> y;
+  };
+  const std::vector<Case> cases = {
+      {{0, 1.5f, 0, -2, 0, 3}, {3, -4, 6}},
+      {{1, 2, 3, 4, 5, 6}, {2, 4, 6, 8, 10, 12}},
+      {{0, 0, 0, 0, 0, 0}, {}},
+      {{0, 0, 0, 0, 7, 0}, {14}},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<NamedTensor>> out = host.RunNetwork(
+        name,
+        {{"x", Tensor::FromVector(DType::kFloat32, Shape({2, 3}), c.x)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 1u);
+    const Tensor& y = (*out)[0].tensor;
+    EXPECT_EQ(y.dtype(), DType::kFloat32);
+    EXPECT_EQ(y.shape(), Shape({static_cast<int64_t>(c.y.size())}));
+    EXPECT_THAT(std::vector<float>(y.data<float>(),
+                                   y.data<float>() + y.num_elements()),
+                ElementsAreArray(c.y));
+  }
+}
+
+// NonZero on device 0, the gather on device 1 and the doubling back on
+// device 0: the [2, N] indices and the [N] gathered values each cross a
+// device boundary.
+TEST(HostManagerDynamicShapeTest, NonZeroIndicesCrossTwoBoundaries) {
   auto host = MakeHost(2);
   absl::StatusOr<NetworkInfo> info = host->AddNetwork(
-      "nz", b.Serialize(),
+      "nz", NonZeroModel(),
       UserPlan({{"nz", 0}, {"tr", 1}, {"gather", 1}, {"mul", 0}}));
   ASSERT_TRUE(info.ok()) << info.status();
   ASSERT_EQ(info->partitions.size(), 3u);
@@ -86,31 +120,81 @@ TEST(HostManagerDynamicShapeTest, NonZeroIndicesCrossTwoBoundaries) {
   EXPECT_NE(mul->device_id, gather->device_id);
   ASSERT_EQ(info->outputs.size(), 1u);
   EXPECT_FALSE(info->outputs[0].shape.IsStatic());
+  ExpectNonZeroRuns(*host, "nz");
+}
 
-  struct Case {
-    std::vector<float> x;
-    std::vector<float> y;
-  };
-  // Different counts run after run on the same compiled partitions,
-  // including none at all.
-  const std::vector<Case> cases = {
-      {{0, 1.5f, 0, -2, 0, 3}, {3, -4, 6}},
-      {{1, 2, 3, 4, 5, 6}, {2, 4, 6, 8, 10, 12}},
-      {{0, 0, 0, 0, 0, 0}, {}},
-      {{0, 0, 0, 0, 7, 0}, {14}},
-  };
-  for (const Case& c : cases) {
-    absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
-        "nz",
-        {{"x", Tensor::FromVector(DType::kFloat32, Shape({2, 3}), c.x)}});
+// The cost-driven strategies see the data-dependent values as empty
+// (their size is unknown at planning): whatever plan they make over two
+// devices, and with a replica per device, the runs are exact.
+TEST(HostManagerDynamicShapeTest, StrategiesAndReplicasKeepExactShapes) {
+  auto host = MakeHost(2);
+  AddNetworkOptions balanced;
+  balanced.partition.strategy = PartitionStrategy::kLoadBalanced;
+  balanced.partition.plan_devices = 2;
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("balanced", NonZeroModel(), balanced);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ExpectNonZeroRuns(*host, "balanced");
+  AddNetworkOptions replicas;
+  replicas.partition.replicas = 2;
+  info = host->AddNetwork("replicas", NonZeroModel(), replicas);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->replicas, 2);
+  for (int i = 0; i < 3; ++i) ExpectNonZeroRuns(*host, "replicas");
+}
+
+// rows = W2[nonzero(relu(x · W1))[1]]: x float[1, 256], W1 and W2 256 KiB
+// each, on devices of 400 KiB: the memory strategy must cut between the
+// two weights, where only data-dependent values flow.
+TEST(HostManagerDynamicShapeTest, MemoryStrategyCutsAtADataDependentValue) {
+  constexpr int64_t kWidth = 256;
+  std::vector<float> w1(kWidth * kWidth), w2(kWidth * kWidth);
+  for (int64_t i = 0; i < kWidth * kWidth; ++i) {
+    w1[i] = (i / kWidth == i % kWidth) ? 1.0f : 0.0f;  // Identity.
+    w2[i] = static_cast<float>(i);
+  }
+  OnnxModelBuilder b;
+  b.Input("x", kFloat, {1, kWidth}).Output("rows", kFloat);
+  b.FloatInitializer("w1", {kWidth, kWidth}, w1);
+  b.FloatInitializer("w2", {kWidth, kWidth}, w2);
+  Int64Initializer(b, "one", {}, {1});
+  b.Node("MatMul", {"x", "w1"}, {"h"}, "mm");
+  b.Node("Relu", {"h"}, {"r"}, "relu");
+  b.Node("NonZero", {"r"}, {"nz"}, "nz");
+  b.Node("Gather", {"nz", "one"}, {"cols"}, "cols");  // axis 0: row 1.
+  b.Node("Gather", {"w2", "cols"}, {"rows"}, "rows");
+  std::vector<DeviceConfig> configs(2);
+  for (DeviceConfig& c : configs) c.memory_bytes = 400 * 1024;
+  auto host = HostManager::CreateFromConfigs({}, configs);
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("rows", b.Serialize(), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 2u);
+  EXPECT_NE(info->partitions[0].device_id, info->partitions[1].device_id);
+  ASSERT_EQ(info->partitions[1].inputs.size(), 1u);
+  const std::string crossing = info->partitions[1].inputs[0];
+  EXPECT_TRUE(crossing == "nz" || crossing == "cols") << crossing;
+
+  for (const std::vector<int64_t>& positive :
+       std::vector<std::vector<int64_t>>{{3, 200}, {}, {0, 1, 255}}) {
+    std::vector<float> x(kWidth, -1.0f);
+    for (int64_t p : positive) x[p] = 2.0f;
+    absl::StatusOr<std::vector<NamedTensor>> out = (*host)->RunNetwork(
+        "rows", {{"x", Tensor::FromVector(DType::kFloat32,
+                                          Shape({1, kWidth}), x)}});
     ASSERT_TRUE(out.ok()) << out.status();
-    ASSERT_EQ(out->size(), 1u);
-    const Tensor& y = (*out)[0].tensor;
-    EXPECT_EQ(y.dtype(), DType::kFloat32);
-    EXPECT_EQ(y.shape(), Shape({static_cast<int64_t>(c.y.size())}));
-    EXPECT_THAT(std::vector<float>(y.data<float>(),
-                                   y.data<float>() + y.num_elements()),
-                ElementsAreArray(c.y));
+    const Tensor& rows = (*out)[0].tensor;
+    const int64_t n = static_cast<int64_t>(positive.size());
+    ASSERT_EQ(rows.shape(), Shape({n, kWidth}));
+    std::vector<float> want;
+    for (int64_t p : positive) {
+      want.insert(want.end(), w2.begin() + p * kWidth,
+                  w2.begin() + (p + 1) * kWidth);
+    }
+    EXPECT_THAT(std::vector<float>(rows.data<float>(),
+                                   rows.data<float>() + n * kWidth),
+                ElementsAreArray(want));
   }
 }
 
