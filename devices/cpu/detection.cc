@@ -265,6 +265,14 @@ class RoiAlignKernel final : public KernelBase {
                                n, ")");
       }
     }
+    // num_rois comes from the data and the bins from attributes: their
+    // product is capped as the generating ops cap theirs.
+    if (static_cast<double>(num_rois) * channels * out_h_ * out_w_ >
+        static_cast<double>(int64_t{1} << 31)) {
+      return InvalidArgument(node(), num_rois, " rois of ", channels,
+                             " channels and ", out_h_, "x", out_w_,
+                             " bins exceed 2^31 output elements");
+    }
     GLINT_ASSIGN_OR_RETURN(
         TensorView y, AllocateOutput(ctx, 0,
                                      Shape({num_rois, channels, out_h_, out_w_}),

@@ -276,6 +276,16 @@ TEST(RoiAlignTest, RefusesBadValues) {
        MakeTensor<float>({1, 4}, {0, 0, std::nanf(""), 1}),
        MakeTensor<int64_t>({1}, {0})});
   EXPECT_EQ(nan.status().code(), absl::StatusCode::kInvalidArgument);
+  // 65536 x 65536 bins for 2 channels: 2^33 output elements.
+  auto bins = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
+               {{"output_height", int64_t{65536}},
+                {"output_width", int64_t{65536}}}),
+      {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
+       MakeTensor<int64_t>({1}, {0})});
+  EXPECT_EQ(bins.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bins.status().message(), HasSubstr("2^31"));
   auto mode = RunKernel(
       CpuKernelRegistry(),
       MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},

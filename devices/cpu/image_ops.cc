@@ -95,6 +95,13 @@ class GridSampleKernel final : public KernelBase {
         return InvalidArgument(node(), "grid holds a non-finite value");
       }
     }
+    // Channels come from X and the sampling points from the grid: their
+    // product can exceed both inputs, so it is capped.
+    if (static_cast<double>(n) * channels * ho * wo >
+        static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", n, "x", channels, "x", ho,
+                             "x", wo, " elements exceeds 2^31");
+    }
     if ((h == 0 || w == 0) && n * channels * ho * wo > 0) {
       return InvalidArgument(node(), "X ", xs.ToString(),
                              " has no pixels to sample");

@@ -148,6 +148,13 @@ TEST(GridSampleTest, RefusesBadNodesAndValues) {
                         {LinearImage(),
                          MakeTensor<float>({1, 1, 1, 2}, {3e38f, -3e38f})});
   EXPECT_TRUE(huge.ok()) << huge.status();
+  // 2^16 channels sampled at 2^16 points: 2^32 output elements.
+  auto big = RunKernel(
+      CpuKernelRegistry(), GridSample("bilinear", "zeros", 0),
+      {MakeTensor<float>({1, 1 << 16, 1, 1}, std::vector<float>(1 << 16)),
+       MakeTensor<float>({1, 256, 256, 2}, std::vector<float>(1 << 17))});
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(big.status().message(), HasSubstr("2^31"));
   auto mode = RunKernel(CpuKernelRegistry(), GridSample("area", "zeros", 0),
                         {LinearImage(), MakeTensor<float>({1, 1, 1, 2}, {0, 0})});
   EXPECT_EQ(mode.status().code(), absl::StatusCode::kUnimplemented);

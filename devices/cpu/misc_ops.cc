@@ -277,8 +277,11 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
     column_weights.assign(num_columns, 0.0f);
     for (auto [k, column] : ordinal_column) column_weights[column] = weights[k];
   }
+  // No pooled n-gram is longer than ngram_counts has sizes.
+  const int64_t longest = std::min<int64_t>(
+      max_n, static_cast<int64_t>(starts.size()));
   return std::unique_ptr<Kernel>(new TfIdfKernel(
-      spec, dtype, weighting, min_n, max_n, max_skip, std::move(columns),
+      spec, dtype, weighting, min_n, longest, max_skip, std::move(columns),
       std::move(column_weights), num_columns));
 }
 
