@@ -15,6 +15,7 @@
 #include <numeric>
 #include <queue>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/status_macros.h"
@@ -545,11 +546,20 @@ class UniqueKernel final : public KernelBase {
         return Load<C>(px[((j / inner) * n + i) * inner + j % inner]);
       };
       const int64_t len = outer * inner;
+      // NaN sorts after every number and equals NaN (numpy's order), which
+      // keeps the comparison a strict weak ordering.
+      auto lt = [](C a, C b) {
+        if constexpr (std::is_floating_point_v<C>) {
+          if (std::isnan(a)) return false;
+          if (std::isnan(b)) return true;
+        }
+        return a < b;
+      };
       auto less = [&](int64_t a, int64_t b) {
         for (int64_t j = 0; j < len; ++j) {
           const C va = at(a, j), vb = at(b, j);
-          if (va < vb) return true;
-          if (vb < va) return false;
+          if (lt(va, vb)) return true;
+          if (lt(vb, va)) return false;
         }
         return false;
       };

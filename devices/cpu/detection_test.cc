@@ -361,6 +361,21 @@ TEST(UniqueTest, SlicesAlongAxisCompareLexicographically) {
   EXPECT_THAT(ToVector<int64_t>((*u)[2]), ElementsAre(0, 1, 0, 2));
 }
 
+TEST(UniqueTest, NaNsSortLastAndCollapse) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto s = RunKernel(CpuKernelRegistry(), UniqueNode({}),
+                     {MakeTensor<float>({5}, {nan, 2, nan, -1, 2})},
+                     UniqueOutputs(DType::kFloat32));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<float> y = ToVector<float>((*s)[0]);
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0], -1);
+  EXPECT_EQ(y[1], 2);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_THAT(ToVector<int64_t>((*s)[1]), ElementsAre(3, 1, 0));
+  EXPECT_THAT(ToVector<int64_t>((*s)[3]), ElementsAre(1, 2, 2));
+}
+
 TEST(UniqueTest, UnusedOutputsAreNotAllocatedAndBadAxisRefused) {
   auto y = RunKernel(CpuKernelRegistry(),
                      MakeNode("Unique", {"x"}, {"y", "", "", "counts"}),
