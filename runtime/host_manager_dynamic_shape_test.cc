@@ -89,16 +89,15 @@ void ExpectNonZeroRuns(HostManager& host, const std::string& name) {
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::vector<NamedTensor>> out = host.RunNetwork(
-        name,
-        {{"x", Tensor::FromVector(DType::kFloat32, Shape({2, 3}), c.x)}});
+        name, {{"x", Tensor::FromVector(DType::kFloat32, Shape({2, 3}), c.x)}});
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(out->size(), 1u);
     const Tensor& y = (*out)[0].tensor;
     EXPECT_EQ(y.dtype(), DType::kFloat32);
     EXPECT_EQ(y.shape(), Shape({static_cast<int64_t>(c.y.size())}));
-    EXPECT_THAT(std::vector<float>(y.data<float>(),
-                                   y.data<float>() + y.num_elements()),
-                ElementsAreArray(c.y));
+    EXPECT_THAT(
+        std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements()),
+        ElementsAreArray(c.y));
   }
 }
 
@@ -181,8 +180,8 @@ TEST(HostManagerDynamicShapeTest, MemoryStrategyCutsAtADataDependentValue) {
     std::vector<float> x(kWidth, -1.0f);
     for (int64_t p : positive) x[p] = 2.0f;
     absl::StatusOr<std::vector<NamedTensor>> out = (*host)->RunNetwork(
-        "rows", {{"x", Tensor::FromVector(DType::kFloat32,
-                                          Shape({1, kWidth}), x)}});
+        "rows",
+        {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, kWidth}), x)}});
     ASSERT_TRUE(out.ok()) << out.status();
     const Tensor& rows = (*out)[0].tensor;
     const int64_t n = static_cast<int64_t>(positive.size());
@@ -192,9 +191,9 @@ TEST(HostManagerDynamicShapeTest, MemoryStrategyCutsAtADataDependentValue) {
       want.insert(want.end(), w2.begin() + p * kWidth,
                   w2.begin() + (p + 1) * kWidth);
     }
-    EXPECT_THAT(std::vector<float>(rows.data<float>(),
-                                   rows.data<float>() + n * kWidth),
-                ElementsAreArray(want));
+    EXPECT_THAT(
+        std::vector<float>(rows.data<float>(), rows.data<float>() + n * kWidth),
+        ElementsAreArray(want));
   }
 }
 
@@ -217,16 +216,16 @@ TEST(HostManagerDynamicShapeTest, NmsSelectionGatheredOnAnotherDevice) {
   SetAttribute(b.Node("Gather", {"boxes", "box_index"}, {"picked"}, "pick"),
                "axis", int64_t{1});
   auto host = MakeHost(2);
-  absl::StatusOr<NetworkInfo> info = host->AddNetwork(
-      "nms", b.Serialize(), UserPlan({{"nms", 0}, {"*", 1}}));
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("nms", b.Serialize(), UserPlan({{"nms", 0}, {"*", 1}}));
   ASSERT_TRUE(info.ok()) << info.status();
   ASSERT_EQ(info->partitions.size(), 2u);
   EXPECT_NE(info->partitions[0].device_id, info->partitions[1].device_id);
   EXPECT_THAT(info->partitions[1].inputs, Contains("selected"));
 
-  const std::vector<float> boxes = {0, 0,    1, 1,    0, 0.1f,  1, 1.1f,
-                                    0, -0.1f, 1, 0.9f, 0, 10,    1, 11,
-                                    0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
+  const std::vector<float> boxes = {0, 0,     1, 1,     0, 0.1f, 1, 1.1f,
+                                    0, -0.1f, 1, 0.9f,  0, 10,   1, 11,
+                                    0, 10.1f, 1, 11.1f, 0, 100,  1, 101};
   struct Case {
     std::vector<float> scores;
     std::vector<int64_t> boxes;  // Selected, in order.
@@ -238,11 +237,10 @@ TEST(HostManagerDynamicShapeTest, NmsSelectionGatheredOnAnotherDevice) {
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
-        "nms",
-        {{"boxes", Tensor::FromVector(DType::kFloat32, Shape({1, 6, 4}),
-                                      boxes)},
-         {"scores",
-          Tensor::FromVector(DType::kFloat32, Shape({1, 1, 6}), c.scores)}});
+        "nms", {{"boxes",
+                 Tensor::FromVector(DType::kFloat32, Shape({1, 6, 4}), boxes)},
+                {"scores", Tensor::FromVector(DType::kFloat32, Shape({1, 1, 6}),
+                                              c.scores)}});
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ(out->size(), 2u);
     const int64_t n = static_cast<int64_t>(c.boxes.size());
@@ -260,9 +258,9 @@ TEST(HostManagerDynamicShapeTest, NmsSelectionGatheredOnAnotherDevice) {
                 ElementsAreArray(want_selected));
     const Tensor& picked = (*out)[1].tensor;
     ASSERT_EQ(picked.shape(), Shape({1, n, 4}));
-    EXPECT_THAT(std::vector<float>(picked.data<float>(),
-                                   picked.data<float>() + 4 * n),
-                ElementsAreArray(want_picked));
+    EXPECT_THAT(
+        std::vector<float>(picked.data<float>(), picked.data<float>() + 4 * n),
+        ElementsAreArray(want_picked));
   }
 }
 

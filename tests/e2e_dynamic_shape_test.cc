@@ -6,6 +6,8 @@
 // compiled from Triton's unmodified grpc_service.proto) with exactly the
 // shapes and values the data gives, N = 0 included; metadata reports the
 // data-dependent dimension as unknown.
+#include <grpcpp/grpcpp.h>
+
 #include <csignal>
 #include <cstdint>
 #include <cstring>
@@ -13,8 +15,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,19 +27,19 @@
 namespace glint {
 namespace {
 
-using testing::GlintdProcess;
 using ::glint::testing::OnnxModelBuilder;
 using ::glint::testing::SetAttribute;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
+using testing::GlintdProcess;
 
 constexpr int32_t kFloat = onnx::TensorProto::FLOAT;
 constexpr int32_t kInt64 = onnx::TensorProto::INT64;
 
 // Six boxes [y1, x1, y2, x2]: 0-2 overlap, 3-4 overlap, 5 is alone.
-const std::vector<float> kBoxes = {0, 0,     1, 1,    0, 0.1f,  1, 1.1f,
-                                   0, -0.1f, 1, 0.9f, 0, 10,    1, 11,
-                                   0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
+const std::vector<float> kBoxes = {0, 0,     1, 1,     0, 0.1f, 1, 1.1f,
+                                   0, -0.1f, 1, 0.9f,  0, 10,   1, 11,
+                                   0, 10.1f, 1, 11.1f, 0, 100,  1, 101};
 
 // selected = NMS(boxes, scores; at most 3, IoU 0.5, score > 0.05) on
 // logical device 0; picked = boxes[:, selected[:, 2], :] on device 1.
@@ -50,8 +50,8 @@ std::string NmsGatherModel() {
       .Output("selected", kInt64)
       .Output("picked", kFloat);
   onnx::GraphProto* g = b.mutable_proto().mutable_graph();
-  for (auto [name, value] : {std::pair<const char*, int64_t>{"max_out", 3},
-                             {"col", 2}}) {
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t>{"max_out", 3}, {"col", 2}}) {
     onnx::TensorProto* t = g->add_initializer();
     t->set_name(name);
     t->set_data_type(kInt64);
@@ -231,8 +231,7 @@ TEST_F(DynamicShapeTest, TritonModelInferRepliesCarryTheDataDependentShapes) {
     EXPECT_THAT(response.outputs(0).shape(), ElementsAre(n, 3));
     EXPECT_THAT(FromBytes<int64_t>(response.raw_output_contents(0)),
                 ElementsAreArray(WantSelected(c)));
-    EXPECT_EQ(response.raw_output_contents(0).size(),
-              n * 3 * sizeof(int64_t));
+    EXPECT_EQ(response.raw_output_contents(0).size(), n * 3 * sizeof(int64_t));
     EXPECT_EQ(response.outputs(1).name(), "picked");
     EXPECT_EQ(response.outputs(1).datatype(), "FP32");
     EXPECT_THAT(response.outputs(1).shape(), ElementsAre(1, n, 4));

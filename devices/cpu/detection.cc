@@ -75,8 +75,8 @@ class NonMaxSuppressionKernel final : public KernelBase {
         std::vector<int64_t> max_out,
         GetOptionalInputInt64s(ctx, 2, DType::kInt64, {0},
                                "max_output_boxes_per_class", node()));
-    GLINT_ASSIGN_OR_RETURN(double iou, OptionalScalar(ctx, 3, 0.0,
-                                                      "iou_threshold"));
+    GLINT_ASSIGN_OR_RETURN(double iou,
+                           OptionalScalar(ctx, 3, 0.0, "iou_threshold"));
     GLINT_ASSIGN_OR_RETURN(const TensorView* st,
                            GetOptionalInput(ctx, 4, dtype_, node()));
     double score_threshold = 0;
@@ -86,8 +86,10 @@ class NonMaxSuppressionKernel final : public KernelBase {
                              OptionalScalar(ctx, 4, 0.0, "score_threshold"));
     }
     if (max_out.size() != 1) {
-      return InvalidArgument(node(), "max_output_boxes_per_class must hold "
-                             "one value, not ", max_out.size());
+      return InvalidArgument(node(),
+                             "max_output_boxes_per_class must hold "
+                             "one value, not ",
+                             max_out.size());
     }
     if (!(iou >= 0 && iou <= 1)) {
       return InvalidArgument(node(), "iou_threshold ", iou,
@@ -102,8 +104,8 @@ class NonMaxSuppressionKernel final : public KernelBase {
     }
     const int64_t batches = bs.dim(0), num_boxes = bs.dim(1),
                   classes = ss.dim(1);
-    const int64_t per_class = std::min(std::max<int64_t>(max_out[0], 0),
-                                       num_boxes);
+    const int64_t per_class =
+        std::min(std::max<int64_t>(max_out[0], 0), num_boxes);
     const std::vector<double> box_values = LoadAsDoubles(*boxes);
     const std::vector<double> score_values = LoadAsDoubles(*scores);
 
@@ -151,8 +153,8 @@ class NonMaxSuppressionKernel final : public KernelBase {
       }
     }
     const int64_t n = static_cast<int64_t>(selected.size() / 3);
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
-        ctx, 0, Shape({n, 3}), DType::kInt64, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape({n, 3}),
+                                                        DType::kInt64, node()));
     if (n > 0) {
       std::memcpy(y.data, selected.data(), selected.size() * sizeof(int64_t));
     }
@@ -185,8 +187,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeNonMaxSuppression(
   GLINT_ASSIGN_OR_RETURN(DType sdtype, SpecInputDType(spec, 1, kFloatDTypes));
   const std::string node = spec.node->Describe();
   if (sdtype != dtype) {
-    return InvalidArgument(node, "boxes are ", DTypeName(dtype),
-                           " but scores ", DTypeName(sdtype));
+    return InvalidArgument(node, "boxes are ", DTypeName(dtype), " but scores ",
+                           DTypeName(sdtype));
   }
   if (spec.has_input(2)) {
     GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {DType::kInt64}).status());
@@ -220,8 +222,7 @@ class RoiAlignKernel final : public KernelBase {
  public:
   RoiAlignKernel(const KernelSpec& spec, DType dtype, DType index_dtype,
                  bool max_mode, int64_t out_h, int64_t out_w,
-                 int64_t sampling_ratio, double spatial_scale,
-                 bool half_pixel)
+                 int64_t sampling_ratio, double spatial_scale, bool half_pixel)
       : KernelBase(spec),
         dtype_(dtype),
         index_dtype_(index_dtype),
@@ -237,9 +238,9 @@ class RoiAlignKernel final : public KernelBase {
                            GetInput(ctx, 0, dtype_, node()));
     GLINT_ASSIGN_OR_RETURN(const TensorView* rois,
                            GetInput(ctx, 1, dtype_, node()));
-    GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> batch_index,
-                           GetInputInt64s(ctx, 2, index_dtype_,
-                                          "batch_indices", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> batch_index,
+        GetInputInt64s(ctx, 2, index_dtype_, "batch_indices", node()));
     const Shape& xs = x->shape;
     if (xs.rank() != 4) {
       return InvalidArgument(node(), "X must be [N, C, H, W], not ",
@@ -262,8 +263,8 @@ class RoiAlignKernel final : public KernelBase {
     }
     for (int64_t b : batch_index) {
       if (b < 0 || b >= n) {
-        return InvalidArgument(node(), "batch index ", b, " is outside [0, ",
-                               n, ")");
+        return InvalidArgument(node(), "batch index ", b, " is outside [0, ", n,
+                               ")");
       }
     }
     // num_rois comes from the data and the bins from attributes: their
@@ -275,9 +276,9 @@ class RoiAlignKernel final : public KernelBase {
                              " bins exceed 2^31 output elements");
     }
     GLINT_ASSIGN_OR_RETURN(
-        TensorView y, AllocateOutput(ctx, 0,
-                                     Shape({num_rois, channels, out_h_, out_w_}),
-                                     dtype_, node()));
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({num_rois, channels, out_h_, out_w_}),
+                       dtype_, node()));
     const std::vector<double> roi_values = LoadAsDoubles(*rois);
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {
       using S = typename decltype(tag)::type;
@@ -286,8 +287,7 @@ class RoiAlignKernel final : public KernelBase {
       std::vector<RoiSample> samples;
       std::vector<double> acc(channels);
       for (int64_t r = 0; r < num_rois; ++r) {
-        GLINT_ASSIGN_OR_RETURN(RoiGeometry g,
-                               Geometry(&roi_values[r * 4]));
+        GLINT_ASSIGN_OR_RETURN(RoiGeometry g, Geometry(&roi_values[r * 4]));
         const double count = std::max<int64_t>(g.grid_h * g.grid_w, 1);
         const S* image = px + batch_index[r] * channels * height * width;
         for (int64_t ph = 0; ph < out_h_; ++ph) {
@@ -303,8 +303,8 @@ class RoiAlignKernel final : public KernelBase {
                   v[k] = s.w[k] * Load<double>(plane[s.pos[k]]);
                 }
                 if (max_) {
-                  const double m = std::max(std::max(v[0], v[1]),
-                                            std::max(v[2], v[3]));
+                  const double m =
+                      std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
                   a = first ? m : std::max(a, m);
                   first = false;
                 } else {
@@ -351,8 +351,8 @@ class RoiAlignKernel final : public KernelBase {
       const double gh = std::ceil(g.bin_h), gw = std::ceil(g.bin_w);
       if (!(gh >= 0 && gw >= 0 && gh * gw <= kMaxBinSamples)) {
         return InvalidArgument(node(), "roi [", roi[0], ", ", roi[1], ", ",
-                               roi[2], ", ", roi[3], "] needs a ", gh, "x",
-                               gw, " sampling grid per bin (at most ",
+                               roi[2], ", ", roi[3], "] needs a ", gh, "x", gw,
+                               " sampling grid per bin (at most ",
                                kMaxBinSamples, " points)");
       }
       g.grid_h = static_cast<int64_t>(gh);
@@ -367,9 +367,8 @@ class RoiAlignKernel final : public KernelBase {
   }
 
   // The bilinear samples of bin (ph, pw).
-  void BinSamples(const RoiGeometry& g, int64_t ph, int64_t pw,
-                  int64_t height, int64_t width,
-                  std::vector<RoiSample>* samples) const {
+  void BinSamples(const RoiGeometry& g, int64_t ph, int64_t pw, int64_t height,
+                  int64_t width, std::vector<RoiSample>* samples) const {
     samples->clear();
     for (int64_t iy = 0; iy < g.grid_h; ++iy) {
       const double y =
@@ -422,8 +421,7 @@ class RoiAlignKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeRoiAlign(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
-  GLINT_ASSIGN_OR_RETURN(DType dtype,
-                         SpecInputDType(spec, 0, kAllFloatDTypes));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
   const std::string node = spec.node->Describe();
   if (spec.has_input(1) && spec.inputs[1].dtype != dtype) {
     return InvalidArgument(node, "rois are ", DTypeName(spec.inputs[1].dtype),
@@ -487,8 +485,8 @@ class NonZeroKernel final : public KernelBase {
     const int rank = x->shape.rank();
     const int64_t count = static_cast<int64_t>(flat.size());
     GLINT_ASSIGN_OR_RETURN(
-        TensorView y, AllocateOutput(ctx, 0, Shape({rank, count}),
-                                     DType::kInt64, node()));
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({rank, count}), DType::kInt64, node()));
     int64_t* py = y.as<int64_t>();
     for (int64_t k = 0; k < count; ++k) {
       int64_t rest = flat[k];
@@ -515,8 +513,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeNonZero(const KernelSpec& spec) {
 
 class UniqueKernel final : public KernelBase {
  public:
-  UniqueKernel(const KernelSpec& spec, DType dtype, bool has_axis,
-               int64_t axis, bool sorted)
+  UniqueKernel(const KernelSpec& spec, DType dtype, bool has_axis, int64_t axis,
+               bool sorted)
       : KernelBase(spec),
         dtype_(dtype),
         has_axis_(has_axis),
@@ -531,12 +529,13 @@ class UniqueKernel final : public KernelBase {
     int axis = 0;
     std::vector<int64_t> dims = {x->num_elements()};
     if (has_axis_) {
-      GLINT_ASSIGN_OR_RETURN(axis, NormalizeAxis(axis_, x->shape.rank(),
-                                                 false, node()));
+      GLINT_ASSIGN_OR_RETURN(
+          axis, NormalizeAxis(axis_, x->shape.rank(), false, node()));
       dims = x->shape.dims();
     }
     const int64_t outer = Product(dims, 0, axis), n = dims[axis],
-                  inner = Product(dims, axis + 1, static_cast<int>(dims.size()));
+                  inner =
+                      Product(dims, axis + 1, static_cast<int>(dims.size()));
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {
       using S = typename decltype(tag)::type;
       using C = ComputeType<S>;
@@ -598,14 +597,13 @@ class UniqueKernel final : public KernelBase {
 
       std::vector<int64_t> ydims = dims;
       ydims[axis] = u;
-      GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
-          ctx, 0, Shape(ydims), dtype_, node()));
+      GLINT_ASSIGN_OR_RETURN(
+          TensorView y, AllocateOutput(ctx, 0, Shape(ydims), dtype_, node()));
       S* py = y.as<S>();
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t p = 0; p < u; ++p) {
           std::memcpy(py + (o * u + p) * inner,
-                      px + (o * n + out_first[p]) * inner,
-                      inner * sizeof(S));
+                      px + (o * n + out_first[p]) * inner, inner * sizeof(S));
         }
       }
       GLINT_RETURN_IF_ERROR(WriteIndices(ctx, 1, out_first));
@@ -643,12 +641,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeUnique(const KernelSpec& spec) {
   }
   const int64_t sorted = spec.node->GetInt("sorted", 1);
   if (sorted != 0 && sorted != 1) {
-    return InvalidArgument(spec.node->Describe(),
-                           "sorted must be 0 or 1, not ", sorted);
+    return InvalidArgument(spec.node->Describe(), "sorted must be 0 or 1, not ",
+                           sorted);
   }
-  return std::unique_ptr<Kernel>(new UniqueKernel(
-      spec, dtype, spec.node->HasAttribute("axis"),
-      spec.node->GetInt("axis", 0), sorted == 1));
+  return std::unique_ptr<Kernel>(
+      new UniqueKernel(spec, dtype, spec.node->HasAttribute("axis"),
+                       spec.node->GetInt("axis", 0), sorted == 1));
 }
 
 }  // namespace

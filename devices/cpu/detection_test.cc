@@ -39,9 +39,9 @@ Tensor BoolTensor(std::vector<int64_t> dims, std::vector<uint8_t> v) {
 // Six boxes as [y1, x1, y2, x2]: 0-2 overlap heavily, 3-4 overlap
 // heavily, 5 is alone (the ONNX example).
 Tensor SixBoxes() {
-  return MakeTensor<float>({1, 6, 4}, {0, 0, 1, 1,     0, 0.1f, 1, 1.1f,
-                                       0, -0.1f, 1, 0.9f, 0, 10, 1, 11,
-                                       0, 10.1f, 1, 11.1f, 0, 100, 1, 101});
+  return MakeTensor<float>(
+      {1, 6, 4}, {0, 0,  1, 1,  0, 0.1f,  1, 1.1f,  0, -0.1f, 1, 0.9f,
+                  0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100,   1, 101});
 }
 Tensor SixScores() {
   return MakeTensor<float>({1, 1, 6}, {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f});
@@ -64,12 +64,13 @@ TEST(NonMaxSuppressionTest, KeepsBestPerClusterInScoreOrder) {
 }
 
 TEST(NonMaxSuppressionTest, ScoreThresholdAndLimit) {
-  // Scores must be strictly above 0.4 (drops box 5); at most 2 per class.
-  auto out = RunKernel(CpuKernelRegistry(), Nms(),
-                       {SixBoxes(), SixScores(), MakeTensor<int64_t>({1}, {2}),
-                        MakeTensor<float>({1}, {0.5f}),
-                        MakeTensor<float>({1}, {0.5f})},
-                       Int64Outputs(1));
+  // Scores must be strictly above 0.5 (drops boxes 4 and 5); at most 2 per
+  // class.
+  auto out = RunKernel(
+      CpuKernelRegistry(), Nms(),
+      {SixBoxes(), SixScores(), MakeTensor<int64_t>({1}, {2}),
+       MakeTensor<float>({1}, {0.5f}), MakeTensor<float>({1}, {0.5f})},
+      Int64Outputs(1));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(ToVector<int64_t>((*out)[0]), ElementsAre(0, 0, 3, 0, 0, 0));
   auto strict = RunKernel(
@@ -87,16 +88,16 @@ TEST(NonMaxSuppressionTest, CenterPointBoxesAndFlippedCorners) {
   const Tensor centers = MakeTensor<float>(
       {1, 3, 4}, {0.5f, 0.5f, 1, 1, 0.6f, 0.5f, 1, 1, 5.5f, 5.5f, 1, 1});
   const Tensor scores = MakeTensor<float>({1, 1, 3}, {0.7f, 0.8f, 0.1f});
-  auto out = RunKernel(
-      CpuKernelRegistry(), Nms({{"center_point_box", int64_t{1}}}),
-      {centers, scores, MakeTensor<int64_t>({1}, {3}),
-       MakeTensor<float>({1}, {0.8f}), Tensor()},
-      Int64Outputs(1));
+  auto out =
+      RunKernel(CpuKernelRegistry(), Nms({{"center_point_box", int64_t{1}}}),
+                {centers, scores, MakeTensor<int64_t>({1}, {3}),
+                 MakeTensor<float>({1}, {0.8f}), Tensor()},
+                Int64Outputs(1));
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_THAT(ToVector<int64_t>((*out)[0]), ElementsAre(0, 0, 1, 0, 0, 2));
   // The same boxes as corners given in the other diagonal order.
-  const Tensor flipped = MakeTensor<float>(
-      {1, 3, 4}, {1, 1, 0, 0, 1, 1.1f, 0, 0.1f, 6, 6, 5, 5});
+  const Tensor flipped =
+      MakeTensor<float>({1, 3, 4}, {1, 1, 0, 0, 1, 1.1f, 0, 0.1f, 6, 6, 5, 5});
   auto f = RunKernel(CpuKernelRegistry(), Nms(),
                      {flipped, scores, MakeTensor<int64_t>({1}, {3}),
                       MakeTensor<float>({1}, {0.8f}), Tensor()},
@@ -106,8 +107,8 @@ TEST(NonMaxSuppressionTest, CenterPointBoxesAndFlippedCorners) {
 }
 
 TEST(NonMaxSuppressionTest, EqualScoresKeepLowestIndexFirst) {
-  const Tensor boxes = MakeTensor<float>(
-      {1, 3, 4}, {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1});
+  const Tensor boxes =
+      MakeTensor<float>({1, 3, 4}, {0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1});
   const Tensor scores = MakeTensor<float>({1, 1, 3}, {0.5f, 0.5f, 0.5f});
   auto out = RunKernel(CpuKernelRegistry(), Nms(),
                        {boxes, scores, MakeTensor<int64_t>({1}, {3}),
@@ -128,9 +129,9 @@ TEST(NonMaxSuppressionTest, BatchesAndClassesInOrder) {
                        Int64Outputs(1));
   ASSERT_TRUE(out.ok()) << out.status();
   // Batch 1's boxes coincide: one survivor per class.
-  EXPECT_THAT(ToVector<int64_t>((*out)[0]),
-              ElementsAre(0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1,
-                          0));
+  EXPECT_THAT(
+      ToVector<int64_t>((*out)[0]),
+      ElementsAre(0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0));
 }
 
 TEST(NonMaxSuppressionTest, NoMaxOutputSelectsNothing) {
@@ -148,17 +149,16 @@ TEST(NonMaxSuppressionTest, RefusesBadValues) {
                        Int64Outputs(1));
   EXPECT_EQ(iou.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(iou.status().message(), HasSubstr("iou_threshold"));
-  auto shapes = RunKernel(
-      CpuKernelRegistry(), Nms(),
-      {SixBoxes(), MakeTensor<float>({1, 1, 5}, {1, 2, 3, 4, 5}),
-       MakeTensor<int64_t>({1}, {3}), Tensor(), Tensor()},
-      Int64Outputs(1));
+  auto shapes =
+      RunKernel(CpuKernelRegistry(), Nms(),
+                {SixBoxes(), MakeTensor<float>({1, 1, 5}, {1, 2, 3, 4, 5}),
+                 MakeTensor<int64_t>({1}, {3}), Tensor(), Tensor()},
+                Int64Outputs(1));
   EXPECT_EQ(shapes.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(shapes.status().message(), HasSubstr("NonMaxSuppression"));
-  auto attr = RunKernel(CpuKernelRegistry(),
-                        Nms({{"center_point_box", int64_t{2}}}),
-                        {SixBoxes(), SixScores(), Tensor(), Tensor(), Tensor()},
-                        Int64Outputs(1));
+  auto attr = RunKernel(
+      CpuKernelRegistry(), Nms({{"center_point_box", int64_t{2}}}),
+      {SixBoxes(), SixScores(), Tensor(), Tensor(), Tensor()}, Int64Outputs(1));
   EXPECT_EQ(attr.status().code(), absl::StatusCode::kInvalidArgument);
   auto dtype = RunKernel(
       CpuKernelRegistry(), Nms(),
@@ -186,15 +186,16 @@ TEST(RoiAlignTest, AverageOfLinearImageIsValueAtBinCentre) {
     SCOPED_TRACE(mode);
     const double offset = std::string(mode) == "half_pixel" ? 0.5 : 0.0;
     // roi (x1, y1, x2, y2) = (1, 1, 5, 4) scaled by 1: 2x2 bins.
-    Node node = MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
-                         {{"output_height", int64_t{2}},
-                          {"output_width", int64_t{2}},
-                          {"sampling_ratio", int64_t{2}},
-                          {"coordinate_transformation_mode",
-                           std::string(mode)}});
-    auto out = RunKernel(CpuKernelRegistry(), node,
-                         {LinearImage(), MakeTensor<float>({1, 4}, {1, 1, 5, 4}),
-                          MakeTensor<int64_t>({1}, {0})});
+    Node node =
+        MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
+                 {{"output_height", int64_t{2}},
+                  {"output_width", int64_t{2}},
+                  {"sampling_ratio", int64_t{2}},
+                  {"coordinate_transformation_mode", std::string(mode)}});
+    auto out =
+        RunKernel(CpuKernelRegistry(), node,
+                  {LinearImage(), MakeTensor<float>({1, 4}, {1, 1, 5, 4}),
+                   MakeTensor<int64_t>({1}, {0})});
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ((*out)[0].shape(), Shape({1, 2, 2, 2}));
     const std::vector<float> y = ToVector<float>((*out)[0]);
@@ -229,16 +230,16 @@ TEST(RoiAlignTest, AdaptiveGridScaleAndBatchIndex) {
 TEST(RoiAlignTest, MaxModeTakesLargestWeightedCorner) {
   // Constant image 8: a sample on a pixel centre has a weight of 1, one
   // between four pixels weights of 0.25.
-  Node node = MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
-                       {{"mode", std::string("max")},
-                        {"sampling_ratio", int64_t{1}},
-                        {"coordinate_transformation_mode",
-                         std::string("output_half_pixel")}});
-  auto out = RunKernel(
-      CpuKernelRegistry(), node,
-      {MakeTensor<float>({1, 1, 4, 4}, std::vector<float>(16, 8.0f)),
-       MakeTensor<float>({2, 4}, {0, 0, 2, 2, 0, 0, 1, 1}),
-       MakeTensor<int64_t>({2}, {0, 0})});
+  Node node = MakeNode(
+      "RoiAlign", {"x", "rois", "idx"}, {"y"},
+      {{"mode", std::string("max")},
+       {"sampling_ratio", int64_t{1}},
+       {"coordinate_transformation_mode", std::string("output_half_pixel")}});
+  auto out =
+      RunKernel(CpuKernelRegistry(), node,
+                {MakeTensor<float>({1, 1, 4, 4}, std::vector<float>(16, 8.0f)),
+                 MakeTensor<float>({2, 4}, {0, 0, 2, 2, 0, 0, 1, 1}),
+                 MakeTensor<int64_t>({2}, {0, 0})});
   ASSERT_TRUE(out.ok()) << out.status();
   // Samples at (1, 1) and (0.5, 0.5).
   EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(8.0f, 2.0f));
@@ -259,47 +260,44 @@ TEST(RoiAlignTest, OpsetTenHasNoHalfPixelOffset) {
 
 TEST(RoiAlignTest, RefusesBadValues) {
   Node node = MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"});
-  auto batch = RunKernel(CpuKernelRegistry(), node,
-                         {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
-                          MakeTensor<int64_t>({1}, {1})});
+  auto batch =
+      RunKernel(CpuKernelRegistry(), node,
+                {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
+                 MakeTensor<int64_t>({1}, {1})});
   EXPECT_EQ(batch.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(batch.status().message(), HasSubstr("batch index 1"));
   // An adaptive grid from a huge roi is refused, not sampled.
-  auto huge = RunKernel(
-      CpuKernelRegistry(), node,
-      {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1e30f, 1e30f}),
-       MakeTensor<int64_t>({1}, {0})});
+  auto huge =
+      RunKernel(CpuKernelRegistry(), node,
+                {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1e30f, 1e30f}),
+                 MakeTensor<int64_t>({1}, {0})});
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   auto nan = RunKernel(
       CpuKernelRegistry(), node,
-      {LinearImage(),
-       MakeTensor<float>({1, 4}, {0, 0, std::nanf(""), 1}),
+      {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, std::nanf(""), 1}),
        MakeTensor<int64_t>({1}, {0})});
   EXPECT_EQ(nan.status().code(), absl::StatusCode::kInvalidArgument);
   // 65536 x 65536 bins for 2 channels: 2^33 output elements.
-  auto bins = RunKernel(
-      CpuKernelRegistry(),
-      MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
-               {{"output_height", int64_t{65536}},
-                {"output_width", int64_t{65536}}}),
-      {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
-       MakeTensor<int64_t>({1}, {0})});
+  auto bins = RunKernel(CpuKernelRegistry(),
+                        MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
+                                 {{"output_height", int64_t{65536}},
+                                  {"output_width", int64_t{65536}}}),
+                        {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
+                         MakeTensor<int64_t>({1}, {0})});
   EXPECT_EQ(bins.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bins.status().message(), HasSubstr("2^31"));
-  auto mode = RunKernel(
-      CpuKernelRegistry(),
-      MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
-               {{"mode", std::string("median")}}),
-      {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
-       MakeTensor<int64_t>({1}, {0})});
+  auto mode = RunKernel(CpuKernelRegistry(),
+                        MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"},
+                                 {{"mode", std::string("median")}}),
+                        {LinearImage(), MakeTensor<float>({1, 4}, {0, 0, 1, 1}),
+                         MakeTensor<int64_t>({1}, {0})});
   EXPECT_EQ(mode.status().code(), absl::StatusCode::kUnimplemented);
 }
 
 // ---------------------------------------------------------------- NonZero
 
 TEST(NonZeroTest, IndicesPerAxisInRowMajorOrder) {
-  auto out = RunKernel(CpuKernelRegistry(),
-                       MakeNode("NonZero", {"x"}, {"y"}),
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("NonZero", {"x"}, {"y"}),
                        {MakeTensor<float>({2, 3}, {0, 1.5f, 0, -2, 0, 3})},
                        Int64Outputs(1));
   ASSERT_TRUE(out.ok()) << out.status();
@@ -377,10 +375,9 @@ TEST(UniqueTest, NaNsSortLastAndCollapse) {
 }
 
 TEST(UniqueTest, UnusedOutputsAreNotAllocatedAndBadAxisRefused) {
-  auto y = RunKernel(CpuKernelRegistry(),
-                     MakeNode("Unique", {"x"}, {"y", "", "", "counts"}),
-                     {MakeTensor<int64_t>({3}, {7, 7, 7})},
-                     UniqueOutputs(DType::kInt64));
+  auto y = RunKernel(
+      CpuKernelRegistry(), MakeNode("Unique", {"x"}, {"y", "", "", "counts"}),
+      {MakeTensor<int64_t>({3}, {7, 7, 7})}, UniqueOutputs(DType::kInt64));
   ASSERT_TRUE(y.ok()) << y.status();
   EXPECT_THAT(ToVector<int64_t>((*y)[0]), ElementsAre(7));
   EXPECT_EQ((*y)[1].raw_data(), nullptr);  // Never allocated.

@@ -107,8 +107,8 @@ class GridSampleKernel final : public KernelBase {
                              " has no pixels to sample");
     }
     GLINT_ASSIGN_OR_RETURN(
-        TensorView y, AllocateOutput(ctx, 0, Shape({n, channels, ho, wo}),
-                                     dtype_, node()));
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({n, channels, ho, wo}), dtype_, node()));
     // The sampling point's bounds: pixel centres with align_corners, else
     // the image's outer edges.
     const double x_min = align_ ? 0 : -0.5, x_max = align_ ? w - 1 : w - 0.5;
@@ -134,12 +134,11 @@ class GridSampleKernel final : public KernelBase {
                             static_cast<double>(h - 1));
             break;
         }
-        return Load<double>(plane[static_cast<int64_t>(yy) * w +
-                                  static_cast<int64_t>(xx)]);
+        return Load<double>(
+            plane[static_cast<int64_t>(yy) * w + static_cast<int64_t>(xx)]);
       };
       auto denormalize = [&](double v, int64_t length) {
-        return align_ ? (v + 1) / 2 * (length - 1)
-                      : ((v + 1) * length - 1) / 2;
+        return align_ ? (v + 1) / 2 * (length - 1) : ((v + 1) * length - 1) / 2;
       };
       for (int64_t b = 0; b < n; ++b) {
         for (int64_t oy = 0; oy < ho; ++oy) {
@@ -204,11 +203,9 @@ class GridSampleKernel final : public KernelBase {
   bool align_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(
-    const KernelSpec& spec) {
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
-  GLINT_ASSIGN_OR_RETURN(DType dtype,
-                         SpecInputDType(spec, 0, kAllFloatDTypes));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
   const std::string node = spec.node->Describe();
   if (spec.inputs[1].dtype != dtype) {
     return Unimplemented(node, "grid is ", DTypeName(spec.inputs[1].dtype),
@@ -295,13 +292,12 @@ class MaxUnpoolKernel final : public KernelBase {
     if (ctx.input(2) != nullptr) {
       // A larger output pads the source shape at the end: an index keeps
       // its (n, c, spatial) coordinates.
-      GLINT_ASSIGN_OR_RETURN(out, GetInputInt64s(ctx, 2, DType::kInt64,
-                                                 "output_shape", node()));
+      GLINT_ASSIGN_OR_RETURN(
+          out, GetInputInt64s(ctx, 2, DType::kInt64, "output_shape", node()));
       if (static_cast<int>(out.size()) != rank || out[0] != source[0] ||
           out[1] != source[1]) {
-        return InvalidArgument(node(), "output_shape must be [",
-                               source[0], ", ", source[1], ", ...] with ",
-                               rank, " dims");
+        return InvalidArgument(node(), "output_shape must be [", source[0],
+                               ", ", source[1], ", ...] with ", rank, " dims");
       }
       for (int64_t d : out) {
         if (d < 0) return InvalidArgument(node(), "output_shape is negative");
@@ -313,8 +309,8 @@ class MaxUnpoolKernel final : public KernelBase {
       return InvalidArgument(node(), "output of ", count,
                              " elements exceeds 2^31");
     }
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
-        ctx, 0, Shape(out), dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, Shape(out), dtype_, node()));
     if (y.num_bytes() > 0) std::memset(y.data, 0, y.num_bytes());
     const int64_t source_size = Product(source, 0, rank);
     const int64_t* pi = ind->as<const int64_t>();
@@ -374,7 +370,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxUnpool(const KernelSpec& spec) {
   for (size_t d = 0; d < k; ++d) {
     if (kernel[d] < 1 || strides[d] < 1 || kernel[d] > kMaxAttr ||
         strides[d] > kMaxAttr) {
-      return InvalidArgument(node, "kernel_shape and strides must be in "
+      return InvalidArgument(node,
+                             "kernel_shape and strides must be in "
                              "[1, 2^20]");
     }
   }

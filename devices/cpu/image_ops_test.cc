@@ -31,10 +31,9 @@ using testing::RunKernelOptions;
 using testing::ToVector;
 
 Node GridSample(std::string mode, std::string padding, int64_t align) {
-  return MakeNode("GridSample", {"x", "grid"}, {"y"},
-                  {{"mode", mode},
-                   {"padding_mode", padding},
-                   {"align_corners", align}});
+  return MakeNode(
+      "GridSample", {"x", "grid"}, {"y"},
+      {{"mode", mode}, {"padding_mode", padding}, {"align_corners", align}});
 }
 
 // f(y, x) = 10 y + x on a 1x1x3x4 image.
@@ -47,14 +46,14 @@ Tensor LinearImage() {
 
 TEST(GridSampleTest, BilinearIsExactOnALinearImage) {
   // Normalised (x, y) points inside the image.
-  const std::vector<float> g = {-1, -1, 1, 1, 0, 0, 0.5f, -0.25f, -0.8f, 0.6f,
-                                0.1f, 0.9f};
+  const std::vector<float> g = {-1,   -1,     1,     1,    0,    0,
+                                0.5f, -0.25f, -0.8f, 0.6f, 0.1f, 0.9f};
   const Tensor grid = MakeTensor<float>({1, 2, 3, 2}, g);
   for (int64_t align : {0, 1}) {
     SCOPED_TRACE(align);
-    auto out = RunKernel(CpuKernelRegistry(),
-                         GridSample("bilinear", "border", align),
-                         {LinearImage(), grid});
+    auto out =
+        RunKernel(CpuKernelRegistry(), GridSample("bilinear", "border", align),
+                  {LinearImage(), grid});
     ASSERT_TRUE(out.ok()) << out.status();
     ASSERT_EQ((*out)[0].shape(), Shape({1, 1, 2, 3}));
     const std::vector<float> y = ToVector<float>((*out)[0]);
@@ -84,9 +83,8 @@ TEST(GridSampleTest, PaddingModesAtAndBeyondTheBorder) {
   ASSERT_TRUE(border.ok()) << border.status();
   EXPECT_THAT(ToVector<float>((*border)[0]), ElementsAre(4, 8));
   // 3.5 reflects off 1.5 and -0.5 back to -0.5.
-  auto reflection = RunKernel(CpuKernelRegistry(),
-                              GridSample("bilinear", "reflection", 0),
-                              {x, grid});
+  auto reflection = RunKernel(
+      CpuKernelRegistry(), GridSample("bilinear", "reflection", 0), {x, grid});
   ASSERT_TRUE(reflection.ok()) << reflection.status();
   EXPECT_THAT(ToVector<float>((*reflection)[0]), ElementsAre(4, 4));
 }
@@ -113,8 +111,7 @@ TEST(GridSampleTest, BicubicAtPixelCentresIsThePixel) {
       g.push_back(-1 + 2.0f * r / 3);
     }
   }
-  auto out = RunKernel(CpuKernelRegistry(),
-                       GridSample("bicubic", "border", 1),
+  auto out = RunKernel(CpuKernelRegistry(), GridSample("bicubic", "border", 1),
                        {x, MakeTensor<float>({2, 1, 4, 2}, g)});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ((*out)[0].shape(), Shape({2, 3, 1, 4}));
@@ -130,10 +127,9 @@ TEST(GridSampleTest, BicubicAtPixelCentresIsThePixel) {
 }
 
 TEST(GridSampleTest, RefusesBadNodesAndValues) {
-  auto shape = RunKernel(CpuKernelRegistry(),
-                         GridSample("bilinear", "zeros", 0),
-                         {LinearImage(), MakeTensor<float>({1, 1, 1, 3},
-                                                           {0, 0, 0})});
+  auto shape =
+      RunKernel(CpuKernelRegistry(), GridSample("bilinear", "zeros", 0),
+                {LinearImage(), MakeTensor<float>({1, 1, 1, 3}, {0, 0, 0})});
   EXPECT_EQ(shape.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(shape.status().message(), HasSubstr("GridSample"));
   auto nan = RunKernel(
@@ -143,10 +139,9 @@ TEST(GridSampleTest, RefusesBadNodesAndValues) {
                          {std::numeric_limits<float>::quiet_NaN(), 0})});
   EXPECT_EQ(nan.status().code(), absl::StatusCode::kInvalidArgument);
   // Huge finite coordinates are sampled (padding), not converted blindly.
-  auto huge = RunKernel(CpuKernelRegistry(),
-                        GridSample("bicubic", "reflection", 0),
-                        {LinearImage(),
-                         MakeTensor<float>({1, 1, 1, 2}, {3e38f, -3e38f})});
+  auto huge = RunKernel(
+      CpuKernelRegistry(), GridSample("bicubic", "reflection", 0),
+      {LinearImage(), MakeTensor<float>({1, 1, 1, 2}, {3e38f, -3e38f})});
   EXPECT_TRUE(huge.ok()) << huge.status();
   // 2^16 channels sampled at 2^16 points: 2^32 output elements.
   auto big = RunKernel(
@@ -155,13 +150,13 @@ TEST(GridSampleTest, RefusesBadNodesAndValues) {
        MakeTensor<float>({1, 256, 256, 2}, std::vector<float>(1 << 17))});
   EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(big.status().message(), HasSubstr("2^31"));
-  auto mode = RunKernel(CpuKernelRegistry(), GridSample("area", "zeros", 0),
-                        {LinearImage(), MakeTensor<float>({1, 1, 1, 2}, {0, 0})});
+  auto mode =
+      RunKernel(CpuKernelRegistry(), GridSample("area", "zeros", 0),
+                {LinearImage(), MakeTensor<float>({1, 1, 1, 2}, {0, 0})});
   EXPECT_EQ(mode.status().code(), absl::StatusCode::kUnimplemented);
-  auto rank = RunKernel(
-      CpuKernelRegistry(), GridSample("bilinear", "zeros", 0),
-      {MakeTensor<float>({1, 1, 1, 1, 1}, {1}),
-       MakeTensor<float>({1, 1, 1, 1, 3}, {0, 0, 0})});
+  auto rank = RunKernel(CpuKernelRegistry(), GridSample("bilinear", "zeros", 0),
+                        {MakeTensor<float>({1, 1, 1, 1, 1}, {1}),
+                         MakeTensor<float>({1, 1, 1, 1, 3}, {0, 0, 0})});
   EXPECT_EQ(rank.status().code(), absl::StatusCode::kUnimplemented);
 }
 
@@ -177,12 +172,12 @@ TEST(MaxUnpoolTest, UndoesMaxPool) {
   const Tensor x = RandomTensor({1, 2, 4, 6}, 3);
   RunKernelOptions two_outputs;
   two_outputs.output_dtypes = {DType::kFloat32, DType::kInt64};
-  auto pooled = RunKernel(
-      CpuKernelRegistry(),
-      MakeNode("MaxPool", {"x"}, {"p", "i"},
-               {{"kernel_shape", std::vector<int64_t>{2, 2}},
-                {"strides", std::vector<int64_t>{2, 2}}}),
-      {x}, two_outputs);
+  auto pooled =
+      RunKernel(CpuKernelRegistry(),
+                MakeNode("MaxPool", {"x"}, {"p", "i"},
+                         {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                          {"strides", std::vector<int64_t>{2, 2}}}),
+                {x}, two_outputs);
   ASSERT_TRUE(pooled.ok()) << pooled.status();
   auto out = RunKernel(CpuKernelRegistry(), Unpool({}),
                        {(*pooled)[0], (*pooled)[1], Tensor()});
@@ -209,8 +204,7 @@ TEST(MaxUnpoolTest, OutputShapeAndPadsKeepCoordinates) {
   EXPECT_THAT(ToVector<float>((*bigger)[0]), ElementsAreArray(want));
   // pads [0, 0, 1, 1]: the source is 3x3, so index 4 is (1, 1).
   auto padded = RunKernel(
-      CpuKernelRegistry(),
-      Unpool({{"pads", std::vector<int64_t>{0, 0, 1, 1}}}),
+      CpuKernelRegistry(), Unpool({{"pads", std::vector<int64_t>{0, 0, 1, 1}}}),
       {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 2, 4, 8}), Tensor()});
   ASSERT_TRUE(padded.ok()) << padded.status();
   EXPECT_EQ((*padded)[0].shape(), Shape({1, 1, 3, 3}));
@@ -225,10 +219,9 @@ TEST(MaxUnpoolTest, RefusesBadIndicesAndShapes) {
       {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 1, 2, 16}), Tensor()});
   EXPECT_EQ(range.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(range.status().message(), HasSubstr("index 16"));
-  auto small = RunKernel(
-      CpuKernelRegistry(), Unpool({}),
-      {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 1, 2, 15}),
-       MakeTensor<int64_t>({4}, {1, 1, 3, 3})});
+  auto small = RunKernel(CpuKernelRegistry(), Unpool({}),
+                         {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 1, 2, 15}),
+                          MakeTensor<int64_t>({4}, {1, 1, 3, 3})});
   EXPECT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
   auto huge = RunKernel(
       CpuKernelRegistry(), Unpool({}),
@@ -236,9 +229,9 @@ TEST(MaxUnpoolTest, RefusesBadIndicesAndShapes) {
        MakeTensor<int64_t>({4}, {1, 1, int64_t{1} << 20, int64_t{1} << 20})});
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(huge.status().message(), HasSubstr("2^31"));
-  auto no_kernel = RunKernel(CpuKernelRegistry(),
-                             MakeNode("MaxUnpool", {"x", "i"}, {"y"}),
-                             {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 1, 2, 3})});
+  auto no_kernel =
+      RunKernel(CpuKernelRegistry(), MakeNode("MaxUnpool", {"x", "i"}, {"y"}),
+                {x, MakeTensor<int64_t>({1, 1, 2, 2}, {0, 1, 2, 3})});
   EXPECT_EQ(no_kernel.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -60,8 +60,9 @@ class DetKernel final : public KernelBase {
     const int64_t m = x->shape.dim(rank - 1);
     std::vector<int64_t> batch_dims(x->shape.dims().begin(),
                                     x->shape.dims().end() - 2);
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
-        ctx, 0, Shape(batch_dims), dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape(batch_dims), dtype_, node()));
     const int64_t batch = y.num_elements();
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {
       using S = typename decltype(tag)::type;
@@ -84,8 +85,7 @@ class DetKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDet(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
-  GLINT_ASSIGN_OR_RETURN(DType dtype,
-                         SpecInputDType(spec, 0, kAllFloatDTypes));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
   return std::unique_ptr<Kernel>(new DetKernel(spec, dtype));
 }
@@ -129,8 +129,9 @@ class TfIdfKernel final : public KernelBase {
     }
     const Shape out_shape =
         rank == 2 ? Shape({rows, num_columns_}) : Shape({num_columns_});
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
-        ctx, 0, out_shape, DType::kFloat32, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, out_shape, DType::kFloat32, node()));
     std::vector<int64_t> tokens(x->num_elements());
     if (dtype_ == DType::kInt32) {
       std::copy(x->as<const int32_t>(), x->as<const int32_t>() + tokens.size(),
@@ -169,9 +170,15 @@ class TfIdfKernel final : public KernelBase {
         const float w = weights_.empty() ? 1.0f : weights_[c];
         float v = 0;
         switch (weighting_) {
-          case Weighting::kTf: v = static_cast<float>(counts[c]); break;
-          case Weighting::kIdf: v = counts[c] > 0 ? w : 0.0f; break;
-          case Weighting::kTfIdf: v = static_cast<float>(counts[c]) * w; break;
+          case Weighting::kTf:
+            v = static_cast<float>(counts[c]);
+            break;
+          case Weighting::kIdf:
+            v = counts[c] > 0 ? w : 0.0f;
+            break;
+          case Weighting::kTfIdf:
+            v = static_cast<float>(counts[c]) * w;
+            break;
         }
         py[r * num_columns_ + c] = v;
       }
@@ -194,8 +201,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
   const Node& n = *spec.node;
   const std::string node = n.Describe();
-  if (n.HasAttribute("pool_strings") || spec.inputs[0].dtype == DType::kString) {
-    return Unimplemented(node, "string n-grams (pool_strings, string "
+  if (n.HasAttribute("pool_strings") ||
+      spec.inputs[0].dtype == DType::kString) {
+    return Unimplemented(node,
+                         "string n-grams (pool_strings, string "
                          "input) are not supported; int32/int64 tokens are");
   }
   GLINT_ASSIGN_OR_RETURN(
@@ -225,8 +234,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
   const std::vector<float> weights = n.GetFloats("weights");
   const int64_t pool_size = static_cast<int64_t>(pool.size());
   if (max_skip < 0) {
-    return InvalidArgument(node, "max_skip_count ", max_skip,
-                           " is negative");
+    return InvalidArgument(node, "max_skip_count ", max_skip, " is negative");
   }
   // ngram_counts[i] is where the (i + 1)-grams start in the pool.
   int64_t ordinal = 0;
@@ -235,14 +243,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
   std::vector<std::pair<int64_t, int64_t>> ordinal_column;
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t begin = starts[i];
-    const int64_t end =
-        i + 1 < starts.size() ? starts[i + 1] : pool_size;
+    const int64_t end = i + 1 < starts.size() ? starts[i + 1] : pool_size;
     const int64_t size = static_cast<int64_t>(i) + 1;
     if (begin < 0 || end < begin || end > pool_size ||
         (end - begin) % size != 0) {
-      return InvalidArgument(node, "ngram_counts ", i, " (", begin, " to ",
-                             end, ") does not split pool_int64s of ",
-                             pool_size, " into ", size, "-grams");
+      return InvalidArgument(node, "ngram_counts ", i, " (", begin, " to ", end,
+                             ") does not split pool_int64s of ", pool_size,
+                             " into ", size, "-grams");
     }
     for (int64_t at = begin; at < end; at += size, ++ordinal) {
       if (ordinal >= static_cast<int64_t>(indexes.size())) {
@@ -278,8 +285,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
     for (auto [k, column] : ordinal_column) column_weights[column] = weights[k];
   }
   // No pooled n-gram is longer than ngram_counts has sizes.
-  const int64_t longest = std::min<int64_t>(
-      max_n, static_cast<int64_t>(starts.size()));
+  const int64_t longest =
+      std::min<int64_t>(max_n, static_cast<int64_t>(starts.size()));
   return std::unique_ptr<Kernel>(new TfIdfKernel(
       spec, dtype, weighting, min_n, longest, max_skip, std::move(columns),
       std::move(column_weights), num_columns));

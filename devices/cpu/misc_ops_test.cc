@@ -43,8 +43,7 @@ double Cofactor(const std::vector<double>& a, int m) {
 
 TEST(DetTest, MatchesCofactorExpansion) {
   const Tensor x = RandomTensor({3, 2, 5, 5}, 11, -2, 2);
-  auto out = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
-                       {x});
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}), {x});
   ASSERT_TRUE(out.ok()) << out.status();
   ASSERT_EQ((*out)[0].shape(), Shape({3, 2}));
   const std::vector<float> y = ToVector<float>((*out)[0]);
@@ -58,12 +57,14 @@ TEST(DetTest, MatchesCofactorExpansion) {
 
 TEST(DetTest, PivotsSingularAndDouble) {
   // A zero leading entry needs a row swap: det [[0, 1], [2, 3]] = -2.
-  auto swap = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
-                        {MakeTensor<double>({2, 2, 2}, {0, 1, 2, 3, 1, 2, 2, 4})});
+  auto swap =
+      RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                {MakeTensor<double>({2, 2, 2}, {0, 1, 2, 3, 1, 2, 2, 4})});
   ASSERT_TRUE(swap.ok()) << swap.status();
   EXPECT_THAT(ToVector<double>((*swap)[0]), ElementsAre(-2.0, 0.0));
-  auto three = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
-                         {MakeTensor<float>({3, 3}, {0, 2, 1, 3, 0, 1, 1, 1, 0})});
+  auto three =
+      RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                {MakeTensor<float>({3, 3}, {0, 2, 1, 3, 0, 1, 1, 1, 0})});
   ASSERT_TRUE(three.ok()) << three.status();
   EXPECT_EQ((*three)[0].shape(), Shape({}));
   // 0(0 - 1) - 2(0 - 1) + 1(3 - 0) = 5.
@@ -106,21 +107,21 @@ RunKernelOptions FloatOutput() {
 TEST(TfIdfVectorizerTest, CountsWithAndWithoutSkips) {
   const Tensor x = MakeTensor<int64_t>({5}, {1, 2, 1, 2, 3});
   // Unigrams 1 (x2), 3 (x1); bigram (1, 2) x2; (1, 3) needs a skip.
-  auto plain = RunKernel(CpuKernelRegistry(), TfIdf("TF", 0), {x},
-                         FloatOutput());
+  auto plain =
+      RunKernel(CpuKernelRegistry(), TfIdf("TF", 0), {x}, FloatOutput());
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ((*plain)[0].shape(), Shape({4}));
   EXPECT_THAT(ToVector<float>((*plain)[0]), ElementsAre(2, 1, 2, 0));
   // Skip 1 adds the stride-2 bigrams (1, 1), (2, 2), (1, 3); unigrams
   // still count once.
-  auto skip = RunKernel(CpuKernelRegistry(), TfIdf("TF", 1), {x},
-                        FloatOutput());
+  auto skip =
+      RunKernel(CpuKernelRegistry(), TfIdf("TF", 1), {x}, FloatOutput());
   ASSERT_TRUE(skip.ok()) << skip.status();
   EXPECT_THAT(ToVector<float>((*skip)[0]), ElementsAre(2, 1, 2, 1));
   // A skip count far past the row length takes every stride that fits:
   // stride 3 adds (1, 2), stride 4 adds (1, 3).
-  auto far = RunKernel(CpuKernelRegistry(), TfIdf("TF", 1000000), {x},
-                       FloatOutput());
+  auto far =
+      RunKernel(CpuKernelRegistry(), TfIdf("TF", 1000000), {x}, FloatOutput());
   ASSERT_TRUE(far.ok()) << far.status();
   EXPECT_THAT(ToVector<float>((*far)[0]), ElementsAre(2, 1, 3, 2));
 }
@@ -128,35 +129,35 @@ TEST(TfIdfVectorizerTest, CountsWithAndWithoutSkips) {
 TEST(TfIdfVectorizerTest, WeightingsAndBatchRows) {
   const Tensor x = MakeTensor<int32_t>({2, 4}, {1, 2, 1, 2, 3, 3, 3, 7});
   const std::vector<float> w = {0.5f, 1, 2, 4};
-  auto idf = RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0, w), {x},
-                       FloatOutput());
+  auto idf =
+      RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0, w), {x}, FloatOutput());
   ASSERT_TRUE(idf.ok()) << idf.status();
   EXPECT_EQ((*idf)[0].shape(), Shape({2, 4}));
   EXPECT_THAT(ToVector<float>((*idf)[0]),
               ElementsAre(0.5f, 0, 2, 0, 0, 1, 0, 0));
-  auto tfidf = RunKernel(CpuKernelRegistry(), TfIdf("TFIDF", 0, w), {x},
-                         FloatOutput());
+  auto tfidf =
+      RunKernel(CpuKernelRegistry(), TfIdf("TFIDF", 0, w), {x}, FloatOutput());
   ASSERT_TRUE(tfidf.ok()) << tfidf.status();
   EXPECT_THAT(ToVector<float>((*tfidf)[0]),
               ElementsAre(1, 0, 4, 0, 0, 3, 0, 0));
-  auto unweighted = RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0), {x},
-                              FloatOutput());
+  auto unweighted =
+      RunKernel(CpuKernelRegistry(), TfIdf("IDF", 0), {x}, FloatOutput());
   ASSERT_TRUE(unweighted.ok()) << unweighted.status();
   EXPECT_THAT(ToVector<float>((*unweighted)[0]),
               ElementsAre(1, 0, 1, 0, 0, 1, 0, 0));
 }
 
 TEST(TfIdfVectorizerTest, RefusesStringsAndMalformedPools) {
-  auto strings = RunKernel(
-      CpuKernelRegistry(),
-      MakeNode("TfIdfVectorizer", {"x"}, {"y"},
-               {{"mode", std::string("TF")},
-                {"min_gram_length", int64_t{1}},
-                {"max_gram_length", int64_t{1}},
-                {"ngram_counts", std::vector<int64_t>{0}},
-                {"ngram_indexes", std::vector<int64_t>{0}},
-                {"pool_strings", std::vector<std::string>{"a"}}}),
-      {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
+  auto strings =
+      RunKernel(CpuKernelRegistry(),
+                MakeNode("TfIdfVectorizer", {"x"}, {"y"},
+                         {{"mode", std::string("TF")},
+                          {"min_gram_length", int64_t{1}},
+                          {"max_gram_length", int64_t{1}},
+                          {"ngram_counts", std::vector<int64_t>{0}},
+                          {"ngram_indexes", std::vector<int64_t>{0}},
+                          {"pool_strings", std::vector<std::string>{"a"}}}),
+                {MakeTensor<int64_t>({1}, {1})}, FloatOutput());
   EXPECT_EQ(strings.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(strings.status().message(), HasSubstr("string"));
   Node bad = TfIdf("TF", 0);
