@@ -102,6 +102,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterLossKernels(registry);
   RegisterResampleKernels(registry);
   RegisterAttentionKernels(registry);
+  RegisterRecurrentKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {
