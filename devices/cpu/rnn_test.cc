@@ -496,5 +496,41 @@ TEST(RnnTest, Errors) {
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
 }
 
+// ReverseSequence (beside the recurrent ops, which reverse sequences the
+// same way): each batch entry's first sequence_lens[b] steps reversed.
+TEST(ReverseSequenceTest, BothAxesOrdersHandComputed) {
+  // [T = 3, B = 2, 2]; lens {3, 1}: batch 0 reversed, batch 1 unchanged.
+  const Tensor x = MakeTensor<float>(
+      {3, 2, 2}, {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15});
+  const Tensor lens = MakeTensor<int64_t>({2}, {3, 1});
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("ReverseSequence", {"x", "l"}, {"y"}),
+                       {x, lens});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ToVector<float>((*out)[0]),
+            (std::vector<float>{4, 5, 10, 11, 2, 3, 12, 13, 0, 1, 14, 15}));
+  // batch_axis 0: [B = 2, T = 3]; lens {2, 0}.
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("ReverseSequence", {"x", "l"}, {"y"},
+                           {{"batch_axis", int64_t{0}},
+                            {"time_axis", int64_t{1}}}),
+                  {MakeTensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
+                   MakeTensor<int64_t>({2}, {2, 0})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ToVector<int32_t>((*out)[0]),
+            (std::vector<int32_t>{2, 1, 3, 4, 5, 6}));
+  // A length beyond the sequence, and equal axes.
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("ReverseSequence", {"x", "l"}, {"y"}),
+                  {x, MakeTensor<int64_t>({2}, {4, 1})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("sequence_lens"));
+  out = RunKernel(CpuKernelRegistry(),
+                  MakeNode("ReverseSequence", {"x", "l"}, {"y"},
+                           {{"batch_axis", int64_t{0}}}),
+                  {x, lens});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
