@@ -7,10 +7,11 @@
 //    lbr_gru) for the default activations (RNN also Relu/Sigmoid) without
 //    clip or input_forget, on runs whose sequences all have full length.
 //    ONNX's weights [D, G*H, K] in gate order iofc (LSTM) / zrh (GRU) are
-//    transposed into oneDNN's ldigo with its gate order ifco / urо, the
-//    two biases summed (lbr_gru keeps the recurrent candidate bias as its
-//    4th gate), and reordered into the primitive's layout: once per shape
-//    when W, R, B, P are constants, on every run otherwise.
+//    transposed into oneDNN's ldigo with its gate order ifco / uro (GRU:
+//    the same order as zrh), the two biases summed (lbr_gru keeps the
+//    recurrent candidate bias as its 4th gate), and reordered into the
+//    primitive's layout: once per shape when W, R, B, P are constants, on every
+//    run otherwise.
 //  - a loop: X·Wᵀ for all steps in one dnnl_sgemm, then per step H·Rᵀ
 //    (sgemm) and the cell in C++. It handles what oneDNN cannot: per-batch
 //    sequence lengths (each sequence runs over its own length, reversed
@@ -41,15 +42,31 @@ enum class Cell { kRnn, kGru, kLstm };
 
 // Inputs and outputs by ONNX position.
 enum : int {
-  kX = 0, kW, kR, kB, kSeqLens, kInitialH, kInitialC, kP,
+  kX = 0,
+  kW,
+  kR,
+  kB,
+  kSeqLens,
+  kInitialH,
+  kInitialC,
+  kP,
 };
 enum : int { kY = 0, kYH, kYC };
 
 // ------------------------------------------------------------ activations
 
 enum class ActKind {
-  kRelu, kTanh, kSigmoid, kAffine, kLeakyRelu, kThresholdedRelu,
-  kScaledTanh, kHardSigmoid, kElu, kSoftsign, kSoftplus,
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kAffine,
+  kLeakyRelu,
+  kThresholdedRelu,
+  kScaledTanh,
+  kHardSigmoid,
+  kElu,
+  kSoftsign,
+  kSoftplus,
 };
 
 struct Act {
@@ -60,18 +77,28 @@ struct Act {
 
 inline float Apply(const Act& a, float x) {
   switch (a.kind) {
-    case ActKind::kRelu: return x > 0 ? x : 0;
-    case ActKind::kTanh: return std::tanh(x);
-    case ActKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case ActKind::kAffine: return a.alpha * x + a.beta;
-    case ActKind::kLeakyRelu: return x >= 0 ? x : a.alpha * x;
-    case ActKind::kThresholdedRelu: return x > a.alpha ? x : 0;
-    case ActKind::kScaledTanh: return a.alpha * std::tanh(a.beta * x);
+    case ActKind::kRelu:
+      return x > 0 ? x : 0;
+    case ActKind::kTanh:
+      return std::tanh(x);
+    case ActKind::kSigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case ActKind::kAffine:
+      return a.alpha * x + a.beta;
+    case ActKind::kLeakyRelu:
+      return x >= 0 ? x : a.alpha * x;
+    case ActKind::kThresholdedRelu:
+      return x > a.alpha ? x : 0;
+    case ActKind::kScaledTanh:
+      return a.alpha * std::tanh(a.beta * x);
     case ActKind::kHardSigmoid:
       return std::max(0.0f, std::min(1.0f, a.alpha * x + a.beta));
-    case ActKind::kElu: return x >= 0 ? x : a.alpha * (std::exp(x) - 1);
-    case ActKind::kSoftsign: return x / (1 + std::fabs(x));
-    case ActKind::kSoftplus: return std::log1p(std::exp(x));
+    case ActKind::kElu:
+      return x >= 0 ? x : a.alpha * (std::exp(x) - 1);
+    case ActKind::kSoftsign:
+      return x / (1 + std::fabs(x));
+    case ActKind::kSoftplus:
+      return std::log1p(std::exp(x));
   }
   return x;
 }
@@ -88,8 +115,9 @@ absl::StatusOr<std::vector<Act>> ParseActs(const Node& node, int per_dir,
   const std::vector<float> betas = node.GetFloats("activation_beta", {});
   if (names.empty()) {
     if (!alphas.empty() || !betas.empty()) {
-      return InvalidArgument(desc, "activation_alpha/beta without "
-                                   "activations");
+      return InvalidArgument(desc,
+                             "activation_alpha/beta without "
+                             "activations");
     }
     std::vector<Act> acts;
     for (int d = 0; d < dirs; ++d) {
@@ -157,9 +185,9 @@ bool SameActs(const std::vector<Act>& acts, const std::vector<Act>& defaults) {
 
 struct Config {
   Cell cell = Cell::kLstm;
-  int gates = 4;       // G: 1, 3, 4.
-  int64_t hidden = 0;  // H.
-  int dirs = 1;        // D.
+  int gates = 4;         // G: 1, 3, 4.
+  int64_t hidden = 0;    // H.
+  int dirs = 1;          // D.
   bool reverse = false;  // D = 1 and direction = reverse.
   int layout = 0;
   bool has_clip = false;
@@ -223,8 +251,7 @@ class RecurrentKernel final : public KernelBase {
   absl::Status Prepare(const KernelSpec& spec) {
     // Primitive and packed weights now when X's shape is static.
     const Shape& xs = spec.inputs[kX].shape;
-    if (!UseDnnlAtAll() || !xs.IsStatic() || xs.rank() != 3 ||
-        !AllConstant()) {
+    if (!UseDnnlAtAll() || !xs.IsStatic() || xs.rank() != 3 || !AllConstant()) {
       return absl::OkStatus();
     }
     Run run;
@@ -248,8 +275,8 @@ class RecurrentKernel final : public KernelBase {
     Run run;
     GLINT_RETURN_IF_ERROR(ReadInputs(ctx, run));
     const int64_t h = cfg_.hidden, d = cfg_.dirs;
-    const Shape state_shape = cfg_.layout == 0 ? Shape({d, run.n, h})
-                                               : Shape({run.n, d, h});
+    const Shape state_shape =
+        cfg_.layout == 0 ? Shape({d, run.n, h}) : Shape({run.n, d, h});
     Outs outs;
     if (ctx.num_outputs() > kY && ctx.output_used(kY)) {
       const Shape y_shape = cfg_.layout == 0 ? Shape({run.t, d, run.n, h})
@@ -350,8 +377,8 @@ class RecurrentKernel final : public KernelBase {
       GLINT_RETURN_IF_ERROR(ExpectShape(b, Shape({d, 2 * gh}), "B"));
       run.b = b->as<const float>();
     }
-    const Shape state = cfg_.layout == 0 ? Shape({d, run.n, h})
-                                         : Shape({run.n, d, h});
+    const Shape state =
+        cfg_.layout == 0 ? Shape({d, run.n, h}) : Shape({run.n, d, h});
     GLINT_ASSIGN_OR_RETURN(
         const TensorView* ih,
         GetOptionalInput(ctx, kInitialH, DType::kFloat32, node()));
@@ -367,9 +394,9 @@ class RecurrentKernel final : public KernelBase {
         GLINT_RETURN_IF_ERROR(ExpectShape(ic, state, "initial_c"));
         run.init_c = ic->as<const float>();
       }
-      GLINT_ASSIGN_OR_RETURN(const TensorView* p,
-                             GetOptionalInput(ctx, kP, DType::kFloat32,
-                                              node()));
+      GLINT_ASSIGN_OR_RETURN(
+          const TensorView* p,
+          GetOptionalInput(ctx, kP, DType::kFloat32, node()));
       if (p != nullptr) {
         GLINT_RETURN_IF_ERROR(ExpectShape(p, Shape({d, 3 * h}), "P"));
         run.p = p->as<const float>();
@@ -416,8 +443,8 @@ class RecurrentKernel final : public KernelBase {
 
   void WriteInitialStates(const Run& run, const Outs& outs) const {
     const size_t bytes = cfg_.dirs * run.n * cfg_.hidden * sizeof(float);
-    for (auto [dst, src] : {std::pair{outs.yh, run.init_h},
-                            std::pair{outs.yc, run.init_c}}) {
+    for (auto [dst, src] :
+         {std::pair{outs.yh, run.init_h}, std::pair{outs.yc, run.init_c}}) {
       if (dst == nullptr) continue;
       if (src != nullptr) {
         std::memcpy(dst, src, bytes);
@@ -434,8 +461,8 @@ class RecurrentKernel final : public KernelBase {
                             int64_t ldb, float beta, float* c, int64_t ldc,
                             const std::string& node) {
     if (m == 0 || n == 0) return absl::OkStatus();
-    const dnnl_status_t st = dnnl_sgemm('N', transb, m, n, k, 1.0f, a, lda,
-                                        b, ldb, beta, c, ldc);
+    const dnnl_status_t st =
+        dnnl_sgemm('N', transb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     if (st != dnnl_success) {
       return Internal(node, "dnnl_sgemm failed with status ",
                       static_cast<int>(st));
@@ -496,8 +523,7 @@ class RecurrentKernel final : public KernelBase {
       const float* po = pi == nullptr ? nullptr : pi + h;
       const float* pf = pi == nullptr ? nullptr : pi + 2 * h;
       auto clip = [&](float v) {
-        return cfg_.has_clip ? std::max(-cfg_.clip, std::min(cfg_.clip, v))
-                             : v;
+        return cfg_.has_clip ? std::max(-cfg_.clip, std::min(cfg_.clip, v)) : v;
       };
       for (int64_t step = 0; step < t_len; ++step) {
         // H·Rᵀ for every batch entry (the finished ones are ignored);
@@ -511,7 +537,8 @@ class RecurrentKernel final : public KernelBase {
             const int64_t t = reverse ? run.lens[b] - 1 - step : step;
             const float* xr = xw.data() + Row(t, b, run) * gh;
             for (int64_t j = 0; j < h; ++j) {
-              const float rg = Apply(act[0], clip(xr[h + j] + hr[b * gh + h + j]));
+              const float rg =
+                  Apply(act[0], clip(xr[h + j] + hr[b * gh + h + j]));
               rh[b * h + j] = rg * hs[b * h + j];
             }
           }
@@ -533,8 +560,7 @@ class RecurrentKernel final : public KernelBase {
               const float z = Apply(act[0], clip(xr[j] + hrb[j]));
               float cand;
               if (lbr) {
-                const float rg =
-                    Apply(act[0], clip(xr[h + j] + hrb[h + j]));
+                const float rg = Apply(act[0], clip(xr[h + j] + hrb[h + j]));
                 const float rbh = rb == nullptr ? 0.0f : rb[2 * h + j];
                 cand = Apply(act[1],
                              clip(xr[2 * h + j] + rg * (hrb[2 * h + j] + rbh)));
@@ -609,7 +635,8 @@ class RecurrentKernel final : public KernelBase {
         const int64_t og = OnnxGate(static_cast<int>(gate));
         for (int64_t j = 0; j < h; ++j) {
           const float* srow = s + (og * h + j) * rows;
-          for (int64_t i = 0; i < rows; ++i) o[(i * g + gate) * h + j] = srow[i];
+          for (int64_t i = 0; i < rows; ++i)
+            o[(i * g + gate) * h + j] = srow[i];
         }
       }
     }
@@ -658,8 +685,7 @@ class RecurrentKernel final : public KernelBase {
     const int64_t h = cfg_.hidden, d = cfg_.dirs, g = cfg_.gates;
     const tag seq_tag = cfg_.layout == 0 ? tag::tnc : tag::ntc;
     e->src_layer = dnnl::memory::desc({run.t, run.n, run.k}, dt::f32, seq_tag);
-    e->dst_layer =
-        dnnl::memory::desc({run.t, run.n, d * h}, dt::f32, seq_tag);
+    e->dst_layer = dnnl::memory::desc({run.t, run.n, d * h}, dt::f32, seq_tag);
     e->iter = dnnl::memory::desc({1, d, run.n, h}, dt::f32, tag::ldnc);
     const dnnl::memory::desc wl_any({1, d, run.k, g, h}, dt::f32, tag::any);
     const dnnl::memory::desc wi_any({1, d, h, g, h}, dt::f32, tag::any);
@@ -686,16 +712,16 @@ class RecurrentKernel final : public KernelBase {
     try {
       switch (cfg_.cell) {
         case Cell::kRnn: {
-          const dnnl::algorithm alg =
-              cfg_.acts[0].kind == ActKind::kRelu ? dnnl::algorithm::eltwise_relu
-              : cfg_.acts[0].kind == ActKind::kSigmoid
-                  ? dnnl::algorithm::eltwise_logistic
-                  : dnnl::algorithm::eltwise_tanh;
+          const dnnl::algorithm alg = cfg_.acts[0].kind == ActKind::kRelu
+                                          ? dnnl::algorithm::eltwise_relu
+                                      : cfg_.acts[0].kind == ActKind::kSigmoid
+                                          ? dnnl::algorithm::eltwise_logistic
+                                          : dnnl::algorithm::eltwise_tanh;
           const dnnl::vanilla_rnn_forward::desc desc(
               prop, alg, dir, e->src_layer, e->iter, wl_any, wi_any, e->bias,
               e->dst_layer, e->iter);
-          finish(dnnl::vanilla_rnn_forward::primitive_desc(desc, attr,
-                                                           engine_));
+          finish(
+              dnnl::vanilla_rnn_forward::primitive_desc(desc, attr, engine_));
           break;
         }
         case Cell::kGru:
@@ -705,9 +731,9 @@ class RecurrentKernel final : public KernelBase {
                 e->dst_layer, e->iter);
             finish(dnnl::lbr_gru_forward::primitive_desc(desc, attr, engine_));
           } else {
-            const dnnl::gru_forward::desc desc(prop, dir, e->src_layer,
-                                               e->iter, wl_any, wi_any,
-                                               e->bias, e->dst_layer, e->iter);
+            const dnnl::gru_forward::desc desc(prop, dir, e->src_layer, e->iter,
+                                               wl_any, wi_any, e->bias,
+                                               e->dst_layer, e->iter);
             finish(dnnl::gru_forward::primitive_desc(desc, attr, engine_));
           }
           break;
@@ -895,8 +921,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRecurrentKernel(
     if (i >= static_cast<int>(spec.inputs.size()) || !spec.has_input(i)) {
       continue;
     }
-    GLINT_RETURN_IF_ERROR(
-        SpecInputDType(spec, i, {DType::kFloat32}).status());
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
   }
   if (spec.has_input(kSeqLens)) {
     GLINT_RETURN_IF_ERROR(
@@ -959,11 +984,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRecurrentKernel(
     dnnl_fits = false;
   }
   if (path == RecurrentPath::kDnnlOnly && !dnnl_fits) {
-    return Unimplemented(desc, "oneDNN cannot run this node (clip, "
-                               "input_forget or activations)");
+    return Unimplemented(desc,
+                         "oneDNN cannot run this node (clip, "
+                         "input_forget or activations)");
   }
-  auto kernel = std::make_unique<RecurrentKernel>(spec, std::move(cfg), path,
-                                                  dnnl_fits);
+  auto kernel =
+      std::make_unique<RecurrentKernel>(spec, std::move(cfg), path, dnnl_fits);
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

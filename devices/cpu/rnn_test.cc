@@ -64,12 +64,11 @@ struct Case {
   int gates() const { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
   int dirs() const { return direction == "bidirectional" ? 2 : 1; }
   std::string Name() const {
-    return absl::StrCat(op, lbr ? "(lbr)" : "", " ", direction, " layout ",
-                        layout, bias ? " B" : "", initial ? " init" : "",
-                        peephole ? " P" : "", lens.empty() ? "" : " lens",
-                        clip > 0 ? " clip" : "",
-                        input_forget ? " input_forget" : "",
-                        acts.empty() ? "" : " acts");
+    return absl::StrCat(
+        op, lbr ? "(lbr)" : "", " ", direction, " layout ", layout,
+        bias ? " B" : "", initial ? " init" : "", peephole ? " P" : "",
+        lens.empty() ? "" : " lens", clip > 0 ? " clip" : "",
+        input_forget ? " input_forget" : "", acts.empty() ? "" : " acts");
   }
 };
 
@@ -141,8 +140,7 @@ Outputs Reference(const Case& c, const Inputs& in) {
   const int64_t d_n = c.dirs(), g = c.gates(), h = c.h, n = c.n, t_n = c.t;
   std::vector<float> y(t_n * d_n * n * h, 0.0f), yh(d_n * n * h),
       yc(d_n * n * h);
-  const std::vector<float> x = ToVector<float>(in.x),
-                           w = ToVector<float>(in.w),
+  const std::vector<float> x = ToVector<float>(in.x), w = ToVector<float>(in.w),
                            r = ToVector<float>(in.r);
   auto get = [](const Tensor& t, int64_t i) {
     return t.valid() ? t.data<float>()[i] : 0.0f;
@@ -158,9 +156,8 @@ Outputs Reference(const Case& c, const Inputs& in) {
              [](double v) { return std::tanh(v); }};
       }
     } else {
-      f.assign(c.ref_acts.begin() + (c.ref_acts.size() > size_t(per_dir)
-                                         ? d * per_dir
-                                         : 0),
+      f.assign(c.ref_acts.begin() +
+                   (c.ref_acts.size() > size_t(per_dir) ? d * per_dir : 0),
                c.ref_acts.begin() + (c.ref_acts.size() > size_t(per_dir)
                                          ? (d + 1) * per_dir
                                          : per_dir));
@@ -249,16 +246,17 @@ Outputs Reference(const Case& c, const Inputs& in) {
 
 Node CaseNode(const Case& c, bool y_used = true) {
   std::map<std::string, Attribute> attrs = {
-      {"hidden_size", c.h},
-      {"direction", c.direction},
-      {"layout", c.layout}};
+      {"hidden_size", c.h}, {"direction", c.direction}, {"layout", c.layout}};
   if (c.lbr) attrs["linear_before_reset"] = int64_t{1};
   if (c.clip > 0) attrs["clip"] = c.clip;
   if (c.input_forget) attrs["input_forget"] = int64_t{1};
   if (!c.acts.empty()) attrs["activations"] = c.acts;
   if (!c.alphas.empty()) attrs["activation_alpha"] = c.alphas;
   if (!c.betas.empty()) attrs["activation_beta"] = c.betas;
-  std::vector<std::string> ins = {"x", "w", "r", c.bias ? "b" : "",
+  std::vector<std::string> ins = {"x",
+                                  "w",
+                                  "r",
+                                  c.bias ? "b" : "",
                                   c.lens.empty() ? "" : "lens",
                                   c.initial ? "h0" : ""};
   std::vector<std::string> outs = {y_used ? "y" : "", "yh"};
@@ -280,8 +278,8 @@ void CheckCase(const Case& c, RecurrentPath path, bool constants,
   auto lay = [&](const Tensor& t) {
     return c.layout == 1 && t.valid() ? SwapFirstAxes(t) : t;
   };
-  std::vector<Tensor> inputs = {lay(in.x), in.w,         in.r,
-                                in.b,      in.lens,      lay(in.init_h)};
+  std::vector<Tensor> inputs = {lay(in.x), in.w,    in.r,
+                                in.b,      in.lens, lay(in.init_h)};
   if (c.op == "LSTM") {
     inputs.push_back(lay(in.init_c));
     inputs.push_back(in.p);
@@ -405,8 +403,8 @@ TEST(RnnTest, ClipInputForgetAndActivations) {
   gru.clip = 0;
   gru.acts = {"Sigmoid", "Elu"};
   gru.alphas = {0.8f};
-  gru.ref_acts = {Sigmoid,
-                  [](double v) { return v >= 0 ? v : 0.8 * (std::exp(v) - 1); }};
+  gru.ref_acts = {
+      Sigmoid, [](double v) { return v >= 0 ? v : 0.8 * (std::exp(v) - 1); }};
   CheckAllPaths(gru, 5);
 
   // RNN with Relu runs on oneDNN (vanilla_rnn's eltwise_relu).
@@ -433,9 +431,9 @@ TEST(RnnTest, UnusedOutputsAndConcurrentRuns) {
   opts.constant_inputs = {1, 2, 3};
   opts.runs = 4;
   opts.threads = 2;
-  absl::StatusOr<std::vector<Tensor>> out = RunKernel(
-      CpuKernelRegistry(), node,
-      {in.x, in.w, in.r, in.b, Tensor(), in.init_h, in.init_c}, opts);
+  absl::StatusOr<std::vector<Tensor>> out =
+      RunKernel(CpuKernelRegistry(), node,
+                {in.x, in.w, in.r, in.b, Tensor(), in.init_h, in.init_c}, opts);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_FALSE((*out)[0].valid());
   EXPECT_LT(MaxRelativeError((*out)[1], want.yh), 1e-4);
@@ -444,9 +442,9 @@ TEST(RnnTest, UnusedOutputsAndConcurrentRuns) {
   // Shapes known only at run time: the primitive is made on first use.
   opts.hide_input_shapes = true;
   opts.constant_inputs.clear();
-  out = RunKernel(CpuKernelRegistry(), CaseNode(c),
-                  {in.x, in.w, in.r, in.b, Tensor(), in.init_h, in.init_c},
-                  opts);
+  out =
+      RunKernel(CpuKernelRegistry(), CaseNode(c),
+                {in.x, in.w, in.r, in.b, Tensor(), in.init_h, in.init_c}, opts);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_LT(MaxRelativeError((*out)[0], want.y), 1e-4);
 }
@@ -466,8 +464,8 @@ TEST(RnnTest, Errors) {
   EXPECT_THAT(st.message(), HasSubstr("lstm_node"));
 
   bad = CaseNode(c);
-  bad.attributes["activations"] = std::vector<std::string>{"Sigmoid", "Tanh",
-                                                           "Gelu"};
+  bad.attributes["activations"] =
+      std::vector<std::string>{"Sigmoid", "Tanh", "Gelu"};
   st = run(bad, inputs);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(st.message(), HasSubstr("activations"));
@@ -500,22 +498,22 @@ TEST(RnnTest, Errors) {
 // same way): each batch entry's first sequence_lens[b] steps reversed.
 TEST(ReverseSequenceTest, BothAxesOrdersHandComputed) {
   // [T = 3, B = 2, 2]; lens {3, 1}: batch 0 reversed, batch 1 unchanged.
-  const Tensor x = MakeTensor<float>(
-      {3, 2, 2}, {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15});
+  const Tensor x =
+      MakeTensor<float>({3, 2, 2}, {0, 1, 10, 11, 2, 3, 12, 13, 4, 5, 14, 15});
   const Tensor lens = MakeTensor<int64_t>({2}, {3, 1});
-  auto out = RunKernel(CpuKernelRegistry(),
-                       MakeNode("ReverseSequence", {"x", "l"}, {"y"}),
-                       {x, lens});
+  auto out =
+      RunKernel(CpuKernelRegistry(),
+                MakeNode("ReverseSequence", {"x", "l"}, {"y"}), {x, lens});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(ToVector<float>((*out)[0]),
             (std::vector<float>{4, 5, 10, 11, 2, 3, 12, 13, 0, 1, 14, 15}));
   // batch_axis 0: [B = 2, T = 3]; lens {2, 0}.
-  out = RunKernel(CpuKernelRegistry(),
-                  MakeNode("ReverseSequence", {"x", "l"}, {"y"},
-                           {{"batch_axis", int64_t{0}},
-                            {"time_axis", int64_t{1}}}),
-                  {MakeTensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
-                   MakeTensor<int64_t>({2}, {2, 0})});
+  out = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("ReverseSequence", {"x", "l"}, {"y"},
+               {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}}),
+      {MakeTensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
+       MakeTensor<int64_t>({2}, {2, 0})});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(ToVector<int32_t>((*out)[0]),
             (std::vector<int32_t>{2, 1, 3, 4, 5, 6}));
