@@ -945,6 +945,12 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRecurrentKernel(
       return InvalidArgument(desc, "hidden_size is not positive");
     }
   }
+  // Bounded so that G·H and the buffers' sizes cannot overflow; W and R
+  // would hold billions of elements long before.
+  if (cfg.hidden > (int64_t{1} << 28)) {
+    return InvalidArgument(desc, "hidden_size ", cfg.hidden,
+                           " is too large");
+  }
   const std::string direction = node.GetString("direction", "forward");
   if (direction == "bidirectional") {
     cfg.dirs = 2;

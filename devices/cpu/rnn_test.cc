@@ -488,6 +488,12 @@ TEST(RnnTest, Errors) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("sequence_lens"));
 
+  bad = CaseNode(c);
+  bad.attributes["hidden_size"] = int64_t{1} << 40;
+  st = run(bad, inputs);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("hidden_size"));
+
   // float64 is not supported.
   std::vector<double> xd(c.t * c.n * c.k, 0.5);
   st = run(CaseNode(c), {MakeTensor<double>({c.t, c.n, c.k}, xd), in.w, in.r});
