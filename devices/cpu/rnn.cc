@@ -239,12 +239,7 @@ class RecurrentKernel final : public KernelBase {
         dnnl_fits_(dnnl_fits),
         engine_(dnnl::engine::kind::cpu, 0) {
     for (int i : {kW, kR, kB, kP}) {
-      const Tensor* c = spec.constant(i);
-      constant_[i] = c != nullptr || !spec.has_input(i);
-      if (c != nullptr) {
-        const float* f = c->data<float>();
-        const_data_[i].assign(f, f + c->num_elements());
-      }
+      constant_[i] = spec.constant(i) != nullptr || !spec.has_input(i);
     }
   }
 
@@ -258,13 +253,19 @@ class RecurrentKernel final : public KernelBase {
     run.t = xs.dim(cfg_.layout == 0 ? 0 : 1);
     run.n = xs.dim(cfg_.layout == 0 ? 1 : 0);
     run.k = xs.dim(2);
-    if (run.t == 0 || run.n == 0 || !ConstantSizesFit(run.k)) {
-      return absl::OkStatus();
+    // The constants, when their sizes fit X's input size (else Compute
+    // reports the shapes).
+    const int64_t d = cfg_.dirs, h = cfg_.hidden, gh = GH();
+    const int64_t want[kP + 1] = {
+        0, d * gh * run.k, d * gh * h, d * 2 * gh, 0, 0, 0, d * 3 * h};
+    for (int i : {kW, kR, kB, kP}) {
+      const Tensor* c = spec.constant(i);
+      if (c == nullptr) continue;
+      if (c->num_elements() != want[i]) return absl::OkStatus();
+      const float* f = c->data<float>();
+      (i == kW ? run.w : i == kR ? run.r : i == kB ? run.b : run.p) = f;
     }
-    run.w = const_data_[kW].data();
-    run.r = const_data_[kR].data();
-    run.b = const_data_[kB].empty() ? nullptr : const_data_[kB].data();
-    run.p = const_data_[kP].empty() ? nullptr : const_data_[kP].data();
+    if (run.t == 0 || run.n == 0) return absl::OkStatus();
     return CatchDnnl(node(), [&]() -> absl::Status {
       GetEntry(run);
       return absl::OkStatus();
@@ -331,16 +332,6 @@ class RecurrentKernel final : public KernelBase {
     return constant_[kW] && constant_[kR] && constant_[kB] && constant_[kP];
   }
   int64_t GH() const { return cfg_.gates * cfg_.hidden; }
-
-  // Whether the constant weights have the sizes X's input size asks for
-  // (else Compute reports the shapes).
-  bool ConstantSizesFit(int64_t k) const {
-    const size_t d = cfg_.dirs, h = cfg_.hidden, gh = GH();
-    return const_data_[kW].size() == d * gh * k &&
-           const_data_[kR].size() == d * gh * h &&
-           (const_data_[kB].empty() || const_data_[kB].size() == d * 2 * gh) &&
-           (const_data_[kP].empty() || const_data_[kP].size() == d * 3 * h);
-  }
 
   absl::Status ExpectShape(const TensorView* v, const Shape& want,
                            const char* what) const {
@@ -673,8 +664,9 @@ class RecurrentKernel final : public KernelBase {
     }
   }
 
-  // The primitive for the run's shape (cached); packs the constant weights
-  // into it. Throws like oneDNN.
+  // The primitive for the run's shape (cached); when W, R, B and P are
+  // constants, packs them (run's pointers, the constants' values) into it.
+  // Throws like oneDNN.
   std::shared_ptr<const DnnlEntry> GetEntry(const Run& run) const {
     const std::vector<int64_t> key = {run.t, run.n, run.k};
     std::shared_ptr<const DnnlEntry> found = cache_.Find(key);
@@ -690,9 +682,7 @@ class RecurrentKernel final : public KernelBase {
     const dnnl::memory::desc wl_any({1, d, run.k, g, h}, dt::f32, tag::any);
     const dnnl::memory::desc wi_any({1, d, h, g, h}, dt::f32, tag::any);
     e->bias = dnnl::memory::desc({1, d, BiasGates(), h}, dt::f32, tag::ldgo);
-    const bool peephole = cfg_.cell == Cell::kLstm && constant_[kP]
-                              ? !const_data_[kP].empty()
-                              : run.p != nullptr;
+    const bool peephole = run.p != nullptr;
     if (peephole) {
       e->peephole = dnnl::memory::desc({1, d, 3, h}, dt::f32, tag::ldgo);
     }
@@ -750,8 +740,8 @@ class RecurrentKernel final : public KernelBase {
       e->supported = false;
     }
     if (e->supported && AllConstant()) {
-      const float* w = const_data_[kW].data();
-      const float* r = const_data_[kR].data();
+      const float* w = run.w;
+      const float* r = run.r;
       std::vector<float> plain(d * std::max(run.k, h) * g * h);
       ToLdigo(w, run.k, plain.data());
       e->wl_packed = ReorderToOwned(
@@ -762,11 +752,10 @@ class RecurrentKernel final : public KernelBase {
           engine_, dnnl::memory::desc({1, d, h, g, h}, dt::f32, tag::ldigo),
           plain.data(), e->wi);
       e->bias_plain.resize(d * BiasGates() * h);
-      ToBias(const_data_[kB].empty() ? nullptr : const_data_[kB].data(),
-             e->bias_plain.data());
+      ToBias(run.b, e->bias_plain.data());
       if (peephole) {
         e->peephole_plain.resize(d * 3 * h);
-        ToPeephole(const_data_[kP].data(), e->peephole_plain.data());
+        ToPeephole(run.p, e->peephole_plain.data());
       }
     }
     return cache_.Insert(key, std::move(e));
@@ -877,10 +866,10 @@ class RecurrentKernel final : public KernelBase {
   RecurrentPath path_;
   bool dnnl_fits_;
   dnnl::engine engine_;
-  // Per input index (W, R, B, P): whether it is constant or absent, and the
-  // constant's values.
+  // Per input index (W, R, B, P): whether it is constant or absent. The
+  // kernel keeps no copy of the constants: packing for a new shape reads
+  // them from the run's inputs.
   bool constant_[kP + 1] = {};
-  std::vector<float> const_data_[kP + 1];
   // Primitives by [T, N, input size]; filled from const Compute().
   mutable ShapeKeyedCache<DnnlEntry> cache_;
 };
@@ -948,8 +937,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRecurrentKernel(
   // Bounded so that G·H and the buffers' sizes cannot overflow; W and R
   // would hold billions of elements long before.
   if (cfg.hidden > (int64_t{1} << 28)) {
-    return InvalidArgument(desc, "hidden_size ", cfg.hidden,
-                           " is too large");
+    return InvalidArgument(desc, "hidden_size ", cfg.hidden, " is too large");
   }
   const std::string direction = node.GetString("direction", "forward");
   if (direction == "bidirectional") {
