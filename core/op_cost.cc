@@ -61,6 +61,17 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     double per_input = 1;  // (C_out / group) · kernel elements.
     for (int d = 1; d < b->shape.rank(); ++d) per_input *= b->shape.dim(d);
     cost.flops = 2.0 * static_cast<double>(a->shape.NumElements()) * per_input;
+  } else if ((op == "LSTM" || op == "GRU" || op == "RNN") && a_static &&
+             b_static && a->shape.rank() == 3 && b->shape.rank() == 3) {
+    // x [T, N, K] (or [N, T, K]), w [D, G·H, K]: per step and direction
+    // x·Wᵀ and h·Rᵀ, 2·N·G·H·(K + H); the cell's elementwise work is noise.
+    const double steps_batch =
+        static_cast<double>(a->shape.dim(0) * a->shape.dim(1));
+    const double dirs_gh = static_cast<double>(b->shape.dim(0)) *
+                           static_cast<double>(b->shape.dim(1));
+    const double k = static_cast<double>(b->shape.dim(2));
+    const double h = static_cast<double>(node.GetInt("hidden_size", 0));
+    cost.flops = 2.0 * steps_batch * dirs_gh * (k + h);
   } else {
     cost.flops = out_elements;
   }

@@ -44,6 +44,19 @@ TEST(OpCostTest, GemmAgainstHandComputedFigures) {
   EXPECT_EQ(c.bytes_written, 16u * 32 * 4);
 }
 
+TEST(OpCostTest, RecurrentAgainstHandComputedFigures) {
+  // x [T=5, N=2, K=3], w [D=2, 4·H=16, 3], H = 4: 2 · 10 · 32 · (3 + 4).
+  Graph g;
+  g.values["x"] = F32("x", Shape({5, 2, 3}));
+  g.values["w"] = F32("w", Shape({2, 16, 3}));
+  g.values["r"] = F32("r", Shape({2, 16, 4}));
+  g.values["y"] = F32("y", Shape({5, 2, 2, 4}));
+  Node lstm{"lstm", "LSTM", "", {"x", "w", "r"}, {"y"}, {}};
+  lstm.attributes["hidden_size"] = int64_t{4};
+  lstm.attributes["direction"] = std::string("bidirectional");
+  EXPECT_DOUBLE_EQ(EstimateOpCost(lstm, g).flops, 2.0 * 10 * 32 * 7);
+}
+
 TEST(OpCostTest, FusedOpsCostWhatTheyAreBuiltOn) {
   Graph g;
   g.values["a"] = F32("a", Shape({4, 8}));

@@ -1,6 +1,6 @@
 // Indexing kernels: Slice, Split, Gather, GatherElements, GatherND,
 // ScatterElements (and the deprecated Scatter), ScatterND, OneHot,
-// Compress, Trilu.
+// Compress, Trilu, ReverseSequence.
 //
 // They only move elements, so most dispatch on element size. Indices may
 // be negative (counted from the end) where ONNX allows it; an index out of
@@ -749,6 +749,79 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTrilu(const KernelSpec& spec) {
       new TriluKernel(spec, dtype, spec.node->GetInt("upper", 1) != 0));
 }
 
+// --------------------------------------------------------- ReverseSequence
+
+// Each batch entry's first sequence_lens[b] steps reversed, the rest
+// copied; whole [time, batch] cells move as byte blocks.
+class ReverseSequenceKernel final : public KernelBase {
+ public:
+  ReverseSequenceKernel(const KernelSpec& spec, DType dtype, int time_axis)
+      : KernelBase(spec), dtype_(dtype), time_axis_(time_axis) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* lens,
+                           GetInput(ctx, 1, DType::kUndefined, node()));
+    if (x->shape.rank() < 2) {
+      return InvalidArgument(node(), "input has shape ", x->shape.ToString(),
+                             "; expected rank >= 2");
+    }
+    const int64_t t_len = x->shape.dim(time_axis_);
+    const int64_t batch = x->shape.dim(1 - time_axis_);
+    if (lens->shape.rank() != 1 || lens->num_elements() != batch) {
+      return InvalidArgument(node(), "sequence_lens has shape ",
+                             lens->shape.ToString(), "; expected [", batch,
+                             "]");
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = IndexAt(*lens, b);
+      if (len < 0 || len > t_len) {
+        return InvalidArgument(node(), "sequence_lens[", b, "] = ", len,
+                               " is outside [0, ", t_len, "]");
+      }
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        dtype_, node()));
+    const size_t cell = static_cast<size_t>(
+        Product(x->shape.dims(), 2, x->shape.rank()) * DTypeSize(dtype_));
+    auto at = [&](int64_t t, int64_t b) {
+      return (time_axis_ == 0 ? t * batch + b : b * t_len + t) * cell;
+    };
+    const char* src = static_cast<const char*>(x->data);
+    char* dst = static_cast<char*>(y.data);
+    if (cell == 0) return absl::OkStatus();
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = IndexAt(*lens, b);
+      for (int64_t t = 0; t < t_len; ++t) {
+        const int64_t from = t < len ? len - 1 - t : t;
+        std::memcpy(dst + at(t, b), src + at(from, b), cell);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  int time_axis_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeReverseSequence(
+    const KernelSpec& spec) {
+  GLINT_ASSIGN_OR_RETURN(DType dtype,
+                         SpecDataAndIndex(spec, 2, {DType::kInt64}));
+  const int64_t time_axis = spec.node->GetInt("time_axis", 0);
+  const int64_t batch_axis = spec.node->GetInt("batch_axis", 1);
+  if (!((time_axis == 0 && batch_axis == 1) ||
+        (time_axis == 1 && batch_axis == 0))) {
+    return InvalidArgument(spec.node->Describe(), "time_axis ", time_axis,
+                           " and batch_axis ", batch_axis,
+                           " must be 0 and 1 in some order");
+  }
+  return std::unique_ptr<Kernel>(new ReverseSequenceKernel(
+      spec, dtype, static_cast<int>(time_axis)));
+}
+
 }  // namespace
 
 void RegisterIndexingKernels(KernelRegistry* registry) {
@@ -763,6 +836,7 @@ void RegisterIndexingKernels(KernelRegistry* registry) {
   registry->Register("OneHot", MakeOneHot);
   registry->Register("Compress", MakeCompress);
   registry->Register("Trilu", MakeTrilu);
+  registry->Register("ReverseSequence", MakeReverseSequence);
 }
 
 }  // namespace glint::cpu

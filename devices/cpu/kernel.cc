@@ -105,6 +105,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterDetectionKernels(registry);
   RegisterImageKernels(registry);
   RegisterMiscKernels(registry);
+  RegisterRecurrentKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -1,5 +1,5 @@
 // Shape-changing and generating kernels: Squeeze, Unsqueeze, Dropout
-// (inference), Shape, Size, Expand, Tile, Pad, ConstantOfShape, Range,
+// (inference, and training mode with ratio 0), Shape, Size, Expand, Tile, Pad, ConstantOfShape, Range,
 // EyeLike, DepthToSpace, SpaceToDepth.
 //
 // Axes of Squeeze/Unsqueeze are an attribute before opset 13 and an input
@@ -45,9 +45,13 @@ class ReshapingKernel final : public KernelBase {
         axes_input_(axes_input),
         axes_(std::move(axes)) {}
 
+  // Dropout whose training_mode is a run-time input: Compute reads it.
+  void CheckTrainingAtRunTime() { runtime_training_ = true; }
+
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
                            GetInput(ctx, 0, dtype_, node()));
+    if (runtime_training_) GLINT_RETURN_IF_ERROR(CheckDropoutTraining(ctx));
     std::vector<int64_t> axes = axes_;
     if (axes_input_) {
       GLINT_ASSIGN_OR_RETURN(
@@ -103,10 +107,42 @@ class ReshapingKernel final : public KernelBase {
   }
 
  private:
+  // Training mode is deterministic only with ratio 0 (nothing dropped):
+  // anything else is refused, since masks would be random.
+  absl::Status CheckDropoutTraining(const KernelContext& ctx) const {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* t,
+                           GetInput(ctx, 2, DType::kBool, node()));
+    if (t->num_elements() != 1) {
+      return InvalidArgument(node(), "training_mode has shape ",
+                             t->shape.ToString(), "; expected a scalar");
+    }
+    if (*t->as<const uint8_t>() == 0) return absl::OkStatus();
+    GLINT_ASSIGN_OR_RETURN(const TensorView* r,
+                           GetOptionalInput(ctx, 1, DType::kUndefined, node()));
+    double ratio = 0.5;
+    if (r != nullptr) {
+      if (r->num_elements() != 1 || (r->dtype != DType::kFloat32 &&
+                                     r->dtype != DType::kFloat64)) {
+        return InvalidArgument(node(), "ratio is ", DTypeName(r->dtype),
+                               r->shape.ToString(),
+                               "; expected a float32 or float64 scalar");
+      }
+      ratio = r->dtype == DType::kFloat32 ? *r->as<const float>()
+                                          : *r->as<const double>();
+    }
+    if (ratio != 0) {
+      return Unimplemented(node(), "training mode with ratio ", ratio,
+                           " (random dropout) is not supported; only ratio "
+                           "0 is deterministic");
+    }
+    return absl::OkStatus();
+  }
+
   DType dtype_;
   Reshaping kind_;
   bool axes_input_;
   std::vector<int64_t> axes_;
+  bool runtime_training_ = false;
 };
 
 KernelFactory ReshapingFactory(Reshaping kind) {
@@ -121,25 +157,35 @@ KernelFactory ReshapingFactory(Reshaping kind) {
     GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, max_inputs));
     GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
     GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+    bool runtime_training = false;
     if (kind == Reshaping::kIdentity) {
-      // Dropout: inference only. A training_mode input that is not a
-      // constant false would need random masks.
+      // Dropout: a training_mode input that is not false would need random
+      // masks unless ratio is 0. Constants are judged now, the rest when
+      // the kernel runs.
       const Tensor* training = spec.constant(2);
-      if (spec.has_input(2) &&
-          (training == nullptr || training->num_elements() != 1 ||
-           *training->data<uint8_t>() != 0)) {
+      const Tensor* ratio = spec.constant(1);
+      if (spec.has_input(2) && training != nullptr &&
+          training->num_elements() == 1 &&
+          *training->data<uint8_t>() != 0 &&
+          (!spec.has_input(1) ||
+           (ratio != nullptr && ratio->num_elements() == 1 &&
+            ratio->dtype() == DType::kFloat32 &&
+            *ratio->data<float>() != 0))) {
         return Unimplemented(spec.node->Describe(),
-                             "training mode (random dropout) is not "
-                             "supported");
+                             "training mode with a non-zero ratio (random "
+                             "dropout) is not supported");
       }
+      runtime_training = spec.has_input(2);
       if (spec.opset_version > 0 && spec.opset_version < 7 &&
           spec.node->GetInt("is_test", 0) == 0) {
         return Unimplemented(spec.node->Describe(),
                              "training mode (is_test=0) is not supported");
       }
     }
-    return std::unique_ptr<Kernel>(new ReshapingKernel(
-        spec, dtype, kind, axes_input, spec.node->GetInts("axes")));
+    auto kernel = std::make_unique<ReshapingKernel>(
+        spec, dtype, kind, axes_input, spec.node->GetInts("axes"));
+    if (runtime_training) kernel->CheckTrainingAtRunTime();
+    return std::unique_ptr<Kernel>(std::move(kernel));
   };
 }
 

@@ -1,4 +1,5 @@
-// BatchNormalization (inference) and Softmax.
+// BatchNormalization (inference; training_mode=1 from opset 14) and
+// Softmax.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -17,13 +18,21 @@ namespace {
 
 // y = (x - mean) / sqrt(var + epsilon) * scale + bias, folded per channel
 // into y = x * a + b. When all four parameters are constants the folding is
-// done once at build time.
+// done once at build time. training_mode=1 (opset 14+) normalises with the
+// batch's own mean and (biased) variance instead and writes the running
+// statistics input * momentum + batch * (1 - momentum) to outputs 1 and 2.
 class BatchNormKernel final : public KernelBase {
  public:
-  BatchNormKernel(const KernelSpec& spec, DType dtype, double epsilon)
-      : KernelBase(spec), dtype_(dtype), epsilon_(epsilon) {}
+  BatchNormKernel(const KernelSpec& spec, DType dtype, double epsilon,
+                  bool training, double momentum)
+      : KernelBase(spec),
+        dtype_(dtype),
+        epsilon_(epsilon),
+        training_(training),
+        momentum_(momentum) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
+    if (training_) return absl::OkStatus();
     std::vector<TensorView> params;
     for (int i = 1; i <= 4; ++i) {
       const Tensor* t = spec.constant(i);
@@ -52,7 +61,12 @@ class BatchNormKernel final : public KernelBase {
                                GetInput(ctx, i, dtype_, node()));
         params.push_back(*p);
       }
-      GLINT_ASSIGN_OR_RETURN(computed, Fold(params));
+      if (training_) {
+        GLINT_RETURN_IF_ERROR(Fold(params).status());  // Checks shapes.
+        GLINT_ASSIGN_OR_RETURN(computed, FoldTraining(ctx, *x, params));
+      } else {
+        GLINT_ASSIGN_OR_RETURN(computed, Fold(params));
+      }
       f = &computed;
     }
     if (static_cast<int64_t>(f->a.size()) != c) {
@@ -84,6 +98,66 @@ class BatchNormKernel final : public KernelBase {
   struct Folded {
     std::vector<double> a, b;
   };
+
+  // Training mode: a and b from the batch's statistics (accumulated in
+  // double), and the running statistics written to outputs 1 and 2 when
+  // used. params: scale, bias, input mean, input var.
+  absl::StatusOr<Folded> FoldTraining(KernelContext& ctx, const TensorView& x,
+                                      const std::vector<TensorView>& params)
+      const {
+    const int64_t n = x.shape.dim(0), c = x.shape.dim(1);
+    if (params[0].num_elements() != c) {
+      return InvalidArgument(node(), "X has ", c,
+                             " channels but the parameters have ",
+                             params[0].num_elements());
+    }
+    const int64_t plane = Product(x.shape.dims(), 2, x.shape.rank());
+    auto at = [&](const TensorView& t, int64_t i) -> double {
+      return dtype_ == DType::kFloat32 ? t.as<const float>()[i]
+                                       : t.as<const double>()[i];
+    };
+    std::vector<double> mean(c, 0.0), var(c, 0.0);
+    const double count = static_cast<double>(n * plane);
+    for (int64_t ch = 0; ch < c && count > 0; ++ch) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t base = (i * c + ch) * plane;
+        for (int64_t j = 0; j < plane; ++j) sum += at(x, base + j);
+      }
+      mean[ch] = sum / count;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t base = (i * c + ch) * plane;
+        for (int64_t j = 0; j < plane; ++j) {
+          const double dv = at(x, base + j) - mean[ch];
+          sq += dv * dv;
+        }
+      }
+      var[ch] = sq / count;
+    }
+    Folded f;
+    f.a.resize(c);
+    f.b.resize(c);
+    for (int64_t ch = 0; ch < c; ++ch) {
+      f.a[ch] = at(params[0], ch) / std::sqrt(var[ch] + epsilon_);
+      f.b[ch] = at(params[1], ch) - mean[ch] * f.a[ch];
+    }
+    for (int out = 1; out <= 2; ++out) {
+      if (ctx.num_outputs() <= out || !ctx.output_used(out)) continue;
+      GLINT_ASSIGN_OR_RETURN(
+          TensorView r, AllocateOutput(ctx, out, Shape({c}), dtype_, node()));
+      const std::vector<double>& batch = out == 1 ? mean : var;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const double v = at(params[out + 1], ch) * momentum_ +
+                         batch[ch] * (1 - momentum_);
+        if (dtype_ == DType::kFloat32) {
+          r.as<float>()[ch] = static_cast<float>(v);
+        } else {
+          r.as<double>()[ch] = v;
+        }
+      }
+    }
+    return f;
+  }
 
   // params: scale, bias, mean, var.
   absl::StatusOr<Folded> Fold(const std::vector<TensorView>& params) const {
@@ -117,6 +191,8 @@ class BatchNormKernel final : public KernelBase {
 
   DType dtype_;
   double epsilon_;
+  bool training_;
+  double momentum_;
   bool have_folded_ = false;
   Folded folded_;
 };
@@ -124,13 +200,21 @@ class BatchNormKernel final : public KernelBase {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
   const std::string node = spec.node->Describe();
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 5, 5));
-  if (spec.node->GetInt("training_mode", 0) != 0) {
-    return Unimplemented(node, "training_mode=1 is not supported");
+  // training_mode exists from opset 14, with running_mean/var as outputs
+  // 1 and 2 (opsets 7-13 signalled training by their five outputs).
+  const bool training = spec.node->GetInt("training_mode", 0) != 0;
+  if (training && spec.opset_version > 0 && spec.opset_version < 14) {
+    return Unimplemented(node, "training_mode before opset 14 is not "
+                               "supported");
   }
   if (spec.node->GetInt("spatial", 1) != 1) {
     return Unimplemented(node, "spatial=0 is not supported");
   }
-  for (size_t i = 1; i < spec.node->outputs.size(); ++i) {
+  if (training && spec.node->outputs.size() > 3) {
+    return InvalidArgument(node, "has ", spec.node->outputs.size(),
+                           " outputs; expected at most 3 in training mode");
+  }
+  for (size_t i = training ? 3 : 1; i < spec.node->outputs.size(); ++i) {
     if (!spec.node->outputs[i].empty()) {
       return Unimplemented(node, "output ", i,
                            " (running or saved statistics) exists only in "
@@ -145,9 +229,14 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
                            " unlike X's ", DTypeName(dtype));
     }
   }
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  for (size_t i = 0; i < spec.node->outputs.size(); ++i) {
+    if (spec.node->outputs[i].empty()) continue;
+    GLINT_RETURN_IF_ERROR(
+        SpecOutputDType(spec, static_cast<int>(i), dtype).status());
+  }
   auto kernel = std::make_unique<BatchNormKernel>(
-      spec, dtype, spec.node->GetFloat("epsilon", 1e-5f));
+      spec, dtype, spec.node->GetFloat("epsilon", 1e-5f), training,
+      spec.node->GetFloat("momentum", 0.9f));
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

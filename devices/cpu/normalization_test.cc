@@ -65,10 +65,13 @@ TEST(BatchNormTest, Refusals) {
   const std::vector<Tensor> inputs = {
       RandomTensor({1, 2, 2}, 1), RandomTensor({2}, 2), RandomTensor({2}, 3),
       RandomTensor({2}, 4), RandomTensor({2}, 5, 0, 1)};
+  // training_mode exists from opset 14 on.
+  RunKernelOptions opset13;
+  opset13.opset_version = 13;
   auto out = RunKernel(CpuKernelRegistry(),
                        MakeNode("BatchNormalization", {"x", "s", "b", "m", "v"},
                                 {"y"}, {{"training_mode", int64_t{1}}}),
-                       inputs);
+                       inputs, opset13);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(out.status().message()),
               HasSubstr("batchnormalization_node"));
@@ -85,6 +88,99 @@ TEST(BatchNormTest, Refusals) {
                            {"y"}),
                   bad);
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BatchNormTest, TrainingModeUsesBatchStatistics) {
+  // One channel over N = 2, plane 2: x = {1, 3, 5, 7}, mean 4, biased var
+  // 5; y = (x - 4) / sqrt(5) * 2 + 1. Running: m * 0.8 + 4 * 0.2,
+  // v * 0.8 + 5 * 0.2.
+  const Node node = MakeNode(
+      "BatchNormalization", {"x", "s", "b", "m", "v"},
+      {"y", "running_mean", "running_var"},
+      {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}, {"momentum", 0.8f}});
+  const std::vector<Tensor> inputs = {
+      MakeTensor<float>({2, 1, 2}, {1, 3, 5, 7}), MakeTensor<float>({1}, {2}),
+      MakeTensor<float>({1}, {1}), MakeTensor<float>({1}, {10}),
+      MakeTensor<float>({1}, {20})};
+  const float k = 2 / std::sqrt(5.0f);
+  RunKernelOptions constant;
+  constant.constant_inputs = {1, 2, 3, 4};
+  for (const RunKernelOptions& options : {RunKernelOptions(), constant}) {
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_THAT(ToVector<float>((*out)[0]),
+                Pointwise(FloatNear(1e-5),
+                          {1 - 3 * k, 1 - k, 1 + k, 1 + 3 * k}));
+    EXPECT_THAT(ToVector<float>((*out)[1]), Pointwise(FloatNear(1e-5), {8.8f}));
+    EXPECT_THAT(ToVector<float>((*out)[2]), Pointwise(FloatNear(1e-5), {17.0f}));
+  }
+  // Random data against numpy's formula; running outputs left out.
+  const Tensor x = RandomTensor({3, 4, 5}, 7);
+  const Tensor scale = RandomTensor({4}, 8), bias = RandomTensor({4}, 9),
+               mean = RandomTensor({4}, 10), var = RandomTensor({4}, 11, 0, 2);
+  Tensor want = x.Clone();
+  for (int64_t c = 0; c < 4; ++c) {
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) sum += x.data<float>()[(i * 4 + c) * 5 + j];
+    const double m = sum / 15;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        const double d = x.data<float>()[(i * 4 + c) * 5 + j] - m;
+        sq += d * d;
+      }
+    const double v = sq / 15;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        float& y = want.data<float>()[(i * 4 + c) * 5 + j];
+        y = static_cast<float>((y - m) / std::sqrt(v + 1e-5) *
+                                   scale.data<float>()[c] +
+                               bias.data<float>()[c]);
+      }
+  }
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("BatchNormalization", {"x", "s", "b", "m", "v"},
+                                {"y", "", ""}, {{"training_mode", int64_t{1}}}),
+                       {x, scale, bias, mean, var});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5);
+  EXPECT_FALSE((*out)[1].valid());
+}
+
+TEST(DropoutTest, TrainingModeOnlyWithRatioZero) {
+  const Tensor x = RandomTensor({3, 4}, 1);
+  const Node node = MakeNode("Dropout", {"x", "r", "t"}, {"y", "mask"});
+  const Tensor yes = Tensor::FromVector(DType::kBool, Shape({}),
+                                        std::vector<uint8_t>{1});
+  RunKernelOptions options;
+  options.output_dtypes = {DType::kFloat32, DType::kBool};
+  // Ratio 0: the output is the input, every element kept; from run-time
+  // inputs and from constants alike.
+  for (std::vector<int> constants : {std::vector<int>{}, {1, 2}}) {
+    options.constant_inputs = constants;
+    auto out = RunKernel(CpuKernelRegistry(), node,
+                         {x, MakeTensor<float>({}, {0.0f}), yes}, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(ToVector<float>((*out)[0]), ToVector<float>(x));
+    EXPECT_EQ(ToVector<uint8_t>((*out)[1]), std::vector<uint8_t>(12, 1));
+  }
+  // Any other ratio would be random: refused at build time when constant,
+  // at run time otherwise, naming the node.
+  for (std::vector<int> constants : {std::vector<int>{}, {1, 2}}) {
+    options.constant_inputs = constants;
+    auto out = RunKernel(CpuKernelRegistry(), node,
+                         {x, MakeTensor<float>({}, {0.25f}), yes}, options);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(out.status().message()),
+                HasSubstr("dropout_node"));
+  }
+  // No ratio: ONNX's default 0.5.
+  options.constant_inputs = {};
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Dropout", {"x", "", "t"}, {"y"}),
+                       {x, Tensor(), yes}, options);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("0.5"));
 }
 
 // numpy-style reference: softmax of `x` viewed as [outer, n, inner] along n.

@@ -23,6 +23,7 @@ void RegisterAttentionKernels(KernelRegistry* registry);    // attention.cc
 void RegisterDetectionKernels(KernelRegistry* registry);    // detection.cc
 void RegisterImageKernels(KernelRegistry* registry);        // image_ops.cc
 void RegisterMiscKernels(KernelRegistry* registry);         // misc_ops.cc
+void RegisterRecurrentKernels(KernelRegistry* registry);    // rnn.cc
 
 }  // namespace glint::cpu
 
