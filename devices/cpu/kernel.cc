@@ -102,6 +102,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterLossKernels(registry);
   RegisterResampleKernels(registry);
   RegisterAttentionKernels(registry);
+  RegisterControlFlowKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -20,6 +20,7 @@ void RegisterMoreNormalizationKernels(KernelRegistry* registry);  // norm_ops.cc
 void RegisterLossKernels(KernelRegistry* registry);         // loss.cc
 void RegisterResampleKernels(KernelRegistry* registry);     // resample.cc
 void RegisterAttentionKernels(KernelRegistry* registry);    // attention.cc
+void RegisterControlFlowKernels(KernelRegistry* registry);  // control_flow.cc
 
 }  // namespace glint::cpu
 
