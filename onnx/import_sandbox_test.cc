@@ -64,12 +64,12 @@ TEST(ImportSandboxTest, IsolatedImportTypesSubgraphsAsInProcess) {
   absl::StatusOr<Graph> isolated = ImportOnnxModel(model, Isolated(Sandbox()));
   ASSERT_TRUE(local.ok()) << local.status();
   ASSERT_TRUE(isolated.ok()) << isolated.status();
-  ASSERT_EQ(local->nodes.size(), 1u);
-  ASSERT_EQ(isolated->nodes.size(), 1u);
-  EXPECT_EQ(isolated->nodes[0].inputs, local->nodes[0].inputs);
-  EXPECT_EQ(isolated->nodes[0].num_implicit_inputs, 1);
-  const Graph* a = local->nodes[0].GetGraph("body");
-  const Graph* b = isolated->nodes[0].GetGraph("body");
+  ASSERT_EQ(local->nodes.size(), 2u);
+  ASSERT_EQ(isolated->nodes.size(), 2u);
+  EXPECT_EQ(isolated->nodes[1].inputs, local->nodes[1].inputs);
+  EXPECT_EQ(isolated->nodes[1].num_implicit_inputs, 1);
+  const Graph* a = local->nodes[1].GetGraph("body");
+  const Graph* b = isolated->nodes[1].GetGraph("body");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   ASSERT_EQ(a->values.size(), b->values.size());

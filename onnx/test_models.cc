@@ -53,7 +53,7 @@ std::string MakeLoopModel() {
   body_model.Input("i", onnx::TensorProto::INT64, {})
       .Input("cond_in", onnx::TensorProto::BOOL, {})
       .Input("y_in", onnx::TensorProto::FLOAT, {2});
-  body_model.Node("Add", {"y_in", "x"}, {"y_out"}, "add");
+  body_model.Node("Add", {"y_in", "d"}, {"y_out"}, "add");
   body_model.Node("Identity", {"cond_in"}, {"cond_out"}, "cond");
   body_model.Node("Identity", {"y_out"}, {"y_scan"}, "scan");
   body_model.Output("cond_out", onnx::TensorProto::BOOL, {})
@@ -66,6 +66,7 @@ std::string MakeLoopModel() {
   b.Input("trip_count", onnx::TensorProto::INT64, {})
       .Input("x", onnx::TensorProto::FLOAT, {2})
       .FloatInitializer("y0", {2}, {0, 0});
+  b.Node("Add", {"x", "x"}, {"d"}, "double");
   onnx::NodeProto& loop =
       b.Node("Loop", {"trip_count", "", "y0"}, {"y_final", "ys"}, "loop");
   SetGraphAttribute(loop, "body", body);
