@@ -17,7 +17,9 @@ namespace {
 // Flops of one run of `graph`'s nodes, weights of its initializers.
 OpCost SubgraphCost(const Graph& graph) {
   OpCost total;
-  for (const Node& n : graph.nodes) total.flops += EstimateOpCost(n, graph).flops;
+  for (const Node& n : graph.nodes) {
+    total.flops += EstimateOpCost(n, graph).flops;
+  }
   total.weight_bytes = graph.WeightBytes();
   return total;
 }

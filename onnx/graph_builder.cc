@@ -230,8 +230,9 @@ absl::StatusOr<ValueInfo> SubgraphInputInfo(const onnx::ValueInfoProto& in,
                                                   : Shape::kUnknownDim);
     }
   }
-  GLINT_RETURN_IF_ERROR(CheckTensorSize(
-      info.dtype, info.shape, absl::StrCat(where, ": input '", in.name(), "'")));
+  GLINT_RETURN_IF_ERROR(
+      CheckTensorSize(info.dtype, info.shape,
+                      absl::StrCat(where, ": input '", in.name(), "'")));
   return info;
 }
 

@@ -25,8 +25,8 @@ using testing::GlintdProcess;
 constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
 
 NamedTensor TripCount(int64_t n) {
-  return {"trip_count", Tensor::FromVector(DType::kInt64, Shape(),
-                                           std::vector<int64_t>{n})};
+  return {"trip_count",
+          Tensor::FromVector(DType::kInt64, Shape(), std::vector<int64_t>{n})};
 }
 
 NamedTensor X(float a, float b) {
@@ -42,10 +42,10 @@ std::vector<NamedTensor> Expected(int64_t n, float a, float b) {
     ys.push_back(2 * a * i);
     ys.push_back(2 * b * i);
   }
-  return {{"y_final", Tensor::FromVector(DType::kFloat32, Shape({2}),
-                                         std::vector<float>{2 * a * n,
-                                                            2 * b * n})},
-          {"ys", Tensor::FromVector(DType::kFloat32, Shape({n, 2}), ys)}};
+  return {
+      {"y_final", Tensor::FromVector(DType::kFloat32, Shape({2}),
+                                     std::vector<float>{2 * a * n, 2 * b * n})},
+      {"ys", Tensor::FromVector(DType::kFloat32, Shape({n, 2}), ys)}};
 }
 
 void ExpectOutputs(const absl::StatusOr<std::vector<NamedTensor>>& got,
@@ -76,9 +76,9 @@ TEST(E2eControlFlowTest, LoopRunsItsRunTimeTripCountAndRefusesOneOverTheLimit) {
                   Expected(n, 1, -2));
   }
 
-  absl::StatusOr<std::vector<NamedTensor>> over = client.RunNetwork(
-      "loop", {TripCount(kMaxLoopIterations + 1), X(1, 2)}, {},
-      absl::Seconds(30));
+  absl::StatusOr<std::vector<NamedTensor>> over =
+      client.RunNetwork("loop", {TripCount(kMaxLoopIterations + 1), X(1, 2)},
+                        {}, absl::Seconds(30));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument)
       << over.status();

@@ -104,9 +104,9 @@ class SubgraphRunner {
       }
       absl::StatusOr<std::unique_ptr<Kernel>> kernel = (*factory)(spec);
       if (!kernel.ok()) {
-        return absl::Status(kernel.status().code(),
-                            absl::StrCat(r->owner_, ": ",
-                                         kernel.status().message()));
+        return absl::Status(
+            kernel.status().code(),
+            absl::StrCat(r->owner_, ": ", kernel.status().message()));
       }
       step.kernel = *std::move(kernel);
       r->steps_.push_back(std::move(step));
@@ -137,10 +137,9 @@ class SubgraphRunner {
       if (inputs[i].dtype != info.dtype ||
           !ShapeFits(info.shape, inputs[i].shape)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            owner_, ": input '", info.name, "' is ",
-            DTypeName(inputs[i].dtype), inputs[i].shape.ToString(),
-            ", but the subgraph declares ", DTypeName(info.dtype),
-            info.shape.ToString()));
+            owner_, ": input '", info.name, "' is ", DTypeName(inputs[i].dtype),
+            inputs[i].shape.ToString(), ", but the subgraph declares ",
+            DTypeName(info.dtype), info.shape.ToString()));
       }
       state.views[i] = inputs[i];
     }
@@ -161,8 +160,8 @@ class SubgraphRunner {
     std::vector<Tensor> result;
     result.reserve(output_slots_.size());
     for (int slot : output_slots_) {
-      if (state.owned[slot].valid() && state.owned[slot].raw_data() ==
-                                           state.views[slot].data) {
+      if (state.owned[slot].valid() &&
+          state.owned[slot].raw_data() == state.views[slot].data) {
         result.push_back(state.owned[slot]);  // Shares the buffer.
         continue;
       }
@@ -222,8 +221,7 @@ class SubgraphRunner {
       if (!ShapeFits(info.shape, shape)) {
         return absl::InvalidArgumentError(absl::StrCat(
             runner_.owner_, ": computed shape ", shape.ToString(), " for '",
-            info.name, "', but its inferred shape is ",
-            info.shape.ToString()));
+            info.name, "', but its inferred shape is ", info.shape.ToString()));
       }
       absl::StatusOr<Tensor> t = Tensor::Create(info.dtype, shape);
       if (!t.ok()) {
@@ -466,9 +464,9 @@ class LoopKernel : public KernelBase {
     if (spec.has_input(1) && spec.inputs[1].dtype != DType::kBool) {
       return InvalidArgument(node.Describe(), "cond must be bool");
     }
-    GLINT_ASSIGN_OR_RETURN(
-        k->body_, BuildBody(spec, registry, "body", 2 + k->carried_,
-                            1 + k->carried_ + k->scans_));
+    GLINT_ASSIGN_OR_RETURN(k->body_,
+                           BuildBody(spec, registry, "body", 2 + k->carried_,
+                                     1 + k->carried_ + k->scans_));
     const auto& in = k->body_->inputs();
     const auto& out = k->body_->outputs();
     if (in[0].dtype != DType::kInt64 || in[1].dtype != DType::kBool ||
@@ -479,7 +477,8 @@ class LoopKernel : public KernelBase {
     }
     for (int j = 0; j < k->carried_; ++j) {
       if (in[2 + j].dtype != out[1 + j].dtype ||
-          (spec.has_input(2 + j) && spec.inputs[2 + j].dtype != in[2 + j].dtype)) {
+          (spec.has_input(2 + j) &&
+           spec.inputs[2 + j].dtype != in[2 + j].dtype)) {
         return InvalidArgument(node.Describe(), "loop-carried value ", j,
                                " changes dtype");
       }
@@ -521,7 +520,8 @@ class LoopKernel : public KernelBase {
         InputViews(ctx, 2 + carried_, ctx.num_inputs(), node()));
     GLINT_ASSIGN_OR_RETURN(Tensor iteration,
                            Tensor::Create(DType::kInt64, Shape()));
-    GLINT_ASSIGN_OR_RETURN(Tensor cond_in, Tensor::Create(DType::kBool, Shape()));
+    GLINT_ASSIGN_OR_RETURN(Tensor cond_in,
+                           Tensor::Create(DType::kBool, Shape()));
     std::vector<Tensor> carried;  // Empty until the first iteration.
     std::vector<std::vector<Tensor>> scans(scans_);
     std::vector<int64_t> scan_elements(scans_, 0);
@@ -540,9 +540,10 @@ class LoopKernel : public KernelBase {
       }
       std::copy(captures.begin(), captures.end(), args.begin() + 2 + carried_);
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args));
-      GLINT_ASSIGN_OR_RETURN(cond,
-                             ReadCondition(ViewOf(outs[0]), "the body's "
-                                           "condition", node()));
+      GLINT_ASSIGN_OR_RETURN(cond, ReadCondition(ViewOf(outs[0]),
+                                                 "the body's "
+                                                 "condition",
+                                                 node()));
       carried.assign(outs.begin() + 1, outs.begin() + 1 + carried_);
       for (int j = 0; j < scans_; ++j) {
         Tensor& t = outs[1 + carried_ + j];
@@ -569,9 +570,8 @@ class LoopKernel : public KernelBase {
       if (!ctx.output_used(carried_ + j)) continue;
       GLINT_ASSIGN_OR_RETURN(
           Tensor stacked,
-          Stack(scans[j], 0, false,
-                body_->outputs()[1 + carried_ + j].dtype, scan_shapes_[j],
-                node(), absl::StrCat("scan output ", j)));
+          Stack(scans[j], 0, false, body_->outputs()[1 + carried_ + j].dtype,
+                scan_shapes_[j], node(), absl::StrCat("scan output ", j)));
       GLINT_RETURN_IF_ERROR(EmitOutput(ctx, carried_ + j, stacked, node()));
     }
     return absl::OkStatus();
@@ -638,18 +638,17 @@ class ScanKernel : public KernelBase {
       GLINT_RETURN_IF_ERROR(
           ints("scan_output_axes", k->scan_outputs_, &k->out_axes_));
     }
-    GLINT_ASSIGN_OR_RETURN(
-        k->body_, BuildBody(spec, registry, "body",
-                            k->states_ + k->scan_inputs_,
-                            k->states_ + k->scan_outputs_));
+    GLINT_ASSIGN_OR_RETURN(k->body_, BuildBody(spec, registry, "body",
+                                               k->states_ + k->scan_inputs_,
+                                               k->states_ + k->scan_outputs_));
     for (int j = 0; j < k->states_; ++j) {
       if (k->body_->inputs()[j].dtype != k->body_->outputs()[j].dtype) {
         return InvalidArgument(node.Describe(), "state ", j,
                                " changes dtype in the body");
       }
     }
-    GLINT_RETURN_IF_ERROR(CheckOutputDTypes(
-        spec, *k->body_, 0, 0, k->states_ + k->scan_outputs_));
+    GLINT_RETURN_IF_ERROR(CheckOutputDTypes(spec, *k->body_, 0, 0,
+                                            k->states_ + k->scan_outputs_));
     return std::unique_ptr<Kernel>(std::move(k));
   }
 
@@ -658,9 +657,8 @@ class ScanKernel : public KernelBase {
     const int data_end = first_ + states_ + scan_inputs_;
     GLINT_ASSIGN_OR_RETURN(std::vector<TensorView> data,
                            InputViews(ctx, data_begin, data_end, node()));
-    GLINT_ASSIGN_OR_RETURN(
-        std::vector<TensorView> captures,
-        InputViews(ctx, data_end, ctx.num_inputs(), node()));
+    GLINT_ASSIGN_OR_RETURN(std::vector<TensorView> captures,
+                           InputViews(ctx, data_end, ctx.num_inputs(), node()));
     if (!batched_) {
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
                              RunScan(data, captures, 0));
@@ -694,12 +692,12 @@ class ScanKernel : public KernelBase {
       if (lens != nullptr) {
         GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> l,
                                ReadInt64s(*lens, "sequence_lens", node()));
-        const int64_t full = views[states_].shape.rank() > 0
-                                 ? views[states_].shape.dim(0)
-                                 : 0;
+        const int64_t full =
+            views[states_].shape.rank() > 0 ? views[states_].shape.dim(0) : 0;
         if (static_cast<int64_t>(l.size()) != batch || l[b] != full) {
-          return Unimplemented(node(), "sequence_lens shorter than the "
-                                       "scan inputs are not supported");
+          return Unimplemented(node(),
+                               "sequence_lens shorter than the "
+                               "scan inputs are not supported");
         }
       }
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
@@ -716,9 +714,9 @@ class ScanKernel : public KernelBase {
       if (i >= states_) {
         fallback.mutable_dims().insert(fallback.mutable_dims().begin(), 0);
       }
-      GLINT_ASSIGN_OR_RETURN(
-          Tensor stacked, Stack(parts, 0, false, body_out.dtype, fallback,
-                                node(), absl::StrCat("output ", i)));
+      GLINT_ASSIGN_OR_RETURN(Tensor stacked,
+                             Stack(parts, 0, false, body_out.dtype, fallback,
+                                   node(), absl::StrCat("output ", i)));
       GLINT_RETURN_IF_ERROR(EmitOutput(ctx, i, stacked, node()));
     }
     return absl::OkStatus();
@@ -781,8 +779,8 @@ class ScanKernel : public KernelBase {
       const ValueInfo& out = body_->outputs()[states_ + j];
       GLINT_ASSIGN_OR_RETURN(
           Tensor stacked,
-          Stack(scans[j], out_axes_[j], out_dirs_[j] != 0, out.dtype,
-                out.shape, node(), absl::StrCat("scan output ", j)));
+          Stack(scans[j], out_axes_[j], out_dirs_[j] != 0, out.dtype, out.shape,
+                node(), absl::StrCat("scan output ", j)));
       result.push_back(std::move(stacked));
     }
     (void)batch_entry;
@@ -804,9 +802,8 @@ void RegisterControlFlowKernels(KernelRegistry* registry) {
   // The subgraphs' kernels come from the registry these are registered in,
   // which must outlive every kernel built from it.
   const KernelRegistry* r = registry;
-  registry->Register("If", [r](const KernelSpec& spec) {
-    return IfKernel::Create(spec, *r);
-  });
+  registry->Register(
+      "If", [r](const KernelSpec& spec) { return IfKernel::Create(spec, *r); });
   registry->Register("Loop", [r](const KernelSpec& spec) {
     return LoopKernel::Create(spec, *r);
   });

@@ -69,9 +69,9 @@ Node IfNode() {
            {{"one", MakeTensor<float>({}, {1})}});
   GraphAttribute else_branch =
       Body({F32("x_in", {2})}, {c}, {F32("k", {3})}, {"k"});
-  Node node = MakeNode("If", {"c", "x"}, {"out"},
-                       {{"then_branch", then_branch},
-                        {"else_branch", else_branch}});
+  Node node =
+      MakeNode("If", {"c", "x"}, {"out"},
+               {{"then_branch", then_branch}, {"else_branch", else_branch}});
   node.num_implicit_inputs = 1;
   return node;
 }
@@ -82,12 +82,12 @@ TEST(IfTest, RunsTheBranchTheConditionChooses) {
   options.output_dtypes = {DType::kFloat32};
   options.output_shapes = {Shape({Shape::kUnknownDim})};
   const Tensor x = MakeTensor<float>({2}, {10, 20});
-  auto then_out = RunKernel(CpuKernelRegistry(), node, {Bool(true), x},
-                            options);
+  auto then_out =
+      RunKernel(CpuKernelRegistry(), node, {Bool(true), x}, options);
   ASSERT_TRUE(then_out.ok()) << then_out.status();
   EXPECT_EQ(ToVector<float>((*then_out)[0]), (std::vector<float>{11, 21}));
-  auto else_out = RunKernel(CpuKernelRegistry(), node, {Bool(false), x},
-                            options);
+  auto else_out =
+      RunKernel(CpuKernelRegistry(), node, {Bool(false), x}, options);
   ASSERT_TRUE(else_out.ok()) << else_out.status();
   EXPECT_EQ(ToVector<float>((*else_out)[0]), (std::vector<float>{7, 8, 9}));
 }
@@ -101,12 +101,12 @@ TEST(IfTest, RefusesMalformedNodes) {
                 .code(),
             absl::StatusCode::kInvalidArgument);
   // A float condition.
-  EXPECT_EQ(RunKernel(CpuKernelRegistry(), IfNode(),
-                      {MakeTensor<float>({}, {1}),
-                       MakeTensor<float>({2}, {1, 2})})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      RunKernel(CpuKernelRegistry(), IfNode(),
+                {MakeTensor<float>({}, {1}), MakeTensor<float>({2}, {1, 2})})
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
   // The capture's run-time shape contradicts what the branch declares.
   auto bad = RunKernel(CpuKernelRegistry(), IfNode(),
                        {Bool(true), MakeTensor<float>({3}, {1, 2, 3})});
@@ -125,17 +125,16 @@ Node LoopNode(int64_t stop_after) {
       MakeNode("Add", {"i", "one"}, {"next"}),
       MakeNode("Less", {"next", "stop"}, {"cond_out"}),
   };
-  GraphAttribute body = Body(
-      {ValueInfo{"i", DType::kInt64, Shape()},
-       ValueInfo{"cond_in", DType::kBool, Shape()}, F32("y_in", {1}),
-       F32("d_in", {1})},
-      nodes,
-      {F32("y_out", {1}), F32("scan", {1}),
-       ValueInfo{"next", DType::kInt64, Shape()},
-       ValueInfo{"cond_out", DType::kBool, Shape()}},
-      {"cond_out", "y_out", "scan"},
-      {{"one", MakeTensor<int64_t>({}, {1})},
-       {"stop", MakeTensor<int64_t>({}, {stop_after})}});
+  GraphAttribute body = Body({ValueInfo{"i", DType::kInt64, Shape()},
+                              ValueInfo{"cond_in", DType::kBool, Shape()},
+                              F32("y_in", {1}), F32("d_in", {1})},
+                             nodes,
+                             {F32("y_out", {1}), F32("scan", {1}),
+                              ValueInfo{"next", DType::kInt64, Shape()},
+                              ValueInfo{"cond_out", DType::kBool, Shape()}},
+                             {"cond_out", "y_out", "scan"},
+                             {{"one", MakeTensor<int64_t>({}, {1})},
+                              {"stop", MakeTensor<int64_t>({}, {stop_after})}});
   Node node = MakeNode("Loop", {"m", "c", "y", "d"}, {"y_final", "ys"},
                        {{"body", body}});
   node.num_implicit_inputs = 1;
@@ -156,8 +155,7 @@ TEST(LoopTest, RunsTripCountIterationsAndStacksScanOutputs) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(ToVector<float>((*out)[0]), (std::vector<float>{3}));
   EXPECT_EQ((*out)[1].shape(), Shape({4, 1}));
-  EXPECT_EQ(ToVector<float>((*out)[1]),
-            (std::vector<float>{1.5f, 2, 2.5f, 3}));
+  EXPECT_EQ(ToVector<float>((*out)[1]), (std::vector<float>{1.5f, 2, 2.5f, 3}));
 }
 
 TEST(LoopTest, StopsWhenTheBodyConditionTurnsFalse) {
@@ -184,43 +182,43 @@ TEST(LoopTest, ZeroIterationsGiveTheInitialValues) {
 }
 
 TEST(LoopTest, RefusesTripCountsOverTheLimit) {
-  auto out = RunKernel(CpuKernelRegistry(), LoopNode(100),
-                       {I64(kMaxLoopIterations + 1), Tensor(),
-                        MakeTensor<float>({1}, {0}),
-                        MakeTensor<float>({1}, {1})},
-                       LoopOptions());
+  auto out =
+      RunKernel(CpuKernelRegistry(), LoopNode(100),
+                {I64(kMaxLoopIterations + 1), Tensor(),
+                 MakeTensor<float>({1}, {0}), MakeTensor<float>({1}, {1})},
+                LoopOptions());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("limit"), std::string::npos)
       << out.status();
   // At the limit it runs (the body stops it early here).
-  EXPECT_TRUE(RunKernel(CpuKernelRegistry(), LoopNode(2),
-                        {I64(kMaxLoopIterations), Bool(true),
-                         MakeTensor<float>({1}, {0}),
-                         MakeTensor<float>({1}, {1})},
-                        LoopOptions())
-                  .ok());
+  EXPECT_TRUE(
+      RunKernel(CpuKernelRegistry(), LoopNode(2),
+                {I64(kMaxLoopIterations), Bool(true),
+                 MakeTensor<float>({1}, {0}), MakeTensor<float>({1}, {1})},
+                LoopOptions())
+          .ok());
 }
 
 TEST(LoopTest, RefusesAMalformedBody) {
   Node node = LoopNode(3);
   // The body takes one carried value; the node now passes two.
   node.inputs.insert(node.inputs.begin() + 3, "y2");
-  auto out = RunKernel(CpuKernelRegistry(), node,
-                       {I64(1), Bool(true), MakeTensor<float>({1}, {0}),
-                        MakeTensor<float>({1}, {0}),
-                        MakeTensor<float>({1}, {1})},
-                       LoopOptions());
+  auto out =
+      RunKernel(CpuKernelRegistry(), node,
+                {I64(1), Bool(true), MakeTensor<float>({1}, {0}),
+                 MakeTensor<float>({1}, {0}), MakeTensor<float>({1}, {1})},
+                LoopOptions());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // Scan (opset 9+): a running sum over the scan axis of x.
 Node ScanNode(std::vector<int64_t> in_axes, std::vector<int64_t> in_dirs,
               std::vector<int64_t> out_axes, std::vector<int64_t> out_dirs) {
-  GraphAttribute body = Body(
-      {F32("sum_in", {2}), F32("next", {2})},
-      {MakeNode("Add", {"sum_in", "next"}, {"sum_out"}),
-       MakeNode("Identity", {"sum_out"}, {"scan_out"})},
-      {F32("sum_out", {2}), F32("scan_out", {2})}, {"sum_out", "scan_out"});
+  GraphAttribute body = Body({F32("sum_in", {2}), F32("next", {2})},
+                             {MakeNode("Add", {"sum_in", "next"}, {"sum_out"}),
+                              MakeNode("Identity", {"sum_out"}, {"scan_out"})},
+                             {F32("sum_out", {2}), F32("scan_out", {2})},
+                             {"sum_out", "scan_out"});
   return MakeNode("Scan", {"init", "x"}, {"y", "z"},
                   {{"body", body},
                    {"num_scan_inputs", int64_t{1}},
@@ -264,11 +262,10 @@ TEST(ScanTest, Opset8ScansEachBatchEntry) {
   RunKernelOptions options;
   options.opset_version = 8;
   options.output_dtypes = {DType::kFloat32, DType::kFloat32};
-  auto out = RunKernel(
-      CpuKernelRegistry(), node,
-      {Tensor(), MakeTensor<float>({2, 2}, {0, 0, 100, 100}),
-       MakeTensor<float>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
-      options);
+  auto out = RunKernel(CpuKernelRegistry(), node,
+                       {Tensor(), MakeTensor<float>({2, 2}, {0, 0, 100, 100}),
+                        MakeTensor<float>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})},
+                       options);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(ToVector<float>((*out)[0]), (std::vector<float>{4, 6, 112, 114}));
   EXPECT_EQ((*out)[1].shape(), Shape({2, 2, 2}));
