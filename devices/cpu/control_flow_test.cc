@@ -158,6 +158,21 @@ TEST(LoopTest, RunsTripCountIterationsAndStacksScanOutputs) {
   EXPECT_EQ(ToVector<float>((*out)[1]), (std::vector<float>{1.5f, 2, 2.5f, 3}));
 }
 
+TEST(LoopTest, ConcurrentRunsOfOneKernelAgree) {
+  // One kernel, its compiled body shared, run from four threads at once:
+  // RunKernel checks every run gives the same bytes.
+  RunKernelOptions options = LoopOptions();
+  options.runs = 16;
+  options.threads = 4;
+  auto out = RunKernel(CpuKernelRegistry(), LoopNode(100),
+                       {I64(50), Bool(true), MakeTensor<float>({1}, {0}),
+                        MakeTensor<float>({1}, {1})},
+                       options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ToVector<float>((*out)[0]), (std::vector<float>{50}));
+  EXPECT_EQ((*out)[1].shape(), Shape({50, 1}));
+}
+
 TEST(LoopTest, StopsWhenTheBodyConditionTurnsFalse) {
   // No trip count: the condition alone ends the loop after 3 iterations.
   auto out = RunKernel(CpuKernelRegistry(), LoopNode(3),
