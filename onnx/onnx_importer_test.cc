@@ -333,6 +333,50 @@ TEST(OnnxImporterTest, OuterValuesASubgraphReadsBecomeNodeInputs) {
   EXPECT_EQ(broken.Validate().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(OnnxImporterTest, RanksAreRecoveredInsideSubgraphs) {
+  // The then branch reshapes x by a shape computed at run time whose
+  // length (2) is static: ONNX 1.12 leaves r rankless, RecoverRanks (run
+  // in subgraphs too) gives it rank 2.
+  ModelBuilder then_b;
+  then_b.Node("Shape", {"x"}, {"s"}, "shape");
+  then_b.Node("Concat", {"s", "s"}, {"s2"}, "concat")
+      ->add_attribute()
+      ->CopyFrom([] {
+        onnx::AttributeProto a;
+        a.set_name("axis");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(0);
+        return a;
+      }());
+  then_b.Node("Abs", {"s2"}, {"s3"}, "abs");
+  then_b.Node("Reshape", {"x", "s3"}, {"r"}, "reshape");
+  then_b.Output("r", onnx::TensorProto::FLOAT, std::nullopt);
+  ModelBuilder else_b;
+  else_b.Node("Reshape", {"x", "s_outer"}, {"e"}, "reshape2");
+  else_b.Output("e", onnx::TensorProto::FLOAT, std::nullopt);
+  ModelBuilder b;
+  b.Input("c", onnx::TensorProto::BOOL, std::vector<Dim>{})
+      .Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{4})
+      .Input("s_outer", onnx::TensorProto::INT64, std::vector<Dim>{2})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  onnx::NodeProto* n = b.Node("If", {"c"}, {"y"}, "if");
+  for (auto [name, branch] : {std::pair<const char*, ModelBuilder*>{
+                                  "then_branch", &then_b},
+                              {"else_branch", &else_b}}) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = branch->model().graph();
+  }
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Graph* then_branch = g->nodes[0].GetGraph("then_branch");
+  ASSERT_NE(then_branch, nullptr);
+  const ValueInfo* r = then_branch->FindValue("r");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->shape.rank(), 2) << r->shape.ToString();
+}
+
 TEST(OnnxImporterTest, SubgraphNestingIsBounded) {
   // If inside If ... deeper than kMaxSubgraphDepth.
   onnx::GraphProto inner;

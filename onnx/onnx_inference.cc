@@ -44,6 +44,20 @@ void TypeBigInitializersAsInputs(onnx::GraphProto* graph) {
   graph->mutable_initializer()->Swap(&kept);
 }
 
+// RecoverRanks in `graph` and every subgraph in it.
+absl::StatusOr<bool> RecoverRanksEverywhere(onnx::GraphProto* graph) {
+  GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanks(graph));
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+      GLINT_ASSIGN_OR_RETURN(bool sub,
+                             RecoverRanksEverywhere(attr.mutable_g()));
+      changed = changed || sub;
+    }
+  }
+  return changed;
+}
+
 bool HasSubgraphs(const onnx::GraphProto& graph) {
   for (const onnx::NodeProto& node : graph.node()) {
     for (const onnx::AttributeProto& attr : node.attribute()) {
@@ -128,7 +142,7 @@ absl::Status InferTypes(onnx::ModelProto* model) {
   // Each round gives a rank to at least one more value, and ranks only flow
   // forward, so a few rounds cover any realistic chain of reshapes.
   for (int round = 0; round < 4; ++round) {
-    GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanks(graph));
+    GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanksEverywhere(graph));
     if (!changed) break;
     GLINT_RETURN_IF_ERROR(RunShapeInference(model));
   }
