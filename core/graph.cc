@@ -1,6 +1,7 @@
 #include "core/graph.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -64,6 +65,21 @@ const Tensor* Node::GetTensor(absl::string_view attr) const {
   return GetAs<Tensor>(*this, attr);
 }
 
+const Graph* Node::GetGraph(absl::string_view attr) const {
+  const GraphAttribute* g = GetAs<GraphAttribute>(*this, attr);
+  return g == nullptr ? nullptr : g->get();
+}
+
+std::vector<std::pair<std::string, const Graph*>> Node::Subgraphs() const {
+  std::vector<std::pair<std::string, const Graph*>> result;
+  for (const auto& [name, value] : attributes) {
+    if (const GraphAttribute* g = std::get_if<GraphAttribute>(&value)) {
+      if (*g != nullptr) result.emplace_back(name, g->get());
+    }
+  }
+  return result;
+}
+
 std::string Node::Describe() const {
   return absl::StrCat("node '", name, "' (", op_type, ")");
 }
@@ -78,7 +94,64 @@ const Tensor* Graph::FindInitializer(absl::string_view value) const {
   return it == initializers.end() ? nullptr : &it->second;
 }
 
-absl::Status Graph::Validate() const {
+namespace {
+
+absl::Status ValidateGraph(const Graph& graph, int depth);
+
+// A node's subgraphs against its implicit inputs (Node::num_implicit_inputs).
+absl::Status ValidateSubgraphs(const Graph& graph, const Node& node,
+                               int depth) {
+  const int implicit = node.num_implicit_inputs;
+  if (implicit < 0 || implicit > node.num_inputs()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node.Describe(), " has ", implicit,
+                     " implicit inputs of ", node.num_inputs()));
+  }
+  const auto subgraphs = node.Subgraphs();
+  if (subgraphs.empty()) {
+    if (implicit == 0) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        node.Describe(), " has implicit inputs but no subgraph"));
+  }
+  if (depth >= kMaxSubgraphDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(node.Describe(), ": subgraphs nest deeper than ",
+                     kMaxSubgraphDepth, " levels"));
+  }
+  for (const auto& [attr, sub] : subgraphs) {
+    const int n = static_cast<int>(sub->inputs.size());
+    if (n < implicit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "subgraph '", attr, "' of ", node.Describe(), " has ", n,
+          " inputs, fewer than the node's ", implicit, " implicit inputs"));
+    }
+    for (int k = 0; k < implicit; ++k) {
+      const std::string& outer =
+          node.inputs[node.num_inputs() - implicit + k];
+      const ValueInfo* info = graph.FindValue(outer);
+      const ValueInfo& inner = sub->inputs[n - implicit + k];
+      if (info != nullptr && info->dtype != inner.dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "subgraph '", attr, "' of ", node.Describe(), " reads '", outer,
+            "' as '", inner.name, "' of dtype ", DTypeName(inner.dtype),
+            ", but it is ", DTypeName(info->dtype)));
+      }
+    }
+    absl::Status s = ValidateGraph(*sub, depth + 1);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("subgraph '", attr, "' of ", node.Describe(), ": ",
+                       s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGraph(const Graph& graph, int depth) {
+  const auto& inputs = graph.inputs;
+  const auto& initializers = graph.initializers;
+  const auto& nodes = graph.nodes;
+  const auto& outputs = graph.outputs;
   absl::flat_hash_set<std::string> available;
   for (const ValueInfo& in : inputs) {
     if (!available.insert(in.name).second) {
@@ -109,12 +182,16 @@ absl::Status Graph::Validate() const {
             "value '", out, "' is produced twice (second by ",
             node.Describe(), ")"));
       }
-      const ValueInfo* info = FindValue(out);
+      const ValueInfo* info = graph.FindValue(out);
       if (info == nullptr || info->dtype == DType::kUndefined) {
         return absl::InvalidArgumentError(
             absl::StrCat("the type of '", out, "' produced by ",
                          node.Describe(), " is unknown"));
       }
+    }
+    if (node.num_implicit_inputs != 0 || !node.Subgraphs().empty()) {
+      absl::Status s = ValidateSubgraphs(graph, node, depth);
+      if (!s.ok()) return s;
     }
   }
   for (const ValueInfo& out : outputs) {
@@ -125,6 +202,10 @@ absl::Status Graph::Validate() const {
   }
   return absl::OkStatus();
 }
+
+}  // namespace
+
+absl::Status Graph::Validate() const { return ValidateGraph(*this, 0); }
 
 Graph Graph::Subgraph(const std::vector<int>& node_indices) const {
   Graph sub;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -31,10 +32,20 @@ struct ValueInfo {
   std::string ToString() const;
 };
 
-// A node attribute, as ONNX defines them (graph-valued ones excepted).
+class Graph;
+
+// A graph-valued attribute (the branches of If, the body of Loop and Scan):
+// shared and immutable, so that copying a node or a graph (partitions,
+// optimiser passes) never copies a subgraph, and a compiled kernel can keep
+// the subgraph alive without pointing into the node.
+using GraphAttribute = std::shared_ptr<const Graph>;
+
+// A node attribute, as ONNX defines them (lists of graphs, sparse tensors
+// and type protos excepted).
 using Attribute = std::variant<int64_t, float, std::string,
                                std::vector<int64_t>, std::vector<float>,
-                               std::vector<std::string>, Tensor>;
+                               std::vector<std::string>, Tensor,
+                               GraphAttribute>;
 
 struct Node {
   std::string name;     // Unique within the graph.
@@ -43,6 +54,16 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an absent optional input.
   std::vector<std::string> outputs;  // "" marks an unused optional output.
   std::map<std::string, Attribute> attributes;
+  // Control flow (If, Loop, Scan): how many of `inputs`, at the end, are
+  // values its subgraphs read from an enclosing graph. ONNX lets a subgraph
+  // name outer values without listing them; the importer makes each such
+  // capture an explicit input of the node, so that every pass, the
+  // partitioner (a partition boundary then carries a capture like any other
+  // input) and the executor see the dependency. Every subgraph of the node
+  // lists the same values, in the same order, as its own last
+  // `num_implicit_inputs` inputs (under the names it uses inside), and
+  // binds them by position: passes may rename the outer values freely.
+  int num_implicit_inputs = 0;
 
   bool HasAttribute(absl::string_view attr) const;
   // Typed lookups; return `fallback` when the attribute is absent or of
@@ -57,6 +78,14 @@ struct Node {
   std::vector<std::string> GetStrings(
       absl::string_view attr, std::vector<std::string> fallback = {}) const;
   const Tensor* GetTensor(absl::string_view attr) const;
+  // Null when absent or not a graph.
+  const Graph* GetGraph(absl::string_view attr) const;
+  // Every graph-valued attribute, by attribute name.
+  std::vector<std::pair<std::string, const Graph*>> Subgraphs() const;
+  // Inputs before the implicit ones (ONNX's own inputs of the node).
+  int num_explicit_inputs() const {
+    return num_inputs() - num_implicit_inputs;
+  }
 
   // Number of inputs that are present (non-empty names, trailing included).
   int num_inputs() const { return static_cast<int>(inputs.size()); }
@@ -66,6 +95,11 @@ struct Node {
   // "node 'conv1' (Conv)", for messages.
   std::string Describe() const;
 };
+
+// How deeply subgraphs may nest (a Loop inside an If inside a Loop is 3);
+// the importer refuses deeper models, so recursion over subgraphs is
+// bounded.
+inline constexpr int kMaxSubgraphDepth = 16;
 
 // A computation graph. Thread-compatible.
 class Graph {
@@ -88,8 +122,11 @@ class Graph {
   }
 
   // Checks structure: names unique, every consumed value produced earlier
-  // (or an input/initializer), every value typed, outputs produced. Returns
-  // INVALID_ARGUMENT naming the first offence.
+  // (or an input/initializer), every value typed, outputs produced, and for
+  // nodes with subgraphs: each subgraph valid itself (recursively, at most
+  // kMaxSubgraphDepth deep) with the node's implicit inputs as its last
+  // inputs, of the same dtypes. Returns INVALID_ARGUMENT naming the first
+  // offence.
   absl::Status Validate() const;
 
   // The sub-graph made of `node_indices` (ascending). Its inputs are the

@@ -1,5 +1,7 @@
 #include "core/op_cost.h"
 
+#include <algorithm>
+
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 
@@ -9,6 +11,47 @@ uint64_t ValueBytes(const ValueInfo& value) {
   const int64_t n = value.shape.NumElements();
   return n < 0 ? 0 : static_cast<uint64_t>(n) * DTypeSize(value.dtype);
 }
+
+namespace {
+
+// Flops of one run of `graph`'s nodes, weights of its initializers.
+OpCost SubgraphCost(const Graph& graph) {
+  OpCost total;
+  for (const Node& n : graph.nodes) {
+    total.flops += EstimateOpCost(n, graph).flops;
+  }
+  total.weight_bytes = graph.WeightBytes();
+  return total;
+}
+
+// How often a Loop or Scan runs its body, where static shapes or a
+// constant trip count tell; 1 otherwise (a lower bound).
+double Iterations(const Node& node, const Graph& graph) {
+  if (node.op_type == "Loop" && node.has_input(0)) {
+    const Tensor* m = graph.FindInitializer(node.inputs[0]);
+    if (m != nullptr && m->dtype() == DType::kInt64 &&
+        m->num_elements() == 1) {
+      return static_cast<double>(std::max<int64_t>(*m->data<int64_t>(), 0));
+    }
+  }
+  if (node.op_type == "Scan") {
+    // The first scan input's length along axis 0 (1 in opset 8's batched
+    // form), when static.
+    const int64_t m = node.GetInt("num_scan_inputs", 0);
+    const int first = node.num_explicit_inputs() - static_cast<int>(m);
+    const int axis = graph.opset_version < 9 ? 1 : 0;
+    if (m > 0 && node.has_input(first) &&
+        node.GetInts("scan_input_axes").empty()) {
+      const ValueInfo* v = graph.FindValue(node.inputs[first]);
+      if (v != nullptr && v->shape.rank() > axis && v->shape.dim(axis) > 0) {
+        return static_cast<double>(v->shape.dim(axis));
+      }
+    }
+  }
+  return 1;
+}
+
+}  // namespace
 
 OpCost EstimateOpCost(const Node& node, const Graph& graph) {
   OpCost cost;
@@ -72,6 +115,17 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     const double k = static_cast<double>(b->shape.dim(2));
     const double h = static_cast<double>(node.GetInt("hidden_size", 0));
     cost.flops = 2.0 * steps_batch * dirs_gh * (k + h);
+  } else if (const auto subgraphs = node.Subgraphs(); !subgraphs.empty()) {
+    // Control flow: the costlier branch of an If, the body times its
+    // iterations for Loop and Scan. The subgraphs' constants are weights
+    // the node holds.
+    double flops = 0;
+    for (const auto& [attr, sub] : subgraphs) {
+      const OpCost c = SubgraphCost(*sub);
+      flops = std::max(flops, c.flops);
+      cost.weight_bytes += c.weight_bytes;
+    }
+    cost.flops = std::max(flops * Iterations(node, graph), out_elements);
   } else {
     cost.flops = out_elements;
   }

@@ -23,6 +23,9 @@ struct OpCost {
 //   Gemm: 2·M·K·N (+ M·N for C).
 //   Conv: 2 · output elements · (C_in / group) · kernel elements (+ bias).
 //   ConvTranspose: 2 · input elements · (C_out / group) · kernel elements.
+//   If: its costlier branch; Loop and Scan: the body times the iterations
+//   when a constant trip count or static scan length tells, else once;
+//   their subgraphs' initializers count as weight_bytes.
 //   Everything else: one operation per output element.
 OpCost EstimateOpCost(const Node& node, const Graph& graph);
 

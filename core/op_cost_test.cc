@@ -1,5 +1,8 @@
 #include "core/op_cost.h"
 
+#include <memory>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace glint {
@@ -26,6 +29,31 @@ TEST(OpCostTest, ConvAgainstHandComputedFigures) {
   EXPECT_EQ(c.weight_bytes, (108u + 6u) * 4);
   EXPECT_EQ(c.bytes_read, (256u + 108u + 6u) * 4);
   EXPECT_EQ(c.bytes_written, 216u * 4);
+}
+
+TEST(OpCostTest, ControlFlowCostsItsSubgraphs) {
+  // A body MatMul [4, 8] x [8, 16] (1024 flops) with an [8, 16] constant.
+  auto body = std::make_shared<Graph>();
+  body->values["a"] = F32("a", Shape({4, 8}));
+  body->values["w"] = F32("w", Shape({8, 16}));
+  body->values["p"] = F32("p", Shape({4, 16}));
+  body->initializers["w"] = *Tensor::Create(DType::kFloat32, Shape({8, 16}));
+  body->nodes = {Node{"mm", "MatMul", "", {"a", "w"}, {"p"}, {}}};
+  Graph g;
+  g.values["m"] = ValueInfo{"m", DType::kInt64, Shape()};
+  g.values["y"] = F32("y", Shape({4, 16}));
+  g.values["y0"] = F32("y0", Shape({4, 16}));
+  g.initializers["m"] = Tensor::FromVector(DType::kInt64, Shape(),
+                                           std::vector<int64_t>{5});
+  Node loop{"loop", "Loop", "", {"m", "", "y0"}, {"y"}, {}};
+  loop.attributes["body"] = GraphAttribute(body);
+  OpCost c = EstimateOpCost(loop, g);
+  EXPECT_DOUBLE_EQ(c.flops, 5 * 2.0 * 4 * 16 * 8);  // Five iterations.
+  EXPECT_EQ(c.weight_bytes, 8u + 8u * 16 * 4);      // m, and w inside.
+  // A run-time trip count: one iteration, a lower bound.
+  g.initializers.clear();
+  c = EstimateOpCost(loop, g);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 4 * 16 * 8);
 }
 
 TEST(OpCostTest, GemmAgainstHandComputedFigures) {

@@ -1,5 +1,7 @@
 #include "onnx/graph_builder.h"
 
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -174,6 +176,186 @@ void DescribeByTensor(const Tensor& tensor, onnx::ValueInfoProto* in) {
   for (int64_t d : tensor.shape().dims()) shape->add_dim()->set_dim_value(d);
 }
 
+// The graphs enclosing the one being built, innermost first: where a
+// subgraph's references to outer values are looked up.
+struct Scope {
+  const Graph* graph = nullptr;
+  const Scope* parent = nullptr;
+  int depth = 0;  // 0 for the model's graph.
+
+  const ValueInfo* Find(const std::string& value) const {
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      if (const ValueInfo* info = s->graph->FindValue(value)) return info;
+    }
+    return nullptr;
+  }
+};
+
+absl::Status AddNode(const onnx::NodeProto& proto, const TypeIndex& types,
+                     const Scope& scope,
+                     std::vector<std::string>* unknown_rank, Graph* result);
+absl::Status AddOutputs(const onnx::GraphProto& graph, Graph* result);
+
+// A subgraph and the outer values it reads (in order of first use).
+struct BuiltSubgraph {
+  Graph graph;
+  std::vector<std::string> captures;
+};
+
+// The type of a subgraph's formal input as inference left it: a dtype is
+// needed, the shape may be unknown (then empty: the kernels check shapes
+// at run time).
+absl::StatusOr<ValueInfo> SubgraphInputInfo(const onnx::ValueInfoProto& in,
+                                            const std::string& where) {
+  const onnx::TypeProto& type = in.type();
+  if (type.value_case() != onnx::TypeProto::kTensorType) {
+    return absl::UnimplementedError(absl::StrCat(
+        where, ": input '", in.name(),
+        "' is not a tensor (sequences, maps and optionals are not "
+        "supported)"));
+  }
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(type.tensor_type().elem_type());
+  if (!dtype.ok()) {
+    return absl::UnimplementedError(absl::StrCat(
+        where, ": cannot type input '", in.name(), "' (element type ",
+        OnnxTypeName(type.tensor_type().elem_type()), ")"));
+  }
+  ValueInfo info;
+  info.name = in.name();
+  info.dtype = *dtype;
+  if (type.tensor_type().has_shape()) {
+    for (const auto& d : type.tensor_type().shape().dim()) {
+      info.shape.mutable_dims().push_back(
+          d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
+                                                  : Shape::kUnknownDim);
+    }
+  }
+  GLINT_RETURN_IF_ERROR(
+      CheckTensorSize(info.dtype, info.shape,
+                      absl::StrCat(where, ": input '", in.name(), "'")));
+  return info;
+}
+
+// Builds subgraph `proto` (attribute `attr` of `node`) inside `outer`: its
+// formal inputs, initializers, nodes (their own subgraphs first) and
+// outputs, and the values it reads from enclosing graphs, which become its
+// last inputs (see Node::num_implicit_inputs).
+absl::StatusOr<BuiltSubgraph> BuildSubgraph(const onnx::GraphProto& proto,
+                                            const std::string& attr,
+                                            const onnx::NodeProto& node,
+                                            const Scope& outer) {
+  const std::string where =
+      absl::StrCat("subgraph '", attr, "' of ", DescribeNode(node));
+  if (outer.depth + 1 > kMaxSubgraphDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " nests deeper than ", kMaxSubgraphDepth, " levels"));
+  }
+  BuiltSubgraph built;
+  Graph& g = built.graph;
+  g.name = proto.name().empty() ? attr : proto.name();
+  g.opset_version = outer.graph->opset_version;
+  absl::StatusOr<std::map<std::string, Tensor>> initializers =
+      ReadInitializers(proto);
+  if (!initializers.ok()) {
+    return absl::Status(initializers.status().code(),
+                        absl::StrCat(where, ": ",
+                                     initializers.status().message()));
+  }
+  absl::flat_hash_set<std::string> defined;
+  for (const auto& [name, tensor] : *initializers) {
+    g.values[name] = ValueInfo{name, tensor.dtype(), tensor.shape()};
+    defined.insert(name);
+  }
+  for (const onnx::ValueInfoProto& in : proto.input()) {
+    if (initializers->count(in.name()) > 0) continue;  // IR < 4 style.
+    if (!defined.insert(in.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": input '", in.name(), "' is declared twice"));
+    }
+    GLINT_ASSIGN_OR_RETURN(ValueInfo info, SubgraphInputInfo(in, where));
+    g.values[info.name] = info;
+    g.inputs.push_back(std::move(info));
+  }
+  const TypeIndex types = IndexTypes(proto);
+  std::vector<std::string> unknown_rank;
+  const Scope scope{&g, &outer, outer.depth + 1};
+  absl::flat_hash_set<std::string> captured;
+  auto read = [&](const std::string& value) -> absl::Status {
+    if (value.empty() || defined.contains(value) || captured.contains(value)) {
+      return absl::OkStatus();
+    }
+    const ValueInfo* info = outer.Find(value);
+    if (info == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " reads '", value,
+                       "', which no earlier node, input or initializer of it "
+                       "or of an enclosing graph provides"));
+    }
+    captured.insert(value);
+    built.captures.push_back(value);
+    return absl::OkStatus();
+  };
+  for (const onnx::NodeProto& n : proto.node()) {
+    GLINT_RETURN_IF_ERROR(AddNode(n, types, scope, &unknown_rank, &g));
+    // The node's inputs now include its own subgraphs' captures.
+    for (const std::string& in : g.nodes.back().inputs) {
+      GLINT_RETURN_IF_ERROR(read(in));
+    }
+    for (const std::string& out : n.output()) {
+      if (!out.empty()) defined.insert(out);
+    }
+  }
+  for (const onnx::ValueInfoProto& out : proto.output()) {
+    GLINT_RETURN_IF_ERROR(read(out.name()));
+  }
+  for (const std::string& value : built.captures) {
+    ValueInfo info = *outer.Find(value);
+    g.values[value] = info;
+    g.inputs.push_back(std::move(info));
+  }
+  g.initializers = *std::move(initializers);
+  absl::Status s = AddOutputs(proto, &g);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+  }
+  return built;
+}
+
+// Converts the graph attributes of `proto` into `node`: each built inside
+// `scope`, and the union of what they read from outside appended to the
+// node's inputs and to every subgraph's inputs, in one order.
+absl::Status AddSubgraphs(const onnx::NodeProto& proto, const Scope& scope,
+                          Node* node) {
+  std::vector<std::pair<std::string, BuiltSubgraph>> built;
+  std::vector<std::string> captures;
+  absl::flat_hash_set<std::string> seen;
+  for (const onnx::AttributeProto& attr : proto.attribute()) {
+    if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+    GLINT_ASSIGN_OR_RETURN(BuiltSubgraph sub,
+                           BuildSubgraph(attr.g(), attr.name(), proto, scope));
+    for (const std::string& c : sub.captures) {
+      if (seen.insert(c).second) captures.push_back(c);
+    }
+    built.emplace_back(attr.name(), std::move(sub));
+  }
+  for (auto& [name, sub] : built) {
+    // Each subgraph takes every capture, in the node's order: the first
+    // inputs after its formal ones are its own captures, re-ordered here.
+    Graph& g = sub.graph;
+    g.inputs.resize(g.inputs.size() - sub.captures.size());
+    for (const std::string& c : captures) {
+      ValueInfo info = *scope.Find(c);
+      g.values[c] = info;
+      g.inputs.push_back(std::move(info));
+    }
+    node->attributes[name] =
+        std::make_shared<const Graph>(std::move(sub.graph));
+  }
+  node->inputs.insert(node->inputs.end(), captures.begin(), captures.end());
+  node->num_implicit_inputs = static_cast<int>(captures.size());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr,
                                            const onnx::NodeProto& node) {
   switch (attr.type()) {
@@ -255,8 +437,10 @@ absl::StatusOr<ValueInfo> NodeOutputInfo(
   return info;
 }
 
-// Adds the node `proto` to `result`, with its outputs' types.
+// Adds the node `proto` to `result` (the graph of `scope`), with its
+// outputs' types and its subgraphs.
 absl::Status AddNode(const onnx::NodeProto& proto, const TypeIndex& types,
+                     const Scope& scope,
                      std::vector<std::string>* unknown_rank, Graph* result) {
   Node node;
   node.name = proto.name();
@@ -265,9 +449,11 @@ absl::Status AddNode(const onnx::NodeProto& proto, const TypeIndex& types,
   node.inputs.assign(proto.input().begin(), proto.input().end());
   node.outputs.assign(proto.output().begin(), proto.output().end());
   for (const onnx::AttributeProto& attr : proto.attribute()) {
+    if (attr.type() == onnx::AttributeProto::GRAPH) continue;
     GLINT_ASSIGN_OR_RETURN(Attribute value, ConvertAttribute(attr, proto));
     node.attributes.emplace(attr.name(), std::move(value));
   }
+  GLINT_RETURN_IF_ERROR(AddSubgraphs(proto, scope, &node));
   for (const std::string& out : node.outputs) {
     if (out.empty()) continue;
     GLINT_ASSIGN_OR_RETURN(ValueInfo info,
@@ -354,8 +540,9 @@ absl::Status BuildGraph(const onnx::GraphProto& graph,
   const TypeIndex types = IndexTypes(graph);
   std::vector<std::string> unknown_rank;
   result->nodes.reserve(graph.node_size());
+  const Scope scope{result, nullptr, 0};
   for (const onnx::NodeProto& proto : graph.node()) {
-    GLINT_RETURN_IF_ERROR(AddNode(proto, types, &unknown_rank, result));
+    GLINT_RETURN_IF_ERROR(AddNode(proto, types, scope, &unknown_rank, result));
   }
   result->initializers = std::move(initializers);
   GLINT_RETURN_IF_ERROR(AddOutputs(graph, result));

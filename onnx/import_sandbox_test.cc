@@ -57,6 +57,31 @@ TEST(ImportSandboxTest, IsolatedImportMatchesInProcess) {
   EXPECT_EQ(isolated->initializers.size(), local->initializers.size());
 }
 
+// The helper's reply carries the types inference gave inside subgraphs.
+TEST(ImportSandboxTest, IsolatedImportTypesSubgraphsAsInProcess) {
+  const std::string model = testing::MakeLoopModel();
+  absl::StatusOr<Graph> local = ImportOnnxModel(model);
+  absl::StatusOr<Graph> isolated = ImportOnnxModel(model, Isolated(Sandbox()));
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_TRUE(isolated.ok()) << isolated.status();
+  ASSERT_EQ(local->nodes.size(), 2u);
+  ASSERT_EQ(isolated->nodes.size(), 2u);
+  EXPECT_EQ(isolated->nodes[1].inputs, local->nodes[1].inputs);
+  EXPECT_EQ(isolated->nodes[1].num_implicit_inputs, 1);
+  const Graph* a = local->nodes[1].GetGraph("body");
+  const Graph* b = isolated->nodes[1].GetGraph("body");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(a->values.size(), b->values.size());
+  for (const auto& [name, info] : a->values) {
+    const ValueInfo* other = b->FindValue(name);
+    ASSERT_NE(other, nullptr) << name;
+    EXPECT_EQ(other->dtype, info.dtype) << name;
+    EXPECT_EQ(other->shape, info.shape) << name;
+  }
+  EXPECT_EQ(isolated->outputs[1].shape.rank(), 2);
+}
+
 // Large initializers travel to the helper as typed inputs, not data; the
 // import must not notice.
 TEST(ImportSandboxTest, LargeWeightsStayInTheDaemon) {

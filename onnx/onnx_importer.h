@@ -47,14 +47,18 @@ struct ImportOptions {
 };
 
 // Errors: INVALID_ARGUMENT for bytes that are not a valid ModelProto or a
-// structurally broken graph (unknown value, cycle, duplicate names...);
-// UNIMPLEMENTED for unsupported ops, dtypes, or graph-valued attributes.
+// structurally broken graph (unknown value, cycle, duplicate names...) or
+// subgraphs nested deeper than kMaxSubgraphDepth; UNIMPLEMENTED for
+// unsupported ops, dtypes, or attribute kinds (lists of graphs, sparse
+// tensors). Subgraphs (If, Loop, Scan) import as GraphAttributes, the outer
+// values they read made implicit inputs of their node (core/graph.h).
 absl::StatusOr<Graph> ImportOnnxModel(absl::string_view model_bytes,
                                       const ImportOptions& options = {});
 
 // The isolated step of an import: `request` is the importer's prepared
 // ModelProto; the reply is a GraphProto holding its inferred value_info and
-// outputs. Errors as ImportOnnxModel's. Never throws; what it can still do
+// outputs (and, for a model with subgraphs, one node per node carrying its
+// subgraphs' inferred types). Errors as ImportOnnxModel's. Never throws; what it can still do
 // on a hostile model (crash inside ONNX, exhaust memory or time) is why it
 // runs in a helper process.
 absl::StatusOr<std::string> RunOnnxInference(absl::string_view request);

@@ -44,6 +44,91 @@ void TypeBigInitializersAsInputs(onnx::GraphProto* graph) {
   graph->mutable_initializer()->Swap(&kept);
 }
 
+// RecoverRanks in `graph` and every subgraph in it.
+absl::StatusOr<bool> RecoverRanksEverywhere(onnx::GraphProto* graph) {
+  GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanks(graph));
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+      GLINT_ASSIGN_OR_RETURN(bool sub,
+                             RecoverRanksEverywhere(attr.mutable_g()));
+      changed = changed || sub;
+    }
+  }
+  return changed;
+}
+
+bool HasSubgraphs(const onnx::GraphProto& graph) {
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.type() == onnx::AttributeProto::GRAPH) return true;
+    }
+  }
+  return false;
+}
+
+// What inference found for the subgraphs of `graph`'s nodes, moved out of
+// it: one node per node of `graph` holding only its graph attributes, each
+// with the subgraph's value_info, inputs and outputs (types only) and the
+// same for its own nodes.
+void MoveSubgraphTypes(onnx::GraphProto* graph, onnx::GraphProto* reply) {
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    onnx::NodeProto* out = reply->add_node();
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+      onnx::AttributeProto* a = out->add_attribute();
+      a->set_name(attr.name());
+      a->set_type(onnx::AttributeProto::GRAPH);
+      onnx::GraphProto* g = attr.mutable_g();
+      onnx::GraphProto* r = a->mutable_g();
+      r->mutable_value_info()->Swap(g->mutable_value_info());
+      r->mutable_input()->Swap(g->mutable_input());
+      r->mutable_output()->Swap(g->mutable_output());
+      MoveSubgraphTypes(g, r);
+    }
+  }
+}
+
+// Puts what MoveSubgraphTypes took out (in another process, from the same
+// model) into `graph`. INTERNAL where the reply's structure is not the
+// model's: the helper is not trusted to be right.
+absl::Status TakeSubgraphTypes(onnx::GraphProto* graph,
+                               onnx::GraphProto* reply) {
+  const auto malformed = [] {
+    return absl::InternalError("the import helper's reply is malformed");
+  };
+  if (reply->node_size() != graph->node_size()) return malformed();
+  for (int i = 0; i < graph->node_size(); ++i) {
+    onnx::NodeProto* node = graph->mutable_node(i);
+    onnx::NodeProto* got = reply->mutable_node(i);
+    int k = 0;
+    for (onnx::AttributeProto& attr : *node->mutable_attribute()) {
+      if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+      if (k >= got->attribute_size()) return malformed();
+      onnx::AttributeProto* a = got->mutable_attribute(k++);
+      onnx::GraphProto* g = attr.mutable_g();
+      onnx::GraphProto* r = a->mutable_g();
+      if (a->name() != attr.name() ||
+          r->input_size() != g->input_size() ||
+          r->output_size() != g->output_size()) {
+        return malformed();
+      }
+      for (int j = 0; j < g->input_size(); ++j) {
+        if (r->input(j).name() != g->input(j).name()) return malformed();
+      }
+      for (int j = 0; j < g->output_size(); ++j) {
+        if (r->output(j).name() != g->output(j).name()) return malformed();
+      }
+      g->mutable_value_info()->Swap(r->mutable_value_info());
+      g->mutable_input()->Swap(r->mutable_input());
+      g->mutable_output()->Swap(r->mutable_output());
+      GLINT_RETURN_IF_ERROR(TakeSubgraphTypes(g, r));
+    }
+    if (k != got->attribute_size()) return malformed();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status InferTypes(onnx::ModelProto* model) {
@@ -57,7 +142,7 @@ absl::Status InferTypes(onnx::ModelProto* model) {
   // Each round gives a rank to at least one more value, and ranks only flow
   // forward, so a few rounds cover any realistic chain of reshapes.
   for (int round = 0; round < 4; ++round) {
-    GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanks(graph));
+    GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanksEverywhere(graph));
     if (!changed) break;
     GLINT_RETURN_IF_ERROR(RunShapeInference(model));
   }
@@ -79,6 +164,13 @@ absl::Status InferTypesElsewhere(onnx::ModelProto* model,
     if (inferred.output(i).name() != graph->output(i).name()) {
       return absl::InternalError("the import helper's reply is malformed");
     }
+  }
+  // A model without subgraphs gets a reply without nodes: the form the plan
+  // cache kept before subgraphs were imported, which it may replay.
+  if (HasSubgraphs(*graph)) {
+    GLINT_RETURN_IF_ERROR(TakeSubgraphTypes(graph, &inferred));
+  } else if (inferred.node_size() != 0) {
+    return absl::InternalError("the import helper's reply is malformed");
   }
   graph->mutable_value_info()->Swap(inferred.mutable_value_info());
   graph->mutable_output()->Swap(inferred.mutable_output());
@@ -102,6 +194,9 @@ absl::StatusOr<std::string> RunOnnxInference(absl::string_view request) {
     inferred.mutable_value_info()->Swap(
         model.mutable_graph()->mutable_value_info());
     inferred.mutable_output()->Swap(model.mutable_graph()->mutable_output());
+    if (onnx_internal::HasSubgraphs(model.graph())) {
+      onnx_internal::MoveSubgraphTypes(model.mutable_graph(), &inferred);
+    }
     return inferred.SerializeAsString();
   } catch (...) {
     return onnx_internal::StatusFromException("ONNX shape inference failed");

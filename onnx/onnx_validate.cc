@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/graph.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
@@ -27,6 +28,12 @@ namespace {
 // The largest DepthToSpace/SpaceToDepth block: ONNX 1.12 squares it in int
 // arithmetic, and no real model comes near it.
 constexpr int64_t kMaxBlockSize = 1 << 15;
+
+// Ops whose ONNX 1.12 inference Glint guards against crashing only in the
+// model's graph (inference_fixes.h runs there): refused inside subgraphs.
+bool UnguardedInSubgraphs(const std::string& op) {
+  return op == "ConvTranspose" || op == "LayerNormalization";
+}
 
 absl::Status CheckAttributeKinds(const onnx::NodeProto& node) {
   absl::flat_hash_set<std::string> seen;
@@ -43,11 +50,12 @@ absl::Status CheckAttributeKinds(const onnx::NodeProto& node) {
     }
     switch (attr.type()) {
       case onnx::AttributeProto::GRAPH:
+        break;  // If, Loop, Scan: checked where the subgraph is walked.
       case onnx::AttributeProto::GRAPHS:
         return absl::UnimplementedError(absl::StrCat(
-            DescribeNode(node), " has graph-valued attribute '", attr.name(),
-            "'; control flow with sub-graphs (If, Loop, Scan) is not "
-            "supported"));
+            DescribeNode(node), " has attribute '", attr.name(),
+            "' holding a list of graphs, which Glint does not support (no "
+            "ONNX op takes one)"));
       case onnx::AttributeProto::SPARSE_TENSOR:
       case onnx::AttributeProto::SPARSE_TENSORS:
         return absl::UnimplementedError(
@@ -79,6 +87,9 @@ absl::Status CheckDomains(const onnx::GraphProto& graph) {
                        "') is not supported: Glint runs only ops of the "
                        "default ONNX domain"));
     }
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.has_g()) GLINT_RETURN_IF_ERROR(CheckDomains(attr.g()));
+    }
   }
   return absl::OkStatus();
 }
@@ -96,8 +107,13 @@ absl::Status CheckOpset(int64_t opset) {
 }
 
 absl::Status CheckNodesRunnable(const onnx::GraphProto& graph, int64_t opset,
-                                const ImportOptions& options) {
+                                const ImportOptions& options, int depth) {
   for (const onnx::NodeProto& node : graph.node()) {
+    if (depth > 0 && UnguardedInSubgraphs(node.op_type())) {
+      return absl::UnimplementedError(absl::StrCat(
+          DescribeNode(node), " is inside a subgraph, where Glint does not "
+          "support op '", node.op_type(), "'"));
+    }
     if (options.is_supported &&
         !options.is_supported(absl::string_view(node.op_type()))) {
       return absl::UnimplementedError(
@@ -111,6 +127,16 @@ absl::Status CheckNodesRunnable(const onnx::GraphProto& graph, int64_t opset,
                        "') is not an ONNX op at opset ", opset));
     }
     GLINT_RETURN_IF_ERROR(CheckAttributeKinds(node));
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.type() != onnx::AttributeProto::GRAPH) continue;
+      if (depth + 1 > kMaxSubgraphDepth) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "subgraph '", attr.name(), "' of ", DescribeNode(node),
+            " nests deeper than ", kMaxSubgraphDepth, " levels"));
+      }
+      GLINT_RETURN_IF_ERROR(
+          CheckNodesRunnable(attr.g(), opset, options, depth + 1));
+    }
   }
   return absl::OkStatus();
 }
@@ -220,6 +246,18 @@ absl::Status CheckAttributeValue(const onnx::NodeProto& node,
              (attr.i() < 0 || attr.i() > kMaxTensorRank)) {
     return bad(absl::StrCat("is ", attr.i(), "; it must be in [0, ",
                             kMaxTensorRank, "]"));
+  } else if (node.op_type() == "Scan" && name == "num_scan_inputs" &&
+             (attr.i() < 1 || attr.i() > node.input_size())) {
+    return bad(absl::StrCat("is ", attr.i(), "; it must be in [1, ",
+                            node.input_size(), "] (the node's inputs)"));
+  } else if (node.op_type() == "Scan" &&
+             (name == "scan_input_axes" || name == "scan_output_axes")) {
+    for (int64_t v : attr.ints()) {
+      if (v < -kMaxTensorRank || v >= kMaxTensorRank) {
+        return bad(absl::StrCat("holds ", v, "; each must be in [",
+                                -kMaxTensorRank, ", ", kMaxTensorRank, ")"));
+      }
+    }
   }
   return absl::OkStatus();
 }
@@ -265,6 +303,15 @@ absl::Status CheckShapeOperand(
   return absl::OkStatus();
 }
 
+void NormalizeNodeDomains(onnx::GraphProto* graph) {
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    if (IsDefaultDomain(node.domain())) node.set_domain("");
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) NormalizeNodeDomains(attr.mutable_g());
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> NormalizeDefaultDomain(onnx::ModelProto* model) {
@@ -279,9 +326,7 @@ absl::StatusOr<int64_t> NormalizeDefaultDomain(onnx::ModelProto* model) {
     imp.set_domain("");
     opset = imp.version();
   }
-  for (onnx::NodeProto& node : *model->mutable_graph()->mutable_node()) {
-    if (IsDefaultDomain(node.domain())) node.set_domain("");
-  }
+  NormalizeNodeDomains(model->mutable_graph());
   return opset;
 }
 
@@ -308,8 +353,10 @@ absl::Status CheckNamesAreUtf8(const onnx::GraphProto& graph) {
       GLINT_RETURN_IF_ERROR(check(v, "a value's"));
     for (const std::string& v : node.output())
       GLINT_RETURN_IF_ERROR(check(v, "a value's"));
-    for (const auto& a : node.attribute())
+    for (const auto& a : node.attribute()) {
       GLINT_RETURN_IF_ERROR(check(a.name(), "an attribute's"));
+      if (a.has_g()) GLINT_RETURN_IF_ERROR(CheckNamesAreUtf8(a.g()));
+    }
   }
   return absl::OkStatus();
 }
@@ -330,6 +377,11 @@ void AssignNodeNames(onnx::GraphProto* graph) {
     taken.insert(name);
     node->set_name(std::move(name));
   }
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) AssignNodeNames(attr.mutable_g());
+    }
+  }
 }
 
 absl::Status CheckModelIsRunnable(const onnx::GraphProto& graph, int64_t opset,
@@ -338,7 +390,7 @@ absl::Status CheckModelIsRunnable(const onnx::GraphProto& graph, int64_t opset,
   // (training ops, contrib ops) is told so rather than "no opset".
   GLINT_RETURN_IF_ERROR(CheckDomains(graph));
   GLINT_RETURN_IF_ERROR(CheckOpset(opset));
-  GLINT_RETURN_IF_ERROR(CheckNodesRunnable(graph, opset, options));
+  GLINT_RETURN_IF_ERROR(CheckNodesRunnable(graph, opset, options, 0));
   if (graph.sparse_initializer_size() > 0) {
     return absl::UnimplementedError(absl::StrCat(
         "initializer '", graph.sparse_initializer(0).values().name(),
@@ -378,6 +430,7 @@ absl::Status CheckAttributeValues(const onnx::GraphProto& graph) {
   for (const onnx::NodeProto& node : graph.node()) {
     for (const onnx::AttributeProto& attr : node.attribute()) {
       GLINT_RETURN_IF_ERROR(CheckAttributeValue(node, attr));
+      if (attr.has_g()) GLINT_RETURN_IF_ERROR(CheckAttributeValues(attr.g()));
     }
     GLINT_RETURN_IF_ERROR(CheckShapeOperand(node, length));
   }

@@ -36,7 +36,9 @@ void AssignNodeNames(onnx::GraphProto* graph);
 // sees the real reason rather than a consequence of it: nodes of other
 // domains, an opset missing or out of range, ops that are not ONNX ops at
 // `opset` or that `options.is_supported` rejects, attribute kinds Glint
-// lacks (sub-graphs, sparse tensors...) and sparse initializers.
+// lacks (lists of graphs, sparse tensors...) and sparse initializers;
+// subgraphs are checked the same way, recursively, at most
+// kMaxSubgraphDepth deep (INVALID_ARGUMENT beyond).
 // UNIMPLEMENTED or INVALID_ARGUMENT.
 absl::Status CheckModelIsRunnable(const onnx::GraphProto& graph, int64_t opset,
                                   const ImportOptions& options);

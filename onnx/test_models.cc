@@ -39,6 +39,42 @@ OnnxModelBuilder& OnnxModelBuilder::Output(const std::string& name,
   return *this;
 }
 
+void SetGraphAttribute(onnx::NodeProto& node, const std::string& name,
+                       const onnx::GraphProto& graph) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = graph;
+}
+
+std::string MakeLoopModel() {
+  // The body, built as a model of its own and taken out of it.
+  OnnxModelBuilder body_model(13);
+  body_model.Input("i", onnx::TensorProto::INT64, {})
+      .Input("cond_in", onnx::TensorProto::BOOL, {})
+      .Input("y_in", onnx::TensorProto::FLOAT, {2});
+  body_model.Node("Add", {"y_in", "d"}, {"y_out"}, "add");
+  body_model.Node("Identity", {"cond_in"}, {"cond_out"}, "cond");
+  body_model.Node("Identity", {"y_out"}, {"y_scan"}, "scan");
+  body_model.Output("cond_out", onnx::TensorProto::BOOL, {})
+      .Output("y_out", onnx::TensorProto::FLOAT, {2})
+      .Output("y_scan", onnx::TensorProto::FLOAT, {2});
+  onnx::GraphProto body = body_model.proto().graph();
+  body.set_name("loop_body");
+
+  OnnxModelBuilder b(13);
+  b.Input("trip_count", onnx::TensorProto::INT64, {})
+      .Input("x", onnx::TensorProto::FLOAT, {2})
+      .FloatInitializer("y0", {2}, {0, 0});
+  b.Node("Add", {"x", "x"}, {"d"}, "double");
+  onnx::NodeProto& loop =
+      b.Node("Loop", {"trip_count", "", "y0"}, {"y_final", "ys"}, "loop");
+  SetGraphAttribute(loop, "body", body);
+  b.Output("y_final", onnx::TensorProto::FLOAT, {2})
+      .Output("ys", onnx::TensorProto::FLOAT);
+  return b.Serialize();
+}
+
 void SetAttribute(onnx::NodeProto& node, const std::string& name,
                   int64_t value) {
   onnx::AttributeProto* a = node.add_attribute();

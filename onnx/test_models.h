@@ -53,6 +53,18 @@ std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
 // Weights are fixed pseudo-random values scaled to keep activations O(1).
 std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers);
 
+// A Loop with its trip count a run-time input: inputs trip_count
+// (int64 scalar) and x (float[2]); node "double" computes d = x + x, and
+// node "loop"'s body adds d, which it reads from the outer graph, to the
+// loop-carried y (starting at zeros): outputs y_final (float[2],
+// trip_count · 2x) and ys (float[trip_count, 2], row i is (i + 1) · 2x).
+// Opset 13.
+std::string MakeLoopModel();
+
+// Sets graph attribute `name` of `node` to `graph`.
+void SetGraphAttribute(onnx::NodeProto& node, const std::string& name,
+                       const onnx::GraphProto& graph);
+
 // Sets an int or ints attribute on `node`.
 void SetAttribute(onnx::NodeProto& node, const std::string& name,
                   int64_t value);

@@ -138,7 +138,7 @@ class Planner {
     for (const Node& node : graph_.nodes) {
       bool any = false;
       for (const DeviceGroup& g : groups_) {
-        any = any || Supports(g.devices[0], node.op_type);
+        any = any || Supports(g.devices[0], node);
       }
       if (!any) {
         return absl::UnimplementedError(
@@ -151,7 +151,7 @@ class Planner {
     for (int gi = 0; gi < static_cast<int>(groups_.size()); ++gi) {
       int count = 0;
       for (const Node& node : graph_.nodes) {
-        count += Supports(groups_[gi].devices[0], node.op_type) ? 1 : 0;
+        count += Supports(groups_[gi].devices[0], node) ? 1 : 0;
       }
       const bool better =
           count > best_count ||
@@ -358,10 +358,10 @@ class Planner {
     absl::flat_hash_map<int, int> logical_of_group;
     for (int i = 0; i < costs_.num_nodes(); ++i) {
       const Node& node = graph_.nodes[i];
-      if (Supports(groups_[primary_].devices[0], node.op_type)) continue;
+      if (Supports(groups_[primary_].devices[0], node)) continue;
       int group = -1;
       for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
-        if (g != primary_ && Supports(groups_[g].devices[0], node.op_type)) {
+        if (g != primary_ && Supports(groups_[g].devices[0], node)) {
           group = g;
           break;
         }

@@ -165,6 +165,65 @@ TEST(PartitionerTest, HeterogeneousMovesUnsupportedOps) {
   EXPECT_NE(s.message().find("relu0"), absl::string_view::npos) << s;
 }
 
+// x[1, d] → mm0 (MatMul by w0) → h; loop = Loop(M = 2, y0 = x) whose body
+// adds relu(h) to y: h is read by the body from the outer graph, so the
+// importer made it the node's implicit input.
+Graph LoopReadingAnOuterValue(int64_t d) {
+  Graph g = MlpChain(1, d);
+  g.nodes.pop_back();  // relu0
+  g.values.erase("y");
+  auto body = std::make_shared<Graph>();
+  auto f32 = [&](const std::string& n) {
+    return ValueInfo{n, DType::kFloat32, Shape({1, d})};
+  };
+  body->opset_version = 13;
+  body->inputs = {ValueInfo{"i", DType::kInt64, Shape()},
+                  ValueInfo{"c", DType::kBool, Shape()}, f32("y_in"),
+                  f32("h_in")};
+  for (const ValueInfo& v : body->inputs) body->values[v.name] = v;
+  body->values["r"] = f32("r");
+  body->values["y_out"] = f32("y_out");
+  body->nodes = {Node{"relu", "Relu", "", {"h_in"}, {"r"}, {}},
+                 Node{"add", "Add", "", {"y_in", "r"}, {"y_out"}, {}}};
+  body->outputs = {body->values["c"], body->values["y_out"]};
+  g.initializers["m"] = Tensor::FromVector(DType::kInt64, Shape(),
+                                           std::vector<int64_t>{2});
+  g.values["m"] = ValueInfo{"m", DType::kInt64, Shape()};
+  g.values["y"] = f32("y");
+  Node loop{"loop", "Loop", "", {"m", "", "x", "h0"}, {"y"}, {}};
+  loop.attributes["body"] = GraphAttribute(body);
+  loop.num_implicit_inputs = 1;
+  g.nodes.push_back(std::move(loop));
+  g.outputs = {g.values["y"]};
+  EXPECT_TRUE(g.Validate().ok()) << g.Validate();
+  return g;
+}
+
+TEST(PartitionerTest, ControlFlowNodeStaysWholeAndGetsItsCaptures) {
+  // The first type lacks Relu, which only the Loop's body uses: the Loop
+  // goes whole to the other type, and h0, which its body reads, crosses.
+  DeviceInfo no_relu = Device(0, 64 * kMiB);
+  no_relu.unsupported_ops = {"Relu"};
+  DeviceInfo other = Device(1, 8 * kMiB, "cpu");
+  other.unsupported_ops = {"MatMul"};
+  absl::StatusOr<Dag> dag =
+      Partition(LoopReadingAnOuterValue(16), {no_relu, other});
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  ASSERT_EQ(dag->nodes.size(), 2u);
+  const DagNode& loop_part = dag->nodes[1];
+  EXPECT_EQ(dag->logical_devices[loop_part.logical_device].type, "cpu");
+  ASSERT_EQ(loop_part.function.nodes.size(), 1u);
+  EXPECT_EQ(loop_part.function.nodes[0].op_type, "Loop");
+  std::vector<std::string> inputs;
+  for (const ValueInfo& v : loop_part.function.inputs) inputs.push_back(v.name);
+  EXPECT_EQ(inputs, (std::vector<std::string>{"x", "h0"}));
+  EXPECT_TRUE(loop_part.function.Validate().ok());
+  EXPECT_TRUE(ValidateOpsSupported(*dag).ok());
+  // A device of the first type alone cannot run the Loop.
+  absl::Status s = Partition(LoopReadingAnOuterValue(16), {no_relu}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+}
+
 TEST(PartitionerTest, ReplicasAndTheirDeviceCount) {
   PartitionOptions options;
   options.replicas = 2;

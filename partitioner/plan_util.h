@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/device_info.h"
+#include "core/graph.h"
 
 namespace glint::partitioner_internal {
 
@@ -18,6 +19,19 @@ inline bool Supports(const DeviceInfo& device, absl::string_view op) {
   return std::find(device.unsupported_ops.begin(),
                    device.unsupported_ops.end(),
                    op) == device.unsupported_ops.end();
+}
+
+// Whether `device` runs `node`: its op and, for control flow, every op of
+// its subgraphs (a control-flow node runs whole on one device, subgraphs
+// included; core/graph.h bounds their nesting).
+inline bool Supports(const DeviceInfo& device, const Node& node) {
+  if (!Supports(device, node.op_type)) return false;
+  for (const auto& [attr, sub] : node.Subgraphs()) {
+    for (const Node& inner : sub->nodes) {
+      if (!Supports(device, inner)) return false;
+    }
+  }
+  return true;
 }
 
 // "N bytes (M MiB)", for messages about memory.

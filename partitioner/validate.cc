@@ -120,11 +120,12 @@ absl::Status ValidateOpsSupported(const Dag& dag) {
     }
     const DeviceInfo& device = dag.logical_devices[node.logical_device];
     for (const Node& op : node.function.nodes) {
-      if (!Supports(device, op.op_type)) {
+      if (!Supports(device, op)) {
         return absl::UnimplementedError(absl::StrCat(
             "partition ", node.name, " places op '", op.op_type, "' (node '",
             op.name, "') on a device of type '", device.type,
-            "', which does not support it"));
+            "', which does not support it",
+            op.Subgraphs().empty() ? "" : " or an op of its subgraphs"));
       }
     }
   }

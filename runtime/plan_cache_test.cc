@@ -137,6 +137,34 @@ TEST_F(PlanCacheTest, AnAddKeepsItsPlanAndARestoreReplaysIt) {
   EXPECT_EQ(journal_.saves(), 1);  // A replayed plan is not written again.
 }
 
+// The kept inference reply carries the types inside subgraphs: a Loop
+// model restores without inference and computes the same.
+TEST_F(PlanCacheTest, AControlFlowModelReplaysItsSubgraphTypes) {
+  const std::string loop = testing::MakeLoopModel();
+  const std::vector<NamedTensor> inputs = {
+      {"trip_count", Tensor::FromVector(DType::kInt64, Shape(),
+                                        std::vector<int64_t>{3})},
+      {"x", Tensor::FromVector(DType::kFloat32, Shape({2}),
+                               std::vector<float>{1, 2})}};
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    ASSERT_TRUE(host->AddNetwork("loop", loop, {}).ok());
+  }
+  EXPECT_EQ(inferences_.load(), 1);
+  std::unique_ptr<HostManager> host = MakeHost();
+  absl::StatusOr<NetworkInfo> info = host->RestoreNetwork("loop", loop, {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(inferences_.load(), 1);
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      host->RunNetwork("loop", inputs);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2u);
+  const Tensor& ys = (*out)[1].tensor;
+  EXPECT_EQ(ys.shape(), Shape({3, 2}));
+  EXPECT_EQ(std::vector<float>(ys.data<float>(), ys.data<float>() + 6),
+            (std::vector<float>{2, 4, 4, 8, 6, 12}));
+}
+
 TEST_F(PlanCacheTest, PoliciesDecideWhatIsReused) {
   AddNetworkOptions options;
   {

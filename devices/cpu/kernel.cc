@@ -106,6 +106,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterImageKernels(registry);
   RegisterMiscKernels(registry);
   RegisterRecurrentKernels(registry);
+  RegisterControlFlowKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -24,6 +24,7 @@ void RegisterDetectionKernels(KernelRegistry* registry);    // detection.cc
 void RegisterImageKernels(KernelRegistry* registry);        // image_ops.cc
 void RegisterMiscKernels(KernelRegistry* registry);         // misc_ops.cc
 void RegisterRecurrentKernels(KernelRegistry* registry);    // rnn.cc
+void RegisterControlFlowKernels(KernelRegistry* registry);  // control_flow.cc
 
 }  // namespace glint::cpu
 

@@ -451,13 +451,23 @@ bool CpuBackend::IsOpSupported(absl::string_view op_type) const {
 
 absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
     const Graph& partition) const {
-  for (const Node& node : partition.nodes) {
-    if (!IsOpSupported(node.op_type)) {
-      return absl::UnimplementedError(
-          absl::StrCat("op '", node.op_type, "' (node '", node.name,
-                       "') is not supported by the cpu backend"));
+  // Control-flow nodes run their subgraphs here too: every op inside must
+  // be supported (core/graph.h bounds the nesting).
+  std::function<absl::Status(const Graph&)> check =
+      [&](const Graph& g) -> absl::Status {
+    for (const Node& node : g.nodes) {
+      if (!IsOpSupported(node.op_type)) {
+        return absl::UnimplementedError(
+            absl::StrCat("op '", node.op_type, "' (node '", node.name,
+                         "') is not supported by the cpu backend"));
+      }
+      for (const auto& [attr, sub] : node.Subgraphs()) {
+        GLINT_RETURN_IF_ERROR(check(*sub));
+      }
     }
-  }
+    return absl::OkStatus();
+  };
+  GLINT_RETURN_IF_ERROR(check(partition));
   // Folding constants and creating oneDNN primitives run parallel regions,
   // and OpenMP keeps a worker pool for every thread that starts one, for
   // as long as that thread lives. On the caller's thread (a gRPC handler,

@@ -1,0 +1,30 @@
+// Control flow: If, Loop and Scan, whose subgraphs (core/graph.h,
+// GraphAttribute) run with the same CPU kernels as any node, on the device
+// that runs the control-flow node.
+//
+// A subgraph is compiled once, when its node's kernel is built: a copy of it
+// is constant-folded (FoldConstants; the other optimiser passes leave
+// subgraphs alone, their shapes are often known only per iteration) and a
+// kernel is built for each of its nodes from the registry the control-flow
+// kernel was registered in. Each Compute then runs those kernels in order
+// on host tensors of its own, so concurrent runs share nothing mutable.
+#ifndef GLINT_DEVICES_CPU_CONTROL_FLOW_H_
+#define GLINT_DEVICES_CPU_CONTROL_FLOW_H_
+
+#include <cstdint>
+
+namespace glint::cpu {
+
+// The most iterations one Loop may run in one Compute: a trip count, or a
+// loop whose condition stays true, beyond it is INVALID_ARGUMENT (found
+// before the first iteration when the trip count alone decides), so that a
+// run-time value cannot make a node run without bound.
+inline constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
+
+// The most elements one Loop or Scan scan output may hold (the iterations'
+// values stacked): beyond it, INVALID_ARGUMENT, as for the generating ops.
+inline constexpr int64_t kMaxScanOutputElements = int64_t{1} << 31;
+
+}  // namespace glint::cpu
+
+#endif  // GLINT_DEVICES_CPU_CONTROL_FLOW_H_
