@@ -34,6 +34,45 @@ bool ShapeFits(const Shape& declared, const Shape& actual) {
   return true;
 }
 
+// The subgraph runs left to the outermost control-flow node running on this
+// thread (kMaxSubgraphRuns). A nested node's kernels run inside its
+// parent's Compute, on the same thread, so a thread-local total covers the
+// whole nest.
+thread_local int64_t* subgraph_runs_left = nullptr;
+thread_local int64_t subgraph_run_limit = kMaxSubgraphRuns;
+
+// Counts subgraph runs against the outermost node's budget. The first
+// (outermost) budget on a thread owns the count; nested ones share it.
+class SubgraphRunBudget {
+ public:
+  SubgraphRunBudget() : owner_(subgraph_runs_left == nullptr) {
+    if (owner_) {
+      left_ = subgraph_run_limit;
+      subgraph_runs_left = &left_;
+    }
+  }
+  ~SubgraphRunBudget() {
+    if (owner_) subgraph_runs_left = nullptr;
+  }
+  SubgraphRunBudget(const SubgraphRunBudget&) = delete;
+  SubgraphRunBudget& operator=(const SubgraphRunBudget&) = delete;
+
+  // INVALID_ARGUMENT once the nest has run kMaxSubgraphRuns subgraphs.
+  absl::Status Take(absl::string_view node) {
+    if (*subgraph_runs_left <= 0) {
+      return InvalidArgument(node, "control flow ran past the limit of ",
+                             subgraph_run_limit,
+                             " subgraph runs (nested loops included)");
+    }
+    --*subgraph_runs_left;
+    return absl::OkStatus();
+  }
+
+ private:
+  const bool owner_;
+  int64_t left_ = 0;
+};
+
 // A compiled subgraph: its nodes' kernels in order, run on host tensors.
 // Thread-safe (immutable after Build; Run keeps its state on the stack).
 class SubgraphRunner {
@@ -526,11 +565,13 @@ class LoopKernel : public KernelBase {
     std::vector<std::vector<Tensor>> scans(scans_);
     std::vector<int64_t> scan_elements(scans_, 0);
     std::vector<TensorView> args(2 + carried_ + captures.size());
+    SubgraphRunBudget budget;
     for (int64_t i = 0; i < trip_count && cond; ++i) {
       if (i >= kMaxLoopIterations) {
         return InvalidArgument(node(), "the loop runs past the limit of ",
                                kMaxLoopIterations, " iterations");
       }
+      GLINT_RETURN_IF_ERROR(budget.Take(node()));
       *iteration.data<int64_t>() = i;
       *cond_in.data<bool>() = cond;
       args[0] = ViewOf(iteration);
@@ -748,7 +789,9 @@ class ScanKernel : public KernelBase {
     std::vector<TensorView> args(states_ + scan_inputs_ + captures.size());
     std::copy(captures.begin(), captures.end(),
               args.begin() + states_ + scan_inputs_);
+    SubgraphRunBudget budget;
     for (int64_t t = 0; t < length; ++t) {
+      GLINT_RETURN_IF_ERROR(budget.Take(node()));
       for (int j = 0; j < states_; ++j) {
         args[j] = t == 0 ? data[j] : ViewOf(states[j]);
       }
@@ -797,6 +840,16 @@ class ScanKernel : public KernelBase {
 };
 
 }  // namespace
+
+ScopedSubgraphRunLimitForTesting::ScopedSubgraphRunLimitForTesting(
+    int64_t limit)
+    : previous_(subgraph_run_limit) {
+  subgraph_run_limit = limit;
+}
+
+ScopedSubgraphRunLimitForTesting::~ScopedSubgraphRunLimitForTesting() {
+  subgraph_run_limit = previous_;
+}
 
 void RegisterControlFlowKernels(KernelRegistry* registry) {
   // The subgraphs' kernels come from the registry these are registered in,

@@ -21,6 +21,28 @@ namespace glint::cpu {
 // run-time value cannot make a node run without bound.
 inline constexpr int64_t kMaxLoopIterations = int64_t{1} << 20;
 
+// The most subgraph runs (Loop and Scan iterations) one
+// outermost control-flow node may cause, nested ones included: without a
+// total, a Loop of 2^20 iterations around another would run 2^40 bodies and
+// hold its device for days. Beyond it, INVALID_ARGUMENT.
+inline constexpr int64_t kMaxSubgraphRuns = int64_t{1} << 22;
+
+// Tests: lowers kMaxSubgraphRuns to `limit` for control-flow nodes computed
+// on the calling thread while the object lives (reaching the real limit
+// takes seconds). Not thread-safe across threads; not for production code.
+class ScopedSubgraphRunLimitForTesting {
+ public:
+  explicit ScopedSubgraphRunLimitForTesting(int64_t limit);
+  ~ScopedSubgraphRunLimitForTesting();
+  ScopedSubgraphRunLimitForTesting(const ScopedSubgraphRunLimitForTesting&) =
+      delete;
+  ScopedSubgraphRunLimitForTesting& operator=(
+      const ScopedSubgraphRunLimitForTesting&) = delete;
+
+ private:
+  const int64_t previous_;
+};
+
 // The most elements one Loop or Scan scan output may hold (the iterations'
 // values stacked): beyond it, INVALID_ARGUMENT, as for the generating ops.
 inline constexpr int64_t kMaxScanOutputElements = int64_t{1} << 31;

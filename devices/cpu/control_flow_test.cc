@@ -214,6 +214,46 @@ TEST(LoopTest, RefusesTripCountsOverTheLimit) {
           .ok());
 }
 
+// Loop(M_outer) whose body runs LoopNode(M_inner): nested loops share one
+// budget of subgraph runs, so a nest cannot multiply its way past the limit
+// each loop respects alone.
+TEST(LoopTest, NestedLoopsShareOneRunBudget) {
+  Node inner = LoopNode(1000);
+  inner.inputs = {"m_inner", "", "y_in", "d_in"};
+  inner.outputs = {"y_out", "ys"};
+  GraphAttribute body =
+      Body({ValueInfo{"i", DType::kInt64, Shape()},
+            ValueInfo{"cond_in", DType::kBool, Shape()}, F32("y_in", {1}),
+            F32("d_in", {1})},
+           {inner},
+           {F32("y_out", {1}), F32("ys", {-1, 1})}, {"cond_in", "y_out"},
+           {{"m_inner", MakeTensor<int64_t>({}, {10})}});
+  Node outer = MakeNode("Loop", {"m", "c", "y", "d"}, {"y_final"},
+                        {{"body", body}});
+  outer.num_implicit_inputs = 1;
+  RunKernelOptions options;
+  options.output_dtypes = {DType::kFloat32};
+  const auto run = [&](int64_t m) {
+    return RunKernel(CpuKernelRegistry(), outer,
+                     {I64(m), Bool(true), MakeTensor<float>({1}, {0}),
+                      MakeTensor<float>({1}, {1})},
+                     options);
+  };
+  ScopedSubgraphRunLimitForTesting limit(100);
+  // 9 outer + 90 inner runs fit in 100: y counts the inner iterations.
+  auto fits = run(9);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(ToVector<float>((*fits)[0]), (std::vector<float>{90}));
+  // 10 + 100 do not, though each loop alone stays far below its own limit.
+  auto over = run(10);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("nested loops included"),
+            std::string::npos)
+      << over.status();
+  // The budget is per outermost run: the next run starts afresh.
+  EXPECT_TRUE(run(9).ok());
+}
+
 TEST(LoopTest, RefusesAMalformedBody) {
   Node node = LoopNode(3);
   // The body takes one carried value; the node now passes two.
