@@ -16,6 +16,12 @@
 // primitive's own dst: Z is copied into it and added by a sum post-op,
 // which keeps oneDNN's fastest (brgemm) convolutions; NCHW, the dst may be
 // a reordered buffer and Z goes in as a binary post-op instead.
+//
+// At bf16 precision (KernelSpec::precision) the primitive's source and
+// weights are bfloat16 and its destination float32: X is converted by the
+// source reorder (which NCHW convs have anyway), constant W is packed as
+// bfloat16, a non-constant W is converted on each call. Where oneDNN has no
+// bfloat16 implementation the kernel computes in float32.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -43,7 +49,8 @@ struct ConvGeometry {
 struct ConvEntry {
   dnnl::convolution_forward prim;
   // src/dst: the primitive's layouts; *_user: the plain NC... tensors.
-  memory::desc src, src_user, weights, bias, dst, dst_user, scratchpad;
+  memory::desc src, src_user, weights, weights_user, bias, dst, dst_user,
+      scratchpad;
   bool has_bias = false;
   // The binary post-op's index, if Z is added as one.
   int addend_post_op = -1;
@@ -53,7 +60,9 @@ struct ConvEntry {
   // Set where the primitive's layout differs from the plain one.
   bool reorder_src = false;
   bool reorder_dst = false;
-  dnnl::reorder src_reorder, dst_reorder;
+  // A non-constant W in another type or layout than the primitive's.
+  bool reorder_weights = false;
+  dnnl::reorder src_reorder, dst_reorder, weights_reorder;
 };
 
 // Also runs glint.FusedConv: Conv + addend + activation (oneDNN post-ops).
@@ -68,7 +77,8 @@ class ConvKernel final : public KernelBase {
         attrs_(std::move(attrs)),
         group_(group),
         constant_w_(spec.constant(1) != nullptr),
-        has_addend_(spec.has_input(3)) {}
+        has_addend_(spec.has_input(3)),
+        precision_(spec.precision) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
     const Shape& x = spec.inputs[0].shape;
@@ -143,8 +153,18 @@ class ConvKernel final : public KernelBase {
                        : y_user;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = src;
-      args[DNNL_ARG_WEIGHTS] =
-          e->packed ? e->packed_weights : memory(e->weights, engine_, w->data);
+      if (e->packed) {
+        args[DNNL_ARG_WEIGHTS] = e->packed_weights;
+      } else if (e->reorder_weights) {
+        memory w_user(e->weights_user, engine_, w->data);
+        memory converted(e->weights, engine_,
+                         ThreadBuffer(ThreadBufferSlot::kWeights,
+                                      e->weights.get_size()));
+        e->weights_reorder.execute(stream, w_user, converted);
+        args[DNNL_ARG_WEIGHTS] = converted;
+      } else {
+        args[DNNL_ARG_WEIGHTS] = memory(e->weights, engine_, w->data);
+      }
       if (e->has_bias) args[DNNL_ARG_BIAS] = memory(e->bias, engine_, b->data);
       args[DNNL_ARG_DST] = dst;
       if (e->addend_sum) {
@@ -213,98 +233,123 @@ class ConvKernel final : public KernelBase {
     if (g.out.NumElements() == 0 || g.c == 0) {
       return std::shared_ptr<const ConvEntry>();  // Never executed.
     }
-    std::shared_ptr<ConvEntry> entry = std::make_shared<ConvEntry>();
+    std::shared_ptr<ConvEntry> entry;
     GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
-      memory::dims w_dims;
-      if (g.group > 1) {
-        w_dims = {g.group, g.m / g.group, g.c / g.group};
-      } else {
-        w_dims = {g.m, g.c};
-      }
-      w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-      memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
-      src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
-      dst_dims.insert(dst_dims.end(), g.window.out.begin(),
-                      g.window.out.end());
-      const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
-                                              : PlainF32(src_dims);
-      const memory::desc w_user = PlainF32(w_dims);
-      const memory::desc w_md =
-          constant_w_ ? memory::desc(w_dims, memory::data_type::f32,
-                                     memory::format_tag::any)
-                      : w_user;
-      const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
-                                              : PlainF32(dst_dims);
-      // NC... tensors: any layout for the primitive, reorders bridge to the
-      // plain tensors. Channels-last ones are used as they are.
-      const memory::desc src_any =
-          channels_last_ ? src
-                         : memory::desc(src_dims, memory::data_type::f32,
-                                        memory::format_tag::any);
-      const memory::desc dst_any =
-          channels_last_ ? dst
-                         : memory::desc(dst_dims, memory::data_type::f32,
-                                        memory::format_tag::any);
-      const memory::desc bias =
-          b != nullptr ? PlainF32({g.m}) : memory::desc();
-      memory::dims dilations;
-      for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
-      const memory::dims strides = ToDnnlDims(attrs_.strides);
-      const memory::dims pad_l = ToDnnlDims(g.window.pad_begin);
-      const memory::dims pad_r = ToDnnlDims(g.window.pad_end);
-      const auto prop = dnnl::prop_kind::forward_inference;
-      const auto alg = dnnl::algorithm::convolution_direct;
-      const dnnl::convolution_forward::desc desc =
-          b != nullptr
-              ? dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
-                                                bias, dst_any, strides,
-                                                dilations, pad_l, pad_r)
-              : dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
-                                                dst_any, strides, dilations,
-                                                pad_l, pad_r);
-      dnnl::primitive_attr attr = UserScratchpadAttr();
-      if (has_addend_ || act_.present()) {
-        dnnl::post_ops ops;
-        if (has_addend_ && channels_last_) {
-          entry->addend_sum = true;
-          ops.append_sum(1.0f);
-        } else if (has_addend_) {
-          // Z is a user tensor: laid out as Y, whatever the primitive's dst.
-          entry->addend_post_op = ops.len();
-          ops.append_binary(dnnl::algorithm::binary_add, dst);
+      if (precision_ == Precision::kBFloat16) {
+        try {
+          entry = CreateEntry(g, b != nullptr, w_data, Precision::kBFloat16);
+          return absl::OkStatus();
+        } catch (const dnnl::error& e) {
+          if (e.status != dnnl_unimplemented) throw;
         }
-        AppendActivation(act_, ops);
-        attr.set_post_ops(ops);
       }
-      const dnnl::convolution_forward::primitive_desc pd(desc, attr,
-                                                         engine_);
-      entry->prim = dnnl::convolution_forward(pd);
-      entry->src = pd.src_desc();
-      entry->src_user = src;
-      entry->weights = pd.weights_desc();
-      entry->bias = bias;
-      entry->has_bias = b != nullptr;
-      entry->dst = pd.dst_desc();
-      entry->dst_user = dst;
-      if (entry->src != src) {
-        entry->reorder_src = true;
-        entry->src_reorder = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, src, engine_, entry->src));
-      }
-      if (entry->dst != dst) {
-        entry->reorder_dst = true;
-        entry->dst_reorder = dnnl::reorder(
-            dnnl::reorder::primitive_desc(engine_, entry->dst, engine_, dst));
-      }
-      entry->scratchpad = pd.scratchpad_desc();
-      if (constant_w_) {
-        entry->packed_weights =
-            ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
-        entry->packed = true;
-      }
+      entry = CreateEntry(g, b != nullptr, w_data, Precision::kFloat32);
       return absl::OkStatus();
     }));
     return cache_.Insert(std::move(key), std::move(entry));
+  }
+
+  // The primitive for `g` computing in `precision`. Throws dnnl::error.
+  std::shared_ptr<ConvEntry> CreateEntry(const ConvGeometry& g,
+                                         bool has_bias, const void* w_data,
+                                         Precision precision) const {
+    auto entry = std::make_shared<ConvEntry>();
+    const memory::data_type compute = ComputeDataType(precision);
+    memory::dims w_dims;
+    if (g.group > 1) {
+      w_dims = {g.group, g.m / g.group, g.c / g.group};
+    } else {
+      w_dims = {g.m, g.c};
+    }
+    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
+    memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
+    src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
+    dst_dims.insert(dst_dims.end(), g.window.out.begin(),
+                    g.window.out.end());
+    const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
+                                            : PlainF32(src_dims);
+    const memory::desc w_user = PlainF32(w_dims);
+    // A non-constant W converted to bfloat16 on each call may as well be
+    // converted into the primitive's preferred layout.
+    const memory::desc w_md =
+        constant_w_ || compute != memory::data_type::f32
+            ? memory::desc(w_dims, compute, memory::format_tag::any)
+            : w_user;
+    const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
+                                            : PlainF32(dst_dims);
+    // NC... tensors: any layout for the primitive, reorders bridge to the
+    // plain tensors. Channels-last ones are used as they are.
+    const memory::desc src_any =
+        channels_last_ ? WithDataType(src, compute)
+                       : memory::desc(src_dims, compute,
+                                      memory::format_tag::any);
+    const memory::desc dst_any =
+        channels_last_ ? dst
+                       : memory::desc(dst_dims, memory::data_type::f32,
+                                      memory::format_tag::any);
+    const memory::desc bias =
+        has_bias ? PlainF32({g.m}) : memory::desc();
+    memory::dims dilations;
+    for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
+    const memory::dims strides = ToDnnlDims(attrs_.strides);
+    const memory::dims pad_l = ToDnnlDims(g.window.pad_begin);
+    const memory::dims pad_r = ToDnnlDims(g.window.pad_end);
+    const auto prop = dnnl::prop_kind::forward_inference;
+    const auto alg = dnnl::algorithm::convolution_direct;
+    const dnnl::convolution_forward::desc desc =
+        has_bias
+            ? dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                              bias, dst_any, strides,
+                                              dilations, pad_l, pad_r)
+            : dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                              dst_any, strides, dilations,
+                                              pad_l, pad_r);
+    dnnl::primitive_attr attr = UserScratchpadAttr();
+    if (has_addend_ || act_.present()) {
+      dnnl::post_ops ops;
+      if (has_addend_ && channels_last_) {
+        entry->addend_sum = true;
+        ops.append_sum(1.0f);
+      } else if (has_addend_) {
+        // Z is a user tensor: laid out as Y, whatever the primitive's dst.
+        entry->addend_post_op = ops.len();
+        ops.append_binary(dnnl::algorithm::binary_add, dst);
+      }
+      AppendActivation(act_, ops);
+      attr.set_post_ops(ops);
+    }
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr,
+                                                       engine_);
+    entry->prim = dnnl::convolution_forward(pd);
+    entry->src = pd.src_desc();
+    entry->src_user = src;
+    entry->weights = pd.weights_desc();
+    entry->weights_user = w_user;
+    entry->bias = bias;
+    entry->has_bias = has_bias;
+    entry->dst = pd.dst_desc();
+    entry->dst_user = dst;
+    if (entry->src != src) {
+      entry->reorder_src = true;
+      entry->src_reorder = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine_, src, engine_, entry->src));
+    }
+    if (entry->dst != dst) {
+      entry->reorder_dst = true;
+      entry->dst_reorder = dnnl::reorder(
+          dnnl::reorder::primitive_desc(engine_, entry->dst, engine_, dst));
+    }
+    entry->scratchpad = pd.scratchpad_desc();
+    if (constant_w_) {
+      entry->packed_weights =
+          ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
+      entry->packed = true;
+    } else if (entry->weights != w_user) {
+      entry->reorder_weights = true;
+      entry->weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+          engine_, w_user, engine_, entry->weights));
+    }
+    return entry;
   }
 
   Activation act_;
@@ -314,6 +359,7 @@ class ConvKernel final : public KernelBase {
   int64_t group_;
   bool constant_w_;
   bool has_addend_;
+  Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<ConvEntry> cache_;
 };
