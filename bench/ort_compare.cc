@@ -239,12 +239,6 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
         const std::optional<std::set<std::string>>& through_glintd) {
   DeviceConfig device;
   device.memory_bytes = 8ull << 30;
-  absl::StatusOr<std::unique_ptr<HostManager>> host =
-      HostManager::CreateFromConfigs({}, {device});
-  if (!host.ok()) {
-    std::cerr << host.status() << "\n";
-    return 1;
-  }
   // The same single device in a real daemon, reached over loopback gRPC.
   absl::StatusOr<std::unique_ptr<testing::GlintdProcess>> glintd =
       testing::GlintdProcess::Start({"--devices=sim:memory=8GiB",
@@ -262,6 +256,17 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
   for (const std::string& name : models) {
     const bool remote = !through_glintd.has_value() ||
                         through_glintd->count(name) > 0;
+    // A fresh in-process host (and device threads) per model: on a loaded
+    // machine the kernel's scheduler makes a thread that has just run a
+    // heavy model wait a time slice (~4 ms) at each later wake-up, which
+    // inflated the next small model's in-process time 5-10x (a round
+    // 4.0 or 8.0 ms per run) while glintd's idle threads were not hit.
+    absl::StatusOr<std::unique_ptr<HostManager>> host =
+        HostManager::CreateFromConfigs({}, {device});
+    if (!host.ok()) {
+      std::cerr << host.status() << "\n";
+      return 1;
+    }
     const std::string path = absl::StrCat(dir, "/", name, ".onnx");
     const std::string bytes = ReadFile(path);
     if (bytes.empty()) {
