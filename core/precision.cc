@@ -12,9 +12,8 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
   const std::string lower = absl::AsciiStrToLower(name);
   if (lower.empty() || lower == "fp32") return Precision::kFloat32;
   if (lower == "bf16") return Precision::kBFloat16;
-  return absl::InvalidArgumentError(
-      absl::StrCat("precision '", Clip(name),
-                   "' is not one of: fp32 (the default), bf16"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "precision '", Clip(name), "' is not one of: fp32 (the default), bf16"));
 }
 
 absl::string_view PrecisionName(Precision precision) {

@@ -234,122 +234,110 @@ class ConvKernel final : public KernelBase {
       return std::shared_ptr<const ConvEntry>();  // Never executed.
     }
     std::shared_ptr<ConvEntry> entry;
-    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
-      if (precision_ == Precision::kBFloat16) {
-        try {
-          entry = CreateEntry(g, b != nullptr, w_data, Precision::kBFloat16);
-          return absl::OkStatus();
-        } catch (const dnnl::error& e) {
-          if (e.status != dnnl_unimplemented) throw;
-        }
+    // Throws dnnl::error (dnnl_unimplemented: no kernel at `precision`).
+    auto create = [&](Precision precision) {
+      entry = std::make_shared<ConvEntry>();
+      const memory::data_type compute = ComputeDataType(precision);
+      memory::dims w_dims;
+      if (g.group > 1) {
+        w_dims = {g.group, g.m / g.group, g.c / g.group};
+      } else {
+        w_dims = {g.m, g.c};
       }
-      entry = CreateEntry(g, b != nullptr, w_data, Precision::kFloat32);
+      w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
+      memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
+      src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
+      dst_dims.insert(dst_dims.end(), g.window.out.begin(),
+                      g.window.out.end());
+      const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
+                                              : PlainF32(src_dims);
+      const memory::desc w_user = PlainF32(w_dims);
+      // A non-constant W converted to bfloat16 on each call may as well be
+      // converted into the primitive's preferred layout.
+      const memory::desc w_md =
+          constant_w_ || compute != memory::data_type::f32
+              ? memory::desc(w_dims, compute, memory::format_tag::any)
+              : w_user;
+      const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
+                                              : PlainF32(dst_dims);
+      // NC... tensors: any layout for the primitive, reorders bridge to the
+      // plain tensors. Channels-last ones are used as they are.
+      const memory::desc src_any =
+          channels_last_ ? WithDataType(src, compute)
+                         : memory::desc(src_dims, compute,
+                                        memory::format_tag::any);
+      const memory::desc dst_any =
+          channels_last_ ? dst
+                         : memory::desc(dst_dims, memory::data_type::f32,
+                                        memory::format_tag::any);
+      const memory::desc bias =
+          b != nullptr ? PlainF32({g.m}) : memory::desc();
+      memory::dims dilations;
+      for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
+      const memory::dims strides = ToDnnlDims(attrs_.strides);
+      const memory::dims pad_l = ToDnnlDims(g.window.pad_begin);
+      const memory::dims pad_r = ToDnnlDims(g.window.pad_end);
+      const auto prop = dnnl::prop_kind::forward_inference;
+      const auto alg = dnnl::algorithm::convolution_direct;
+      const dnnl::convolution_forward::desc desc =
+          b != nullptr
+              ? dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                                bias, dst_any, strides,
+                                                dilations, pad_l, pad_r)
+              : dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                                dst_any, strides, dilations,
+                                                pad_l, pad_r);
+      dnnl::primitive_attr attr = UserScratchpadAttr();
+      if (has_addend_ || act_.present()) {
+        dnnl::post_ops ops;
+        if (has_addend_ && channels_last_) {
+          entry->addend_sum = true;
+          ops.append_sum(1.0f);
+        } else if (has_addend_) {
+          // Z is a user tensor: laid out as Y, whatever the primitive's dst.
+          entry->addend_post_op = ops.len();
+          ops.append_binary(dnnl::algorithm::binary_add, dst);
+        }
+        AppendActivation(act_, ops);
+        attr.set_post_ops(ops);
+      }
+      const dnnl::convolution_forward::primitive_desc pd(desc, attr,
+                                                         engine_);
+      entry->prim = dnnl::convolution_forward(pd);
+      entry->src = pd.src_desc();
+      entry->src_user = src;
+      entry->weights = pd.weights_desc();
+      entry->weights_user = w_user;
+      entry->bias = bias;
+      entry->has_bias = b != nullptr;
+      entry->dst = pd.dst_desc();
+      entry->dst_user = dst;
+      if (entry->src != src) {
+        entry->reorder_src = true;
+        entry->src_reorder = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, src, engine_, entry->src));
+      }
+      if (entry->dst != dst) {
+        entry->reorder_dst = true;
+        entry->dst_reorder = dnnl::reorder(
+            dnnl::reorder::primitive_desc(engine_, entry->dst, engine_, dst));
+      }
+      entry->scratchpad = pd.scratchpad_desc();
+      if (constant_w_) {
+        entry->packed_weights =
+            ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
+        entry->packed = true;
+      } else if (entry->weights != w_user) {
+        entry->reorder_weights = true;
+        entry->weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+            engine_, w_user, engine_, entry->weights));
+      }
+    };
+    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+      CreateAtPrecision(precision_, create);
       return absl::OkStatus();
     }));
     return cache_.Insert(std::move(key), std::move(entry));
-  }
-
-  // The primitive for `g` computing in `precision`. Throws dnnl::error.
-  std::shared_ptr<ConvEntry> CreateEntry(const ConvGeometry& g,
-                                         bool has_bias, const void* w_data,
-                                         Precision precision) const {
-    auto entry = std::make_shared<ConvEntry>();
-    const memory::data_type compute = ComputeDataType(precision);
-    memory::dims w_dims;
-    if (g.group > 1) {
-      w_dims = {g.group, g.m / g.group, g.c / g.group};
-    } else {
-      w_dims = {g.m, g.c};
-    }
-    w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
-    memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
-    src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
-    dst_dims.insert(dst_dims.end(), g.window.out.begin(),
-                    g.window.out.end());
-    const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
-                                            : PlainF32(src_dims);
-    const memory::desc w_user = PlainF32(w_dims);
-    // A non-constant W converted to bfloat16 on each call may as well be
-    // converted into the primitive's preferred layout.
-    const memory::desc w_md =
-        constant_w_ || compute != memory::data_type::f32
-            ? memory::desc(w_dims, compute, memory::format_tag::any)
-            : w_user;
-    const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
-                                            : PlainF32(dst_dims);
-    // NC... tensors: any layout for the primitive, reorders bridge to the
-    // plain tensors. Channels-last ones are used as they are.
-    const memory::desc src_any =
-        channels_last_ ? WithDataType(src, compute)
-                       : memory::desc(src_dims, compute,
-                                      memory::format_tag::any);
-    const memory::desc dst_any =
-        channels_last_ ? dst
-                       : memory::desc(dst_dims, memory::data_type::f32,
-                                      memory::format_tag::any);
-    const memory::desc bias =
-        has_bias ? PlainF32({g.m}) : memory::desc();
-    memory::dims dilations;
-    for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
-    const memory::dims strides = ToDnnlDims(attrs_.strides);
-    const memory::dims pad_l = ToDnnlDims(g.window.pad_begin);
-    const memory::dims pad_r = ToDnnlDims(g.window.pad_end);
-    const auto prop = dnnl::prop_kind::forward_inference;
-    const auto alg = dnnl::algorithm::convolution_direct;
-    const dnnl::convolution_forward::desc desc =
-        has_bias
-            ? dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
-                                              bias, dst_any, strides,
-                                              dilations, pad_l, pad_r)
-            : dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
-                                              dst_any, strides, dilations,
-                                              pad_l, pad_r);
-    dnnl::primitive_attr attr = UserScratchpadAttr();
-    if (has_addend_ || act_.present()) {
-      dnnl::post_ops ops;
-      if (has_addend_ && channels_last_) {
-        entry->addend_sum = true;
-        ops.append_sum(1.0f);
-      } else if (has_addend_) {
-        // Z is a user tensor: laid out as Y, whatever the primitive's dst.
-        entry->addend_post_op = ops.len();
-        ops.append_binary(dnnl::algorithm::binary_add, dst);
-      }
-      AppendActivation(act_, ops);
-      attr.set_post_ops(ops);
-    }
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr,
-                                                       engine_);
-    entry->prim = dnnl::convolution_forward(pd);
-    entry->src = pd.src_desc();
-    entry->src_user = src;
-    entry->weights = pd.weights_desc();
-    entry->weights_user = w_user;
-    entry->bias = bias;
-    entry->has_bias = has_bias;
-    entry->dst = pd.dst_desc();
-    entry->dst_user = dst;
-    if (entry->src != src) {
-      entry->reorder_src = true;
-      entry->src_reorder = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine_, src, engine_, entry->src));
-    }
-    if (entry->dst != dst) {
-      entry->reorder_dst = true;
-      entry->dst_reorder = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine_, entry->dst, engine_, dst));
-    }
-    entry->scratchpad = pd.scratchpad_desc();
-    if (constant_w_) {
-      entry->packed_weights =
-          ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
-      entry->packed = true;
-    } else if (entry->weights != w_user) {
-      entry->reorder_weights = true;
-      entry->weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
-          engine_, w_user, engine_, entry->weights));
-    }
-    return entry;
   }
 
   Activation act_;

@@ -64,6 +64,22 @@ dnnl::memory::desc WithDataType(const dnnl::memory::desc& md,
 // (their user tensors and results stay float32).
 dnnl::memory::data_type ComputeDataType(Precision precision);
 
+// Calls create(precision); at bf16, when oneDNN has no bfloat16 kernel
+// for the geometry (dnnl_unimplemented), calls create(kFloat32) instead.
+// Other errors propagate (dnnl::error). For MatMul/Gemm/Conv primitives.
+template <typename F>
+void CreateAtPrecision(Precision precision, F&& create) {
+  if (precision == Precision::kBFloat16) {
+    try {
+      create(Precision::kBFloat16);
+      return;
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;
+    }
+  }
+  create(Precision::kFloat32);
+}
+
 // A primitive attribute with a user-managed scratchpad (see file comment).
 dnnl::primitive_attr UserScratchpadAttr();
 

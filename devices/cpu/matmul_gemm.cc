@@ -174,16 +174,12 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
 std::shared_ptr<const MatMulEntry> CreateMatMulEntryAt(
     Precision precision, const dnnl::engine& engine, MatMulConfig config,
     const void* weights) {
-  if (precision == Precision::kBFloat16) {
-    config.bf16 = true;
-    try {
-      return CreateMatMulEntry(engine, config, weights);
-    } catch (const dnnl::error& e) {
-      if (e.status != dnnl_unimplemented) throw;
-    }
-    config.bf16 = false;
-  }
-  return CreateMatMulEntry(engine, config, weights);
+  std::shared_ptr<const MatMulEntry> entry;
+  CreateAtPrecision(precision, [&](Precision at) {
+    config.bf16 = at == Precision::kBFloat16;
+    entry = CreateMatMulEntry(engine, config, weights);
+  });
+  return entry;
 }
 
 // `addend` is read only when the entry has one. Throws dnnl::error.
