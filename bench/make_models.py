@@ -2,6 +2,8 @@
 """Writes the benchmark models as ONNX files with random weights (fixed seed).
 
   /usr/bin/python3 bench/make_models.py OUT_DIR
+  /usr/bin/python3 bench/make_models.py --sweep OUT_DIR
+
 
 mlp.onnx          batch 64, 1024 -> 4096 -> 4096 -> 1000, Gemm + Relu
 resnet.onnx       Nx3x112x112 (N symbolic: 1 unless bound, or batched),
@@ -12,6 +14,12 @@ resnet.onnx       Nx3x112x112 (N symbolic: 1 unless bound, or batched),
 transformer.onnx  1x128x256 tokens through 4 encoder layers: LayerNorm,
                   multi-head self-attention (4 heads: MatMul, Reshape,
                   Transpose, Softmax), residual Adds, GELU MLP (Erf form)
+
+--sweep writes instead the models the benches are not tuned for (names
+say the shape): CNNs (the ResNet-style one at 32-224 px, widths 16-64,
+batch 1/8/64), MLPs (widths 256-4096, depths 2-8, batch 1/8/64) and
+transformer encoders (sequence 32-512, width 128-512, batch 1/8), 24
+models of 1-64 MB each (about 400 MB in all).
 
 Every input is float32 named "input"; the output is "output". Models are
 exported at opset 17 the way frameworks export them (BatchNormalization
@@ -76,17 +84,17 @@ def rand(*shape, scale=None):
     return (RNG.standard_normal(shape) * s).astype(np.float32)
 
 
-def mlp():
+def mlp(batch=64, dims=(1024, 4096, 4096, 1000)):
     b = Builder()
     x = "input"
-    dims = [1024, 4096, 4096, 1000]
-    for i in range(3):
+    layers = len(dims) - 1
+    for i in range(layers):
         w = b.const(rand(dims[i], dims[i + 1]).T.copy())  # [out, in]
         bias = b.const(rand(dims[i + 1], scale=0.1))
         x = b.op("Gemm", [x, w, bias], transB=1)
-        if i < 2:
+        if i < layers - 1:
             x = b.op("Relu", [x])
-    return b.model([64, 1024], x, [64, 1000], "mlp")
+    return b.model([batch, dims[0]], x, [batch, dims[-1]], "mlp")
 
 
 def conv_bn(b, x, cin, cout, k, stride, relu):
@@ -101,13 +109,13 @@ def conv_bn(b, x, cin, cout, k, stride, relu):
     return b.op("Relu", [x]) if relu else x
 
 
-def resnet():
+def resnet(px=112, width=64, batch="N"):
     b = Builder()
-    x = conv_bn(b, "input", 3, 64, 7, 2, True)
+    x = conv_bn(b, "input", 3, width, 7, 2, True)
     x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2],
              pads=[1, 1, 1, 1])
-    cin = 64
-    for stage, cout in enumerate([64, 128, 256, 512]):
+    cin = width
+    for stage, cout in enumerate([width, 2 * width, 4 * width, 8 * width]):
         for block in range(2):
             stride = 2 if block == 0 and stage > 0 else 1
             y = conv_bn(b, x, cin, cout, 3, stride, True)
@@ -118,17 +126,17 @@ def resnet():
             cin = cout
     x = b.op("GlobalAveragePool", [x])
     x = b.op("Flatten", [x])
-    w = b.const(rand(1000, 512))
+    w = b.const(rand(1000, cin))
     bias = b.const(rand(1000, scale=0.1))
     x = b.op("Gemm", [x, w, bias], transB=1)
     # The batch dim is symbolic, as frameworks export it: glintd binds it to
     # 1 by default, or to max_batch_size with dynamic batching.
-    return b.model(["N", 3, 112, 112], x, ["N", 1000], "resnet")
+    return b.model([batch, 3, px, px], x, [batch, 1000], "resnet")
 
 
-def transformer():
+def transformer(seq=128, d=256, heads=4, layers=4, batch=1):
     b = Builder()
-    seq, d, heads, ff, layers = 128, 256, 4, 1024, 4
+    ff = 4 * d
     hd = d // heads
     x = "input"
 
@@ -141,8 +149,9 @@ def transformer():
         y = b.op("MatMul", [x, b.const(rand(n_in, n_out))])
         return b.op("Add", [y, b.const(rand(n_out, scale=0.1))])
 
-    split_shape = b.const(np.array([1, seq, heads, hd], np.int64), "shape")
-    merge_shape = b.const(np.array([1, seq, d], np.int64), "shape")
+    split_shape = b.const(np.array([batch, seq, heads, hd], np.int64),
+                          "shape")
+    merge_shape = b.const(np.array([batch, seq, d], np.int64), "shape")
     scale = b.const(np.array(1.0 / np.sqrt(hd), np.float32), "scale")
     half = b.const(np.array(0.5, np.float32), "half")
     one = b.const(np.array(1.0, np.float32), "one")
@@ -167,16 +176,55 @@ def transformer():
         h = b.op("Mul", [b.op("Mul", [h, half]), b.op("Add", [g, one])])
         x = b.op("Add", [x, linear(h, ff, d)])
     x = layer_norm(x)
-    return b.model([1, seq, d], x, [1, seq, d], "transformer")
+    return b.model([batch, seq, d], x, [batch, seq, d], "transformer")
+
+
+def sweep():
+    """(name, maker) of the sweep's models: shapes the benches never saw."""
+    models = []
+    # CNNs: input size, width (the first stage's channels), batch.
+    for px, width, batch in [(32, 16, 1), (32, 64, 64), (64, 32, 1),
+                             (64, 64, 8), (112, 16, 1), (112, 32, 8),
+                             (160, 48, 1), (224, 64, 1), (224, 16, 8)]:
+        models.append((f"cnn_{px}px_w{width}_b{batch}",
+                       lambda px=px, width=width, batch=batch:
+                       resnet(px, width, batch)))
+    # MLPs: widths (input, hidden..., output), batch.
+    for dims, batch in [((256, 512, 10), 1), ((784, 256, 256, 256, 10), 64),
+                        ((1024, 1024, 1024, 1024, 1000), 1),
+                        ((2048, 2048, 2048, 1000), 8),
+                        ((512,) * 9, 64), ((4096, 4096, 1000), 8),
+                        ((1024, 4096, 1024), 64)]:
+        depth = len(dims) - 1
+        models.append((f"mlp_w{max(dims)}_d{depth}_b{batch}",
+                       lambda dims=dims, batch=batch: mlp(batch, dims)))
+    # Transformer encoders: sequence, width, heads, layers, batch.
+    for seq, d, heads, layers, batch in [(32, 128, 2, 2, 1),
+                                         (64, 256, 4, 2, 8),
+                                         (128, 512, 8, 2, 1),
+                                         (256, 256, 4, 2, 1),
+                                         (256, 128, 2, 2, 8),
+                                         (384, 384, 6, 2, 1),
+                                         (512, 256, 4, 2, 1),
+                                         (512, 512, 8, 1, 1)]:
+        models.append((f"tf_s{seq}_d{d}_l{layers}_b{batch}",
+                       lambda seq=seq, d=d, heads=heads, layers=layers,
+                       batch=batch: transformer(seq, d, heads, layers,
+                                                batch)))
+    return models
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: make_models.py OUT_DIR")
-    out = sys.argv[1]
+    args = sys.argv[1:]
+    do_sweep = "--sweep" in args
+    args = [a for a in args if a != "--sweep"]
+    if len(args) != 1:
+        sys.exit("usage: make_models.py [--sweep] OUT_DIR")
+    out = args[0]
     os.makedirs(out, exist_ok=True)
-    for name, make in [("mlp", mlp), ("resnet", resnet),
-                       ("transformer", transformer)]:
+    models = sweep() if do_sweep else [("mlp", mlp), ("resnet", resnet),
+                                       ("transformer", transformer)]
+    for name, make in models:
         onnx.save(make(), f"{out}/{name}.onnx")
         print(f"wrote {out}/{name}.onnx")
 

@@ -39,7 +39,7 @@ commands:
       [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
       [--reuse moo|match|override|graph] [--user_config TEXT]
       [--max_batch_size N [--max_queue_delay_us U]
-       [--preferred_batch_sizes B1,B2,...]]
+       [--preferred_batch_sizes B1,B2,...]] [--precision fp32|bf16]
                      add an ONNX model as network NAME. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
@@ -48,6 +48,9 @@ commands:
                      (every input and output must have the batch first),
                      waiting up to U microseconds (0..10000000, default 0)
                      for a batch to fill or reach a preferred size.
+                     --precision bf16 computes MatMul/Gemm/Conv with
+                     bfloat16 operands (float32 accumulation, inputs and
+                     outputs); fp32 is the default.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
       [--trace FILE] [--shm]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
@@ -324,7 +327,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       {"add",
        {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
         "user_config", "max_batch_size", "max_queue_delay_us",
-        "preferred_batch_sizes"},
+        "preferred_batch_sizes", "precision"},
        {},
        &Cli::Add},
       {"run",
@@ -433,6 +436,11 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   }
   if (absl::Status s = ValidateDynamicBatching(batching); !s.ok()) {
     return UsageError(s.message());
+  }
+  if (std::optional<std::string> v = args.Last("precision")) {
+    absl::StatusOr<Precision> precision = ParsePrecision(*v);
+    if (!precision.ok()) return UsageError(precision.status().message());
+    options.precision = *precision;
   }
   absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
   if (!model.ok()) return model.status();

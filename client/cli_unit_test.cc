@@ -63,6 +63,20 @@ TEST(CliTest, UsageErrorsExit2WithoutContactingAServer) {
   ExpectOneLineError(
       RunCli({"add", "n", "m.onnx", "--max_queue_delay_us", "100"}), 2,
       "need a max_batch_size");
+  // So is the precision.
+  ExpectOneLineError(RunCli({"add", "n", "m.onnx", "--precision", "fp16"}), 2,
+                     "precision 'fp16' is not one of: fp32 (the default), "
+                     "bf16");
+}
+
+TEST(FormatTest, NetworkShowsItsPrecisionWhenNotTheDefault) {
+  NetworkInfo info;
+  info.name = "cnn";
+  EXPECT_THAT(FormatNetwork(info, false),
+              ::testing::Not(HasSubstr("precision")));
+  info.precision = Precision::kBFloat16;
+  EXPECT_THAT(FormatNetwork(info, false), HasSubstr("  precision: bf16 "));
+  EXPECT_THAT(FormatNetwork(info, true), HasSubstr("  precision: bf16 "));
 }
 
 TEST(FormatTest, NetworkShowsItsBatching) {

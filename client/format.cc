@@ -95,6 +95,11 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
     }
     absl::StrAppend(&out, "\n");
   }
+  if (network.precision != Precision::kFloat32) {
+    absl::StrAppend(&out, "  precision: ", PrecisionName(network.precision),
+                    " (MatMul/Gemm/Conv operands in bfloat16, float32 "
+                    "accumulation)\n");
+  }
   if (!detailed) return out;
   for (const PartitionInfo& p : network.partitions) {
     absl::StrAppend(

@@ -6,12 +6,28 @@
 
 #include "core/dtype.h"
 #include "core/graph.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "core/text.h"
 #include "gtest/gtest.h"
 
 namespace glint {
 namespace {
+
+TEST(PrecisionTest, ParsesTheNamesAndRefusesOthersNamingTheAllowedOnes) {
+  EXPECT_EQ(*ParsePrecision(""), Precision::kFloat32);
+  EXPECT_EQ(*ParsePrecision("fp32"), Precision::kFloat32);
+  EXPECT_EQ(*ParsePrecision("BF16"), Precision::kBFloat16);
+  EXPECT_EQ(PrecisionName(Precision::kFloat32), "fp32");
+  EXPECT_EQ(PrecisionName(Precision::kBFloat16), "bf16");
+  for (const char* bad : {"fp16", "bfloat", "int8", " bf16"}) {
+    absl::StatusOr<Precision> p = ParsePrecision(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(p.status().message().find("fp32"), std::string::npos);
+    EXPECT_NE(p.status().message().find("bf16"), std::string::npos);
+  }
+}
 
 TEST(DTypeTest, SizesNamesAndOnnxNumbers) {
   EXPECT_EQ(DTypeSize(DType::kFloat32), 4u);

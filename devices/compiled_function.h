@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/graph.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace glint {
@@ -39,6 +40,15 @@ class CompiledFunction {
   virtual void ReleaseHostConstants() const {}
 };
 
+// How a network's partitions are compiled (from its AddNetworkOptions).
+// Part of what a compiled function is: two networks differing here share
+// no compiled code.
+struct CompileOptions {
+  // What MatMul/Gemm/Conv compute in; values between nodes stay float32.
+  // A backend without bfloat16 arithmetic computes in float32.
+  Precision precision = Precision::kFloat32;
+};
+
 // Compiles partitions for a device type. Thread-safe.
 class Backend {
  public:
@@ -49,7 +59,12 @@ class Backend {
   // UNIMPLEMENTED (naming op and node) for what the backend cannot run,
   // INVALID_ARGUMENT for malformed nodes.
   virtual absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
-      const Graph& partition) const = 0;
+      const Graph& partition, const CompileOptions& options) const = 0;
+  // With the default options (float32).
+  absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
+      const Graph& partition) const {
+    return Compile(partition, CompileOptions());
+  }
 };
 
 }  // namespace glint

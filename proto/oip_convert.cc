@@ -553,6 +553,8 @@ void ModelConfigToProto(const NetworkInfo& info,
   parameters["partition_strategy"].set_string_value(info.strategy);
   parameters["replicas"].set_string_value(absl::StrCat(info.replicas));
   parameters["plan_devices"].set_string_value(absl::StrCat(plan_devices));
+  parameters["precision"].set_string_value(
+      std::string(PrecisionName(info.precision)));
 }
 
 void ModelStatisticsToProto(const NetworkStatistics& stats,

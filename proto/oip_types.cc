@@ -233,7 +233,8 @@ absl::Status ApplyGlintParameters(const Json& parameters,
   }
   static const std::set<std::string> kKnown = {
       "partition_strategy", "plan_devices", "replicas", "input_shapes",
-      "place",              "reuse",        "user_config"};
+      "place",              "reuse",        "user_config",
+      "precision"};
   PartitionOptions& partition = options->partition;
   bool strategy_given = false;
   for (auto it = parameters.begin(); it != parameters.end(); ++it) {
@@ -304,6 +305,13 @@ absl::Status ApplyGlintParameters(const Json& parameters,
       options->reuse = *reuse;
     } else if (key == "user_config") {
       options->user_config = *value;
+    } else if (key == "precision") {
+      absl::StatusOr<Precision> precision = ParsePrecision(*value);
+      if (!precision.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "config: ", what, ": ", precision.status().message()));
+      }
+      options->precision = *precision;
     }
   }
   if (!partition.user_plan.empty() && !strategy_given) {

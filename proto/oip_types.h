@@ -125,7 +125,8 @@ struct TritonModelConfig {
 //                     load_balanced, user), plan_devices (N), replicas (N),
 //                     input_shapes ("x=1,3,224,224;y=1,10"), place
 //                     ("PATTERN=DEVICE;..."; implies strategy user),
-//                     reuse (match, override, moo, graph), user_config
+//                     reuse (match, override, moo, graph), user_config,
+//                     precision (fp32, bf16: AddNetworkOptions::precision)
 // Any other field, parameter or value is INVALID_ARGUMENT naming it, as is
 // malformed JSON: Glint does not silently ignore a setting it would not
 // honour. An empty `json` is the default configuration.

@@ -107,6 +107,7 @@ TEST(TritonConfigTest, EmptyIsTheDefault) {
     ASSERT_TRUE(c.ok()) << c.status();
     EXPECT_EQ(c->options.batching.max_batch_size, 0);
     EXPECT_EQ(c->options.partition.replicas, 1);
+    EXPECT_EQ(c->options.precision, Precision::kFloat32);
     EXPECT_TRUE(c->options.input_shapes.empty());
   }
 }
@@ -129,7 +130,8 @@ TEST(TritonConfigTest, FullConfigMapsToOptions) {
       "plan_devices": {"string_value": "2"},
       "input_shapes": "mask=2,3; other=5",
       "reuse": {"string_value": "override"},
-      "user_config": {"string_value": "v7"}
+      "user_config": {"string_value": "v7"},
+      "precision": {"string_value": "bf16"}
     }
   })";
   absl::StatusOr<TritonModelConfig> c = TritonModelConfigFromJson(json, "resnet");
@@ -143,6 +145,7 @@ TEST(TritonConfigTest, FullConfigMapsToOptions) {
   EXPECT_EQ(o.partition.plan_devices, 2);
   EXPECT_EQ(o.reuse, PlanReuse::kOverride);
   EXPECT_EQ(o.user_config, "v7");
+  EXPECT_EQ(o.precision, Precision::kBFloat16);
   // x's dims are known: bound behind the batch dimension; len's are not.
   ASSERT_EQ(o.input_shapes.count("x"), 1u);
   EXPECT_EQ(o.input_shapes.at("x"), Shape({8, 3, 4}));
@@ -202,6 +205,9 @@ TEST(TritonConfigTest, BadConfigsAreRefusedNamingTheProblem) {
       {R"({"platform": "tensorflow_savedmodel"})", "not one Glint runs"},
       {R"({"backend": "python"})", "not one Glint runs"},
       {R"({"sequence_batching": {}})", "'sequence_batching' is not supported"},
+      {R"({"parameters": {"precision": {"string_value": "int8"}}})",
+       "parameters.precision: precision 'int8' is not one of: fp32 (the "
+       "default), bf16"},
       {R"({"version_policy": {"all": {}}})", "'version_policy' is not supported"},
       {R"({"max_batch_size": -1})", "outside"},
       {R"({"max_batch_size": 2.5})", "must be an integer"},

@@ -251,6 +251,7 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
   options.user_config = proto.user_config();
   GLINT_ASSIGN_OR_RETURN(options.batching,
                          DynamicBatchingFromProto(proto.batching()));
+  GLINT_ASSIGN_OR_RETURN(options.precision, ParsePrecision(proto.precision()));
   return options;
 }
 
@@ -309,6 +310,9 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
   if (options.batching.max_batch_size > 0) {
     DynamicBatchingToProto(options.batching, proto->mutable_batching());
   }
+  if (options.precision != Precision::kFloat32) {
+    proto->set_precision(std::string(PrecisionName(options.precision)));
+  }
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
@@ -328,6 +332,7 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
   if (info.batching.max_batch_size > 0) {
     DynamicBatchingToProto(info.batching, proto->mutable_batching());
   }
+  proto->set_precision(std::string(PrecisionName(info.precision)));
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
@@ -390,6 +395,9 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   info.batching.preferred_batch_sizes.assign(
       proto.batching().preferred_batch_sizes().begin(),
       proto.batching().preferred_batch_sizes().end());
+  // A name this client does not know (a newer glintd's) shows as fp32.
+  info.precision =
+      ParsePrecision(proto.precision()).value_or(Precision::kFloat32);
   for (const v1::ValueInfo& v : proto.inputs()) {
     info.inputs.push_back(ValueInfoFromProto(v));
   }

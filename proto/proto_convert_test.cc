@@ -239,6 +239,32 @@ TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AddNetworkOptionsTest, PrecisionRoundTripAndValidation) {
+  v1::AddNetworkOptions p;
+  absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->precision, Precision::kFloat32);  // Unset: the default.
+  v1::AddNetworkOptions back;
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_EQ(back.precision(), "");  // Stored as before the option existed.
+
+  p.set_precision("bf16");
+  o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->precision, Precision::kBFloat16);
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_EQ(back.precision(), "bf16");
+  o = AddNetworkOptionsFromProto(back);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->precision, Precision::kBFloat16);
+
+  p.set_precision("fp16");
+  o = AddNetworkOptionsFromProto(p);
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(o.status().message(), HasSubstr("'fp16'"));
+  EXPECT_THAT(o.status().message(), HasSubstr("fp32 (the default), bf16"));
+}
+
 TEST(AddNetworkOptionsTest, BatchingRoundTripAndValidation) {
   v1::AddNetworkOptions p;
   p.mutable_batching()->set_max_batch_size(8);
@@ -307,9 +333,11 @@ TEST(NetworkInfoTest, RoundTrip) {
   info.batching.max_batch_size = 4;
   info.batching.max_queue_delay = absl::Milliseconds(2);
   info.batching.preferred_batch_sizes = {2};
+  info.precision = Precision::kBFloat16;
 
   v1::NetworkInfo p;
   NetworkInfoToProto(info, &p);
+  EXPECT_EQ(p.precision(), "bf16");
   EXPECT_EQ(p.batching().max_queue_delay_us(), 2000);
   EXPECT_EQ(p.name(), "mlp");
   ASSERT_EQ(p.inputs_size(), 1);
@@ -330,6 +358,7 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.batching.max_batch_size, 4);
   EXPECT_EQ(back.batching.max_queue_delay, absl::Milliseconds(2));
   EXPECT_THAT(back.batching.preferred_batch_sizes, ElementsAre(2));
+  EXPECT_EQ(back.precision, Precision::kBFloat16);
 }
 
 TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {

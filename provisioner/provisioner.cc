@@ -108,7 +108,7 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
-    const Dag& dag) const {
+    const Dag& dag, const CompileOptions& options) const {
   // Partition validates the Dags it makes, but callers may build their
   // own: device counts and logical device indices are checked, with the
   // partitioner's own validator, before anything indexes by them.
@@ -210,7 +210,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
           compiled[{i, &device->backend()}];
       if (function == nullptr) {
         GLINT_ASSIGN_OR_RETURN(function,
-                               device->backend().Compile(node.function));
+                               device->backend().Compile(node.function,
+                                                         options));
       }
       absl::StatusOr<std::unique_ptr<LoadedFunction>> loaded =
           device->Load(function);

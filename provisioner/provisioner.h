@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dag.h"
+#include "devices/compiled_function.h"
 #include "devices/device_manager.h"
 #include "provisioner/executable_network.h"
 
@@ -28,9 +29,9 @@ class Provisioner {
   // Errors: RESOURCE_EXHAUSTED (too few capable devices for the logical
   // ones of every replica, saying how many are needed, or a partition does
   // not fit), UNIMPLEMENTED / INVALID_ARGUMENT from compile, UNAVAILABLE
-  // for stopped devices.
+  // for stopped devices. Every partition is compiled with `options`.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
-      const Dag& dag) const;
+      const Dag& dag, const CompileOptions& options = CompileOptions()) const;
 
  private:
   const std::vector<DeviceManager*> devices_;

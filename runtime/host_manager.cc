@@ -557,9 +557,11 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> HostManager::Build(
   }
   const absl::Time planned = absl::Now();
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
-                         Provisioner(std::move(devices)).Provision(dag));
+                         Provisioner(std::move(devices))
+                             .Provision(dag, CompileOptions{options.precision}));
   *info = DescribeNetwork(name, dag, *executable);
   info->batching = options.batching;
+  info->precision = options.precision;
   GLINT_LOG_INFO(
       "network '{}' built in {}: import {}{}, partition {}{}, compile and "
       "load {}",
@@ -597,6 +599,11 @@ std::string HostManager::PlanKey(absl::string_view onnx_model,
   // Only the size matters to the plan: the network is compiled at it.
   if (options.batching.max_batch_size > 0) {
     absl::StrAppend(&what, ";batch=", options.batching.max_batch_size);
+  }
+  // Not part of the partitioning, but of what was compiled: a network
+  // re-added at another precision must not match the plan made before.
+  if (options.precision != Precision::kFloat32) {
+    absl::StrAppend(&what, ";precision=", PrecisionName(options.precision));
   }
   for (const auto& d : devices_) {
     const DeviceInfo info = d->GetDeviceInfo();

@@ -2,7 +2,9 @@
 // policy replays what (counted by how often ONNX inference runs), that a
 // replayed plan computes the same and lands on the same devices, and that
 // MATCH refuses a plan made for something else.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -206,6 +208,45 @@ TEST_F(PlanCacheTest, PoliciesDecideWhatIsReused) {
     o.user_config = "v2";
     ASSERT_TRUE(host->RestoreNetwork("n", model_, o).ok());
     EXPECT_EQ(inferences_.load(), 4);
+  }
+}
+
+// The precision is compiled into the network: a plan made at float32 does
+// not match a bf16 add (MATCH refuses, MOO plans anew), and the bf16
+// network computes in bfloat16 (close to float32, not equal) and says so.
+TEST_F(PlanCacheTest, PrecisionIsPartOfThePlan) {
+  std::vector<float> f32;
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    absl::StatusOr<NetworkInfo> info =
+        host->AddNetwork("n", model_, AddNetworkOptions());
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->precision, Precision::kFloat32);
+    f32 = Run(*host, "n");
+  }
+  const std::string f32_key = journal_.plan("n").key;
+  AddNetworkOptions bf16;
+  bf16.precision = Precision::kBFloat16;
+  bf16.reuse = PlanReuse::kMatch;
+  {
+    std::unique_ptr<HostManager> host = MakeHost();
+    EXPECT_EQ(host->RestoreNetwork("n", model_, bf16).status().code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  bf16.reuse = PlanReuse::kMatchOrOverride;
+  std::unique_ptr<HostManager> host = MakeHost();
+  absl::StatusOr<NetworkInfo> info = host->RestoreNetwork("n", model_, bf16);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->precision, Precision::kBFloat16);
+  EXPECT_NE(journal_.plan("n").key, f32_key);
+  absl::StatusOr<NetworkInfo> shown = host->GetNetwork("n");
+  ASSERT_TRUE(shown.ok()) << shown.status();
+  EXPECT_EQ(shown->precision, Precision::kBFloat16);
+  const std::vector<float> got = Run(*host, "n");
+  ASSERT_EQ(got.size(), f32.size());
+  EXPECT_NE(got, f32);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], f32[i], 0.05 * std::max(1.0f, std::fabs(f32[i])));
   }
 }
 

@@ -241,5 +241,23 @@ TEST_F(CliTest, ReadmeExampleNetwork) {
   ASSERT_EQ(Glint({"remove", "mlp"}).exit_code, 0);
 }
 
+// --precision reaches glintd and `show` says it; a bad value is refused
+// before the model is read or the server contacted.
+TEST_F(CliTest, AddWithPrecision) {
+  CommandResult r = Glint({"add", "relu_bf16",
+                           std::string(kRelu) + "/model.onnx", "--precision",
+                           "bf16"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("precision: bf16"));
+  r = Glint({"show", "relu_bf16"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("precision: bf16"));
+  ExpectError(Glint({"add", "relu_fp8", "/nonexistent/model.onnx",
+                     "--precision", "fp8"}),
+              2, "INVALID_ARGUMENT",
+              "precision 'fp8' is not one of: fp32 (the default), bf16");
+  ASSERT_EQ(Glint({"remove", "relu_bf16"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace glint

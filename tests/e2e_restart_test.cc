@@ -3,9 +3,13 @@
 // same --store_dir, and exactly the networks whose add was acknowledged and
 // whose remove was not are back, computing the same outputs. (A call in
 // flight at the kill may have landed or not; either is accepted.)
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,14 +18,17 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
+#include "proto/glint.grpc.pb.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
 namespace glint {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::GlintdProcess;
 
 enum class State { kPresent, kAbsent, kUnknown };
@@ -175,6 +182,78 @@ TEST(RestartTest, DynamicBatchingSurvivesARestart) {
   for (int j = 0; j < 9; ++j) {
     EXPECT_NEAR((*out)[0].tensor.data<float>()[j], want[j], 1e-4);
   }
+}
+
+// A bf16 network through glintd: it computes in bfloat16 (close to the
+// float32 network, not equal), and after a restart on the same store it is
+// still bf16 and computes the same bytes. A precision glintd does not know
+// is INVALID_ARGUMENT at the glint.v1 edge.
+TEST(RestartTest, PrecisionSurvivesARestart) {
+  const std::string store = testing::NewTempDir("store");
+  const std::vector<std::string> args = {"--store_dir=" + store};
+  const std::string model = testing::MakeDeepMlpModel(1, 64, 4);
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[i] = 0.05f * static_cast<float>(i) - 1.5f;
+  const std::vector<NamedTensor> inputs = {
+      {"x", Tensor::FromVector(DType::kFloat32, Shape({1, 64}), x)}};
+  AddNetworkOptions bf16;
+  bf16.precision = Precision::kBFloat16;
+  Tensor before;
+  {
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> d =
+        GlintdProcess::Start(args);
+    ASSERT_TRUE(d.ok()) << d.status();
+    GlintClient& client = (*d)->client();
+    absl::StatusOr<NetworkInfo> added = client.AddNetwork("b", model, bf16);
+    ASSERT_TRUE(added.ok()) << added.status();
+    EXPECT_EQ(added->precision, Precision::kBFloat16);
+    ASSERT_TRUE(client.AddNetwork("f", model, AddNetworkOptions()).ok());
+    absl::StatusOr<std::vector<NamedTensor>> b = client.RunNetwork("b", inputs);
+    ASSERT_TRUE(b.ok()) << b.status();
+    absl::StatusOr<std::vector<NamedTensor>> f = client.RunNetwork("f", inputs);
+    ASSERT_TRUE(f.ok()) << f.status();
+    before = (*b)[0].tensor;
+    const Tensor& want = (*f)[0].tensor;
+    ASSERT_EQ(before.shape(), want.shape());
+    EXPECT_NE(std::memcmp(before.raw_data(), want.raw_data(),
+                          want.num_bytes()),
+              0)
+        << "the bf16 network computed float32's bytes";
+    for (int64_t i = 0; i < want.num_elements(); ++i) {
+      const float w = want.data<float>()[i];
+      EXPECT_NEAR(before.data<float>()[i], w,
+                  0.05f * std::max(1.0f, std::fabs(w)));
+    }
+
+    v1::AddNetworkRequest request;
+    request.set_name("bad");
+    request.set_model(model);
+    request.mutable_options()->set_precision("fp16");
+    v1::AddNetworkResponse response;
+    grpc::ClientContext context;
+    grpc::Status s = v1::HostManager::NewStub(GlintClient::CreateChannel(
+                                            (*d)->address()))
+                         ->AddNetwork(&context, request, &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("fp32 (the default), bf16"));
+  }  // Stopped.
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> again =
+      GlintdProcess::Start(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<NetworkInfo> info = (*again)->client().GetNetwork("b");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->unavailable_reason.empty()) << info->unavailable_reason;
+  EXPECT_EQ(info->precision, Precision::kBFloat16);
+  absl::StatusOr<NetworkInfo> f = (*again)->client().GetNetwork("f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->precision, Precision::kFloat32);
+  absl::StatusOr<std::vector<NamedTensor>> after =
+      (*again)->client().RunNetwork("b", inputs);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_EQ((*after)[0].tensor.shape(), before.shape());
+  EXPECT_EQ(std::memcmp((*after)[0].tensor.raw_data(), before.raw_data(),
+                        before.num_bytes()),
+            0);
 }
 
 }  // namespace

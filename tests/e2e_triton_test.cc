@@ -742,5 +742,31 @@ TEST_F(TritonInteropTest, SystemSharedMemory) {
   ASSERT_TRUE(Unload("shm_add").ok());
 }
 
+// parameters.precision in the config: the network computes in bf16, and
+// ModelConfig and glint.v1 say so; a value Glint does not know is refused
+// naming the allowed ones.
+TEST_F(TritonInteropTest, ConfigPrecision) {
+  ASSERT_TRUE(Load("mlp_bf16", testing::MakeDeepMlpModel(1, 64, 3),
+                   R"({"parameters": {"precision": {"string_value": "bf16"}}})")
+                  .ok());
+  inference::ModelConfigRequest request;
+  request.set_name("mlp_bf16");
+  inference::ModelConfigResponse config;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->ModelConfig(&c1, request, &config).ok());
+  EXPECT_EQ(config.config().parameters().at("precision").string_value(),
+            "bf16");
+  absl::StatusOr<NetworkInfo> info = daemon_->client().GetNetwork("mlp_bf16");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->precision, Precision::kBFloat16);
+  ASSERT_TRUE(Unload("mlp_bf16").ok());
+
+  grpc::Status s =
+      Load("mlp_fp8", testing::MakeDeepMlpModel(1, 64, 3),
+           R"({"parameters": {"precision": {"string_value": "fp8"}}})");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("fp32 (the default), bf16"));
+}
+
 }  // namespace
 }  // namespace glint

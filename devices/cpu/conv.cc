@@ -16,6 +16,12 @@
 // primitive's own dst: Z is copied into it and added by a sum post-op,
 // which keeps oneDNN's fastest (brgemm) convolutions; NCHW, the dst may be
 // a reordered buffer and Z goes in as a binary post-op instead.
+//
+// At bf16 precision (KernelSpec::precision) the primitive's source and
+// weights are bfloat16 and its destination float32: X is converted by the
+// source reorder (which NCHW convs have anyway), constant W is packed as
+// bfloat16, a non-constant W is converted on each call. Where oneDNN has no
+// bfloat16 implementation the kernel computes in float32.
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -43,7 +49,8 @@ struct ConvGeometry {
 struct ConvEntry {
   dnnl::convolution_forward prim;
   // src/dst: the primitive's layouts; *_user: the plain NC... tensors.
-  memory::desc src, src_user, weights, bias, dst, dst_user, scratchpad;
+  memory::desc src, src_user, weights, weights_user, bias, dst, dst_user,
+      scratchpad;
   bool has_bias = false;
   // The binary post-op's index, if Z is added as one.
   int addend_post_op = -1;
@@ -53,7 +60,9 @@ struct ConvEntry {
   // Set where the primitive's layout differs from the plain one.
   bool reorder_src = false;
   bool reorder_dst = false;
-  dnnl::reorder src_reorder, dst_reorder;
+  // A non-constant W in another type or layout than the primitive's.
+  bool reorder_weights = false;
+  dnnl::reorder src_reorder, dst_reorder, weights_reorder;
 };
 
 // Also runs glint.FusedConv: Conv + addend + activation (oneDNN post-ops).
@@ -68,7 +77,8 @@ class ConvKernel final : public KernelBase {
         attrs_(std::move(attrs)),
         group_(group),
         constant_w_(spec.constant(1) != nullptr),
-        has_addend_(spec.has_input(3)) {}
+        has_addend_(spec.has_input(3)),
+        precision_(spec.precision) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
     const Shape& x = spec.inputs[0].shape;
@@ -143,8 +153,18 @@ class ConvKernel final : public KernelBase {
                        : y_user;
       std::unordered_map<int, memory> args;
       args[DNNL_ARG_SRC] = src;
-      args[DNNL_ARG_WEIGHTS] =
-          e->packed ? e->packed_weights : memory(e->weights, engine_, w->data);
+      if (e->packed) {
+        args[DNNL_ARG_WEIGHTS] = e->packed_weights;
+      } else if (e->reorder_weights) {
+        memory w_user(e->weights_user, engine_, w->data);
+        memory converted(e->weights, engine_,
+                         ThreadBuffer(ThreadBufferSlot::kWeights,
+                                      e->weights.get_size()));
+        e->weights_reorder.execute(stream, w_user, converted);
+        args[DNNL_ARG_WEIGHTS] = converted;
+      } else {
+        args[DNNL_ARG_WEIGHTS] = memory(e->weights, engine_, w->data);
+      }
       if (e->has_bias) args[DNNL_ARG_BIAS] = memory(e->bias, engine_, b->data);
       args[DNNL_ARG_DST] = dst;
       if (e->addend_sum) {
@@ -213,8 +233,11 @@ class ConvKernel final : public KernelBase {
     if (g.out.NumElements() == 0 || g.c == 0) {
       return std::shared_ptr<const ConvEntry>();  // Never executed.
     }
-    std::shared_ptr<ConvEntry> entry = std::make_shared<ConvEntry>();
-    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+    std::shared_ptr<ConvEntry> entry;
+    // Throws dnnl::error (dnnl_unimplemented: no kernel at `precision`).
+    auto create = [&](Precision precision) {
+      entry = std::make_shared<ConvEntry>();
+      const memory::data_type compute = ComputeDataType(precision);
       memory::dims w_dims;
       if (g.group > 1) {
         w_dims = {g.group, g.m / g.group, g.c / g.group};
@@ -229,17 +252,19 @@ class ConvKernel final : public KernelBase {
       const memory::desc src = channels_last_ ? ChannelsLastF32(src_dims)
                                               : PlainF32(src_dims);
       const memory::desc w_user = PlainF32(w_dims);
+      // A non-constant W converted to bfloat16 on each call may as well be
+      // converted into the primitive's preferred layout.
       const memory::desc w_md =
-          constant_w_ ? memory::desc(w_dims, memory::data_type::f32,
-                                     memory::format_tag::any)
-                      : w_user;
+          constant_w_ || compute != memory::data_type::f32
+              ? memory::desc(w_dims, compute, memory::format_tag::any)
+              : w_user;
       const memory::desc dst = channels_last_ ? ChannelsLastF32(dst_dims)
                                               : PlainF32(dst_dims);
       // NC... tensors: any layout for the primitive, reorders bridge to the
       // plain tensors. Channels-last ones are used as they are.
       const memory::desc src_any =
-          channels_last_ ? src
-                         : memory::desc(src_dims, memory::data_type::f32,
+          channels_last_ ? WithDataType(src, compute)
+                         : memory::desc(src_dims, compute,
                                         memory::format_tag::any);
       const memory::desc dst_any =
           channels_last_ ? dst
@@ -282,6 +307,7 @@ class ConvKernel final : public KernelBase {
       entry->src = pd.src_desc();
       entry->src_user = src;
       entry->weights = pd.weights_desc();
+      entry->weights_user = w_user;
       entry->bias = bias;
       entry->has_bias = b != nullptr;
       entry->dst = pd.dst_desc();
@@ -301,7 +327,14 @@ class ConvKernel final : public KernelBase {
         entry->packed_weights =
             ReorderToOwned(engine_, w_user, w_data, pd.weights_desc());
         entry->packed = true;
+      } else if (entry->weights != w_user) {
+        entry->reorder_weights = true;
+        entry->weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+            engine_, w_user, engine_, entry->weights));
       }
+    };
+    GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
+      CreateAtPrecision(precision_, create);
       return absl::OkStatus();
     }));
     return cache_.Insert(std::move(key), std::move(entry));
@@ -314,6 +347,7 @@ class ConvKernel final : public KernelBase {
   int64_t group_;
   bool constant_w_;
   bool has_addend_;
+  Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<ConvEntry> cache_;
 };

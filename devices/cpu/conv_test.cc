@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@ using testing::MakeNode;
 using testing::MakeTensor;
 using testing::MaxRelativeError;
 using testing::RandomTensor;
+using testing::RoundToBFloat16;
 using testing::RunKernel;
 using testing::RunKernelOptions;
 
@@ -272,6 +275,127 @@ TEST(ConvTest, RuntimeShapeChangeBuildsNewPrimitive) {
                                          {1, 1, 1, 1})),
               kTolerance);
   }
+}
+
+// --- bf16 precision ---------------------------------------------------------
+
+Tensor Abs(const Tensor& t) {
+  Tensor r = *Tensor::Create(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    r.data<float>()[i] = std::fabs(t.data<float>()[i]);
+  }
+  return r;
+}
+
+// [N, C, H, W] -> [N, H, W, C].
+Tensor ToNhwc(const Tensor& t) {
+  const int64_t n = t.shape().dim(0), c = t.shape().dim(1),
+                h = t.shape().dim(2), w = t.shape().dim(3);
+  Tensor r = *Tensor::Create(DType::kFloat32, Shape({n, h, w, c}));
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          r.data<float>()[((a * h + y) * w + x) * c + ci] =
+              t.data<float>()[((a * c + ci) * h + y) * w + x];
+        }
+  return r;
+}
+
+// As matmul_gemm_test's: the result is the convolution of the
+// bfloat16-rounded X and W accumulated in float32, within bfloat16's error
+// (2^-7 of the convolution of |X| and |W|) of the exact one, and not the
+// float32 kernel's bits.
+void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
+                      const Tensor& want, const Tensor& magnitude,
+                      const Tensor& f32) {
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LT(MaxRelativeError(got, want_rounded), kTolerance);
+  int64_t beyond = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    const double err = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
+    if (err > magnitude.data<float>()[i] / 128.0 + 1e-6) ++beyond;
+  }
+  EXPECT_EQ(beyond, 0) << "elements beyond bfloat16's error";
+  EXPECT_NE(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
+      << "bit-identical to float32: bf16 precision is not in effect";
+  EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
+}
+
+TEST(ConvTest, Bf16PrecisionRoundsOperandsAndAccumulatesInFloat32) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t group;
+    bool constant_w;
+  };
+  for (const Case& p : {Case{{2, 16, 10, 10}, {32, 16, 3, 3}, 1, true},
+                        Case{{2, 16, 10, 10}, {32, 16, 3, 3}, 1, false},
+                        Case{{1, 32, 9, 9}, {32, 8, 3, 3}, 4, true},
+                        Case{{1, 8, 12}, {16, 8, 5}, 1, true}}) {  // 1-D
+    SCOPED_TRACE(Shape(p.x).ToString() + " * " + Shape(p.w).ToString());
+    const Tensor x = RandomTensor(p.x, 51);
+    const Tensor w = RandomTensor(p.w, 52);
+    const Tensor b = RandomTensor({p.w[0]}, 53);
+    const int sd = static_cast<int>(p.x.size()) - 2;
+    const std::vector<int64_t> ones(sd, 1), pads(2 * sd, 1);
+    const Node node = MakeNode("Conv", {"x", "w", "b"}, {"y"},
+                               {{"group", p.group},
+                                {"strides", ones},
+                                {"dilations", ones},
+                                {"pads", pads}});
+    RunKernelOptions options;
+    if (p.constant_w) options.constant_inputs = {1, 2};
+    RunKernelOptions bf16 = options;
+    bf16.precision = Precision::kBFloat16;
+    auto got = RunKernel(CpuKernelRegistry(), node, {x, w, b}, bf16);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto f32 = RunKernel(CpuKernelRegistry(), node, {x, w, b}, options);
+    ASSERT_TRUE(f32.ok()) << f32.status();
+    ExpectBf16Result(
+        (*got)[0],
+        NaiveConv(RoundToBFloat16(x), RoundToBFloat16(w), &b, p.group, ones,
+                  ones, pads),
+        NaiveConv(x, w, &b, p.group, ones, ones, pads),
+        NaiveConv(Abs(x), Abs(w), nullptr, p.group, ones, ones, pads),
+        (*f32)[0]);
+  }
+
+  // glint.FusedConv channels last: Relu(conv + bias + Z), X, Z and Y NHWC.
+  const Tensor x = RandomTensor({2, 24, 8, 8}, 54);
+  const Tensor w = RandomTensor({16, 24, 3, 3}, 55);
+  const Tensor b = RandomTensor({16}, 56);
+  const Tensor z = RandomTensor({2, 8, 8, 16}, 57);
+  const std::vector<int64_t> ones = {1, 1}, pads = {1, 1, 1, 1};
+  auto fuse = [&](const Tensor& nchw) {
+    Tensor y = ToNhwc(nchw);
+    for (int64_t i = 0; i < y.num_elements(); ++i) {
+      const float v = y.data<float>()[i] + z.data<float>()[i];
+      y.data<float>()[i] = v > 0 ? v : 0;
+    }
+    return y;
+  };
+  const Node fused = MakeNode("glint.FusedConv", {"x", "w", "b", "z"}, {"y"},
+                              {{"strides", ones},
+                               {"dilations", ones},
+                               {"pads", pads},
+                               {"channels_last", int64_t{1}},
+                               {"activation", std::string("Relu")}});
+  RunKernelOptions options;
+  options.constant_inputs = {1, 2};
+  RunKernelOptions bf16 = options;
+  bf16.precision = Precision::kBFloat16;
+  const std::vector<Tensor> inputs = {ToNhwc(x), w, b, z};
+  auto got = RunKernel(CpuKernelRegistry(), fused, inputs, bf16);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto f32 = RunKernel(CpuKernelRegistry(), fused, inputs, options);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  ExpectBf16Result(
+      (*got)[0],
+      fuse(NaiveConv(RoundToBFloat16(x), RoundToBFloat16(w), &b, 1, ones,
+                     ones, pads)),
+      fuse(NaiveConv(x, w, &b, 1, ones, ones, pads)),
+      ToNhwc(NaiveConv(Abs(x), Abs(w), nullptr, 1, ones, ones, pads)),
+      (*f32)[0]);
 }
 
 }  // namespace

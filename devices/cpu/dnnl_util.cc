@@ -83,6 +83,18 @@ void AppendActivation(const Activation& act, dnnl::post_ops& ops) {
   if (act.present()) ops.append_eltwise(1.0f, act.alg, act.alpha, act.beta);
 }
 
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md,
+                                dnnl::memory::data_type type) {
+  dnnl_memory_desc_t c = md.data;
+  c.data_type = dnnl::memory::convert_to_c(type);
+  return dnnl::memory::desc(c);
+}
+
+dnnl::memory::data_type ComputeDataType(Precision precision) {
+  return precision == Precision::kBFloat16 ? dnnl::memory::data_type::bf16
+                                           : dnnl::memory::data_type::f32;
+}
+
 void* ThreadBuffer(ThreadBufferSlot slot, size_t bytes) {
   struct Buffer {
     std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};

@@ -22,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/graph.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -55,6 +56,30 @@ dnnl::memory::desc PlainF32(const dnnl::memory::dims& dims);
 // last ([N, spatial..., C] row-major: NWC, NHWC, NDHWC).
 dnnl::memory::desc ChannelsLastF32(const dnnl::memory::dims& dims);
 
+// `md` with another data type, same dims and layout (strides count
+// elements, so a plain or blocked layout carries over as it is).
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md,
+                                dnnl::memory::data_type type);
+// The data type MatMul/Gemm/Conv operands are computed in at `precision`
+// (their user tensors and results stay float32).
+dnnl::memory::data_type ComputeDataType(Precision precision);
+
+// Calls create(precision); at bf16, when oneDNN has no bfloat16 kernel
+// for the geometry (dnnl_unimplemented), calls create(kFloat32) instead.
+// Other errors propagate (dnnl::error). For MatMul/Gemm/Conv primitives.
+template <typename F>
+void CreateAtPrecision(Precision precision, F&& create) {
+  if (precision == Precision::kBFloat16) {
+    try {
+      create(Precision::kBFloat16);
+      return;
+    } catch (const dnnl::error& e) {
+      if (e.status != dnnl_unimplemented) throw;
+    }
+  }
+  create(Precision::kFloat32);
+}
+
 // A primitive attribute with a user-managed scratchpad (see file comment).
 dnnl::primitive_attr UserScratchpadAttr();
 
@@ -78,7 +103,14 @@ void AppendActivation(const Activation& act, dnnl::post_ops& ops);
 // fresh memory (large per-call allocations were mmap'd and zeroed by the OS
 // on every run). They live outside device memory accounting, like oneDNN's
 // own scratch space.
-enum class ThreadBufferSlot { kScratchpad, kSource, kDestination, kCount };
+// kWeights: non-constant weights converted to bfloat16 (bf16 precision).
+enum class ThreadBufferSlot {
+  kScratchpad,
+  kSource,
+  kDestination,
+  kWeights,
+  kCount
+};
 // At least `bytes` (64-byte aligned), valid until this thread asks for the
 // same slot again. Throws std::bad_alloc when memory runs out.
 void* ThreadBuffer(ThreadBufferSlot slot, size_t bytes);

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/graph.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 
 namespace glint::cpu {
@@ -69,6 +70,10 @@ struct KernelSpec {
   // One entry per input: the value when it is a compile-time constant
   // (an initializer), else null. Borrowed for the duration of the build.
   std::vector<const Tensor*> constant_inputs;
+  // The network's precision (AddNetworkOptions::precision). MatMul, Gemm
+  // and Conv (and their fused forms) compute in it; every other kernel
+  // ignores it. Inputs and outputs stay float32 either way.
+  Precision precision = Precision::kFloat32;
 
   bool has_input(int i) const {
     return i < static_cast<int>(inputs.size()) &&

@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "core/half.h"
 #include "core/status_macros.h"
 
 namespace glint::cpu::testing {
@@ -99,6 +100,7 @@ KernelSpec MakeSpec(const Node& node, const std::vector<Tensor>& inputs,
   KernelSpec spec;
   spec.node = &node;
   spec.opset_version = options.opset_version;
+  spec.precision = options.precision;
   for (size_t i = 0; i < inputs.size(); ++i) {
     ValueInfo info;
     info.name = i < node.inputs.size() ? node.inputs[i] : "";
@@ -212,6 +214,14 @@ Node MakeNode(std::string op_type, std::vector<std::string> inputs,
   node.outputs = std::move(outputs);
   node.attributes = std::move(attributes);
   return node;
+}
+
+Tensor RoundToBFloat16(const Tensor& t) {
+  Tensor r = *Tensor::Create(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    r.data<float>()[i] = BFloat16ToFloat(FloatToBFloat16(t.data<float>()[i]));
+  }
+  return r;
 }
 
 Tensor RandomTensor(std::vector<int64_t> dims, uint32_t seed, float lo,

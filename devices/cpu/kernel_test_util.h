@@ -79,6 +79,8 @@ struct RunKernelOptions {
   // bytes. Exercises primitive caching and thread safety.
   int runs = 1;
   int threads = 1;
+  // KernelSpec::precision.
+  Precision precision = Precision::kFloat32;
 };
 
 // The dtype an importer would infer for `node`'s output `i` given its
@@ -121,6 +123,10 @@ std::vector<T> ToVector(const Tensor& t) {
 // `seed`.
 Tensor RandomTensor(std::vector<int64_t> dims, uint32_t seed,
                     float lo = -1.0f, float hi = 1.0f);
+
+// `t` (float32) with every element rounded to the nearest bfloat16, as
+// bf16 precision rounds the operands of MatMul/Gemm/Conv.
+Tensor RoundToBFloat16(const Tensor& t);
 
 // Largest |a - b| / max(1, |b|) over the elements (float32 tensors of equal
 // element count); +inf if the counts differ.

@@ -8,6 +8,14 @@
 // fully connected case: alpha = beta = 1, C of shape [N] or [1, N]) or onto
 // a sum post-op with scale beta over an output pre-filled with broadcast C.
 // Constant B is packed into oneDNN's preferred layout once per shape.
+//
+// At bf16 precision (KernelSpec::precision) the primitive takes A and B in
+// bfloat16 and writes float32 (accumulating in float32): constant B is
+// packed as bfloat16, A (and a non-constant B) is converted on each call
+// into a per-thread buffer. oneDNN 2.6's fpmath_mode attribute would say
+// the same without the conversions, but its CPU primitives ignore it (the
+// result was bit-identical to float32). Where oneDNN has no bfloat16
+// implementation the kernel computes in float32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -41,12 +49,19 @@ struct MatMulConfig {
   bool has_addend = false;
   Activation act;  // Applied last (fused nodes only).
   bool pack_weights = false;
+  // src and weights go to the primitive in bfloat16 (dst stays float32).
+  bool bf16 = false;
 };
 
 struct MatMulEntry {
   dnnl::matmul prim;
-  memory::desc src, weights, dst, bias, scratchpad;
+  // src, weights: the primitive's; *_user: the float32 operands' layouts,
+  // which differ when the entry computes in bfloat16.
+  memory::desc src, weights, dst, bias, scratchpad, src_user, weights_user;
   bool has_bias = false;
+  // bf16: src (and weights, unless packed) go through these reorders.
+  bool bf16 = false;
+  dnnl::reorder src_reorder, weights_reorder;
   int addend_post_op = -1;  // The binary post-op's index, if any.
   // Set when the weights were packed at creation; then the weights input is
   // not read at run time, unless packed_weights was released, in which case
@@ -107,20 +122,40 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
     AppendActivation(config.act, ops);
     attr.set_post_ops(ops);
   }
+  const memory::data_type compute =
+      config.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  // bfloat16 operands are dense row-major copies of the user's.
+  const memory::desc src_md =
+      config.bf16 ? memory::desc(config.src.dims(), compute,
+                                 RowMajorStrides(config.src.dims()))
+                  : config.src;
   const memory::desc wei_md =
       config.pack_weights
-          ? memory::desc(config.weights.dims(), memory::data_type::f32,
+          ? memory::desc(config.weights.dims(), compute,
                          memory::format_tag::any)
-          : config.weights;
+      : config.bf16 ? memory::desc(config.weights.dims(), compute,
+                                   RowMajorStrides(config.weights.dims()))
+                    : config.weights;
   const dnnl::matmul::desc desc =
       config.has_bias
-          ? dnnl::matmul::desc(config.src, wei_md, config.bias, config.dst)
-          : dnnl::matmul::desc(config.src, wei_md, config.dst);
+          ? dnnl::matmul::desc(src_md, wei_md, config.bias, config.dst)
+          : dnnl::matmul::desc(src_md, wei_md, config.dst);
   const dnnl::matmul::primitive_desc pd(desc, attr, engine);
   auto entry = std::make_shared<MatMulEntry>();
   entry->prim = dnnl::matmul(pd);
-  entry->src = config.src;
+  entry->src = src_md;
+  entry->src_user = config.src;
+  entry->weights_user = config.weights;
   entry->weights = pd.weights_desc();
+  if (config.bf16) {
+    entry->bf16 = true;
+    entry->src_reorder = dnnl::reorder(
+        dnnl::reorder::primitive_desc(engine, config.src, engine, src_md));
+    if (!config.pack_weights) {
+      entry->weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(
+          engine, config.weights, engine, entry->weights));
+    }
+  }
   entry->dst = config.dst;
   entry->bias = config.bias;
   entry->has_bias = config.has_bias;
@@ -134,18 +169,46 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
   return entry;
 }
 
+// At bf16 precision, computes in bfloat16 where oneDNN can, else (no
+// implementation for the geometry) in float32. Throws dnnl::error.
+std::shared_ptr<const MatMulEntry> CreateMatMulEntryAt(
+    Precision precision, const dnnl::engine& engine, MatMulConfig config,
+    const void* weights) {
+  std::shared_ptr<const MatMulEntry> entry;
+  CreateAtPrecision(precision, [&](Precision at) {
+    config.bf16 = at == Precision::kBFloat16;
+    entry = CreateMatMulEntry(engine, config, weights);
+  });
+  return entry;
+}
+
 // `addend` is read only when the entry has one. Throws dnnl::error.
 void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
                const void* src, const void* weights, const void* bias,
                void* dst, const void* addend = nullptr) {
+  dnnl::stream stream(engine);
   std::unordered_map<int, memory> args;
-  args[DNNL_ARG_SRC] = memory(e.src, engine, const_cast<void*>(src));
+  args[DNNL_ARG_SRC] = memory(e.src_user, engine, const_cast<void*>(src));
   // Packed weights are the entry's own until released; then `weights`
   // holds them, in the packed layout e.weights describes.
   args[DNNL_ARG_WEIGHTS] =
       e.packed && e.packed_weights
           ? e.packed_weights
-          : memory(e.weights, engine, const_cast<void*>(weights));
+          : memory(e.packed ? e.weights : e.weights_user, engine,
+                   const_cast<void*>(weights));
+  if (e.bf16) {
+    memory src_bf16(e.src, engine,
+                    ThreadBuffer(ThreadBufferSlot::kSource, e.src.get_size()));
+    e.src_reorder.execute(stream, args[DNNL_ARG_SRC], src_bf16);
+    args[DNNL_ARG_SRC] = src_bf16;
+    if (!e.packed) {
+      memory weights_bf16(
+          e.weights, engine,
+          ThreadBuffer(ThreadBufferSlot::kWeights, e.weights.get_size()));
+      e.weights_reorder.execute(stream, args[DNNL_ARG_WEIGHTS], weights_bf16);
+      args[DNNL_ARG_WEIGHTS] = weights_bf16;
+    }
+  }
   if (e.has_bias) {
     args[DNNL_ARG_BIAS] = memory(e.bias, engine, const_cast<void*>(bias));
   }
@@ -154,7 +217,8 @@ void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
     args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(e.addend_post_op) | DNNL_ARG_SRC_1] =
         memory(e.dst, engine, const_cast<void*>(addend));
   }
-  ExecuteWithScratchpad(engine, e.prim, e.scratchpad, std::move(args));
+  ExecuteOnStream(stream, e.prim, e.scratchpad, std::move(args));
+  stream.wait();
 }
 
 // ---------------------------------------------------------------- MatMul
@@ -236,7 +300,8 @@ class MatMulKernel final : public KernelBase {
         alpha_(spec.node->op_type == kFusedMatMulOp
                    ? spec.node->GetFloat("alpha", 1.0f)
                    : 1.0f),
-        act_(act) {}
+        act_(act),
+        precision_(spec.precision) {}
 
   // Creates the primitive now when the shapes are known.
   absl::Status Prepare(const KernelSpec& spec) {
@@ -360,7 +425,7 @@ class MatMulKernel final : public KernelBase {
       config.act = act_;
       // Packing pays off when the same weights are reused across calls.
       config.pack_weights = constant_b_ && g.folded;
-      entry = CreateMatMulEntry(engine_, config, b_data);
+      entry = CreateMatMulEntryAt(precision_, engine_, config, b_data);
       return absl::OkStatus();
     }));
     return cache_.Insert(std::move(key), std::move(entry));
@@ -372,6 +437,7 @@ class MatMulKernel final : public KernelBase {
   bool has_addend_;
   float alpha_;  // Scales the product (the optimiser uses it without bias).
   Activation act_;
+  Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
   PackedB packed_b_;
@@ -416,7 +482,8 @@ class GemmKernel final : public KernelBase {
         trans_b_(spec.node->GetInt("transB", 0) != 0),
         alpha_(spec.node->GetFloat("alpha", 1.0f)),
         beta_(spec.node->GetFloat("beta", 1.0f)),
-        constant_b_(spec.constant(1) != nullptr) {}
+        constant_b_(spec.constant(1) != nullptr),
+        precision_(spec.precision) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
     const Shape& a = spec.inputs[0].shape;
@@ -564,7 +631,7 @@ class GemmKernel final : public KernelBase {
       }
       config.act = act_;
       config.pack_weights = constant_b_;
-      entry = CreateMatMulEntry(engine_, config, b_data);
+      entry = CreateMatMulEntryAt(precision_, engine_, config, b_data);
       return absl::OkStatus();
     }));
     return cache_.Insert(std::move(key), std::move(entry));
@@ -577,6 +644,7 @@ class GemmKernel final : public KernelBase {
   float alpha_;
   float beta_;
   bool constant_b_;
+  Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
   PackedB packed_b_;

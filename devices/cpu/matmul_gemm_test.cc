@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -15,6 +16,7 @@ using testing::MakeNode;
 using testing::MakeTensor;
 using testing::MaxRelativeError;
 using testing::RandomTensor;
+using testing::RoundToBFloat16;
 using testing::RunKernel;
 using testing::RunKernelOptions;
 using testing::ToVector;
@@ -350,6 +352,143 @@ TEST(GemmTest, ConcurrentCompute) {
   EXPECT_LT(MaxRelativeError((*out)[0],
                              NaiveGemm(a, b, &c, false, false, 1, 1)),
             kTolerance);
+}
+
+// --- bf16 precision ---------------------------------------------------------
+
+Tensor Abs(const Tensor& t) {
+  Tensor r = *Tensor::Create(DType::kFloat32, t.shape());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    r.data<float>()[i] = std::fabs(t.data<float>()[i]);
+  }
+  return r;
+}
+
+// What bf16 precision promises, checked on `got`: it is the product of the
+// bfloat16-rounded operands accumulated in float32 (`want_rounded`, to
+// float32's accuracy), hence within bfloat16's error of the exact result
+// `want`: |got - want| <= 2^-7 * `magnitude` (the same product of the
+// operands' absolute values; two roundings of at most 2^-9 each, doubled
+// for the accumulation). And on random data it is not the float32
+// kernel's result `f32` bit for bit, which shows the mode is active.
+void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
+                      const Tensor& want, const Tensor& magnitude,
+                      const Tensor& f32) {
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LT(MaxRelativeError(got, want_rounded), kTolerance);
+  int64_t beyond = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    const double err = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
+    if (err > magnitude.data<float>()[i] / 128.0 + 1e-6) ++beyond;
+  }
+  EXPECT_EQ(beyond, 0) << "elements beyond bfloat16's error";
+  EXPECT_NE(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
+      << "bit-identical to float32: bf16 precision is not in effect";
+  // And float32 precision is float32's accuracy.
+  EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
+}
+
+TEST(MatMulTest, Bf16PrecisionRoundsOperandsAndAccumulatesInFloat32) {
+  struct Case {
+    std::vector<int64_t> a, b;
+    RunKernelOptions options;
+  };
+  std::vector<Case> cases(5);
+  cases[0] = {{32, 256}, {256, 64}, {}};  // B converted on each call.
+  cases[1] = {{32, 256}, {256, 64}, {}};  // B packed as bfloat16.
+  cases[1].options.constant_inputs = {1};
+  cases[2] = cases[1];  // Primitive made at run time.
+  cases[2].options.hide_input_shapes = true;
+  cases[3] = {{2, 16, 128}, {2, 128, 32}, {}};  // Batched, not folded.
+  cases[4] = {{4, 8, 128}, {128, 48}, {}};      // Folded, concurrent.
+  cases[4].options.constant_inputs = {1};
+  cases[4].options.threads = 3;
+  cases[4].options.runs = 2;
+  const Node node = MakeNode("MatMul", {"a", "b"}, {"y"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Shape(c.a).ToString() + " x " + Shape(c.b).ToString());
+    const Tensor a = RandomTensor(c.a, 31);
+    const Tensor b = RandomTensor(c.b, 32);
+    RunKernelOptions bf16 = c.options;
+    bf16.precision = Precision::kBFloat16;
+    auto got = RunKernel(CpuKernelRegistry(), node, {a, b}, bf16);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto f32 = RunKernel(CpuKernelRegistry(), node, {a, b}, c.options);
+    ASSERT_TRUE(f32.ok()) << f32.status();
+    ExpectBf16Result((*got)[0],
+                     NaiveMatMul(RoundToBFloat16(a), RoundToBFloat16(b)),
+                     NaiveMatMul(a, b), NaiveMatMul(Abs(a), Abs(b)),
+                     (*f32)[0]);
+  }
+
+  // glint.FusedMatMul: Relu(A·B + bias + Z); bias and Z stay float32.
+  const Tensor a = RandomTensor({24, 192}, 33);
+  const Tensor b = RandomTensor({192, 40}, 34);
+  const Tensor bias = RandomTensor({40}, 35);
+  const Tensor z = RandomTensor({24, 40}, 36);
+  auto fuse = [&](Tensor y) {
+    for (int64_t i = 0; i < y.num_elements(); ++i) {
+      const float v = y.data<float>()[i] + bias.data<float>()[i % 40] +
+                      z.data<float>()[i];
+      y.data<float>()[i] = v > 0 ? v : 0;
+    }
+    return y;
+  };
+  const Node fused = MakeNode("glint.FusedMatMul", {"a", "b", "bias", "z"},
+                              {"y"}, {{"activation", std::string("Relu")}});
+  RunKernelOptions options;
+  options.constant_inputs = {1, 2};
+  RunKernelOptions bf16 = options;
+  bf16.precision = Precision::kBFloat16;
+  auto got = RunKernel(CpuKernelRegistry(), fused, {a, b, bias, z}, bf16);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto f32 = RunKernel(CpuKernelRegistry(), fused, {a, b, bias, z}, options);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  ExpectBf16Result((*got)[0],
+                   fuse(NaiveMatMul(RoundToBFloat16(a), RoundToBFloat16(b))),
+                   fuse(NaiveMatMul(a, b)), NaiveMatMul(Abs(a), Abs(b)),
+                   (*f32)[0]);
+}
+
+TEST(GemmTest, Bf16PrecisionRoundsOperandsAndAccumulatesInFloat32) {
+  const int64_t m = 24, k = 160, n = 48;
+  struct Case {
+    bool ta, tb;
+    float alpha, beta;
+    bool constant_b;
+  };
+  for (const Case& p : {Case{false, false, 1, 1, true},
+                        Case{true, true, 1, 1, true},  // Strided A and B.
+                        Case{false, true, 0.5f, 2, false}}) {
+    SCOPED_TRACE(::testing::Message() << "transA " << p.ta << " transB "
+                                      << p.tb << " constant B "
+                                      << p.constant_b);
+    const Tensor a = RandomTensor(p.ta ? std::vector<int64_t>{k, m}
+                                       : std::vector<int64_t>{m, k}, 41);
+    const Tensor b = RandomTensor(p.tb ? std::vector<int64_t>{n, k}
+                                       : std::vector<int64_t>{k, n}, 42);
+    const Tensor c = RandomTensor({n}, 43);
+    const Node node = MakeNode("Gemm", {"a", "b", "c"}, {"y"},
+                               {{"transA", int64_t{p.ta}},
+                                {"transB", int64_t{p.tb}},
+                                {"alpha", p.alpha},
+                                {"beta", p.beta}});
+    RunKernelOptions options;
+    if (p.constant_b) options.constant_inputs = {1, 2};
+    RunKernelOptions bf16 = options;
+    bf16.precision = Precision::kBFloat16;
+    auto got = RunKernel(CpuKernelRegistry(), node, {a, b, c}, bf16);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto f32 = RunKernel(CpuKernelRegistry(), node, {a, b, c}, options);
+    ASSERT_TRUE(f32.ok()) << f32.status();
+    ExpectBf16Result(
+        (*got)[0],
+        NaiveGemm(RoundToBFloat16(a), RoundToBFloat16(b), &c, p.ta, p.tb,
+                  p.alpha, p.beta),
+        NaiveGemm(a, b, &c, p.ta, p.tb, p.alpha, p.beta),
+        NaiveGemm(Abs(a), Abs(b), nullptr, p.ta, p.tb, std::fabs(p.alpha), 0),
+        (*f32)[0]);
+  }
 }
 
 }  // namespace

@@ -186,7 +186,8 @@ class StepContext : public cpu::KernelContext {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
-    const Graph& partition, const cpu::KernelRegistry& kernels) {
+    const Graph& partition, const cpu::KernelRegistry& kernels,
+    Precision precision) {
   std::shared_ptr<CpuFunction> f(new CpuFunction());
   f->graph_ = partition;
   const Graph& g = f->graph_;
@@ -278,6 +279,7 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     cpu::KernelSpec spec;
     spec.node = &node;
     spec.opset_version = g.opset_version;
+    spec.precision = precision;
     Step step;
     step.node = &node;
     for (const std::string& in : node.inputs) {
@@ -450,7 +452,7 @@ bool CpuBackend::IsOpSupported(absl::string_view op_type) const {
 }
 
 absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
-    const Graph& partition) const {
+    const Graph& partition, const CompileOptions& options) const {
   // Control-flow nodes run their subgraphs here too: every op inside must
   // be supported (core/graph.h bounds the nesting).
   std::function<absl::Status(const Graph&)> check =
@@ -489,7 +491,7 @@ absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
       return;
     }
     absl::StatusOr<std::shared_ptr<const CpuFunction>> f =
-        CpuFunction::Create(optimized, kernels_);
+        CpuFunction::Create(optimized, kernels_, options.precision);
     if (!f.ok()) {
       result = f.status();
       return;

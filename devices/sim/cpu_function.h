@@ -50,8 +50,10 @@ struct CpuExecutionMemory {
 // distinct memory).
 class CpuFunction : public CompiledFunction {
  public:
+  // Kernels are built at `precision` (cpu::KernelSpec::precision).
   static absl::StatusOr<std::shared_ptr<const CpuFunction>> Create(
-      const Graph& partition, const cpu::KernelRegistry& kernels);
+      const Graph& partition, const cpu::KernelRegistry& kernels,
+      Precision precision = Precision::kFloat32);
 
   const std::vector<ValueInfo>& inputs() const override { return inputs_; }
   const std::vector<ValueInfo>& outputs() const override { return outputs_; }
@@ -124,8 +126,9 @@ class CpuBackend : public Backend {
 
   absl::string_view name() const override { return "cpu"; }
   bool IsOpSupported(absl::string_view op_type) const override;
+  using Backend::Compile;
   absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
-      const Graph& partition) const override;
+      const Graph& partition, const CompileOptions& options) const override;
 
  private:
   const cpu::KernelRegistry& kernels_;
