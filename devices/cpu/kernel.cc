@@ -102,6 +102,8 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterLossKernels(registry);
   RegisterResampleKernels(registry);
   RegisterAttentionKernels(registry);
+  RegisterSignalKernels(registry);
+  RegisterEinsumKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -20,6 +20,8 @@ void RegisterMoreNormalizationKernels(KernelRegistry* registry);  // norm_ops.cc
 void RegisterLossKernels(KernelRegistry* registry);         // loss.cc
 void RegisterResampleKernels(KernelRegistry* registry);     // resample.cc
 void RegisterAttentionKernels(KernelRegistry* registry);    // attention.cc
+void RegisterSignalKernels(KernelRegistry* registry);       // signal.cc
+void RegisterEinsumKernels(KernelRegistry* registry);       // einsum.cc
 
 }  // namespace glint::cpu
 
