@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -204,6 +205,23 @@ const onnx::OpSchema::FormalParameter* Formal(
   return last.GetOption() == onnx::OpSchema::Variadic ? &last : nullptr;
 }
 
+// The values of the int64 initializer `name` (empty if there is none).
+std::vector<int64_t> ConstantInt64s(const onnx::GraphProto& graph,
+                                    const std::string& name) {
+  for (const onnx::TensorProto& t : graph.initializer()) {
+    if (t.name() != name || t.data_type() != onnx::TensorProto::INT64) {
+      continue;
+    }
+    if (t.int64_data_size() > 0) {
+      return std::vector<int64_t>(t.int64_data().begin(), t.int64_data().end());
+    }
+    std::vector<int64_t> v(t.raw_data().size() / sizeof(int64_t));
+    std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(int64_t));
+    return v;
+  }
+  return {};
+}
+
 // The element type, and for a Constant the dims, that output `out` of
 // `node` has by its op's definition; type 0 where that needs what is
 // unknown.
@@ -214,7 +232,8 @@ struct FallbackType {
 };
 
 FallbackType TypeByDefinition(
-    const onnx::NodeProto& node, int out, int64_t opset, const TypeIndex& types,
+    const onnx::GraphProto& graph, const onnx::NodeProto& node, int out,
+    int64_t opset, const TypeIndex& types,
     const absl::flat_hash_map<std::string, int32_t>& inits) {
   FallbackType r;
   const std::string& op = node.op_type();
@@ -305,6 +324,42 @@ FallbackType TypeByDefinition(
         r.dims[unknown] = total >= 0 && known > 0 ? total / known : -1;
       }
       r.has_dims = true;
+    }
+  }
+  // Split-1: the split (attribute, or the constant second input), else
+  // equal parts along `axis` (Split-1 infers nothing).
+  if (op == "Split" && IsDefaultDomain(node.domain()) && opset < 2 &&
+      node.input_size() >= 1) {
+    auto in = types.find(node.input(0));
+    if (in != types.end() && in->second->has_tensor_type() &&
+        in->second->tensor_type().has_shape()) {
+      const auto& shape = in->second->tensor_type().shape();
+      const onnx::AttributeProto* axis_attr = FindAttribute(node, "axis");
+      int64_t axis = axis_attr != nullptr ? axis_attr->i() : 0;
+      if (axis < 0) axis += shape.dim_size();
+      std::vector<int64_t> split;
+      if (const auto* a = FindAttribute(node, "split")) {
+        split.assign(a->ints().begin(), a->ints().end());
+      } else if (node.input_size() > 1) {
+        split = ConstantInt64s(graph, node.input(1));
+      }
+      if (axis >= 0 && axis < shape.dim_size()) {
+        const auto& d = shape.dim(static_cast<int>(axis));
+        int64_t part = -1;
+        if (out < static_cast<int>(split.size())) {
+          part = split[out];
+        } else if (split.empty() && d.has_dim_value() &&
+                   node.output_size() > 0 &&
+                   d.dim_value() % node.output_size() == 0) {
+          part = d.dim_value() / node.output_size();
+        }
+        r.has_dims = true;
+        r.dims.clear();
+        for (const auto& dim : shape.dim()) {
+          r.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+        }
+        r.dims[axis] = part;
+      }
     }
   }
   // Concat: input 0's dims, the axis summed (Concat-1 infers nothing).
@@ -485,7 +540,7 @@ bool FallBackTypes(onnx::GraphProto* graph, int64_t opset) {
       // Re-indexed per output: adding a value_info may move the others.
       const TypeIndex types = IndexTypes(*graph);
       if (ElemTypeOf(types, inits, value) != 0) continue;
-      const FallbackType t = TypeByDefinition(node, o, opset, types, inits);
+      const FallbackType t = TypeByDefinition(*graph, node, o, opset, types, inits);
       if (t.elem_type == 0) continue;
       onnx::TypeProto* type = FindMutableType(graph, value);
       if (type == nullptr) {

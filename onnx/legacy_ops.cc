@@ -193,6 +193,29 @@ class Upgrader {
     axis->set_i(1);
   }
 
+  // Split-1: `split` as a constant second input becomes the attribute.
+  absl::Status SplitInput(onnx::NodeProto* node) {
+    if (node->input_size() != 2 || node->input(1).empty()) {
+      return absl::OkStatus();
+    }
+    auto split = inits_->find(node->input(1));
+    if (split == inits_->end() || split->second.dtype() != DType::kInt64) {
+      return absl::UnimplementedError(absl::StrCat(
+          DescribeNode(*node), ": Split-1's split must be a constant int64"));
+    }
+    onnx::AttributeProto* attr = FindAttr(node, "split");
+    if (attr == nullptr) attr = node->add_attribute();
+    attr->Clear();
+    attr->set_name("split");
+    attr->set_type(onnx::AttributeProto::INTS);
+    const int64_t* v = split->second.data<int64_t>();
+    for (int64_t i = 0; i < split->second.num_elements(); ++i) {
+      attr->add_ints(v[i]);
+    }
+    node->mutable_input()->RemoveLast();
+    return absl::OkStatus();
+  }
+
   // BatchNormalization-1..8 with spatial=0: statistics per (channel,
   // position), params of shape [C, D1, ...]. As elementwise ops (numpy
   // rules align the params with X's trailing dims):
@@ -296,6 +319,8 @@ absl::Status UpgradeLegacyNodes(int64_t opset, onnx::GraphProto* graph,
         GLINT_RETURN_IF_ERROR(up.Cast(&node));
       } else if (op == "Concat" && opset < 4) {
         up.ConcatAxis(&node);
+      } else if (op == "Split" && opset < 2) {
+        GLINT_RETURN_IF_ERROR(up.SplitInput(&node));
       }
     }
     for (onnx::NodeProto& b : before) *nodes.Add() = std::move(b);

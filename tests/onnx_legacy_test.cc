@@ -325,6 +325,45 @@ TEST(OnnxLegacyTest, NonSpatialBatchNormNormalisesPerPosition) {
     }
 }
 
+TEST(OnnxLegacyTest, SplitInputOfOpset1) {
+  Model m(1);
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 2}).Output("z").Output("w");
+  onnx::ModelProto proto;
+  ASSERT_TRUE(proto.ParseFromString(m.Bytes()));
+  auto add_init = [&](const std::string& name, std::vector<int64_t> dims,
+                      std::vector<int64_t> v) {
+    onnx::TensorProto* t = proto.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t x : v) t->add_int64_data(x);
+    // Opset 1 lists initializers as graph inputs.
+    onnx::ValueInfoProto* in = proto.mutable_graph()->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_init("split", {2}, {1, 1});
+  auto node = [&](const std::string& op, std::vector<std::string> in,
+                  std::vector<std::string> out) {
+    onnx::NodeProto* n = proto.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(op);
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    return n;
+  };
+  IntAttr(node("Split", {"x", "split"}, {"z", "w"}), "axis", 0);
+  auto out = AddAndRun(proto.SerializeAsString(),
+                       {{"x", Floats({2, 2}, {1, 2, 3, 4})}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].tensor.shape(), Shape({1, 2}));
+  EXPECT_THAT(Values((*out)[0].tensor), ElementsAre(1, 2));
+  EXPECT_EQ((*out)[1].tensor.shape(), Shape({1, 2}));
+  EXPECT_THAT(Values((*out)[1].tensor), ElementsAre(3, 4));
+}
+
 TEST(OnnxLegacyTest, Int64ConstantOfAnOldExporterImportsByFallback) {
   // Constant-1 allows float types only, so ONNX's inference refuses the
   // int64 Constant PyTorch wrote; Glint types it from its value.
