@@ -532,13 +532,14 @@ bool FallBackTypes(onnx::GraphProto* graph, int64_t opset) {
     inits[init.name()] = init.data_type();
   }
   bool changed = false;
+  // Kept up to date as types are added (value_info elements never move:
+  // a RepeatedPtrField holds them by pointer), so one pass is linear.
+  TypeIndex types = IndexTypes(*graph);
   for (int n = 0; n < graph->node_size(); ++n) {
     const onnx::NodeProto& node = graph->node(n);
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string& value = node.output(o);
       if (value.empty()) continue;
-      // Re-indexed per output: adding a value_info may move the others.
-      const TypeIndex types = IndexTypes(*graph);
       if (ElemTypeOf(types, inits, value) != 0) continue;
       const FallbackType t = TypeByDefinition(*graph, node, o, opset, types, inits);
       if (t.elem_type == 0) continue;
@@ -557,6 +558,7 @@ bool FallBackTypes(onnx::GraphProto* graph, int64_t opset) {
           if (d >= 0) dim->set_dim_value(d);
         }
       }
+      types[value] = type;
       changed = true;
     }
   }
@@ -571,8 +573,10 @@ absl::Status InferWithFallback(onnx::ModelProto* model,
   }
   const int64_t opset = DefaultOpsetOf(*model);
   onnx::GraphProto* graph = model->mutable_graph();
-  // Each round types at least one more value; types only flow forward.
-  for (int round = 0; round <= graph->node_size(); ++round) {
+  // FallBackTypes carries types forward itself in one pass; further rounds
+  // only pick up shapes ONNX infers from them, so a few are enough (and
+  // a huge model does not pay one inference per node).
+  for (int round = 0; round < 4; ++round) {
     GLINT_RETURN_IF_ERROR(RunShapeInference(model, /*strict=*/false));
     if (!FallBackTypes(graph, opset)) break;
   }

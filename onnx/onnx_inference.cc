@@ -60,7 +60,7 @@ absl::Status InferTypes(onnx::ModelProto* model) {
   // Old schemas (Concat-1, ...) have no inference function and leave their
   // outputs untyped without failing: Glint types those, and ONNX then
   // infers what follows them.
-  for (int round = 0; strict && round <= graph->node_size() &&
+  for (int round = 0; strict && round < 4 &&
                       FallBackTypes(graph, DefaultOpsetOf(*model));
        ++round) {
     inferred = RunShapeInference(model);
