@@ -4,8 +4,8 @@
 // Complex values are ONNX's: a trailing dimension of 2 (real, imaginary);
 // real signals have a trailing dimension of 1. Transforms compute in double
 // whatever the element type: an iterative radix-2 FFT when the length is a
-// power of two, else a direct O(n^2) sum over a precomputed twiddle table
-// (exact to rounding; slow only for long non-power-of-two lengths).
+// power of two, a direct sum over a twiddle table up to 64 points, and
+// Bluestein's chirp-z (power-of-two FFTs of a convolution) beyond.
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -27,12 +27,48 @@ constexpr int64_t kMaxGeneratedElements = int64_t{1} << 31;
 
 // ------------------------------------------------------------- transforms
 
+void Transform(std::vector<Complex>& x, bool inverse);
+
+// Lengths up to this take the direct sum; longer non-powers of two take
+// Bluestein's algorithm (three power-of-two FFTs).
+constexpr size_t kDirectMaxLength = 64;
+
+// Bluestein: X[k] = conj(w[k]) * sum_j (x[j] conj(w[j])) w[k - j] with
+// w[t] = e^{+-πi t²/n}, a convolution done with power-of-two FFTs.
+void Bluestein(std::vector<Complex>& x, bool inverse) {
+  const size_t n = x.size();
+  size_t m = 1;
+  while (m < 2 * n - 1) m <<= 1;
+  const double sign = inverse ? 1.0 : -1.0;
+  std::vector<Complex> chirp(n);
+  for (size_t t = 0; t < n; ++t) {
+    // t² mod 2n keeps the angle exact for large t.
+    const uint64_t t2 = (static_cast<uint64_t>(t) * t) % (2 * n);
+    chirp[t] = std::polar(1.0, sign * M_PI * static_cast<double>(t2) /
+                                   static_cast<double>(n));
+  }
+  std::vector<Complex> a(m, 0.0), b(m, 0.0);
+  for (size_t t = 0; t < n; ++t) a[t] = x[t] * chirp[t];
+  b[0] = std::conj(chirp[0]);
+  for (size_t t = 1; t < n; ++t) b[t] = b[m - t] = std::conj(chirp[t]);
+  Transform(a, false);
+  Transform(b, false);
+  for (size_t i = 0; i < m; ++i) a[i] *= b[i];
+  Transform(a, true);
+  const double scale = 1.0 / static_cast<double>(m);
+  for (size_t k = 0; k < n; ++k) x[k] = a[k] * chirp[k] * scale;
+}
+
 // In-place DFT of `x` (any length >= 1): X[k] = sum_j x[j] e^{-+2πi jk/n}
 // (+ for inverse, without the 1/n factor).
 void Transform(std::vector<Complex>& x, bool inverse) {
   const size_t n = x.size();
   if (n <= 1) return;
   const double sign = inverse ? 1.0 : -1.0;
+  if ((n & (n - 1)) != 0 && n > kDirectMaxLength) {
+    Bluestein(x, inverse);
+    return;
+  }
   if ((n & (n - 1)) == 0) {
     // Bit-reversal permutation, then butterflies.
     for (size_t i = 1, j = 0; i < n; ++i) {

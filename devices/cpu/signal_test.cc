@@ -114,6 +114,35 @@ TEST(SignalTest, DftPowerOfTwoMatchesNaiveInDouble) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4);
 }
 
+TEST(SignalTest, DftOfLongOddLengthsMatchesNaive) {
+  // 100 and 401 points: Bluestein's path (and the inverse).
+  for (int n : {100, 401}) {
+    std::vector<double> x;
+    std::vector<std::complex<double>> c;
+    for (int i = 0; i < n; ++i) {
+      x.push_back(std::sin(0.7 * i) + 0.001 * i * i);
+      x.push_back(std::cos(1.3 * i));
+      c.emplace_back(x[2 * i], x[2 * i + 1]);
+    }
+    for (int inverse = 0; inverse < 2; ++inverse) {
+      auto out = RunKernel(
+          CpuKernelRegistry(),
+          MakeNode("DFT", {"x"}, {"y"}, {{"inverse", int64_t{inverse}}}),
+          {MakeTensor<double>({1, n, 2}, x)});
+      ASSERT_TRUE(out.ok()) << out.status();
+      const std::vector<float> want = NaiveDft(c, inverse, n);
+      const std::vector<double> got = ToVector<double>((*out)[0]);
+      ASSERT_EQ(got.size(), want.size());
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        worst = std::max(worst, std::abs(got[i] - want[i]) /
+                                    std::max(1.0, std::abs(double{want[i]})));
+      }
+      EXPECT_LT(worst, 1e-5) << n << " points, inverse " << inverse;
+    }
+  }
+}
+
 TEST(SignalTest, DftRefusesMalformedNodes) {
   auto bad = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x"}, {"y"}),
                        {MakeTensor<float>({1, 2, 3}, {1, 2, 3, 4, 5, 6})});
