@@ -362,6 +362,27 @@ FallbackType TypeByDefinition(
       }
     }
   }
+  // Tile-1..5: (input, tiles, axis), constant scalars (Tile-1 infers
+  // nothing).
+  if (op == "Tile" && IsDefaultDomain(node.domain()) && opset < 6 &&
+      node.input_size() == 3 && out == 0) {
+    auto in = types.find(node.input(0));
+    const std::vector<int64_t> tiles = ConstantInt64s(graph, node.input(1));
+    const std::vector<int64_t> axis = ConstantInt64s(graph, node.input(2));
+    if (in != types.end() && in->second->has_tensor_type() &&
+        in->second->tensor_type().has_shape() && tiles.size() == 1 &&
+        axis.size() == 1) {
+      const auto& shape = in->second->tensor_type().shape();
+      const int64_t a = axis[0] < 0 ? axis[0] + shape.dim_size() : axis[0];
+      if (a >= 0 && a < shape.dim_size() && tiles[0] >= 0) {
+        r.has_dims = true;
+        for (const auto& d : shape.dim()) {
+          r.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+        }
+        if (r.dims[a] >= 0) r.dims[a] *= tiles[0];
+      }
+    }
+  }
   // Concat: input 0's dims, the axis summed (Concat-1 infers nothing).
   if (op == "Concat" && out == 0 && IsDefaultDomain(node.domain())) {
     const onnx::AttributeProto* axis_attr = FindAttribute(node, "axis");
@@ -540,9 +561,18 @@ bool FallBackTypes(onnx::GraphProto* graph, int64_t opset) {
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string& value = node.output(o);
       if (value.empty()) continue;
-      if (ElemTypeOf(types, inits, value) != 0) continue;
-      const FallbackType t = TypeByDefinition(*graph, node, o, opset, types, inits);
-      if (t.elem_type == 0) continue;
+      // Typed values keep their type; a rankless one may still get its
+      // shape here (old schemas that propagate only the element type).
+      const int32_t known = ElemTypeOf(types, inits, value);
+      auto have = types.find(value);
+      const bool has_shape = have != types.end() &&
+                             have->second->has_tensor_type() &&
+                             have->second->tensor_type().has_shape();
+      if (known != 0 && (has_shape || inits.contains(value))) continue;
+      const FallbackType t =
+          TypeByDefinition(*graph, node, o, opset, types, inits);
+      if (known != 0 && !t.has_dims) continue;
+      if (known == 0 && t.elem_type == 0) continue;
       onnx::TypeProto* type = FindMutableType(graph, value);
       if (type == nullptr) {
         onnx::ValueInfoProto* vi = graph->add_value_info();
@@ -550,7 +580,7 @@ bool FallBackTypes(onnx::GraphProto* graph, int64_t opset) {
         type = vi->mutable_type();
       }
       onnx::TypeProto_Tensor* tensor = type->mutable_tensor_type();
-      tensor->set_elem_type(t.elem_type);
+      tensor->set_elem_type(known != 0 ? known : t.elem_type);
       if (t.has_dims && !tensor->has_shape()) {
         onnx::TensorShapeProto* shape = tensor->mutable_shape();
         for (int64_t d : t.dims) {

@@ -193,6 +193,39 @@ class Upgrader {
     axis->set_i(1);
   }
 
+  // Tile-1..5: (input, tiles, axis), scalars: repeat along one axis, as
+  // Tile-6's repeats when both are constants.
+  absl::Status TileAxis(onnx::NodeProto* node) {
+    if (node->input_size() != 3) return absl::OkStatus();
+    auto tiles = inits_->find(node->input(1));
+    auto axis = inits_->find(node->input(2));
+    const int rank = RankOf(types_, node->input(0));
+    if (tiles == inits_->end() || axis == inits_->end() || rank < 0 ||
+        tiles->second.num_elements() != 1 ||
+        axis->second.num_elements() != 1 ||
+        tiles->second.dtype() != DType::kInt64 ||
+        axis->second.dtype() != DType::kInt64) {
+      return absl::UnimplementedError(absl::StrCat(
+          DescribeNode(*node), ": Tile-1 needs constant int64 scalars for "
+          "tiles and axis and an input of known rank"));
+    }
+    int64_t a = *axis->second.data<int64_t>();
+    if (a < 0) a += rank;
+    if (a < 0 || a >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeNode(*node), ": axis ", *axis->second.data<int64_t>(),
+          " is outside the input's rank ", rank));
+    }
+    std::vector<int64_t> repeats(rank, 1);
+    repeats[a] = *tiles->second.data<int64_t>();
+    const std::string name = node->name() + "/legacy_repeats";
+    (*inits_)[name] =
+        Tensor::FromVector(DType::kInt64, Shape({rank}), repeats);
+    node->mutable_input()->RemoveLast();
+    node->set_input(1, name);
+    return absl::OkStatus();
+  }
+
   // Split-1: `split` as a constant second input becomes the attribute.
   absl::Status SplitInput(onnx::NodeProto* node) {
     if (node->input_size() != 2 || node->input(1).empty()) {
@@ -319,6 +352,8 @@ absl::Status UpgradeLegacyNodes(int64_t opset, onnx::GraphProto* graph,
         GLINT_RETURN_IF_ERROR(up.Cast(&node));
       } else if (op == "Concat" && opset < 4) {
         up.ConcatAxis(&node);
+      } else if (op == "Tile" && opset < 6) {
+        GLINT_RETURN_IF_ERROR(up.TileAxis(&node));
       } else if (op == "Split" && opset < 2) {
         GLINT_RETURN_IF_ERROR(up.SplitInput(&node));
       }

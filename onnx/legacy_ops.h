@@ -14,13 +14,14 @@
 //  - Cast before opset 6: `to` is a type name ("FLOAT"), made the enum;
 //  - Concat before opset 4: `axis` defaults to 1;
 //  - Split-1: a constant `split` input becomes the attribute;
+//  - Tile before opset 6: constant scalar (tiles, axis) inputs become
+//    Tile-6's repeats;
 //  - BatchNormalization before opset 9 with spatial=0 (statistics per
 //    channel and position, params [C, D1, ...]): the elementwise chain
 //    (X - mean) / sqrt(var + epsilon) * scale + B (the optimiser folds the
 //    constant part).
 //
-// Not covered: Tile-1..5's (tiles, axis) inputs (the kernel refuses the
-// arity, naming the node), Upsample-1 (experimental). (Reshape-1's `shape` attribute, Clip/Pad/Slice/Split/Squeeze attribute
+// Not covered: Upsample-1 (experimental). (Reshape-1's `shape` attribute, Clip/Pad/Slice/Split/Squeeze attribute
 // forms and Dropout's is_test are the kernels' own business already.)
 //
 // Attributes the old forms carry that change nothing at inference

@@ -325,9 +325,10 @@ TEST(OnnxLegacyTest, NonSpatialBatchNormNormalisesPerPosition) {
     }
 }
 
-TEST(OnnxLegacyTest, SplitInputOfOpset1) {
+TEST(OnnxLegacyTest, SplitInputAndTileAxisOfOpset1) {
   Model m(1);
-  m.Input("x", onnx::TensorProto::FLOAT, {2, 2}).Output("z").Output("w");
+  m.Input("x", onnx::TensorProto::FLOAT, {2, 2}).Output("z").Output("w")
+      .Output("t");
   onnx::ModelProto proto;
   ASSERT_TRUE(proto.ParseFromString(m.Bytes()));
   auto add_init = [&](const std::string& name, std::vector<int64_t> dims,
@@ -345,6 +346,8 @@ TEST(OnnxLegacyTest, SplitInputOfOpset1) {
     for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
   };
   add_init("split", {2}, {1, 1});
+  add_init("tiles", {}, {3});
+  add_init("axis", {}, {1});
   auto node = [&](const std::string& op, std::vector<std::string> in,
                   std::vector<std::string> out) {
     onnx::NodeProto* n = proto.mutable_graph()->add_node();
@@ -355,6 +358,7 @@ TEST(OnnxLegacyTest, SplitInputOfOpset1) {
     return n;
   };
   IntAttr(node("Split", {"x", "split"}, {"z", "w"}), "axis", 0);
+  node("Tile", {"x", "tiles", "axis"}, {"t"});
   auto out = AddAndRun(proto.SerializeAsString(),
                        {{"x", Floats({2, 2}, {1, 2, 3, 4})}});
   ASSERT_TRUE(out.ok()) << out.status();
@@ -362,6 +366,9 @@ TEST(OnnxLegacyTest, SplitInputOfOpset1) {
   EXPECT_THAT(Values((*out)[0].tensor), ElementsAre(1, 2));
   EXPECT_EQ((*out)[1].tensor.shape(), Shape({1, 2}));
   EXPECT_THAT(Values((*out)[1].tensor), ElementsAre(3, 4));
+  EXPECT_EQ((*out)[2].tensor.shape(), Shape({2, 6}));
+  EXPECT_THAT(Values((*out)[2].tensor),
+              ElementsAre(1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4));
 }
 
 TEST(OnnxLegacyTest, Int64ConstantOfAnOldExporterImportsByFallback) {
