@@ -12,7 +12,8 @@
 // which do not sum a label away on their own, are a batched matrix
 // product: the operands are permuted (only when their layout does not
 // already fit) to [batch, m, k] and [batch, k, n] and multiplied with
-// oneDNN's sgemm. Everything else takes the generic path: one odometer
+// oneDNN's sgemm. More float32 operands are contracted pairwise, left to
+// right, the same way. Everything else takes the generic path: one odometer
 // over every label, accumulating in double (float types) or int64.
 #include <algorithm>
 #include <array>
@@ -355,6 +356,10 @@ class EinsumKernel final : public KernelBase {
         TryMatMul(p, *in[0], *in[1], y)) {
       return absl::OkStatus();
     }
+    if (dtype_ == DType::kFloat32 && in.size() > 2) {
+      Pairwise(p, in, y);
+      return absl::OkStatus();
+    }
     if (DTypeIn(dtype_, kAllFloatDTypes)) {
       Generic<double>(p, in, y);
     } else {
@@ -364,6 +369,66 @@ class EinsumKernel final : public KernelBase {
   }
 
  private:
+  // More than two float32 operands: contracted left to right, each step
+  // a two-operand einsum (sgemm where it is a matrix product) that keeps
+  // the labels the output or a later operand still needs. One pass over
+  // every label at once would cost the product of all their sizes.
+  void Pairwise(const Plan& p, const std::vector<const TensorView*>& in,
+                const TensorView& y) const {
+    std::vector<float> acc;  // The running intermediate.
+    TensorView acc_view = *in[0];
+    std::vector<int> acc_labels = p.operands[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      const bool last = i + 1 == in.size();
+      Plan step;
+      step.size = p.size;
+      step.operands = {acc_labels, p.operands[i]};
+      if (last) {
+        step.output = p.output;
+      } else {
+        std::vector<bool> needed(p.size.size(), false);
+        for (int id : p.output) needed[id] = true;
+        for (size_t j = i + 1; j < in.size(); ++j) {
+          for (int id : p.operands[j]) needed[id] = true;
+        }
+        for (const auto& labels : step.operands) {
+          for (int id : labels) {
+            if (needed[id] && std::find(step.output.begin(), step.output.end(),
+                                        id) == step.output.end()) {
+              step.output.push_back(id);
+            }
+          }
+        }
+      }
+      std::vector<bool> kept(p.size.size(), false);
+      for (int id : step.output) kept[id] = true;
+      for (const auto& labels : step.operands) {
+        for (int id : labels) {
+          if (!kept[id] && std::find(step.summed.begin(), step.summed.end(),
+                                     id) == step.summed.end()) {
+            step.summed.push_back(id);
+          }
+        }
+      }
+      std::vector<int64_t> dims;
+      for (int id : step.output) dims.push_back(p.size[id]);
+      std::vector<float> next;
+      TensorView out = y;
+      if (!last) {
+        next.resize(static_cast<size_t>(Product(dims, 0, dims.size())));
+        out = TensorView{DType::kFloat32, Shape(dims), next.data()};
+      }
+      if (!TryMatMul(step, acc_view, *in[i], out)) {
+        Generic<double>(step, {&acc_view, in[i]}, out);
+      }
+      if (!last) {
+        acc.swap(next);
+        acc_view = TensorView{DType::kFloat32, Shape(dims), acc.data()};
+        acc_labels = step.output;
+      }
+    }
+  }
+
   // The sgemm path; false (nothing written) when the contraction is not a
   // plain batched matrix product.
   bool TryMatMul(const Plan& p, const TensorView& a, const TensorView& b,

@@ -121,6 +121,38 @@ TEST(EinsumTest, ThreeOperandsAndIntegers) {
   EXPECT_THAT(ToVector<float>((*outer)[0]), ElementsAre(9));
 }
 
+TEST(EinsumTest, ThreeFloatOperandsContractPairwise) {
+  // "ij,jk,kl->li" with a label (k) shared by the last two only, and a
+  // batch-like label kept through the intermediate.
+  const Tensor a = RandomTensor({3, 4}, 3);
+  const Tensor b = RandomTensor({4, 5}, 4);
+  const Tensor c = RandomTensor({5, 2}, 5);
+  auto out = Einsum("ij,jk,kl->li", {a, b, c});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), Shape({2, 3}));
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  const float* pc = c.data<float>();
+  std::vector<float> want;
+  for (int l = 0; l < 2; ++l)
+    for (int i = 0; i < 3; ++i) {
+      double s = 0;
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 5; ++k) {
+          s += double{pa[i * 4 + j]} * pb[j * 5 + k] * pc[k * 2 + l];
+        }
+      want.push_back(static_cast<float>(s));
+    }
+  EXPECT_THAT(ToVector<float>((*out)[0]), Pointwise(FloatNear(1e-5), want));
+  // A label of the first operand used again by the third: kept through.
+  auto d = Einsum("ij,j,i->", {MakeTensor<float>({2, 2}, {1, 2, 3, 4}),
+                               MakeTensor<float>({2}, {1, 10}),
+                               MakeTensor<float>({2}, {1, 100})});
+  ASSERT_TRUE(d.ok()) << d.status();
+  // i=0: 1 + 20 = 21; i=1: (3 + 40) * 100 = 4300.
+  EXPECT_THAT(ToVector<float>((*d)[0]), ElementsAre(4321));
+}
+
 TEST(EinsumTest, RefusesMalformedEquations) {
   const Tensor x = MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(Einsum("ij,jk->ik", {x}).status().code(),
