@@ -52,13 +52,13 @@ onnx::TypeProto* FindMutableType(onnx::GraphProto* graph,
   return nullptr;
 }
 
-absl::Status RunShapeInference(onnx::ModelProto* model) {
+absl::Status RunShapeInference(onnx::ModelProto* model, bool strict) {
   // check_type and error_mode 1: a model whose declared types contradict
   // what its ops compute is malformed, and must fail here rather than at
   // run time. Data propagation resolves shapes computed by Shape/Gather/
   // Concat chains, common in exported models.
-  onnx::ShapeInferenceOptions options(/*check_type_val=*/true,
-                                      /*strict_mode_val=*/1,
+  onnx::ShapeInferenceOptions options(/*check_type_val=*/strict,
+                                      /*strict_mode_val=*/strict ? 1 : 0,
                                       /*data_prop_val=*/true);
   std::unordered_map<std::string, onnx::TensorShapeProto> generated;
   try {

@@ -37,10 +37,13 @@ onnx::TypeProto* FindMutableType(onnx::GraphProto* graph,
                                  const std::string& name);
 
 // ONNX's shape inference over `model`, writing what it infers into the
-// graph's value_info and outputs: types checked, strict, with data
-// propagation. INVALID_ARGUMENT (or RESOURCE_EXHAUSTED) with ONNX's message
-// where it throws.
-absl::Status RunShapeInference(onnx::ModelProto* model);
+// graph's value_info and outputs, with data propagation; strict (types
+// checked against the op schemas, the first node it cannot infer fails
+// it) unless `strict` is false, where ONNX skips such nodes and goes on
+// without checking types (its type check throws past the skipping). The
+// kernels still check every dtype they are given at build time. INVALID_ARGUMENT (or
+// RESOURCE_EXHAUSTED) with ONNX's message where it throws.
+absl::Status RunShapeInference(onnx::ModelProto* model, bool strict = true);
 
 }  // namespace glint::onnx_internal
 

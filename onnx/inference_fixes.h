@@ -54,6 +54,37 @@ void RestoreLayerNormAxes(const AxisRewrites& rewritten,
 // allocate billions of dims).
 absl::StatusOr<bool> RecoverRanks(onnx::GraphProto* graph);
 
+// When ONNX's strict inference fails on a model, Glint does not refuse it
+// outright: exporters write models that the runtime can run although ONNX
+// 1.12 rejects a node (PyTorch's opset 6 exports hold int64 Constants,
+// which Constant-1..8 does not allow). `failure` is that error. A failure
+// that says a declared type or shape contradicts what ONNX infers (ONNX's
+// "existing ... type/shape" messages) is a malformed model and is returned
+// as it is. Otherwise ONNX's inference runs non-strict (skipping the nodes
+// it cannot infer), and FallBackTypes gives the outputs ONNX left untyped
+// the element type (and, for Constant, the shape) their op defines, rounds
+// apart until nothing changes; kernels compute shapes at run time. Any
+// node output still untyped then is INVALID_ARGUMENT naming the node and
+// the value, with ONNX's message.
+absl::Status InferWithFallback(onnx::ModelProto* model,
+                               const absl::Status& failure);
+
+// The model's opset of the default domain (0 when it imports none).
+int64_t DefaultOpsetOf(const onnx::ModelProto& model);
+
+// True when ONNX's inference error says a declared type or shape
+// contradicts the inferred one.
+bool IsDeclarationContradiction(const absl::Status& failure);
+
+// Glint's own element-type propagation, one pass in node order (nodes must
+// be sorted): each node output without an element type gets the one its
+// op defines (Cast's `to`, a Constant's value, ConstantOfShape's value,
+// else its schema's rule below). Returns
+// whether anything changed. The op's rule is its ONNX schema at `opset`:
+// an output whose type variable an input shares takes that input's type,
+// one whose constraint allows a single type takes it.
+bool FallBackTypes(onnx::GraphProto* graph, int64_t opset);
+
 }  // namespace glint::onnx_internal
 
 #endif  // GLINT_ONNX_INFERENCE_FIXES_H_

@@ -11,6 +11,7 @@
 #include "core/status_macros.h"
 #include "onnx/graph_builder.h"
 #include "onnx/import_util.h"
+#include "onnx/legacy_ops.h"
 #include "onnx/onnx_inference.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx_validate.h"
@@ -28,6 +29,7 @@ using onnx_internal::InferTypesElsewhere;
 using onnx_internal::NormalizeDefaultDomain;
 using onnx_internal::ReadInitializers;
 using onnx_internal::SortNodes;
+using onnx_internal::UpgradeLegacyNodes;
 using onnx_internal::StatusFromException;
 
 absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view model_bytes) {
@@ -75,6 +77,9 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   GLINT_RETURN_IF_ERROR(options.run_inference
                             ? InferTypesElsewhere(&model, options.run_inference)
                             : InferTypes(&model));
+
+  // Old opsets' forms of ops in today's terms (onnx/legacy_ops.h).
+  GLINT_RETURN_IF_ERROR(UpgradeLegacyNodes(opset, graph, &initializers));
 
   // Build the Graph and check it.
   GLINT_RETURN_IF_ERROR(BuildGraph(*graph, std::move(initializers), &result));

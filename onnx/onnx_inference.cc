@@ -138,13 +138,26 @@ absl::Status InferTypes(onnx::ModelProto* model) {
   AxisRewrites layer_norm_axes;
   GLINT_RETURN_IF_ERROR(NormalizeLayerNormAxes(model, &layer_norm_axes));
   GLINT_RETURN_IF_ERROR(CheckConvTransposeRanks(*model));
-  GLINT_RETURN_IF_ERROR(RunShapeInference(model));
+  // Where ONNX's strict inference fails, Glint's fallback types the model
+  // (InferWithFallback); later passes then run ONNX's inference non-strict.
+  absl::Status inferred = RunShapeInference(model);
+  bool strict = inferred.ok();
+  // Old schemas (Concat-1, ...) have no inference function and leave their
+  // outputs untyped without failing: Glint types those, and ONNX then
+  // infers what follows them.
+  for (int round = 0; strict && round < 4 &&
+                      FallBackTypes(graph, DefaultOpsetOf(*model));
+       ++round) {
+    inferred = RunShapeInference(model);
+    strict = inferred.ok();
+  }
+  if (!strict) GLINT_RETURN_IF_ERROR(InferWithFallback(model, inferred));
   // Each round gives a rank to at least one more value, and ranks only flow
   // forward, so a few rounds cover any realistic chain of reshapes.
   for (int round = 0; round < 4; ++round) {
     GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanksEverywhere(graph));
     if (!changed) break;
-    GLINT_RETURN_IF_ERROR(RunShapeInference(model));
+    GLINT_RETURN_IF_ERROR(RunShapeInference(model, strict));
   }
   RestoreLayerNormAxes(layer_norm_axes, graph);
   return absl::OkStatus();

@@ -39,244 +39,46 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "client/tensor_file.h"
 #include "core/device_info.h"
-#include "core/half.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
-#include "tests/test_util.h"
+#include "tests/onnx_case.h"
 
 namespace glint {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::CaseResult;
+using testing::Outcome;
+using testing::OutcomeName;
 
-constexpr char kNodeDir[] = "/usr/share/libonnx-testdata/data/node";
-constexpr char kExpectedFile[] = "tests/onnx_conformance_expected.txt";
-constexpr double kRtol = 1e-3;
-constexpr double kAtol = 1e-7;
+constexpr const char* kNodeDir = testing::kOnnxNodeDir;
+constexpr const char* kExpectedFile = testing::kConformanceExpectedFile;
 
-enum class Outcome { kPass, kMismatch, kRefused };
-
-const char* OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kPass: return "PASS";
-    case Outcome::kMismatch: return "MISMATCH";
-    case Outcome::kRefused: return "REFUSED";
+// HostManager in process, one simulated device.
+class HostBackend final : public testing::CaseBackend {
+ public:
+  explicit HostBackend(HostManager& host) : host_(host) {}
+  absl::StatusOr<NetworkInfo> Add(const std::string& name,
+                                  const std::string& model,
+                                  const AddNetworkOptions& options) override {
+    return host_.AddNetwork(name, model, options);
   }
-  return "?";
-}
-
-struct CaseResult {
-  Outcome outcome = Outcome::kRefused;
-  std::string detail;  // Why it did not pass.
-};
-
-absl::StatusOr<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path.string()));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-// Element `i` of a floating tensor as double.
-double FloatAt(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::kFloat32: return t.data<float>()[i];
-    case DType::kFloat64: return t.data<double>()[i];
-    case DType::kFloat16: return Float16ToFloat(t.data<uint16_t>()[i]);
-    case DType::kBFloat16: return BFloat16ToFloat(t.data<uint16_t>()[i]);
-    default: return 0;
-  }
-}
-
-bool IsFloating(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat64 ||
-         d == DType::kFloat16 || d == DType::kBFloat16;
-}
-
-// Empty when `actual` matches `expected` as ONNX's runner judges.
-std::string Compare(const Tensor& actual, const Tensor& expected) {
-  if (actual.dtype() != expected.dtype()) {
-    return absl::StrCat("dtype ", DTypeName(actual.dtype()), " != expected ",
-                        DTypeName(expected.dtype()));
-  }
-  if (actual.shape() != expected.shape()) {
-    return absl::StrCat("shape ", actual.shape().ToString(), " != expected ",
-                        expected.shape().ToString());
-  }
-  const int64_t n = expected.num_elements();
-  if (IsFloating(expected.dtype())) {
-    for (int64_t i = 0; i < n; ++i) {
-      const double a = FloatAt(actual, i);
-      const double e = FloatAt(expected, i);
-      if (std::isnan(a) && std::isnan(e)) continue;
-      if (a == e) continue;  // Equal infinities.
-      if (!(std::fabs(a - e) <= kAtol + kRtol * std::fabs(e))) {
-        return absl::StrCat("element ", i, ": ", a, " != expected ", e);
-      }
-    }
-    return "";
-  }
-  if (actual.num_bytes() != expected.num_bytes() ||
-      (n > 0 && std::memcmp(actual.raw_data(), expected.raw_data(),
-                            expected.num_bytes()) != 0)) {
-    return "values differ";
-  }
-  return "";
-}
-
-std::vector<fs::path> DataSets(const fs::path& dir) {
-  std::vector<fs::path> sets;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() &&
-        absl::StartsWith(e.path().filename().string(), "test_data_set_")) {
-      sets.push_back(e.path());
-    }
-  }
-  std::sort(sets.begin(), sets.end());
-  return sets;
-}
-
-// Reads <prefix>_<i>.pb for i = 0, 1, ... while they exist.
-absl::StatusOr<std::vector<NamedTensor>> ReadTensors(const fs::path& set,
-                                                     const std::string& prefix) {
-  std::vector<NamedTensor> tensors;
-  for (int i = 0;; ++i) {
-    const fs::path p = set / absl::StrCat(prefix, "_", i, ".pb");
-    if (!fs::exists(p)) break;
-    absl::StatusOr<NamedTensor> t = ReadTensorProtoFile(p.string());
-    if (!t.ok()) return t.status();
-    tensors.push_back(*std::move(t));
-  }
-  return tensors;
-}
-
-std::string StatusText(const absl::Status& s) {
-  std::string text = s.ToString();
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  if (text.size() > 300) text = text.substr(0, 300) + "...";
-  return text;
-}
-
-CaseResult RunCase(HostManager& host, const fs::path& dir,
-                   const std::string& name) {
-  absl::StatusOr<std::string> bytes = ReadFile(dir / "model.onnx");
-  if (!bytes.ok()) return {Outcome::kRefused, StatusText(bytes.status())};
-  onnx::ModelProto model;
-  if (!model.ParseFromString(*bytes)) {
-    return {Outcome::kRefused, "model.onnx does not parse"};
-  }
-  const std::vector<std::string> input_names =
-      testing::RuntimeInputNames(model);
-  std::vector<std::string> output_names;
-  for (const auto& o : model.graph().output()) output_names.push_back(o.name());
-
-  struct DataSet {
-    std::vector<NamedTensor> inputs;
-    std::vector<NamedTensor> outputs;
-  };
-  std::vector<DataSet> sets;
-  for (const fs::path& set : DataSets(dir)) {
-    DataSet ds;
-    absl::StatusOr<std::vector<NamedTensor>> in = ReadTensors(set, "input");
-    if (!in.ok()) {
-      return {Outcome::kRefused, "input data: " + StatusText(in.status())};
-    }
-    absl::StatusOr<std::vector<NamedTensor>> out = ReadTensors(set, "output");
-    if (!out.ok()) {
-      return {Outcome::kRefused, "output data: " + StatusText(out.status())};
-    }
-    // Inputs pair with the runtime inputs by position (old cases' own
-    // tensor names are unreliable); trailing optional inputs may be absent.
-    if (in->size() > input_names.size() ||
-        out->size() != output_names.size()) {
-      return {Outcome::kRefused, "test data does not match the model's "
-                                 "inputs/outputs"};
-    }
-    for (size_t i = 0; i < in->size(); ++i) (*in)[i].name = input_names[i];
-    ds.inputs = *std::move(in);
-    ds.outputs = *std::move(out);
-    sets.push_back(std::move(ds));
-  }
-  if (sets.empty()) return {Outcome::kRefused, "no test data"};
-
-  CaseResult result{Outcome::kPass, ""};
-  std::string added;  // Network name currently added.
-  std::map<std::string, Shape> bound;
-  int version = 0;
-  for (size_t s = 0; s < sets.size() && result.outcome == Outcome::kPass;
-       ++s) {
-    const DataSet& ds = sets[s];
-    // Bind the inputs' shapes to this data set's; re-add when they change.
-    AddNetworkOptions options;
-    for (const NamedTensor& t : ds.inputs) {
-      options.input_shapes[t.name] = t.tensor.shape();
-    }
-    if (added.empty() || options.input_shapes != bound) {
-      if (!added.empty()) (void)host.RemoveNetwork(added);
-      added = absl::StrCat(name, "#", version++);
-      bound = options.input_shapes;
-      absl::StatusOr<NetworkInfo> info = host.AddNetwork(added, *bytes, options);
-      if (!info.ok()) {
-        added.clear();
-        return {Outcome::kRefused, "AddNetwork: " + StatusText(info.status())};
-      }
-      if (info->inputs.size() != ds.inputs.size()) {
-        result = {Outcome::kRefused,
-                  absl::StrCat("the network has ", info->inputs.size(),
-                               " inputs, the data ", ds.inputs.size())};
-        break;
-      }
-    }
+  absl::StatusOr<std::vector<NamedTensor>> Run(
+      const std::string& name,
+      const std::vector<NamedTensor>& inputs) override {
     RunOptions run;
     run.deadline = absl::Now() + absl::Seconds(20);
-    absl::StatusOr<std::vector<NamedTensor>> outputs =
-        host.RunNetwork(added, ds.inputs, run);
-    if (!outputs.ok()) {
-      result = {Outcome::kRefused, "RunNetwork: " + StatusText(outputs.status())};
-      break;
-    }
-    std::map<std::string, const Tensor*> by_name;
-    for (const NamedTensor& t : *outputs) by_name[t.name] = &t.tensor;
-    for (size_t i = 0; i < output_names.size(); ++i) {
-      auto it = by_name.find(output_names[i]);
-      if (it == by_name.end()) {
-        result = {Outcome::kMismatch,
-                  absl::StrCat("output '", output_names[i], "' missing")};
-        break;
-      }
-      const std::string diff = Compare(*it->second, ds.outputs[i].tensor);
-      if (!diff.empty()) {
-        result = {Outcome::kMismatch,
-                  absl::StrCat("data set ", s, " output '", output_names[i],
-                               "': ", diff)};
-        break;
-      }
-    }
+    return host_.RunNetwork(name, inputs, run);
   }
-  if (!added.empty()) (void)host.RemoveNetwork(added);
-  return result;
-}
+  void Remove(const std::string& name) override {
+    (void)host_.RemoveNetwork(name);
+  }
 
-std::map<std::string, Outcome> ReadExpected(const std::string& path) {
-  std::map<std::string, Outcome> expected;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::vector<std::string> parts =
-        absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (parts.size() < 2) continue;
-    Outcome o = Outcome::kRefused;
-    if (parts[1] == "PASS") o = Outcome::kPass;
-    if (parts[1] == "MISMATCH") o = Outcome::kMismatch;
-    expected[parts[0]] = o;
-  }
-  return expected;
-}
+ private:
+  HostManager& host_;
+};
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -293,22 +95,20 @@ TEST(OnnxConformanceTest, NodeCasesOnlyMoveForward) {
       HostManager::CreateFromConfigs({}, {device});
   ASSERT_TRUE(host.ok()) << host.status();
 
-  std::vector<std::string> cases;
-  for (const auto& e : fs::directory_iterator(kNodeDir)) {
-    if (e.is_directory()) cases.push_back(e.path().filename().string());
-  }
-  std::sort(cases.begin(), cases.end());
+  const std::vector<std::string> cases = testing::ListOnnxNodeCases();
+  HostBackend backend(**host);
   const std::string filter = Env("GLINT_CONFORMANCE_FILTER");
   const bool verbose = !Env("GLINT_CONFORMANCE_VERBOSE").empty();
 
-  const std::map<std::string, Outcome> expected = ReadExpected(kExpectedFile);
+  const std::map<std::string, Outcome> expected = testing::ReadExpectedOutcomes(kExpectedFile);
   std::map<std::string, CaseResult> results;
   int counts[3] = {0, 0, 0};
   const absl::Time start = absl::Now();
   for (const std::string& name : cases) {
     if (!filter.empty() && !absl::StrContains(name, filter)) continue;
     const absl::Time t0 = absl::Now();
-    CaseResult r = RunCase(**host, fs::path(kNodeDir) / name, name);
+    CaseResult r = testing::RunOnnxCase(
+        backend, (fs::path(kNodeDir) / name).string(), name);
     const absl::Duration took = absl::Now() - t0;
     if (verbose || took > absl::Seconds(2)) {
       std::cout << name << " " << OutcomeName(r.outcome) << " ("

@@ -17,9 +17,10 @@ namespace testing {
 // z = Add(x, y), x and y float32[2, 3]: the smallest two-input network.
 std::string AddModel();
 
-// One node `node_name` of type `op_type` (e.g. "Einsum") over float32 inputs
-// a[2, 2] and b[2, 2] → c, with string attribute equation="ij,jk->ik" so
-// that Einsum is well-formed ONNX.
+// One node `node_name` of type `op_type` over float32 inputs a[2, 2] and
+// b[2, 2] → c, with string attribute equation="ij,jk->ik" (well-formed
+// Einsum). For refusals of ops no device runs, e.g. "RandomNormalLike",
+// which the importer refuses before checking the node's operands.
 std::string SingleOpModel(const std::string& op_type,
                           const std::string& node_name);
 

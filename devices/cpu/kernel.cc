@@ -107,6 +107,8 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterMiscKernels(registry);
   RegisterRecurrentKernels(registry);
   RegisterControlFlowKernels(registry);
+  RegisterSignalKernels(registry);
+  RegisterEinsumKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -3,6 +3,7 @@
 // The ONNX node cases (//tests:onnx_conformance_test) are the main judge;
 // these pin down the rules that are easy to get subtly wrong.
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "devices/cpu/element_types.h"
@@ -118,6 +119,38 @@ TEST(MoreKernelsTest, Float16RoundsToNearestEven) {
   for (uint16_t h : {0x3c00, 0x0001, 0x8400, 0x7bff, 0x3555}) {
     EXPECT_EQ(FloatToFloat16(Float16ToFloat(h)), h);
   }
+}
+
+// ONNX 1.12's test data truncates float32 to bfloat16; Cast rounds to
+// nearest even (ONNX's helper float32_to_bfloat16 and ONNX Runtime do).
+TEST(MoreKernelsTest, CastToBFloat16RoundsToNearestEven) {
+  RunKernelOptions options;
+  options.output_dtypes = {DType::kBFloat16};
+  const std::vector<uint32_t> bits = {
+      0x3ef5eeb0u,  // Above the half step: rounds up (truncation: 0x3ef5).
+      0x3ef535b8u,  // Below: rounds down.
+      0x3f808000u,  // Tie, even below: stays 0x3f80.
+      0x3f818000u,  // Tie, odd below: rounds up to 0x3f82.
+      0x7f7fffffu,  // Largest float: rounds to inf.
+      0x7fc00001u,  // NaN stays NaN.
+  };
+  std::vector<float> x;
+  for (uint32_t b : bits) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    x.push_back(f);
+  }
+  auto out = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Cast", {"x"}, {"y"}, {{"to", int64_t{16}}}),
+      {MakeTensor<float>({6}, x)}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].dtype(), DType::kBFloat16);
+  const uint16_t* y = (*out)[0].data<uint16_t>();
+  EXPECT_THAT(std::vector<uint16_t>(y, y + 5),
+              ElementsAre(0x3ef6, 0x3ef5, 0x3f80, 0x3f82, 0x7f80));
+  EXPECT_EQ(y[5] & 0x7f80, 0x7f80);
+  EXPECT_NE(y[5] & 0x007f, 0);
 }
 
 TEST(MoreKernelsTest, RangeRefusesHugeOutputs) {

@@ -186,6 +186,10 @@ TEST(OnnxNodeDataTest, SupportedCasesMatch) {
     // ONNX 1.12 stores these cases' bfloat16 tensors as uint16 data, which
     // contradicts their models; the conformance test reports them.
     if (absl::StrContains(name, "BFLOAT16")) continue;
+    // ONNX 1.12 generated the window cases with pi = 3.1415 (its operators'
+    // own definition uses 2pi = 6.2831853): their data is 7e-5 off, within
+    // the conformance test's rtol 1e-3 but not this test's 1e-4.
+    if (absl::StrContains(name, "window")) continue;
     const std::string dir = std::string(kDataDir) + "/" + name;
     onnx::ModelProto model;
     if (!ReadProto(dir + "/model.onnx", &model)) continue;

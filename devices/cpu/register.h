@@ -25,6 +25,8 @@ void RegisterImageKernels(KernelRegistry* registry);        // image_ops.cc
 void RegisterMiscKernels(KernelRegistry* registry);         // misc_ops.cc
 void RegisterRecurrentKernels(KernelRegistry* registry);    // rnn.cc
 void RegisterControlFlowKernels(KernelRegistry* registry);  // control_flow.cc
+void RegisterSignalKernels(KernelRegistry* registry);       // signal.cc
+void RegisterEinsumKernels(KernelRegistry* registry);       // einsum.cc
 
 }  // namespace glint::cpu
 
