@@ -107,6 +107,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterMiscKernels(registry);
   RegisterRecurrentKernels(registry);
   RegisterControlFlowKernels(registry);
+  RegisterQuantKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

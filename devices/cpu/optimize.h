@@ -53,6 +53,8 @@ inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
 inline constexpr char kFusedConvOp[] = "glint.FusedConv";
 inline constexpr char kElementwiseChainOp[] = "glint.ElementwiseChain";
 inline constexpr char kAttentionOp[] = "glint.Attention";
+inline constexpr char kQLinearFusedConvOp[] = "glint.QLinearFusedConv";
+inline constexpr char kQLinearFusedMatMulOp[] = "glint.QLinearFusedMatMul";
 inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
 inline constexpr char kChannelsLastAveragePoolOp[] =
     "glint.AveragePoolChannelsLast";

@@ -25,6 +25,7 @@ void RegisterImageKernels(KernelRegistry* registry);        // image_ops.cc
 void RegisterMiscKernels(KernelRegistry* registry);         // misc_ops.cc
 void RegisterRecurrentKernels(KernelRegistry* registry);    // rnn.cc
 void RegisterControlFlowKernels(KernelRegistry* registry);  // control_flow.cc
+void RegisterQuantKernels(KernelRegistry* registry);        // quant.cc
 
 }  // namespace glint::cpu
 
