@@ -253,6 +253,18 @@ bool IsStatic4DFloat(const Graph& graph, const std::string& value) {
          info->shape.rank() == 4 && info->shape.IsStatic();
 }
 
+// IsStatic4DFloat, uint8/int8 allowed too (the quantized ops' values).
+bool IsStatic4D(const Graph& graph, const std::string& value,
+                bool quantized_ok) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  if (info == nullptr || info->shape.rank() != 4 || !info->shape.IsStatic()) {
+    return false;
+  }
+  return info->dtype == DType::kFloat32 ||
+         (quantized_ok &&
+          (info->dtype == DType::kUInt8 || info->dtype == DType::kInt8));
+}
+
 // [N, C, H, W] -> [N, H, W, C].
 Shape ChannelsLastShape(const Shape& s) {
   return Shape({s.dim(0), s.dim(2), s.dim(3), s.dim(1)});
@@ -269,16 +281,33 @@ std::vector<int> ActivationInputs(const Node& node) {
 }
 
 LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+  const std::string& op = node.op_type;
+  // The int8 convolutions, and what lies between them in quantized models:
+  // per-tensor (De)QuantizeLinear (elementwise) and MaxPool on uint8.
+  const bool qconv =
+      op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
+  const bool quantized_ok = qconv || op == "MaxPool" ||
+                            op == "DequantizeLinear" ||
+                            op == "QuantizeLinear";
   if (!IsDefaultDomain(node) || node.outputs.empty() ||
-      !IsStatic4DFloat(graph, node.outputs[0])) {
+      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
     return LayoutRole::kNone;
   }
   for (size_t o = 1; o < node.outputs.size(); ++o) {
     if (!node.outputs[o].empty()) return LayoutRole::kNone;
   }
-  const std::string& op = node.op_type;
-  if (node.inputs.empty() || !IsStatic4DFloat(graph, node.inputs[0])) {
+  if (node.inputs.empty() ||
+      !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
     return LayoutRole::kNone;
+  }
+  if (qconv) return LayoutRole::kConv;
+  if (op == "DequantizeLinear" || op == "QuantizeLinear") {
+    const Tensor* scale =
+        node.inputs.size() >= 2 ? graph.FindInitializer(node.inputs[1])
+                                : nullptr;
+    return scale != nullptr && scale->num_elements() == 1
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
   }
   if (op == "Conv" || (op == kFusedConvOp &&
                        node.GetInt("channels_last", 0) == 0)) {
@@ -1033,6 +1062,8 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
     const std::string& op = node.op_type;
     if (op == "Conv" || op == kFusedConvOp) {
       node.op_type = kFusedConvOp;
+      node.attributes["channels_last"] = int64_t{1};
+    } else if (op == kQLinearFusedConvOp) {
       node.attributes["channels_last"] = int64_t{1};
     } else if (op == "MaxPool") {
       node.op_type = kChannelsLastMaxPoolOp;

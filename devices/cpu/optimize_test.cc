@@ -800,10 +800,14 @@ TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
   EXPECT_GT(identical, 0.97);
   std::vector<std::string> ops;
   for (const Node& n : opt.nodes) ops.push_back(n.op_type);
-  EXPECT_EQ(ops, (std::vector<std::string>{"QuantizeLinear",
-                                           kQLinearFusedConvOp, "MaxPool",
-                                           "DequantizeLinear"}));
-  EXPECT_EQ(opt.nodes[1].GetString("activation", ""), "Relu");
+  // The uint8 region runs channels last, as float convs do: one Transpose
+  // in (of uint8), one out (of the float result).
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "QuantizeLinear", "Transpose", kQLinearFusedConvOp,
+                     kChannelsLastMaxPoolOp, "DequantizeLinear",
+                     "Transpose"}));
+  EXPECT_EQ(opt.nodes[2].GetString("activation", ""), "Relu");
+  EXPECT_EQ(opt.nodes[2].GetInt("channels_last", 0), 1);
   EXPECT_EQ(opt.nodes[1].inputs[0], "xq");
 }
 

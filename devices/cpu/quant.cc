@@ -640,11 +640,12 @@ struct QConvEntry {
 class QConvKernel final : public KernelBase {
  public:
   QConvKernel(const KernelSpec& spec, QuantOpKind kind, WindowAttrs attrs,
-              int64_t group)
+              int64_t group, bool channels_last)
       : KernelBase(spec),
         kind_(std::move(kind)),
         attrs_(std::move(attrs)),
         group_(group),
+        channels_last_(channels_last),
         engine_(dnnl::engine::kind::cpu, 0) {
     x_dtype_ = spec.inputs[kind_.inputs.x].dtype;
     // The weights and their zero point are fixed when both are constants:
@@ -676,6 +677,9 @@ class QConvKernel final : public KernelBase {
                                                         kind_.out, node()));
     if (y.num_elements() == 0) return absl::OkStatus();
     const int64_t plane = y.num_elements() / (g.n * g.m);
+    // The epilogue's [outer, channels, inner] view of Y.
+    const int64_t e_outer = channels_last_ ? g.n * plane : g.n;
+    const int64_t e_inner = channels_last_ ? 1 : plane;
     // oneDNN's path: W' in int8, the primitive for these shapes.
     std::shared_ptr<const QConvEntry> e;
     std::vector<int8_t> w_shifted;
@@ -695,7 +699,7 @@ class QConvKernel final : public KernelBase {
       }
     }
     if (e == nullptr) {
-      return Reference(g, *x, *w, r, y, plane);
+      return Reference(g, *x, *w, r, y, plane, e_outer, e_inner);
     }
     return CatchDnnl(node(), [&] {
       dnnl::stream stream(engine_);
@@ -733,7 +737,7 @@ class QConvKernel final : public KernelBase {
       if (e->reorder_dst) e->dst_reorder.execute(stream, dst, y_user);
       stream.wait();
       if (!direct) {
-        ApplyEpilogue(r.epilogue, acc.data(), g.n, g.m, plane, y.data);
+        ApplyEpilogue(r.epilogue, acc.data(), e_outer, g.m, e_inner, y.data);
       }
       return absl::OkStatus();
     });
@@ -754,14 +758,18 @@ class QConvKernel final : public KernelBase {
     }
     QConvGeometry g;
     g.n = x.dim(0);
-    g.c = x.dim(1);
+    g.c = channels_last_ ? x.dim(sd + 1) : x.dim(1);
     g.m = w.dim(0);
     g.group = group_;
     if (g.c % group_ != 0 || w.dim(1) * group_ != g.c || g.m % group_ != 0) {
       return InvalidArgument(node(), "X ", x.ToString(), " and W ",
                              w.ToString(), " do not match group=", group_);
     }
-    g.in.assign(x.dims().begin() + 2, x.dims().end());
+    if (channels_last_) {
+      g.in.assign(x.dims().begin() + 1, x.dims().end() - 1);
+    } else {
+      g.in.assign(x.dims().begin() + 2, x.dims().end());
+    }
     g.kernel.assign(w.dims().begin() + 2, w.dims().end());
     if (!attrs_.kernel.empty() && attrs_.kernel != g.kernel) {
       return InvalidArgument(node(), "kernel_shape disagrees with W ",
@@ -770,8 +778,10 @@ class QConvKernel final : public KernelBase {
     WindowAttrs a = attrs_;
     a.kernel = g.kernel;
     GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node()));
-    std::vector<int64_t> out = {g.n, g.m};
+    std::vector<int64_t> out = {g.n};
+    if (!channels_last_) out.push_back(g.m);
     out.insert(out.end(), g.window.out.begin(), g.window.out.end());
+    if (channels_last_) out.push_back(g.m);
     g.out = Shape(out);
     if (g.out.NumElements() > kMaxElements) {
       return InvalidArgument(node(), "output ", g.out.ToString(),
@@ -829,9 +839,8 @@ class QConvKernel final : public KernelBase {
       const memory::data_type dst_type =
           fused ? DnnlType(kind_.out) : memory::data_type::s32;
       const memory::desc src_user(src_dims, DnnlType(x_dtype_),
-                                  RowMajorStrides(src_dims));
-      const memory::desc dst_user(dst_dims, dst_type,
-                                  RowMajorStrides(dst_dims));
+                                  Strides(src_dims));
+      const memory::desc dst_user(dst_dims, dst_type, Strides(dst_dims));
       const memory::desc w_user(w_dims, memory::data_type::s8,
                                 RowMajorStrides(w_dims));
       const memory::desc w_md =
@@ -839,9 +848,16 @@ class QConvKernel final : public KernelBase {
               ? memory::desc(w_dims, memory::data_type::s8,
                              memory::format_tag::any)
               : w_user;
-      const memory::desc src_any(src_dims, DnnlType(x_dtype_),
-                                 memory::format_tag::any);
-      const memory::desc dst_any(dst_dims, dst_type, memory::format_tag::any);
+      // Channels last is oneDNN's own int8 layout: no reorders. NCHW
+      // tensors are reordered to whatever it picks.
+      const memory::desc src_any =
+          channels_last_ ? src_user
+                         : memory::desc(src_dims, DnnlType(x_dtype_),
+                                        memory::format_tag::any);
+      const memory::desc dst_any =
+          channels_last_ ? dst_user
+                         : memory::desc(dst_dims, dst_type,
+                                        memory::format_tag::any);
       const bool has_bias = fused && !r.epilogue.add.empty();
       const memory::desc bias =
           has_bias ? PlainF32({g.m}) : memory::desc();
@@ -911,10 +927,25 @@ class QConvKernel final : public KernelBase {
     return cache_.Insert(std::move(key), std::move(entry));
   }
 
+  // Strides of logical [N, C, spatial...] dims in this kernel's layout.
+  memory::dims Strides(const memory::dims& dims) const {
+    if (!channels_last_) return RowMajorStrides(dims);
+    memory::dims strides(dims.size());
+    int64_t s = dims[1];
+    strides[1] = 1;
+    for (int d = static_cast<int>(dims.size()) - 1; d >= 2; --d) {
+      strides[d] = s;
+      s *= dims[d];
+    }
+    strides[0] = s;
+    return strides;
+  }
+
   // Plain int32 loops: where oneDNN cannot take the operands.
   absl::Status Reference(const QConvGeometry& g, const TensorView& x,
                          const TensorView& w, QuantRun& r, TensorView& y,
-                         int64_t plane) const {
+                         int64_t plane, int64_t e_outer,
+                         int64_t e_inner) const {
     r.fused_epilogue = false;
     // Up to three spatial axes; missing ones have size 1.
     const int sd = static_cast<int>(g.in.size());
@@ -931,20 +962,26 @@ class QConvKernel final : public KernelBase {
     const int64_t cg = g.c / g.group, mg = g.m / g.group;
     const int64_t in_plane = in[0] * in[1] * in[2];
     const int64_t k_size = k[0] * k[1] * k[2];
+    // Element strides of batch, channel and spatial position, per layout.
+    const int64_t xs_n = g.c * in_plane;
+    const int64_t xs_c = channels_last_ ? 1 : in_plane;
+    const int64_t xs_p = channels_last_ ? g.c : 1;
+    const int64_t ys_m = channels_last_ ? 1 : plane;
+    const int64_t ys_p = channels_last_ ? g.m : 1;
     std::vector<int32_t> acc(y.num_elements());
-    int64_t o = 0;
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t m = 0; m < g.m; ++m) {
+        int64_t p = 0;
         const int64_t grp = m / mg;
         const int32_t zw = r.w_zero.empty()
                                ? 0
                                : r.w_zero[r.w_zero.size() == 1 ? 0 : m];
         for (int64_t o0 = 0; o0 < out[0]; ++o0) {
           for (int64_t o1 = 0; o1 < out[1]; ++o1) {
-            for (int64_t o2 = 0; o2 < out[2]; ++o2, ++o) {
+            for (int64_t o2 = 0; o2 < out[2]; ++o2, ++p) {
               int32_t sum = 0;
               for (int64_t c = 0; c < cg; ++c) {
-                const int64_t xc = (n * g.c + grp * cg + c) * in_plane;
+                const int64_t xc = n * xs_n + (grp * cg + c) * xs_c;
                 const int64_t wc = (m * cg + c) * k_size;
                 for (int64_t k0 = 0; k0 < k[0]; ++k0) {
                   const int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
@@ -956,7 +993,8 @@ class QConvKernel final : public KernelBase {
                       const int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
                       if (i2 < 0 || i2 >= in[2]) continue;
                       const int32_t xv =
-                          IntAt(x, xc + (i0 * in[1] + i1) * in[2] + i2) -
+                          IntAt(x, xc + ((i0 * in[1] + i1) * in[2] + i2) *
+                                            xs_p) -
                           r.x_zero;
                       const int32_t wv =
                           IntAt(w, wc + (k0 * k[1] + k1) * k[2] + k2) - zw;
@@ -965,19 +1003,20 @@ class QConvKernel final : public KernelBase {
                   }
                 }
               }
-              acc[o] = sum;
+              acc[n * g.m * plane + m * ys_m + p * ys_p] = sum;
             }
           }
         }
       }
     }
-    ApplyEpilogue(r.epilogue, acc.data(), g.n, g.m, plane, y.data);
+    ApplyEpilogue(r.epilogue, acc.data(), e_outer, g.m, e_inner, y.data);
     return absl::OkStatus();
   }
 
   QuantOpKind kind_;
   WindowAttrs attrs_;
   int64_t group_;
+  bool channels_last_;
   dnnl::engine engine_;
   DType x_dtype_ = DType::kUndefined;
   Tensor const_w_;   // Invalid unless W (and its zero point) are constant.
@@ -1007,8 +1046,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQConv(const KernelSpec& spec) {
   }
   std::unique_ptr<Kernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(node, [&] {
-    kernel = std::make_unique<QConvKernel>(spec, std::move(kind),
-                                           std::move(attrs), group);
+    kernel = std::make_unique<QConvKernel>(
+        spec, std::move(kind), std::move(attrs), group,
+        spec.node->op_type == kQLinearFusedConvOp &&
+            spec.node->GetInt("channels_last", 0) != 0);
     return absl::OkStatus();
   }));
   return kernel;

@@ -440,6 +440,52 @@ TEST(QuantTest, FusedConvWithReluMatchesTheFormulaWithinOneStep) {
   }
 }
 
+TEST(QuantTest, FusedConvChannelsLastMatchesNchw) {
+  // [N, C, H, W] and its [N, H, W, C] transpose through the same fused conv:
+  // s8 weights (oneDNN) and uint8 weights far from their zero point (the
+  // plain loops), each in both layouts.
+  const int64_t n = 2, c = 4, h = 6, w = 5, m = 6;
+  const Tensor x = RandomInts<uint8_t>({n, c, h, w}, 20, 0, 255);
+  std::vector<uint8_t> xt(x.num_elements());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < h * w; ++i)
+        xt[(b * h * w + i) * c + ch] = x.data<uint8_t>()[(b * c + ch) * h * w + i];
+  const Tensor x_nhwc = MakeTensor<uint8_t>({n, h, w, c}, xt);
+  for (bool u8_weights : {false, true}) {
+    const Tensor wt = u8_weights ? RandomInts<uint8_t>({m, c, 3, 3}, 21, 0, 255)
+                                 : RandomInts<int8_t>({m, c, 3, 3}, 21, -127, 127);
+    const Tensor wz = u8_weights ? MakeTensor<uint8_t>({}, {9})
+                                 : MakeTensor<int8_t>({}, {0});
+    std::vector<Tensor> outs;
+    for (int64_t cl : {0, 1}) {
+      RunKernelOptions opts;
+      opts.constant_inputs = {3, 4, 5};
+      auto y = RunQ(
+          MakeNode(kQLinearFusedConvOp,
+                   {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"},
+                   {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                    {"channels_last", cl}}),
+          {cl ? x_nhwc : x, MakeTensor<float>({}, {0.02f}),
+           MakeTensor<uint8_t>({}, {100}), wt, MakeTensor<float>({}, {0.01f}),
+           wz, MakeTensor<float>({}, {0.5f}), MakeTensor<uint8_t>({}, {128})},
+          opts);
+      ASSERT_TRUE(y.ok()) << y.status();
+      outs.push_back((*y)[0]);
+    }
+    ASSERT_EQ(outs[1].shape(), Shape({n, h, w, m}));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t o = 0; o < m; ++o)
+        for (int64_t i = 0; i < h * w; ++i) {
+          const int a = outs[0].data<uint8_t>()[(b * m + o) * h * w + i];
+          const int t = outs[1].data<uint8_t>()[(b * h * w + i) * m + o];
+          // Both layouts of one path round alike; the two paths may differ
+          // by one step at exact ties (zero point added before rounding).
+          ASSERT_LE(std::abs(a - t), 1) << b << " " << o << " " << i;
+        }
+  }
+}
+
 TEST(QuantTest, FusedMatMulTransposedWeightsAndBias) {
   const int64_t m = 4, k = 48, n = 20;
   const Tensor a = RandomInts<uint8_t>({m, k}, 16, 0, 255);
