@@ -21,7 +21,8 @@
 //                      inputs x_q, x_scale, x_zero_point, w_q, w_scale,
 //                      w_zero_point, y_scale, y_zero_point (both optional:
 //                      absent, the output is float32), bias (optional,
-//                      float32, real units); Conv's attributes or "transB"
+//                      float32, real units); Conv's attributes and
+//                      "channels_last" (as glint.FusedConv) or "transB"
 //                      (W is [N, K]), "activation" (Relu). quant.cc.
 //   glint.ElementwiseChain
 //                      one float32 input through a sequence of elementwise
