@@ -287,8 +287,7 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
   const bool qconv =
       op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
   const bool quantized_ok = qconv || op == "MaxPool" ||
-                            op == "DequantizeLinear" ||
-                            op == "QuantizeLinear";
+                            op == "DequantizeLinear" || op == "QuantizeLinear";
   if (!IsDefaultDomain(node) || node.outputs.empty() ||
       !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
     return LayoutRole::kNone;
@@ -296,15 +295,14 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
   for (size_t o = 1; o < node.outputs.size(); ++o) {
     if (!node.outputs[o].empty()) return LayoutRole::kNone;
   }
-  if (node.inputs.empty() ||
-      !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
+  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
     return LayoutRole::kNone;
   }
   if (qconv) return LayoutRole::kConv;
   if (op == "DequantizeLinear" || op == "QuantizeLinear") {
-    const Tensor* scale =
-        node.inputs.size() >= 2 ? graph.FindInitializer(node.inputs[1])
-                                : nullptr;
+    const Tensor* scale = node.inputs.size() >= 2
+                              ? graph.FindInitializer(node.inputs[1])
+                              : nullptr;
     return scale != nullptr && scale->num_elements() == 1
                ? LayoutRole::kFollower
                : LayoutRole::kNone;
@@ -1248,9 +1246,9 @@ absl::Status FuseQuantizedOps(Graph* graph) {
     const ValueInfo* out = graph->FindValue(p.outputs[0]);
     if (out == nullptr || out->dtype != DType::kFloat32) continue;
     const bool trans_b = gemm && p.GetInt("transB", 0) != 0;
-    if (gemm && (p.GetInt("transA", 0) != 0 ||
-                 p.GetFloat("alpha", 1.0f) != 1.0f ||
-                 p.GetFloat("beta", 1.0f) != 1.0f)) {
+    if (gemm &&
+        (p.GetInt("transA", 0) != 0 || p.GetFloat("alpha", 1.0f) != 1.0f ||
+         p.GetFloat("beta", 1.0f) != 1.0f)) {
       continue;
     }
     const std::optional<Dequantize> x = FindDequantize(*graph, i, p.inputs[0]);
@@ -1279,8 +1277,8 @@ absl::Status FuseQuantizedOps(Graph* graph) {
         bias = b;
       } else {
         const std::optional<Dequantize> bd = FindDequantize(*graph, i, b);
-        const Tensor* bq = bd.has_value() ? graph->FindInitializer(bd->q)
-                                          : nullptr;
+        const Tensor* bq =
+            bd.has_value() ? graph->FindInitializer(bd->q) : nullptr;
         if (bq == nullptr || bq->num_elements() != channels ||
             (bd->params != 1 && bd->params != channels)) {
           continue;
@@ -1288,24 +1286,27 @@ absl::Status FuseQuantizedOps(Graph* graph) {
         const Tensor* bs = graph->FindInitializer(bd->scale);
         const Tensor* bz =
             bd->zero.empty() ? nullptr : graph->FindInitializer(bd->zero);
-        GLINT_ASSIGN_OR_RETURN(Tensor folded,
-                               Tensor::Create(DType::kFloat32,
-                                              Shape({channels})));
+        GLINT_ASSIGN_OR_RETURN(
+            Tensor folded, Tensor::Create(DType::kFloat32, Shape({channels})));
         bool ok = true;
         for (int64_t c = 0; c < channels && ok; ++c) {
           auto int_at = [](const Tensor* t, int64_t k) -> int64_t {
             switch (t->dtype()) {
-              case DType::kInt32: return t->data<int32_t>()[k];
-              case DType::kUInt8: return t->data<uint8_t>()[k];
-              case DType::kInt8: return t->data<int8_t>()[k];
-              default: return 0;
+              case DType::kInt32:
+                return t->data<int32_t>()[k];
+              case DType::kUInt8:
+                return t->data<uint8_t>()[k];
+              case DType::kInt8:
+                return t->data<int8_t>()[k];
+              default:
+                return 0;
             }
           };
           ok = bq->dtype() == DType::kInt32;
-          const int64_t zc = bz == nullptr ? 0 : int_at(bz, bd->params == 1 ? 0 : c);
-          folded.data<float>()[c] =
-              static_cast<float>(int_at(bq, c) - zc) *
-              bs->data<float>()[bd->params == 1 ? 0 : c];
+          const int64_t zc =
+              bz == nullptr ? 0 : int_at(bz, bd->params == 1 ? 0 : c);
+          folded.data<float>()[c] = static_cast<float>(int_at(bq, c) - zc) *
+                                    bs->data<float>()[bd->params == 1 ? 0 : c];
         }
         if (!ok) continue;
         bias = FreshName(*graph, p.name + "_qbias");
@@ -1334,8 +1335,8 @@ absl::Status FuseQuantizedOps(Graph* graph) {
     if (conv) fused.attributes = p.attributes;
     if (trans_b) fused.attributes["transB"] = int64_t{1};
     if (relu >= 0) fused.attributes["activation"] = std::string("Relu");
-    fused.inputs = {x->q, x->scale, x->zero, w->q, w->scale, w->zero, "", "",
-                    bias};
+    fused.inputs = {x->q,    x->scale, x->zero, w->q, w->scale,
+                    w->zero, "",       "",      bias};
     if (quant >= 0) {
       const Node& q = graph->nodes[quant];
       fused.inputs[6] = q.inputs[1];
@@ -1366,7 +1367,8 @@ absl::Status FuseQuantizedOps(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& pool = graph->nodes[i];
     if (!IsUnary(pool, "MaxPool")) continue;
-    const std::optional<Dequantize> x = FindDequantize(*graph, i, pool.inputs[0]);
+    const std::optional<Dequantize> x =
+        FindDequantize(*graph, i, pool.inputs[0]);
     if (!x.has_value() || x->params != 1 || !IsQuantized8(*graph, x->q)) {
       continue;
     }
@@ -1375,10 +1377,10 @@ absl::Status FuseQuantizedOps(Graph* graph) {
     const Node& q = graph->nodes[quant];
     const Tensor* xs = graph->FindInitializer(x->scale);
     const Tensor* qs = graph->FindInitializer(q.inputs[1]);
-    const Tensor* xz = x->zero.empty() ? nullptr
-                                       : graph->FindInitializer(x->zero);
-    const Tensor* qz = q.has_input(2) ? graph->FindInitializer(q.inputs[2])
-                                      : nullptr;
+    const Tensor* xz =
+        x->zero.empty() ? nullptr : graph->FindInitializer(x->zero);
+    const Tensor* qz =
+        q.has_input(2) ? graph->FindInitializer(q.inputs[2]) : nullptr;
     const DType xd = graph->FindValue(x->q)->dtype;
     const DType qd = qz != nullptr ? qz->dtype() : DType::kUInt8;
     auto zero_of = [](const Tensor* z) -> int {

@@ -688,7 +688,6 @@ TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
 }
 
-
 void AddTyped(Graph& g, const std::string& name, DType dtype, Shape shape) {
   g.values[name] = ValueInfo{name, dtype, std::move(shape)};
 }
@@ -750,18 +749,22 @@ TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
     sb[i] = sx * sw[i];
     bias[i] = static_cast<int32_t>((i - 8) * 500);
   }
-  AddInitializer(g, "sx", Tensor::FromVector(DType::kFloat32, Shape({}),
-                                             std::vector<float>{sx}));
-  AddInitializer(g, "zx", Tensor::FromVector(DType::kUInt8, Shape({}),
-                                             std::vector<uint8_t>{128}));
+  AddInitializer(
+      g, "sx",
+      Tensor::FromVector(DType::kFloat32, Shape({}), std::vector<float>{sx}));
+  AddInitializer(
+      g, "zx",
+      Tensor::FromVector(DType::kUInt8, Shape({}), std::vector<uint8_t>{128}));
   AddInitializer(g, "wq", Int8Weights({m, c, 3, 3}, 5));
   AddInitializer(g, "sw", Tensor::FromVector(DType::kFloat32, Shape({m}), sw));
   AddInitializer(g, "bq", Tensor::FromVector(DType::kInt32, Shape({m}), bias));
   AddInitializer(g, "sb", Tensor::FromVector(DType::kFloat32, Shape({m}), sb));
-  AddInitializer(g, "sy", Tensor::FromVector(DType::kFloat32, Shape({}),
-                                             std::vector<float>{sy}));
-  AddInitializer(g, "zy", Tensor::FromVector(DType::kUInt8, Shape({}),
-                                             std::vector<uint8_t>{0}));
+  AddInitializer(
+      g, "sy",
+      Tensor::FromVector(DType::kFloat32, Shape({}), std::vector<float>{sy}));
+  AddInitializer(
+      g, "zy",
+      Tensor::FromVector(DType::kUInt8, Shape({}), std::vector<uint8_t>{0}));
   AddTyped(g, "xq", DType::kUInt8, Shape({1, c, 10, 10}));
   AddValue(g, "xd", Shape({1, c, 10, 10}));
   AddValue(g, "wd", Shape({m, c, 3, 3}));
@@ -772,23 +775,22 @@ TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
   AddValue(g, "yd", Shape({1, m, 10, 10}));
   AddValue(g, "pool", Shape({1, m, 5, 5}));
   AddTyped(g, "pq", DType::kUInt8, Shape({1, m, 5, 5}));
-  g.nodes = {
-      MakeNode("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}),
-      MakeNode("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}),
-      MakeNode("DequantizeLinear", {"wq", "sw"}, {"wd"},
-               {{"axis", int64_t{0}}}),
-      MakeNode("DequantizeLinear", {"bq", "sb"}, {"bd"},
-               {{"axis", int64_t{0}}}),
-      MakeNode("Conv", {"xd", "wd", "bd"}, {"conv"},
-               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
-      MakeNode("Relu", {"conv"}, {"relu"}),
-      MakeNode("QuantizeLinear", {"relu", "sy", "zy"}, {"yq"}),
-      MakeNode("DequantizeLinear", {"yq", "sy", "zy"}, {"yd"}),
-      MakeNode("MaxPool", {"yd"}, {"pool"},
-               {{"kernel_shape", std::vector<int64_t>{2, 2}},
-                {"strides", std::vector<int64_t>{2, 2}}}),
-      MakeNode("QuantizeLinear", {"pool", "sy", "zy"}, {"pq"}),
-      MakeNode("DequantizeLinear", {"pq", "sy", "zy"}, {"y"})};
+  g.nodes = {MakeNode("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}),
+             MakeNode("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}),
+             MakeNode("DequantizeLinear", {"wq", "sw"}, {"wd"},
+                      {{"axis", int64_t{0}}}),
+             MakeNode("DequantizeLinear", {"bq", "sb"}, {"bd"},
+                      {{"axis", int64_t{0}}}),
+             MakeNode("Conv", {"xd", "wd", "bd"}, {"conv"},
+                      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             MakeNode("Relu", {"conv"}, {"relu"}),
+             MakeNode("QuantizeLinear", {"relu", "sy", "zy"}, {"yq"}),
+             MakeNode("DequantizeLinear", {"yq", "sy", "zy"}, {"yd"}),
+             MakeNode("MaxPool", {"yd"}, {"pool"},
+                      {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                       {"strides", std::vector<int64_t>{2, 2}}}),
+             MakeNode("QuantizeLinear", {"pool", "sy", "zy"}, {"pq"}),
+             MakeNode("DequantizeLinear", {"pq", "sy", "zy"}, {"y"})};
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     g.nodes[i].name = "n" + std::to_string(i);
   }
@@ -804,8 +806,7 @@ TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
   // in (of uint8), one out (of the float result).
   EXPECT_EQ(ops, (std::vector<std::string>{
                      "QuantizeLinear", "Transpose", kQLinearFusedConvOp,
-                     kChannelsLastMaxPoolOp, "DequantizeLinear",
-                     "Transpose"}));
+                     kChannelsLastMaxPoolOp, "DequantizeLinear", "Transpose"}));
   EXPECT_EQ(opt.nodes[2].GetString("activation", ""), "Relu");
   EXPECT_EQ(opt.nodes[2].GetInt("channels_last", 0), 1);
   EXPECT_EQ(opt.nodes[1].inputs[0], "xq");
@@ -816,20 +817,24 @@ TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
 TEST(OptimizeTest, QdqGemmAndMatMulWithFloatOutput) {
   Graph g = NewGraph("x", Shape({2, 3, 32}), "y", Shape({6, 8}));
   g.opset_version = 13;
-  AddInitializer(g, "sx", Tensor::FromVector(DType::kFloat32, Shape({}),
-                                             std::vector<float>{0.03f}));
-  AddInitializer(g, "zx", Tensor::FromVector(DType::kInt8, Shape({}),
-                                             std::vector<int8_t>{-3}));
+  AddInitializer(g, "sx",
+                 Tensor::FromVector(DType::kFloat32, Shape({}),
+                                    std::vector<float>{0.03f}));
+  AddInitializer(
+      g, "zx",
+      Tensor::FromVector(DType::kInt8, Shape({}), std::vector<int8_t>{-3}));
   AddInitializer(g, "w1", Int8Weights({32, 16}, 6));
   std::vector<float> s1(16);
   for (int i = 0; i < 16; ++i) s1[i] = 0.004f + 0.001f * (i % 4);
   AddInitializer(g, "s1", Tensor::FromVector(DType::kFloat32, Shape({16}), s1));
   AddInitializer(g, "w2", Int8Weights({8, 16}, 7));  // [N, K]: transB.
-  AddInitializer(g, "s2", Tensor::FromVector(DType::kFloat32, Shape({}),
-                                             std::vector<float>{0.005f}));
+  AddInitializer(g, "s2",
+                 Tensor::FromVector(DType::kFloat32, Shape({}),
+                                    std::vector<float>{0.005f}));
   AddInitializer(g, "b2", Random({8}, 8));
-  AddInitializer(g, "shape", Tensor::FromVector(DType::kInt64, Shape({2}),
-                                                std::vector<int64_t>{6, 16}));
+  AddInitializer(g, "shape",
+                 Tensor::FromVector(DType::kInt64, Shape({2}),
+                                    std::vector<int64_t>{6, 16}));
   AddTyped(g, "xq", DType::kInt8, Shape({2, 3, 32}));
   AddValue(g, "xd", Shape({2, 3, 32}));
   AddValue(g, "w1d", Shape({32, 16}));
@@ -848,8 +853,7 @@ TEST(OptimizeTest, QdqGemmAndMatMulWithFloatOutput) {
       MakeNode("QuantizeLinear", {"flat", "sx", "zx"}, {"hq"}),
       MakeNode("DequantizeLinear", {"hq", "sx", "zx"}, {"hd"}),
       MakeNode("DequantizeLinear", {"w2", "s2"}, {"w2d"}),
-      MakeNode("Gemm", {"hd", "w2d", "b2"}, {"gemm"},
-               {{"transB", int64_t{1}}}),
+      MakeNode("Gemm", {"hd", "w2d", "b2"}, {"gemm"}, {{"transB", int64_t{1}}}),
       MakeNode("Relu", {"gemm"}, {"y"})};
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     g.nodes[i].name = "n" + std::to_string(i);

@@ -63,9 +63,12 @@ int32_t QMax(DType d) { return d == DType::kUInt8 ? 255 : 127; }
 // Element `i` of an integer tensor (u8, s8 or s32) widened.
 inline int32_t IntAt(const TensorView& t, int64_t i) {
   switch (t.dtype) {
-    case DType::kUInt8: return t.as<const uint8_t>()[i];
-    case DType::kInt8: return t.as<const int8_t>()[i];
-    default: return t.as<const int32_t>()[i];
+    case DType::kUInt8:
+      return t.as<const uint8_t>()[i];
+    case DType::kInt8:
+      return t.as<const int8_t>()[i];
+    default:
+      return t.as<const int32_t>()[i];
   }
 }
 
@@ -110,9 +113,8 @@ absl::StatusOr<std::vector<float>> ReadScales(const TensorView* t,
                                               absl::string_view node) {
   const int64_t n = t->num_elements();
   if (t->shape.rank() > 1 || (n != 1 && n != count)) {
-    return InvalidArgument(node, what, " scale has shape ",
-                           t->shape.ToString(), "; expected one value or ",
-                           count);
+    return InvalidArgument(node, what, " scale has shape ", t->shape.ToString(),
+                           "; expected one value or ", count);
   }
   return std::vector<float>(t->as<const float>(), t->as<const float>() + n);
 }
@@ -170,8 +172,8 @@ class QuantizeKernel final : public KernelBase {
     const int64_t params = s->num_elements();
     int64_t count = 1;
     if (params != 1) {
-      GLINT_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis_, x->shape.rank(),
-                                                  false, node()));
+      GLINT_ASSIGN_OR_RETURN(
+          int a, NormalizeAxis(axis_, x->shape.rank(), false, node()));
       count = x->shape.dim(a);
     }
     GLINT_ASSIGN_OR_RETURN(QuantParams p,
@@ -234,8 +236,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeQuantize(const KernelSpec& spec) {
   }
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, out).status());
   return std::unique_ptr<Kernel>(new QuantizeKernel(
-      spec, in, out, spec.opset_version >= 13 ? spec.node->GetInt("axis", 1)
-                                              : 1));
+      spec, in, out,
+      spec.opset_version >= 13 ? spec.node->GetInt("axis", 1) : 1));
 }
 
 class DequantizeKernel final : public KernelBase {
@@ -250,8 +252,8 @@ class DequantizeKernel final : public KernelBase {
     const int64_t params = s->num_elements();
     int64_t count = 1;
     if (params != 1) {
-      GLINT_ASSIGN_OR_RETURN(int a, NormalizeAxis(axis_, x->shape.rank(),
-                                                  false, node()));
+      GLINT_ASSIGN_OR_RETURN(
+          int a, NormalizeAxis(axis_, x->shape.rank(), false, node()));
       count = x->shape.dim(a);
     }
     GLINT_ASSIGN_OR_RETURN(QuantParams p,
@@ -264,7 +266,8 @@ class DequantizeKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(AxisSplit sp,
                            SplitForParams(x->shape, axis_, params, node()));
     GLINT_ASSIGN_OR_RETURN(
-        TensorView y, AllocateOutput(ctx, 0, x->shape, DType::kFloat32, node()));
+        TensorView y,
+        AllocateOutput(ctx, 0, x->shape, DType::kFloat32, node()));
     float* py = y.as<float>();
     return VisitNumeric(in_, [&](auto tag) -> absl::Status {
       using I = typename decltype(tag)::type;
@@ -275,8 +278,8 @@ class DequantizeKernel final : public KernelBase {
           const float scale = p.s(c);
           const int64_t zp = p.z(c);
           for (int64_t k = 0; k < sp.inner; ++k, ++i) {
-            py[i] = static_cast<float>(static_cast<int64_t>(px[i]) - zp) *
-                    scale;
+            py[i] =
+                static_cast<float>(static_cast<int64_t>(px[i]) - zp) * scale;
           }
         }
       }
@@ -289,8 +292,7 @@ class DequantizeKernel final : public KernelBase {
   int64_t axis_;
 };
 
-absl::StatusOr<std::unique_ptr<Kernel>> MakeDequantize(
-    const KernelSpec& spec) {
+absl::StatusOr<std::unique_ptr<Kernel>> MakeDequantize(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 3));
   GLINT_ASSIGN_OR_RETURN(
       DType in,
@@ -325,11 +327,11 @@ class DynamicQuantizeKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(
         TensorView y, AllocateOutput(ctx, 0, x->shape, DType::kUInt8, node()));
     GLINT_ASSIGN_OR_RETURN(
-        TensorView ys, AllocateOutput(ctx, 1, Shape({}), DType::kFloat32,
-                                      node()));
+        TensorView ys,
+        AllocateOutput(ctx, 1, Shape({}), DType::kFloat32, node()));
     GLINT_ASSIGN_OR_RETURN(
-        TensorView yz, AllocateOutput(ctx, 2, Shape({}), DType::kUInt8,
-                                      node()));
+        TensorView yz,
+        AllocateOutput(ctx, 2, Shape({}), DType::kUInt8, node()));
     *ys.as<float>() = scale;
     *yz.as<uint8_t>() = static_cast<uint8_t>(zp);
     uint8_t* py = y.as<uint8_t>();
@@ -402,9 +404,8 @@ void ApplyEpilogue(const Epilogue& e, const int32_t* acc, int64_t outer,
         if (e.out == DType::kFloat32) {
           static_cast<float*>(y)[i] = v;
         } else {
-          const int32_t q =
-              RoundSaturate(std::nearbyint(v) + static_cast<float>(e.zero),
-                            lo, hi);
+          const int32_t q = RoundSaturate(
+              std::nearbyint(v) + static_cast<float>(e.zero), lo, hi);
           if (e.out == DType::kUInt8) {
             static_cast<uint8_t*>(y)[i] = static_cast<uint8_t>(q);
           } else {
@@ -418,10 +419,14 @@ void ApplyEpilogue(const Epilogue& e, const int32_t* acc, int64_t outer,
 
 memory::data_type DnnlType(DType d) {
   switch (d) {
-    case DType::kUInt8: return memory::data_type::u8;
-    case DType::kInt8: return memory::data_type::s8;
-    case DType::kInt32: return memory::data_type::s32;
-    default: return memory::data_type::f32;
+    case DType::kUInt8:
+      return memory::data_type::u8;
+    case DType::kInt8:
+      return memory::data_type::s8;
+    case DType::kInt32:
+      return memory::data_type::s32;
+    default:
+      return memory::data_type::f32;
   }
 }
 
@@ -433,8 +438,8 @@ bool ShiftWeights(const TensorView& w, const std::vector<int32_t>& zw,
   const int64_t n = w.num_elements();
   const int64_t inner = channels > 0 ? n / channels : 0;
   for (int64_t i = 0; i < n; ++i) {
-    const int64_t c = channel_major ? i / std::max<int64_t>(inner, 1)
-                                    : i % channels;
+    const int64_t c =
+        channel_major ? i / std::max<int64_t>(inner, 1) : i % channels;
     const int32_t z = zw.empty() ? 0 : (zw.size() == 1 ? zw[0] : zw[c]);
     const int32_t v = IntAt(w, i) - z;
     if (v < -128 || v > 127) return false;
@@ -491,13 +496,11 @@ absl::StatusOr<QuantRun> ReadQuantRun(const KernelContext& ctx,
   QuantRun r;
   r.epilogue.out = out;
   r.epilogue.relu = relu;
-  GLINT_ASSIGN_OR_RETURN(const TensorView* xz,
-                         OptionalAt(ctx, q.x_zero, node));
+  GLINT_ASSIGN_OR_RETURN(const TensorView* xz, OptionalAt(ctx, q.x_zero, node));
   GLINT_ASSIGN_OR_RETURN(std::vector<int32_t> xzv,
                          ReadZeroPoints(xz, 1, "x", node));
   r.x_zero = xzv.empty() ? 0 : xzv[0];
-  GLINT_ASSIGN_OR_RETURN(const TensorView* wz,
-                         OptionalAt(ctx, q.w_zero, node));
+  GLINT_ASSIGN_OR_RETURN(const TensorView* wz, OptionalAt(ctx, q.w_zero, node));
   GLINT_ASSIGN_OR_RETURN(r.w_zero, ReadZeroPoints(wz, channels, "w", node));
   if (q.x_scale < 0) {  // Integer ops: int32 out, no scales.
     r.epilogue.mult = {1.0f};
@@ -505,25 +508,24 @@ absl::StatusOr<QuantRun> ReadQuantRun(const KernelContext& ctx,
   }
   GLINT_ASSIGN_OR_RETURN(QuantParams xs,
                          ReadQuantParams(ctx, q.x_scale, -1, 1, "x", node));
-  GLINT_ASSIGN_OR_RETURN(QuantParams ws, ReadQuantParams(ctx, q.w_scale, -1,
-                                                         channels, "w", node));
+  GLINT_ASSIGN_OR_RETURN(
+      QuantParams ws, ReadQuantParams(ctx, q.w_scale, -1, channels, "w", node));
   const int64_t nc = ws.scale.size();
   for (int64_t c = 0; c < nc; ++c) {
     r.x_w_scale.push_back(xs.s(0) * ws.s(c));
   }
   float y_scale = 1.0f;
   if (out != DType::kFloat32) {
-    GLINT_ASSIGN_OR_RETURN(QuantParams ys, ReadQuantParams(ctx, q.y_scale,
-                                                           q.y_zero, 1, "y",
-                                                           node));
+    GLINT_ASSIGN_OR_RETURN(
+        QuantParams ys,
+        ReadQuantParams(ctx, q.y_scale, q.y_zero, 1, "y", node));
     y_scale = ys.s(0);
     r.epilogue.zero = ys.z(0);
   }
   for (int64_t c = 0; c < nc; ++c) {
     // As ONNX's reference and onnxruntime do: one float multiplier.
-    r.epilogue.mult.push_back(out == DType::kFloat32
-                                  ? r.x_w_scale[c]
-                                  : r.x_w_scale[c] / y_scale);
+    r.epilogue.mult.push_back(
+        out == DType::kFloat32 ? r.x_w_scale[c] : r.x_w_scale[c] / y_scale);
   }
   if (bias != nullptr) {
     if (bias->shape.rank() != 1 || bias->num_elements() != channels) {
@@ -561,10 +563,10 @@ absl::StatusOr<QuantOpKind> ParseQuantOp(const KernelSpec& spec,
   if (integer_op) {
     k.inputs = IntegerInputs();
     GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 4));
-    GLINT_ASSIGN_OR_RETURN(DType xd, SpecInputDType(spec, 0, {DType::kUInt8,
-                                                              DType::kInt8}));
-    GLINT_ASSIGN_OR_RETURN(DType wd, SpecInputDType(spec, 1, {DType::kUInt8,
-                                                              DType::kInt8}));
+    GLINT_ASSIGN_OR_RETURN(
+        DType xd, SpecInputDType(spec, 0, {DType::kUInt8, DType::kInt8}));
+    GLINT_ASSIGN_OR_RETURN(
+        DType wd, SpecInputDType(spec, 1, {DType::kUInt8, DType::kInt8}));
     if (spec.has_input(2)) {
       GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {xd}).status());
     }
@@ -575,12 +577,13 @@ absl::StatusOr<QuantOpKind> ParseQuantOp(const KernelSpec& spec,
   } else {
     k.inputs = QLinearInputs();
     GLINT_RETURN_IF_ERROR(CheckArity(spec, k.fused ? 6 : 8, 9));
-    GLINT_ASSIGN_OR_RETURN(DType xd, SpecInputDType(spec, 0, {DType::kUInt8,
-                                                              DType::kInt8}));
-    GLINT_ASSIGN_OR_RETURN(DType wd, SpecInputDType(spec, 3, {DType::kUInt8,
-                                                              DType::kInt8}));
+    GLINT_ASSIGN_OR_RETURN(
+        DType xd, SpecInputDType(spec, 0, {DType::kUInt8, DType::kInt8}));
+    GLINT_ASSIGN_OR_RETURN(
+        DType wd, SpecInputDType(spec, 3, {DType::kUInt8, DType::kInt8}));
     for (int i : {1, 4}) {
-      GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+      GLINT_RETURN_IF_ERROR(
+          SpecInputDType(spec, i, {DType::kFloat32}).status());
     }
     if (spec.has_input(2)) {
       GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 2, {xd}).status());
@@ -590,7 +593,8 @@ absl::StatusOr<QuantOpKind> ParseQuantOp(const KernelSpec& spec,
     }
     k.out = DType::kFloat32;
     if (spec.has_input(6)) {
-      GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 6, {DType::kFloat32}).status());
+      GLINT_RETURN_IF_ERROR(
+          SpecInputDType(spec, 6, {DType::kFloat32}).status());
       k.out = DType::kUInt8;
       if (spec.has_input(7)) {
         GLINT_ASSIGN_OR_RETURN(
@@ -670,11 +674,10 @@ class QConvKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(const TensorView* b,
                            OptionalAt(ctx, q.bias, node()));
     GLINT_ASSIGN_OR_RETURN(QConvGeometry g, Geometry(x->shape, w->shape));
-    GLINT_ASSIGN_OR_RETURN(
-        QuantRun r, ReadQuantRun(ctx, q, g.m, kind_.out, kind_.relu, b,
-                                 node()));
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, g.out,
-                                                        kind_.out, node()));
+    GLINT_ASSIGN_OR_RETURN(QuantRun r, ReadQuantRun(ctx, q, g.m, kind_.out,
+                                                    kind_.relu, b, node()));
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, g.out, kind_.out, node()));
     if (y.num_elements() == 0) return absl::OkStatus();
     const int64_t plane = y.num_elements() / (g.n * g.m);
     // The epilogue's [outer, channels, inner] view of Y.
@@ -706,9 +709,9 @@ class QConvKernel final : public KernelBase {
       memory x_user(e->src_user, engine_, x->data);
       memory src = x_user;
       if (e->reorder_src) {
-        src = memory(e->src, engine_,
-                     ThreadBuffer(ThreadBufferSlot::kSource,
-                                  e->src.get_size()));
+        src =
+            memory(e->src, engine_,
+                   ThreadBuffer(ThreadBufferSlot::kSource, e->src.get_size()));
         e->src_reorder.execute(stream, x_user, src);
       }
       // Integer ops write int32 accumulators, which the epilogue turns
@@ -729,8 +732,7 @@ class QConvKernel final : public KernelBase {
                     : memory(e->weights_user, engine_, w_shifted.data());
       if (e->has_bias) {
         args[DNNL_ARG_BIAS] =
-            memory(e->bias, engine_,
-                   const_cast<float*>(e->bias_values.data()));
+            memory(e->bias, engine_, const_cast<float*>(e->bias_values.data()));
       }
       args[DNNL_ARG_DST] = dst;
       ExecuteOnStream(stream, e->prim, e->scratchpad, std::move(args));
@@ -749,8 +751,7 @@ class QConvKernel final : public KernelBase {
     return w->shape == const_w_.shape();
   }
 
-  absl::StatusOr<QConvGeometry> Geometry(const Shape& x,
-                                         const Shape& w) const {
+  absl::StatusOr<QConvGeometry> Geometry(const Shape& x, const Shape& w) const {
     const int sd = static_cast<int>(attrs_.strides.size());
     if (x.rank() != sd + 2 || w.rank() != sd + 2) {
       return InvalidArgument(node(), "expected X and W of rank ", sd + 2,
@@ -834,8 +835,7 @@ class QConvKernel final : public KernelBase {
       w_dims.insert(w_dims.end(), g.kernel.begin(), g.kernel.end());
       memory::dims src_dims = {g.n, g.c}, dst_dims = {g.n, g.m};
       src_dims.insert(src_dims.end(), g.in.begin(), g.in.end());
-      dst_dims.insert(dst_dims.end(), g.window.out.begin(),
-                      g.window.out.end());
+      dst_dims.insert(dst_dims.end(), g.window.out.begin(), g.window.out.end());
       const memory::data_type dst_type =
           fused ? DnnlType(kind_.out) : memory::data_type::s32;
       const memory::desc src_user(src_dims, DnnlType(x_dtype_),
@@ -844,10 +844,9 @@ class QConvKernel final : public KernelBase {
       const memory::desc w_user(w_dims, memory::data_type::s8,
                                 RowMajorStrides(w_dims));
       const memory::desc w_md =
-          const_w_.valid()
-              ? memory::desc(w_dims, memory::data_type::s8,
-                             memory::format_tag::any)
-              : w_user;
+          const_w_.valid() ? memory::desc(w_dims, memory::data_type::s8,
+                                          memory::format_tag::any)
+                           : w_user;
       // Channels last is oneDNN's own int8 layout: no reorders. NCHW
       // tensors are reordered to whatever it picks.
       const memory::desc src_any =
@@ -855,12 +854,11 @@ class QConvKernel final : public KernelBase {
                          : memory::desc(src_dims, DnnlType(x_dtype_),
                                         memory::format_tag::any);
       const memory::desc dst_any =
-          channels_last_ ? dst_user
-                         : memory::desc(dst_dims, dst_type,
-                                        memory::format_tag::any);
+          channels_last_
+              ? dst_user
+              : memory::desc(dst_dims, dst_type, memory::format_tag::any);
       const bool has_bias = fused && !r.epilogue.add.empty();
-      const memory::desc bias =
-          has_bias ? PlainF32({g.m}) : memory::desc();
+      const memory::desc bias = has_bias ? PlainF32({g.m}) : memory::desc();
       memory::dims dilations;
       for (int64_t d : attrs_.dilations) dilations.push_back(d - 1);
       const memory::dims strides = ToDnnlDims(attrs_.strides);
@@ -869,12 +867,12 @@ class QConvKernel final : public KernelBase {
       const auto prop = dnnl::prop_kind::forward_inference;
       const auto alg = dnnl::algorithm::convolution_direct;
       const dnnl::convolution_forward::desc desc =
-          has_bias ? dnnl::convolution_forward::desc(
-                         prop, alg, src_any, w_md, bias, dst_any, strides,
-                         dilations, pad_l, pad_r)
-                   : dnnl::convolution_forward::desc(
-                         prop, alg, src_any, w_md, dst_any, strides,
-                         dilations, pad_l, pad_r);
+          has_bias ? dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                                     bias, dst_any, strides,
+                                                     dilations, pad_l, pad_r)
+                   : dnnl::convolution_forward::desc(prop, alg, src_any, w_md,
+                                                     dst_any, strides,
+                                                     dilations, pad_l, pad_r);
       dnnl::primitive_attr attr = UserScratchpadAttr();
       if (r.x_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {r.x_zero});
       if (fused) {
@@ -890,8 +888,7 @@ class QConvKernel final : public KernelBase {
           attr.set_post_ops(ops);
         }
       }
-      const dnnl::convolution_forward::primitive_desc pd(desc, attr,
-                                                         engine_);
+      const dnnl::convolution_forward::primitive_desc pd(desc, attr, engine_);
       entry->prim = dnnl::convolution_forward(pd);
       entry->src = pd.src_desc();
       entry->src_user = src_user;
@@ -973,9 +970,8 @@ class QConvKernel final : public KernelBase {
       for (int64_t m = 0; m < g.m; ++m) {
         int64_t p = 0;
         const int64_t grp = m / mg;
-        const int32_t zw = r.w_zero.empty()
-                               ? 0
-                               : r.w_zero[r.w_zero.size() == 1 ? 0 : m];
+        const int32_t zw =
+            r.w_zero.empty() ? 0 : r.w_zero[r.w_zero.size() == 1 ? 0 : m];
         for (int64_t o0 = 0; o0 < out[0]; ++o0) {
           for (int64_t o1 = 0; o1 < out[1]; ++o1) {
             for (int64_t o2 = 0; o2 < out[2]; ++o2, ++p) {
@@ -993,8 +989,8 @@ class QConvKernel final : public KernelBase {
                       const int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
                       if (i2 < 0 || i2 >= in[2]) continue;
                       const int32_t xv =
-                          IntAt(x, xc + ((i0 * in[1] + i1) * in[2] + i2) *
-                                            xs_p) -
+                          IntAt(x,
+                                xc + ((i0 * in[1] + i1) * in[2] + i2) * xs_p) -
                           r.x_zero;
                       const int32_t wv =
                           IntAt(w, wc + (k0 * k[1] + k1) * k[2] + k2) - zw;
@@ -1098,9 +1094,8 @@ class QMatMulKernel final : public KernelBase {
                            OptionalAt(ctx, q.bias, node()));
     if (a->shape.rank() < 1 || b->shape.rank() < 1 ||
         (trans_b_ && b->shape.rank() != 2)) {
-      return InvalidArgument(node(), "operands of shapes ",
-                             a->shape.ToString(), " and ",
-                             b->shape.ToString());
+      return InvalidArgument(node(), "operands of shapes ", a->shape.ToString(),
+                             " and ", b->shape.ToString());
     }
     // numpy's MatMul shapes.
     std::vector<int64_t> ad = a->shape.dims(), bd = b->shape.dims();
@@ -1110,16 +1105,17 @@ class QMatMulKernel final : public KernelBase {
     if (b_vec) bd.push_back(1);
     const int64_t m = ad[ad.size() - 2], k = ad.back(), n = bd.back();
     if (bd[bd.size() - 2] != k) {
-      return InvalidArgument(node(), "inner dimensions differ: ",
-                             a->shape.ToString(), " x ", b->shape.ToString());
+      return InvalidArgument(node(),
+                             "inner dimensions differ: ", a->shape.ToString(),
+                             " x ", b->shape.ToString());
     }
     const Shape batch_a(std::vector<int64_t>(ad.begin(), ad.end() - 2));
     const Shape batch_b(std::vector<int64_t>(bd.begin(), bd.end() - 2));
     absl::StatusOr<Shape> batch = BroadcastShapes({batch_a, batch_b});
     if (!batch.ok()) {
       return InvalidArgument(node(), "batch dimensions of ",
-                             a->shape.ToString(), " and ",
-                             b->shape.ToString(), " do not broadcast");
+                             a->shape.ToString(), " and ", b->shape.ToString(),
+                             " do not broadcast");
     }
     std::vector<int64_t> out = batch->dims();
     if (!a_vec) out.push_back(m);
@@ -1136,11 +1132,11 @@ class QMatMulKernel final : public KernelBase {
                            ReadZeroPoints(az, m, "a", node()));
     QuantInputs q_no_x_zero = q;
     q_no_x_zero.x_zero = -1;
-    GLINT_ASSIGN_OR_RETURN(QuantRun r,
-                           ReadQuantRun(ctx, q_no_x_zero, n, kind_.out,
-                                        kind_.relu, bias, node()));
-    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, out_shape,
-                                                        kind_.out, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        QuantRun r,
+        ReadQuantRun(ctx, q_no_x_zero, n, kind_.out, kind_.relu, bias, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y, AllocateOutput(ctx, 0, out_shape, kind_.out, node()));
     if (y.num_elements() == 0) return absl::OkStatus();
     const int64_t rows = out_shape.NumElements() / n;
     const bool per_row_zero = a_zero.size() > 1;
@@ -1173,8 +1169,8 @@ class QMatMulKernel final : public KernelBase {
  private:
   absl::Status Run(const QMatMulEntry& e, const TensorView& a,
                    const std::vector<int8_t>& w_shifted, const QuantRun& r,
-                   const std::vector<int32_t>& a_zero, int64_t rows,
-                   int64_t k, int64_t n, TensorView& y) const {
+                   const std::vector<int32_t>& a_zero, int64_t rows, int64_t k,
+                   int64_t n, TensorView& y) const {
     const bool direct = r.fused_epilogue;
     std::vector<int32_t> acc;
     if (!direct) acc.resize(rows * n);
@@ -1186,8 +1182,8 @@ class QMatMulKernel final : public KernelBase {
                    : memory(e.weights_user, engine_,
                             const_cast<int8_t*>(w_shifted.data()));
       if (e.has_bias) {
-        args[DNNL_ARG_BIAS] = memory(
-            e.bias, engine_, const_cast<float*>(e.bias_values.data()));
+        args[DNNL_ARG_BIAS] =
+            memory(e.bias, engine_, const_cast<float*>(e.bias_values.data()));
       }
       args[DNNL_ARG_DST] = memory(e.dst, engine_, direct ? y.data : acc.data());
       ExecuteWithScratchpad(engine_, e.prim, e.scratchpad, std::move(args));
@@ -1195,10 +1191,8 @@ class QMatMulKernel final : public KernelBase {
     }));
     if (direct) return absl::OkStatus();
     // A's zero point: acc -= za[m] * colsum(W')[n] (one value or per row).
-    const bool any_zero =
-        std::any_of(a_zero.begin(), a_zero.end(), [](int32_t z) {
-          return z != 0;
-        });
+    const bool any_zero = std::any_of(a_zero.begin(), a_zero.end(),
+                                      [](int32_t z) { return z != 0; });
     if (any_zero) {
       std::vector<int32_t> sums = e.col_sums;
       if (sums.empty()) {
@@ -1209,8 +1203,8 @@ class QMatMulKernel final : public KernelBase {
           }
         }
       }
-      const int64_t m = a_zero.size() > 1 ? static_cast<int64_t>(a_zero.size())
-                                          : 1;
+      const int64_t m =
+          a_zero.size() > 1 ? static_cast<int64_t>(a_zero.size()) : 1;
       for (int64_t i = 0; i < rows; ++i) {
         const int32_t za = a_zero.size() > 1 ? a_zero[i % m] : a_zero[0];
         if (za == 0) continue;
@@ -1253,16 +1247,16 @@ class QMatMulKernel final : public KernelBase {
       entry->col_sums.assign(n, 0);
       for (int64_t kk = 0; kk < k; ++kk) {
         for (int64_t j = 0; j < n; ++j) {
-          entry->col_sums[j] += trans_b_ ? packed_source[j * k + kk]
-                                         : packed_source[kk * n + j];
+          entry->col_sums[j] +=
+              trans_b_ ? packed_source[j * k + kk] : packed_source[kk * n + j];
         }
       }
     }
     GLINT_RETURN_IF_ERROR(CatchDnnl(node(), [&] {
       const memory::data_type dst_type =
           fused ? DnnlType(kind_.out) : memory::data_type::s32;
-      entry->src = memory::desc({rows, k}, DnnlType(x_dtype_),
-                                memory::dims{k, 1});
+      entry->src =
+          memory::desc({rows, k}, DnnlType(x_dtype_), memory::dims{k, 1});
       entry->weights_user =
           memory::desc({k, n}, memory::data_type::s8,
                        trans_b_ ? memory::dims{1, k} : memory::dims{n, 1});
@@ -1301,9 +1295,9 @@ class QMatMulKernel final : public KernelBase {
       entry->weights = pd.weights_desc();
       entry->scratchpad = pd.scratchpad_desc();
       if (const_w_.valid()) {
-        entry->packed_weights = ReorderToOwned(
-            engine_, entry->weights_user, packed_source.data(),
-            pd.weights_desc());
+        entry->packed_weights =
+            ReorderToOwned(engine_, entry->weights_user, packed_source.data(),
+                           pd.weights_desc());
         entry->packed = true;
       }
       return absl::OkStatus();
@@ -1371,9 +1365,8 @@ class QMatMulKernel final : public KernelBase {
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeQMatMul(const KernelSpec& spec) {
   const bool integer_op = spec.node->op_type == "MatMulInteger";
-  GLINT_ASSIGN_OR_RETURN(
-      QuantOpKind kind,
-      ParseQuantOp(spec, integer_op, kQLinearFusedMatMulOp));
+  GLINT_ASSIGN_OR_RETURN(QuantOpKind kind,
+                         ParseQuantOp(spec, integer_op, kQLinearFusedMatMulOp));
   std::unique_ptr<Kernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(spec.node->Describe(), [&] {
     kernel = std::make_unique<QMatMulKernel>(spec, std::move(kind));

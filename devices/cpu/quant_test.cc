@@ -61,32 +61,33 @@ absl::StatusOr<std::vector<Tensor>> RunQ(const Node& node,
 
 int32_t At(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kUInt8: return t.data<uint8_t>()[i];
-    case DType::kInt8: return t.data<int8_t>()[i];
-    default: return t.data<int32_t>()[i];
+    case DType::kUInt8:
+      return t.data<uint8_t>()[i];
+    case DType::kInt8:
+      return t.data<int8_t>()[i];
+    default:
+      return t.data<int32_t>()[i];
   }
 }
 
 TEST(QuantTest, QuantizeRoundsHalfToEvenAndSaturates) {
-  const Tensor x = MakeTensor<float>({8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f,
-                                           300.0f, -300.0f, 3.0f});
+  const Tensor x = MakeTensor<float>(
+      {8}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.0f, -300.0f, 3.0f});
   Node node = MakeNode("QuantizeLinear", {"x", "s", "z"}, {"y"});
-  auto u8 = RunQ(node,
-                      {x, MakeTensor<float>({}, {1.0f}),
-                       MakeTensor<uint8_t>({}, {0})});
+  auto u8 = RunQ(
+      node, {x, MakeTensor<float>({}, {1.0f}), MakeTensor<uint8_t>({}, {0})});
   ASSERT_TRUE(u8.ok()) << u8.status();
   EXPECT_EQ(ToVector<uint8_t>((*u8)[0]),
             (std::vector<uint8_t>{0, 2, 2, 0, 0, 255, 0, 3}));
   // Scale 2, zero point 1: round(x / 2) + 1.
-  auto s8 = RunQ(node,
-                      {x, MakeTensor<float>({}, {2.0f}),
-                       MakeTensor<int8_t>({}, {1})});
+  auto s8 = RunQ(
+      node, {x, MakeTensor<float>({}, {2.0f}), MakeTensor<int8_t>({}, {1})});
   ASSERT_TRUE(s8.ok()) << s8.status();
   EXPECT_EQ(ToVector<int8_t>((*s8)[0]),
             (std::vector<int8_t>{1, 2, 2, 1, 0, 127, -128, 3}));
   // No zero point: uint8, zero point 0.
   auto def = RunQ(MakeNode("QuantizeLinear", {"x", "s"}, {"y"}),
-                       {x, MakeTensor<float>({}, {1.0f})});
+                  {x, MakeTensor<float>({}, {1.0f})});
   ASSERT_TRUE(def.ok()) << def.status();
   EXPECT_EQ((*def)[0].dtype(), DType::kUInt8);
 }
@@ -100,8 +101,8 @@ TEST(QuantTest, QuantizeAndDequantizePerAxis) {
   const Tensor z = MakeTensor<int8_t>({3}, {0, 10, -10});
   RunKernelOptions opts;
   opts.opset_version = 13;
-  auto q = RunQ(MakeNode("QuantizeLinear", {"x", "s", "z"}, {"y"}),
-                     {x, s, z}, opts);
+  auto q =
+      RunQ(MakeNode("QuantizeLinear", {"x", "s", "z"}, {"y"}), {x, s, z}, opts);
   ASSERT_TRUE(q.ok()) << q.status();
   std::vector<int8_t> want;
   for (int i = 0; i < 12; ++i) {
@@ -112,7 +113,7 @@ TEST(QuantTest, QuantizeAndDequantizePerAxis) {
   }
   EXPECT_EQ(ToVector<int8_t>((*q)[0]), want);
   auto dq = RunQ(MakeNode("DequantizeLinear", {"q", "s", "z"}, {"y"}),
-                      {(*q)[0], s, z}, opts);
+                 {(*q)[0], s, z}, opts);
   ASSERT_TRUE(dq.ok()) << dq.status();
   const std::vector<float> back = ToVector<float>((*dq)[0]);
   for (int i = 0; i < 12; ++i) {
@@ -122,21 +123,22 @@ TEST(QuantTest, QuantizeAndDequantizePerAxis) {
   }
   // A scale that matches no axis is INVALID_ARGUMENT.
   auto bad = RunQ(MakeNode("QuantizeLinear", {"x", "s", "z"}, {"y"},
-                                {{"axis", int64_t{2}}}),
-                       {x, s, z}, opts);
+                           {{"axis", int64_t{2}}}),
+                  {x, s, z}, opts);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(QuantTest, DequantizeInt32AndUint8) {
   auto i32 = RunQ(MakeNode("DequantizeLinear", {"x", "s"}, {"y"}),
-      {MakeTensor<int32_t>({3}, {-100000, 0, 7}),
-       MakeTensor<float>({}, {0.5f})});
+                  {MakeTensor<int32_t>({3}, {-100000, 0, 7}),
+                   MakeTensor<float>({}, {0.5f})});
   ASSERT_TRUE(i32.ok()) << i32.status();
   EXPECT_EQ(ToVector<float>((*i32)[0]),
             (std::vector<float>{-50000.0f, 0.0f, 3.5f}));
-  auto u8 = RunQ(MakeNode("DequantizeLinear", {"x", "s", "z"}, {"y"}),
-      {MakeTensor<uint8_t>({3}, {0, 128, 255}), MakeTensor<float>({}, {2.0f}),
-       MakeTensor<uint8_t>({}, {128})});
+  auto u8 =
+      RunQ(MakeNode("DequantizeLinear", {"x", "s", "z"}, {"y"}),
+           {MakeTensor<uint8_t>({3}, {0, 128, 255}),
+            MakeTensor<float>({}, {2.0f}), MakeTensor<uint8_t>({}, {128})});
   ASSERT_TRUE(u8.ok()) << u8.status();
   EXPECT_EQ(ToVector<float>((*u8)[0]),
             (std::vector<float>{-256.0f, 0.0f, 254.0f}));
@@ -144,18 +146,20 @@ TEST(QuantTest, DequantizeInt32AndUint8) {
 
 TEST(QuantTest, DynamicQuantizeLinear) {
   // ONNX's documented example.
-  auto out = RunQ(MakeNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}),
-      {MakeTensor<float>({6}, {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f})},
-      {.output_dtypes = {DType::kUInt8, DType::kFloat32, DType::kUInt8}});
+  auto out =
+      RunQ(MakeNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}),
+           {MakeTensor<float>({6}, {0.0f, 2.0f, -3.0f, -2.5f, 1.34f, 0.5f})},
+           {.output_dtypes = {DType::kUInt8, DType::kFloat32, DType::kUInt8}});
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(ToVector<uint8_t>((*out)[0]),
             (std::vector<uint8_t>{153, 255, 0, 26, 221, 179}));
   EXPECT_FLOAT_EQ((*out)[1].data<float>()[0], 5.0f / 255.0f);
   EXPECT_EQ((*out)[2].data<uint8_t>()[0], 153);
   // All zeros: scale 0, everything 0.
-  auto zeros = RunQ(MakeNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}),
-      {MakeTensor<float>({2}, {0.0f, 0.0f})},
-      {.output_dtypes = {DType::kUInt8, DType::kFloat32, DType::kUInt8}});
+  auto zeros =
+      RunQ(MakeNode("DynamicQuantizeLinear", {"x"}, {"y", "s", "z"}),
+           {MakeTensor<float>({2}, {0.0f, 0.0f})},
+           {.output_dtypes = {DType::kUInt8, DType::kFloat32, DType::kUInt8}});
   ASSERT_TRUE(zeros.ok()) << zeros.status();
   EXPECT_EQ(ToVector<uint8_t>((*zeros)[0]), (std::vector<uint8_t>{0, 0}));
 }
@@ -190,28 +194,28 @@ TEST(QuantTest, MatMulIntegerMatchesNaiveOnEveryPath) {
     if (constant) opts.constant_inputs = {1, 3};
     // s8 weights, zero point 0 (oneDNN, exact); per-row A zero points.
     std::vector<uint8_t> zrow = {0, 3, 250, 17, 128};
-    auto y = RunQ(node,
-                       {a, b_s8, MakeTensor<uint8_t>({m}, zrow),
-                        MakeTensor<int8_t>({}, {0})},
-                       opts);
+    auto y = RunQ(
+        node,
+        {a, b_s8, MakeTensor<uint8_t>({m}, zrow), MakeTensor<int8_t>({}, {0})},
+        opts);
     ASSERT_TRUE(y.ok()) << y.status();
     EXPECT_EQ(ToVector<int32_t>((*y)[0]),
               NaiveMatMul(a, b_s8, m, k, n, {0, 3, 250, 17, 128}, {0}));
     // u8 weights, zero point 100: W' leaves int8 for some values (plain
     // loops) — same answer.
-    auto y2 = RunQ(node,
-                        {a, b_u8, MakeTensor<uint8_t>({}, {7}),
-                         MakeTensor<uint8_t>({}, {100})},
-                        opts);
+    auto y2 = RunQ(
+        node,
+        {a, b_u8, MakeTensor<uint8_t>({}, {7}), MakeTensor<uint8_t>({}, {100})},
+        opts);
     ASSERT_TRUE(y2.ok()) << y2.status();
     EXPECT_EQ(ToVector<int32_t>((*y2)[0]),
               NaiveMatMul(a, b_u8, m, k, n, {7}, {100}));
     // u8 weights near their zero point: W' fits int8 (oneDNN).
     const Tensor b_mid = RandomInts<uint8_t>({k, n}, 4, 60, 180);
     auto y3 = RunQ(node,
-                        {a, b_mid, MakeTensor<uint8_t>({}, {7}),
-                         MakeTensor<uint8_t>({}, {120})},
-                        opts);
+                   {a, b_mid, MakeTensor<uint8_t>({}, {7}),
+                    MakeTensor<uint8_t>({}, {120})},
+                   opts);
     ASSERT_TRUE(y3.ok()) << y3.status();
     EXPECT_EQ(ToVector<int32_t>((*y3)[0]),
               NaiveMatMul(a, b_mid, m, k, n, {7}, {120}));
@@ -266,13 +270,14 @@ TEST(QuantTest, QLinearMatMulPerColumnScales) {
   for (bool constant : {false, true}) {
     RunKernelOptions opts;
     if (constant) opts.constant_inputs = {3, 4, 5};
-    auto y = RunQ(MakeNode("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys",
-                                   "yz"},
-                 {"y"}),
-        {a, MakeTensor<float>({}, {as}), MakeTensor<uint8_t>({}, {130}), b,
-         MakeTensor<float>({n}, bs), MakeTensor<int8_t>({n}, std::vector<int8_t>(n, 0)),
-         MakeTensor<float>({}, {ys}), MakeTensor<uint8_t>({}, {100})},
-        opts);
+    auto y =
+        RunQ(MakeNode("QLinearMatMul",
+                      {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}),
+             {a, MakeTensor<float>({}, {as}), MakeTensor<uint8_t>({}, {130}), b,
+              MakeTensor<float>({n}, bs),
+              MakeTensor<int8_t>({n}, std::vector<int8_t>(n, 0)),
+              MakeTensor<float>({}, {ys}), MakeTensor<uint8_t>({}, {100})},
+             opts);
     ASSERT_TRUE(y.ok()) << y.status();
     std::vector<float> mult;
     for (float s : bs) mult.push_back(as * s / ys);
@@ -335,19 +340,19 @@ TEST(QuantTest, ConvIntegerMatchesNaive) {
     if (constant) opts.constant_inputs = {1, 3};
     opts.runs = 2;
     Shape shape;
-    auto y = RunQ(node,
-                       {x, w, MakeTensor<uint8_t>({}, {37}),
-                        MakeTensor<int8_t>({}, {0})},
-                       opts);
+    auto y =
+        RunQ(node,
+             {x, w, MakeTensor<uint8_t>({}, {37}), MakeTensor<int8_t>({}, {0})},
+             opts);
     ASSERT_TRUE(y.ok()) << y.status();
     const std::vector<int32_t> want = NaiveConv(x, w, 2, 2, 1, 37, {0}, &shape);
     EXPECT_EQ((*y)[0].shape(), shape);
     EXPECT_EQ(ToVector<int32_t>((*y)[0]), want);
     // uint8 weights with a zero point far from their values: plain loops.
-    auto y2 = RunQ(node,
-                        {x, w_u8, MakeTensor<uint8_t>({}, {37}),
-                         MakeTensor<uint8_t>({}, {3})},
-                        opts);
+    auto y2 = RunQ(
+        node,
+        {x, w_u8, MakeTensor<uint8_t>({}, {37}), MakeTensor<uint8_t>({}, {3})},
+        opts);
     ASSERT_TRUE(y2.ok()) << y2.status();
     EXPECT_EQ(ToVector<int32_t>((*y2)[0]),
               NaiveConv(x, w_u8, 2, 2, 1, 37, {3}, &shape));
@@ -367,15 +372,16 @@ TEST(QuantTest, QLinearConvPerChannelWithBias) {
   for (bool constant : {false, true}) {
     RunKernelOptions opts;
     if (constant) opts.constant_inputs = {3, 4, 5, 8};
-    auto y = RunQ(MakeNode("QLinearConv",
-                 {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"}, {"y"},
-                 {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
-        {x, MakeTensor<float>({}, {xs}), MakeTensor<uint8_t>({}, {128}), w,
-         MakeTensor<float>({32}, ws),
-         MakeTensor<int8_t>({32}, std::vector<int8_t>(32, 0)),
-         MakeTensor<float>({}, {ys}), MakeTensor<int8_t>({}, {-5}),
-         MakeTensor<int32_t>({32}, bias)},
-        opts);
+    auto y =
+        RunQ(MakeNode("QLinearConv",
+                      {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"},
+                      {"y"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             {x, MakeTensor<float>({}, {xs}), MakeTensor<uint8_t>({}, {128}), w,
+              MakeTensor<float>({32}, ws),
+              MakeTensor<int8_t>({32}, std::vector<int8_t>(32, 0)),
+              MakeTensor<float>({}, {ys}), MakeTensor<int8_t>({}, {-5}),
+              MakeTensor<int32_t>({32}, bias)},
+             opts);
     ASSERT_TRUE(y.ok()) << y.status();
     Shape shape;
     std::vector<int32_t> acc = NaiveConv(x, w, 1, 1, 1, 128, {0}, &shape);
@@ -404,7 +410,10 @@ TEST(QuantTest, FusedConvWithReluMatchesTheFormulaWithinOneStep) {
   for (bool quantized_out : {true, false}) {
     std::vector<std::string> in = {"x", "xs", "xz", "w", "ws", "wz"};
     std::vector<Tensor> values = {
-        x, MakeTensor<float>({}, {xs}), MakeTensor<uint8_t>({}, {120}), w,
+        x,
+        MakeTensor<float>({}, {xs}),
+        MakeTensor<uint8_t>({}, {120}),
+        w,
         MakeTensor<float>({8}, ws),
         MakeTensor<int8_t>({8}, std::vector<int8_t>(8, 0))};
     if (quantized_out) {
@@ -421,9 +430,9 @@ TEST(QuantTest, FusedConvWithReluMatchesTheFormulaWithinOneStep) {
     RunKernelOptions opts;
     opts.constant_inputs = {3, 4, 5, 8};
     auto y = RunQ(MakeNode(kQLinearFusedConvOp, in, {"y"},
-                 {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
-                  {"activation", std::string("Relu")}}),
-        values, opts);
+                           {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                            {"activation", std::string("Relu")}}),
+                  values, opts);
     ASSERT_TRUE(y.ok()) << y.status();
     const int64_t plane = 49;
     for (size_t i = 0; i < acc.size(); ++i) {
@@ -450,13 +459,15 @@ TEST(QuantTest, FusedConvChannelsLastMatchesNchw) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t i = 0; i < h * w; ++i)
-        xt[(b * h * w + i) * c + ch] = x.data<uint8_t>()[(b * c + ch) * h * w + i];
+        xt[(b * h * w + i) * c + ch] =
+            x.data<uint8_t>()[(b * c + ch) * h * w + i];
   const Tensor x_nhwc = MakeTensor<uint8_t>({n, h, w, c}, xt);
   for (bool u8_weights : {false, true}) {
-    const Tensor wt = u8_weights ? RandomInts<uint8_t>({m, c, 3, 3}, 21, 0, 255)
-                                 : RandomInts<int8_t>({m, c, 3, 3}, 21, -127, 127);
-    const Tensor wz = u8_weights ? MakeTensor<uint8_t>({}, {9})
-                                 : MakeTensor<int8_t>({}, {0});
+    const Tensor wt = u8_weights
+                          ? RandomInts<uint8_t>({m, c, 3, 3}, 21, 0, 255)
+                          : RandomInts<int8_t>({m, c, 3, 3}, 21, -127, 127);
+    const Tensor wz =
+        u8_weights ? MakeTensor<uint8_t>({}, {9}) : MakeTensor<int8_t>({}, {0});
     std::vector<Tensor> outs;
     for (int64_t cl : {0, 1}) {
       RunKernelOptions opts;
@@ -494,13 +505,14 @@ TEST(QuantTest, FusedMatMulTransposedWeightsAndBias) {
   for (int j = 0; j < n; ++j) bias[j] = 0.05f * (j - 10);
   RunKernelOptions opts;
   opts.constant_inputs = {3, 4, 5, 8};
-  auto y = RunQ(MakeNode(kQLinearFusedMatMulOp,
-               {"a", "as", "az", "w", "ws", "wz", "", "", "b"}, {"y"},
-               {{"transB", int64_t{1}}}),
-      {a, MakeTensor<float>({}, {0.01f}), MakeTensor<uint8_t>({}, {100}), wt,
-       MakeTensor<float>({}, {0.002f}), MakeTensor<int8_t>({}, {0}), Tensor(),
-       Tensor(), MakeTensor<float>({n}, bias)},
-      opts);
+  auto y =
+      RunQ(MakeNode(kQLinearFusedMatMulOp,
+                    {"a", "as", "az", "w", "ws", "wz", "", "", "b"}, {"y"},
+                    {{"transB", int64_t{1}}}),
+           {a, MakeTensor<float>({}, {0.01f}), MakeTensor<uint8_t>({}, {100}),
+            wt, MakeTensor<float>({}, {0.002f}), MakeTensor<int8_t>({}, {0}),
+            Tensor(), Tensor(), MakeTensor<float>({n}, bias)},
+           opts);
   ASSERT_TRUE(y.ok()) << y.status();
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
@@ -518,24 +530,24 @@ TEST(QuantTest, FusedMatMulTransposedWeightsAndBias) {
 TEST(QuantTest, Refusals) {
   // float16 input to QuantizeLinear: UNIMPLEMENTED.
   Node q = MakeNode("QuantizeLinear", {"x", "s"}, {"y"});
-  Tensor half = Tensor::FromVector(DType::kFloat16, Shape({1}),
-                                   std::vector<uint16_t>{0});
-  auto r = RunQ(q,
-                     {half, MakeTensor<float>({}, {1.0f})});
+  Tensor half =
+      Tensor::FromVector(DType::kFloat16, Shape({1}), std::vector<uint16_t>{0});
+  auto r = RunQ(q, {half, MakeTensor<float>({}, {1.0f})});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
   // A zero point of another dtype than X: INVALID_ARGUMENT at build time.
   auto dq = RunQ(MakeNode("DequantizeLinear", {"x", "s", "z"}, {"y"}),
-      {MakeTensor<uint8_t>({1}, {1}), MakeTensor<float>({}, {1.0f}),
-       MakeTensor<int8_t>({}, {0})});
+                 {MakeTensor<uint8_t>({1}, {1}), MakeTensor<float>({}, {1.0f}),
+                  MakeTensor<int8_t>({}, {0})});
   EXPECT_FALSE(dq.ok());
   // Mismatched inner dimensions.
   auto mm = RunQ(MakeNode("MatMulInteger", {"a", "b"}, {"y"}),
-                      {RandomInts<uint8_t>({2, 3}, 1, 0, 9),
-                       RandomInts<int8_t>({4, 2}, 2, 0, 9)});
+                 {RandomInts<uint8_t>({2, 3}, 1, 0, 9),
+                  RandomInts<int8_t>({4, 2}, 2, 0, 9)});
   EXPECT_EQ(mm.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(mm.status().message().find("MatMulInteger"), std::string::npos);
   // A w scale of the wrong length.
-  auto conv = RunQ(MakeNode("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"},
+  auto conv = RunQ(
+      MakeNode("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"},
                {"y"}),
       {RandomInts<uint8_t>({1, 2, 3, 3}, 3, 0, 9), MakeTensor<float>({}, {1}),
        MakeTensor<uint8_t>({}, {0}), RandomInts<int8_t>({4, 2, 1, 1}, 4, 0, 9),
