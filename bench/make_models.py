@@ -14,6 +14,15 @@ resnet.onnx       Nx3x112x112 (N symbolic: 1 unless bound, or batched),
 transformer.onnx  1x128x256 tokens through 4 encoder layers: LayerNorm,
                   multi-head self-attention (4 heads: MatMul, Reshape,
                   Transpose, Softmax), residual Adds, GELU MLP (Erf form)
+mlp_int8.onnx     the MLP in QDQ form, as quantization tools write it:
+resnet_int8.onnx  the ResNet-style CNN (BatchNormalization folded) likewise.
+                  Weights int8 per output channel, symmetric; biases int32
+                  at scale s_x * s_w; activations uint8 with scales and zero
+                  points calibrated (min/max) on a random batch; each
+                  consumer has its own DequantizeLinear; a Relu is the
+                  uint8 QuantizeLinear with zero point 0 that follows its
+                  producer (which clamps at 0), as onnxruntime's quantizer
+                  leaves it. The classifier's output stays float32.
 
 --sweep writes instead the models the benches are not tuned for (names
 say the shape): CNNs (the ResNet-style one at 32-224 px, widths 16-64,
@@ -214,6 +223,165 @@ def sweep():
     return models
 
 
+# ---------------------------------------------------------------- int8 QDQ
+
+def act_params(t):
+    """uint8 scale and zero point covering t's range (and 0)."""
+    lo, hi = min(0.0, float(t.min())), max(0.0, float(t.max()))
+    scale = max(hi - lo, 1e-8) / 255.0
+    zero = int(np.clip(np.rint(-lo / scale), 0, 255))
+    return np.float32(scale), np.uint8(zero)
+
+
+def quant_weights(w, axis=0):
+    """Per-channel (along axis) symmetric int8 weights and their scales."""
+    red = tuple(i for i in range(w.ndim) if i != axis)
+    amax = np.maximum(np.abs(w).max(axis=red), 1e-8)
+    scale = (amax / 127.0).astype(np.float32)
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.rint(w / scale.reshape(shape)), -127, 127).astype(np.int8)
+    return q, scale
+
+
+class QdqBuilder(Builder):
+    """Builder with QDQ helpers. An activation is (value, scale, zero): the
+    uint8 value's name and the names of its parameters; self.scale maps the
+    value to its float scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = {}
+
+    def quantize(self, x, scale, zero):
+        s = self.const(np.array(scale, np.float32), "s")
+        z = self.const(np.array(zero, np.uint8), "z")
+        y = self.op("QuantizeLinear", [x, s, z])
+        self.scale[y] = np.float32(scale)
+        return (y, s, z)
+
+    def requantize(self, x, x_val, relu):
+        """QuantizeLinear calibrated on x_val; after a Relu: zero point 0."""
+        scale, zero = act_params(x_val)
+        if relu:
+            scale = np.float32(max(float(x_val.max()), 1e-8) / 255.0)
+            zero = np.uint8(0)
+        return self.quantize(x, scale, zero)
+
+    def dq(self, act):
+        return self.op("DequantizeLinear", list(act))
+
+    def dq_weights(self, w, axis):
+        q, scale = quant_weights(w, axis)
+        qn, sn = self.const(q, "wq"), self.const(scale, "ws")
+        return self.op("DequantizeLinear", [qn, sn], axis=axis), scale
+
+    def dq_bias(self, b, x_scale, w_scale):
+        bs = (np.float32(x_scale) * w_scale).astype(np.float32)
+        bq = np.rint(b / bs).astype(np.int32)
+        return self.op("DequantizeLinear",
+                       [self.const(bq, "bq"), self.const(bs, "bs")], axis=0)
+
+
+def np_conv(x, w, b, stride, pad):
+    k = w.shape[2]
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    win = win[:, :, ::stride, ::stride]
+    return np.einsum("nchwij,mcij->nmhw", win, w, optimize=True) + \
+        b[None, :, None, None]
+
+
+def np_maxpool(x):
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+    return win[:, :, ::2, ::2].max(axis=(4, 5))
+
+
+def calibration_batch(shape):
+    # The benches feed values in [-0.5, 0.5); calibrate on that range.
+    return RNG.uniform(-0.5, 0.5, size=shape).astype(np.float32)
+
+
+def folded_conv(cin, cout, k):
+    """Conv weights and bias with a BatchNormalization folded in."""
+    w = rand(cout, cin, k, k)
+    scale = 1 + 0.1 * RNG.standard_normal(cout)
+    shift = 0.1 * RNG.standard_normal(cout)
+    mean = 0.1 * RNG.standard_normal(cout)
+    var = 1 + 0.1 * RNG.random(cout)
+    s = scale / np.sqrt(var + 1e-5)
+    return ((w * s[:, None, None, None]).astype(np.float32),
+            ((0 - mean) * s + shift).astype(np.float32))
+
+
+def resnet_int8():
+    b = QdqBuilder()
+    v = calibration_batch((4, 3, 112, 112))
+    x = b.quantize("input", *act_params(v))
+
+    def conv(x, x_val, cin, cout, k, stride, relu):
+        """QDQ Conv (quantized output); returns the act and its values."""
+        w, bias = folded_conv(cin, cout, k)
+        wd, ws = b.dq_weights(w, 0)
+        bd = b.dq_bias(bias, b.scale[x[0]], ws)
+        y = b.op("Conv", [b.dq(x), wd, bd], kernel_shape=[k, k],
+                 strides=[stride, stride], pads=[k // 2] * 4)
+        y_val = np_conv(x_val, w, bias, stride, k // 2)
+        if relu:
+            y_val = np.maximum(y_val, 0)
+        return b.requantize(y, y_val, relu), y_val
+
+    x, v = conv(x, v, 3, 64, 7, 2, True)
+    # MaxPool between a DequantizeLinear and a QuantizeLinear with its
+    # input's parameters (its maximum is exactly representable).
+    x = b.quantize(b.op("MaxPool", [b.dq(x)], kernel_shape=[3, 3],
+                        strides=[2, 2], pads=[1, 1, 1, 1]),
+                   b.scale[x[0]], np.uint8(0))
+    v = np_maxpool(v)
+    cin = 64
+    for stage, cout in enumerate([64, 128, 256, 512]):
+        for block in range(2):
+            stride = 2 if block == 0 and stage > 0 else 1
+            a1, v1 = conv(x, v, cin, cout, 3, stride, True)
+            a2, v2 = conv(a1, v1, cout, cout, 3, 1, False)
+            if stride == 1 and cin == cout:
+                skip, vs = x, v
+            else:
+                skip, vs = conv(x, v, cin, cout, 1, stride, False)
+            add = b.op("Add", [b.dq(a2), b.dq(skip)])
+            v = np.maximum(v2 + vs, 0)
+            x = b.requantize(add, v, True)  # The block's Relu.
+            cin = cout
+    f = b.op("Flatten", [b.op("GlobalAveragePool", [b.dq(x)])])
+    v = v.mean(axis=(2, 3))
+    fq = b.requantize(f, v, True)
+    w = rand(1000, 512)
+    bias = rand(1000, scale=0.1)
+    wd, ws = b.dq_weights(w, 0)
+    bd = b.dq_bias(bias, b.scale[fq[0]], ws)
+    y = b.op("Gemm", [b.dq(fq), wd, bd], transB=1)
+    return b.model(["N", 3, 112, 112], y, ["N", 1000], "resnet_int8")
+
+
+def mlp_int8():
+    b = QdqBuilder()
+    dims = [1024, 4096, 4096, 1000]
+    v = calibration_batch((64, 1024))
+    x = b.quantize("input", *act_params(v))
+    for i in range(3):
+        w = rand(dims[i], dims[i + 1]).T.copy()  # [out, in]
+        bias = rand(dims[i + 1], scale=0.1)
+        wd, ws = b.dq_weights(w, 0)
+        bd = b.dq_bias(bias, b.scale[x[0]], ws)
+        y = b.op("Gemm", [b.dq(x), wd, bd], transB=1)
+        v = v @ w.T + bias
+        if i < 2:
+            v = np.maximum(v, 0)
+            x = b.requantize(y, v, True)  # The Relu: zero point 0.
+    return b.model([64, 1024], y, [64, 1000], "mlp_int8")
+
+
 def main():
     args = sys.argv[1:]
     do_sweep = "--sweep" in args
@@ -222,8 +390,9 @@ def main():
         sys.exit("usage: make_models.py [--sweep] OUT_DIR")
     out = args[0]
     os.makedirs(out, exist_ok=True)
-    models = sweep() if do_sweep else [("mlp", mlp), ("resnet", resnet),
-                                       ("transformer", transformer)]
+    models = sweep() if do_sweep else [
+        ("mlp", mlp), ("resnet", resnet), ("transformer", transformer),
+        ("mlp_int8", mlp_int8), ("resnet_int8", resnet_int8)]
     for name, make in models:
         onnx.save(make(), f"{out}/{name}.onnx")
         print(f"wrote {out}/{name}.onnx")

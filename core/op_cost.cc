@@ -84,6 +84,14 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
   absl::ConsumePrefix(&op, "glint.Fused");
   const ValueInfo* a = info(0);
   const ValueInfo* b = info(1);
+  // The integer forms cost what their float op costs (int8 runs faster, but
+  // the partitioner only compares nodes).
+  if (op == "MatMulInteger" || op == "QLinearMatMul") op = "MatMul";
+  if (op == "ConvInteger") op = "Conv";
+  if (op == "QLinearConv") {
+    op = "Conv";
+    b = info(3);  // W.
+  }
   const bool a_static = a != nullptr && a->shape.IsStatic();
   const bool b_static = b != nullptr && b->shape.IsStatic();
   if (op == "MatMul" && a_static && a->shape.rank() >= 1) {

@@ -97,6 +97,23 @@ TEST(OpCostTest, FusedOpsCostWhatTheyAreBuiltOn) {
                    EstimateOpCost(plain, g).flops);
 }
 
+TEST(OpCostTest, IntegerOpsCostTheirProducts) {
+  Graph g;
+  g.values["a"] = {"a", DType::kUInt8, Shape({4, 8})};
+  g.values["b"] = {"b", DType::kInt8, Shape({8, 16})};
+  g.values["y"] = {"y", DType::kInt32, Shape({4, 16})};
+  g.values["x"] = {"x", DType::kUInt8, Shape({1, 2, 5, 5})};
+  g.values["w"] = {"w", DType::kInt8, Shape({3, 2, 3, 3})};
+  g.values["s"] = F32("s", Shape({}));
+  g.values["q"] = {"q", DType::kUInt8, Shape({1, 3, 3, 3})};
+  Node mm{"m", "MatMulInteger", "", {"a", "b"}, {"y"}, {}};
+  EXPECT_DOUBLE_EQ(EstimateOpCost(mm, g).flops, 2.0 * 4 * 8 * 16);
+  // QLinearConv's W is input 3: 27 outputs · (2 · 9) · 2.
+  Node conv{"c", "QLinearConv", "", {"x", "s", "", "w", "s", "", "s", ""},
+            {"q"}, {}};
+  EXPECT_DOUBLE_EQ(EstimateOpCost(conv, g).flops, 27.0 * 18 * 2);
+}
+
 TEST(OpCostTest, ElementwiseAndUnknownSizes) {
   Graph g;
   g.values["x"] = F32("x", Shape({3, Shape::kUnknownDim}));

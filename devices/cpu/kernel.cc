@@ -109,6 +109,7 @@ void RegisterCpuKernels(KernelRegistry* registry) {
   RegisterControlFlowKernels(registry);
   RegisterSignalKernels(registry);
   RegisterEinsumKernels(registry);
+  RegisterQuantKernels(registry);
 }
 
 const KernelRegistry& CpuKernelRegistry() {

@@ -253,6 +253,18 @@ bool IsStatic4DFloat(const Graph& graph, const std::string& value) {
          info->shape.rank() == 4 && info->shape.IsStatic();
 }
 
+// IsStatic4DFloat, uint8/int8 allowed too (the quantized ops' values).
+bool IsStatic4D(const Graph& graph, const std::string& value,
+                bool quantized_ok) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  if (info == nullptr || info->shape.rank() != 4 || !info->shape.IsStatic()) {
+    return false;
+  }
+  return info->dtype == DType::kFloat32 ||
+         (quantized_ok &&
+          (info->dtype == DType::kUInt8 || info->dtype == DType::kInt8));
+}
+
 // [N, C, H, W] -> [N, H, W, C].
 Shape ChannelsLastShape(const Shape& s) {
   return Shape({s.dim(0), s.dim(2), s.dim(3), s.dim(1)});
@@ -269,16 +281,31 @@ std::vector<int> ActivationInputs(const Node& node) {
 }
 
 LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+  const std::string& op = node.op_type;
+  // The int8 convolutions, and what lies between them in quantized models:
+  // per-tensor (De)QuantizeLinear (elementwise) and MaxPool on uint8.
+  const bool qconv =
+      op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
+  const bool quantized_ok = qconv || op == "MaxPool" ||
+                            op == "DequantizeLinear" || op == "QuantizeLinear";
   if (!IsDefaultDomain(node) || node.outputs.empty() ||
-      !IsStatic4DFloat(graph, node.outputs[0])) {
+      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
     return LayoutRole::kNone;
   }
   for (size_t o = 1; o < node.outputs.size(); ++o) {
     if (!node.outputs[o].empty()) return LayoutRole::kNone;
   }
-  const std::string& op = node.op_type;
-  if (node.inputs.empty() || !IsStatic4DFloat(graph, node.inputs[0])) {
+  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
     return LayoutRole::kNone;
+  }
+  if (qconv) return LayoutRole::kConv;
+  if (op == "DequantizeLinear" || op == "QuantizeLinear") {
+    const Tensor* scale = node.inputs.size() >= 2
+                              ? graph.FindInitializer(node.inputs[1])
+                              : nullptr;
+    return scale != nullptr && scale->num_elements() == 1
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
   }
   if (op == "Conv" || (op == kFusedConvOp &&
                        node.GetInt("channels_last", 0) == 0)) {
@@ -1034,6 +1061,8 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
     if (op == "Conv" || op == kFusedConvOp) {
       node.op_type = kFusedConvOp;
       node.attributes["channels_last"] = int64_t{1};
+    } else if (op == kQLinearFusedConvOp) {
+      node.attributes["channels_last"] = int64_t{1};
     } else if (op == "MaxPool") {
       node.op_type = kChannelsLastMaxPoolOp;
     } else if (op == "AveragePool") {
@@ -1099,6 +1128,280 @@ absl::Status FuseResidualAdd(Graph* graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A DequantizeLinear producing `value` whose scale (and zero point, if
+// any) are initializers: its node index, inputs and axis.
+struct Dequantize {
+  int node = -1;
+  std::string q, scale, zero;
+  int64_t axis = 1;
+  int64_t params = 1;  // Scale elements.
+};
+
+std::optional<Dequantize> FindDequantize(const Graph& graph, int before,
+                                         const std::string& value) {
+  if (value.empty()) return std::nullopt;
+  const int p = FindProducer(graph, before, value);
+  if (p < 0) return std::nullopt;
+  const Node& dq = graph.nodes[p];
+  if (!IsDefaultDomain(dq) || dq.op_type != "DequantizeLinear" ||
+      dq.inputs.size() < 2 || dq.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const Tensor* scale = FloatInitializer(graph, dq.inputs[1]);
+  const Tensor* zero =
+      dq.has_input(2) ? graph.FindInitializer(dq.inputs[2]) : nullptr;
+  const ValueInfo* q = graph.FindValue(dq.inputs[0]);
+  if (scale == nullptr || (dq.has_input(2) && zero == nullptr) ||
+      q == nullptr) {
+    return std::nullopt;
+  }
+  Dequantize d;
+  d.node = p;
+  d.q = dq.inputs[0];
+  d.scale = dq.inputs[1];
+  d.zero = dq.has_input(2) ? dq.inputs[2] : "";
+  d.axis = graph.opset_version >= 13 ? dq.GetInt("axis", 1) : 1;
+  d.params = scale->num_elements();
+  if (d.axis < 0) d.axis += q->shape.rank();
+  return d;
+}
+
+bool IsQuantized8(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = graph.FindValue(value);
+  return info != nullptr &&
+         (info->dtype == DType::kUInt8 || info->dtype == DType::kInt8);
+}
+
+// A per-tensor QuantizeLinear reading `value` alone: its index, or -1.
+int SoleQuantize(const Graph& graph, int producer) {
+  const int j = SoleConsumer(graph, producer);
+  if (j < 0) return -1;
+  const Node& q = graph.nodes[j];
+  if (!IsDefaultDomain(q) || q.op_type != "QuantizeLinear" ||
+      q.inputs.size() < 2 || q.outputs.size() != 1 ||
+      q.inputs[0] != graph.nodes[producer].outputs[0]) {
+    return -1;
+  }
+  const Tensor* scale = FloatInitializer(graph, q.inputs[1]);
+  if (scale == nullptr || scale->num_elements() != 1 ||
+      (q.has_input(2) && graph.FindInitializer(q.inputs[2]) == nullptr)) {
+    return -1;
+  }
+  return j;
+}
+
+// Erases the nodes in `erase` (indices) and, among `maybe_dead`, the
+// DequantizeLinear nodes nothing reads any more.
+void EraseNodes(Graph* graph, std::vector<int> erase,
+                const std::vector<int>& maybe_dead) {
+  const Uses uses(*graph);
+  for (int d : maybe_dead) {
+    const std::string& out = graph->nodes[d].outputs[0];
+    bool read = uses.IsGraphOutput(out);
+    for (size_t i = 0; i < graph->nodes.size() && !read; ++i) {
+      if (std::find(erase.begin(), erase.end(), static_cast<int>(i)) !=
+          erase.end()) {
+        continue;
+      }
+      for (const std::string& in : graph->nodes[i].inputs) {
+        read = read || in == out;
+      }
+    }
+    if (!read) erase.push_back(d);
+  }
+  std::sort(erase.begin(), erase.end(), std::greater<int>());
+  erase.erase(std::unique(erase.begin(), erase.end()), erase.end());
+  // Values a remaining node produces (the fused node took over the last
+  // one's output) stay.
+  absl::flat_hash_set<std::string> kept;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (std::find(erase.begin(), erase.end(), static_cast<int>(i)) ==
+        erase.end()) {
+      for (const std::string& out : graph->nodes[i].outputs) kept.insert(out);
+    }
+  }
+  for (const ValueInfo& o : graph->outputs) kept.insert(o.name);
+  for (int i : erase) {
+    for (const std::string& out : graph->nodes[i].outputs) {
+      if (!kept.contains(out)) graph->values.erase(out);
+    }
+    graph->nodes.erase(graph->nodes.begin() + i);
+  }
+}
+
+}  // namespace
+
+absl::Status FuseQuantizedOps(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& p = graph->nodes[i];
+    if (!IsDefaultDomain(p) || p.outputs.size() != 1 || p.inputs.size() < 2) {
+      continue;
+    }
+    const bool conv = p.op_type == "Conv";
+    const bool matmul = p.op_type == "MatMul" && p.inputs.size() == 2;
+    const bool gemm = p.op_type == "Gemm";
+    if (!conv && !matmul && !gemm) continue;
+    const ValueInfo* out = graph->FindValue(p.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const bool trans_b = gemm && p.GetInt("transB", 0) != 0;
+    if (gemm &&
+        (p.GetInt("transA", 0) != 0 || p.GetFloat("alpha", 1.0f) != 1.0f ||
+         p.GetFloat("beta", 1.0f) != 1.0f)) {
+      continue;
+    }
+    const std::optional<Dequantize> x = FindDequantize(*graph, i, p.inputs[0]);
+    const std::optional<Dequantize> w = FindDequantize(*graph, i, p.inputs[1]);
+    if (!x.has_value() || !w.has_value() || x->params != 1 ||
+        !IsQuantized8(*graph, x->q) || !IsQuantized8(*graph, w->q)) {
+      continue;
+    }
+    const Tensor* wq = graph->FindInitializer(w->q);
+    if (wq == nullptr || (matmul && wq->shape().rank() != 2)) continue;
+    // Per-channel weights along the output channels only.
+    const int64_t out_axis = conv ? 0 : (trans_b ? 0 : 1);
+    const int64_t channels = wq->shape().dim(out_axis);
+    if (w->params != 1 && (w->axis != out_axis || w->params != channels)) {
+      continue;
+    }
+    // The bias: a float32 initializer, or DequantizeLinear of one.
+    std::string bias;
+    std::vector<float> bias_values;
+    int bias_dq = -1;
+    if ((conv || gemm) && p.has_input(2)) {
+      const std::string& b = p.inputs[2];
+      const Tensor* bf = FloatInitializer(*graph, b);
+      if (bf != nullptr) {
+        if (bf->num_elements() != channels) continue;
+        bias = b;
+      } else {
+        const std::optional<Dequantize> bd = FindDequantize(*graph, i, b);
+        const Tensor* bq =
+            bd.has_value() ? graph->FindInitializer(bd->q) : nullptr;
+        if (bq == nullptr || bq->num_elements() != channels ||
+            (bd->params != 1 && bd->params != channels)) {
+          continue;
+        }
+        const Tensor* bs = graph->FindInitializer(bd->scale);
+        const Tensor* bz =
+            bd->zero.empty() ? nullptr : graph->FindInitializer(bd->zero);
+        GLINT_ASSIGN_OR_RETURN(
+            Tensor folded, Tensor::Create(DType::kFloat32, Shape({channels})));
+        bool ok = true;
+        for (int64_t c = 0; c < channels && ok; ++c) {
+          auto int_at = [](const Tensor* t, int64_t k) -> int64_t {
+            switch (t->dtype()) {
+              case DType::kInt32:
+                return t->data<int32_t>()[k];
+              case DType::kUInt8:
+                return t->data<uint8_t>()[k];
+              case DType::kInt8:
+                return t->data<int8_t>()[k];
+              default:
+                return 0;
+            }
+          };
+          ok = bq->dtype() == DType::kInt32;
+          const int64_t zc =
+              bz == nullptr ? 0 : int_at(bz, bd->params == 1 ? 0 : c);
+          folded.data<float>()[c] = static_cast<float>(int_at(bq, c) - zc) *
+                                    bs->data<float>()[bd->params == 1 ? 0 : c];
+        }
+        if (!ok) continue;
+        bias = FreshName(*graph, p.name + "_qbias");
+        AddInitializer(graph, bias, std::move(folded));
+        bias_dq = bd->node;
+      }
+    } else if (gemm && p.has_input(2)) {
+      continue;
+    }
+    if (gemm && !bias.empty()) {
+      const Tensor* b = graph->FindInitializer(bias);
+      if (b->shape().rank() == 2 && b->shape().dim(0) != 1) continue;
+    }
+    // Relu, then a per-tensor QuantizeLinear, each optional.
+    int last = i;
+    int relu = SoleConsumer(*graph, i);
+    if (relu >= 0 && IsUnary(graph->nodes[relu], "Relu")) {
+      last = relu;
+    } else {
+      relu = -1;
+    }
+    const int quant = SoleQuantize(*graph, last);
+    Node fused;
+    fused.name = p.name;
+    fused.op_type = conv ? kQLinearFusedConvOp : kQLinearFusedMatMulOp;
+    if (conv) fused.attributes = p.attributes;
+    if (trans_b) fused.attributes["transB"] = int64_t{1};
+    if (relu >= 0) fused.attributes["activation"] = std::string("Relu");
+    fused.inputs = {x->q,    x->scale, x->zero, w->q, w->scale,
+                    w->zero, "",       "",      bias};
+    if (quant >= 0) {
+      const Node& q = graph->nodes[quant];
+      fused.inputs[6] = q.inputs[1];
+      fused.inputs[7] = q.has_input(2) ? q.inputs[2] : "";
+      fused.outputs = q.outputs;
+    } else {
+      fused.outputs = graph->nodes[last].outputs;
+    }
+    while (fused.inputs.size() > 6 && fused.inputs.back().empty()) {
+      fused.inputs.pop_back();
+    }
+    std::vector<int> erase;
+    if (relu >= 0) erase.push_back(relu);
+    if (quant >= 0) erase.push_back(quant);
+    if (relu >= 0 || quant >= 0) graph->values.erase(p.outputs[0]);
+    if (relu >= 0 && quant >= 0) {
+      graph->values.erase(graph->nodes[relu].outputs[0]);
+    }
+    std::vector<int> maybe_dead = {x->node, w->node};
+    if (bias_dq >= 0) maybe_dead.push_back(bias_dq);
+    graph->nodes[i] = std::move(fused);
+    EraseNodes(graph, erase, maybe_dead);
+    i = -1;  // Indices moved; start over (graphs are small).
+  }
+  // DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and
+  // zero point: MaxPool on the quantized values (max commutes with the
+  // increasing dequantization, and the maximum requantizes exactly).
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& pool = graph->nodes[i];
+    if (!IsUnary(pool, "MaxPool")) continue;
+    const std::optional<Dequantize> x =
+        FindDequantize(*graph, i, pool.inputs[0]);
+    if (!x.has_value() || x->params != 1 || !IsQuantized8(*graph, x->q)) {
+      continue;
+    }
+    const int quant = SoleQuantize(*graph, i);
+    if (quant < 0) continue;
+    const Node& q = graph->nodes[quant];
+    const Tensor* xs = graph->FindInitializer(x->scale);
+    const Tensor* qs = graph->FindInitializer(q.inputs[1]);
+    const Tensor* xz =
+        x->zero.empty() ? nullptr : graph->FindInitializer(x->zero);
+    const Tensor* qz =
+        q.has_input(2) ? graph->FindInitializer(q.inputs[2]) : nullptr;
+    const DType xd = graph->FindValue(x->q)->dtype;
+    const DType qd = qz != nullptr ? qz->dtype() : DType::kUInt8;
+    auto zero_of = [](const Tensor* z) -> int {
+      if (z == nullptr) return 0;
+      return z->dtype() == DType::kUInt8 ? z->data<uint8_t>()[0]
+                                         : z->data<int8_t>()[0];
+    };
+    if (xd != qd || xs->data<float>()[0] != qs->data<float>()[0] ||
+        zero_of(xz) != zero_of(qz)) {
+      continue;
+    }
+    Node& np = graph->nodes[i];
+    graph->values.erase(np.outputs[0]);
+    np.inputs[0] = x->q;
+    np.outputs = graph->nodes[quant].outputs;
+    EraseNodes(graph, {quant}, {x->node});
+    i = -1;
+  }
+  return absl::OkStatus();
+}
+
 void RemoveUnusedInitializers(Graph* graph) {
   absl::flat_hash_set<std::string> used;
   for (const Node& node : graph->nodes) {
@@ -1117,6 +1420,9 @@ void RemoveUnusedInitializers(Graph* graph) {
 }
 
 absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
+  // Before constant folding, which would turn the weights'
+  // DequantizeLinear into float weights.
+  GLINT_RETURN_IF_ERROR(FuseQuantizedOps(graph));
   GLINT_RETURN_IF_ERROR(FoldConstants(graph, kernels));
   GLINT_RETURN_IF_ERROR(FuseTransposes(graph));
   GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));

@@ -17,6 +17,13 @@
 //                      LeakyRelu, applied after Z) and "channels_last" (1: X,
 //                      Y and Z are [N, spatial..., channels]); optional
 //                      input 3, Z, of Y's shape.
+//   glint.QLinearFusedConv, glint.QLinearFusedMatMul
+//                      inputs x_q, x_scale, x_zero_point, w_q, w_scale,
+//                      w_zero_point, y_scale, y_zero_point (both optional:
+//                      absent, the output is float32), bias (optional,
+//                      float32, real units); Conv's attributes and
+//                      "channels_last" (as glint.FusedConv) or "transB"
+//                      (W is [N, K]), "activation" (Relu). quant.cc.
 //   glint.ElementwiseChain
 //                      one float32 input through a sequence of elementwise
 //                      steps in one pass: attribute "ops" (ONNX op names),
@@ -53,6 +60,8 @@ inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
 inline constexpr char kFusedConvOp[] = "glint.FusedConv";
 inline constexpr char kElementwiseChainOp[] = "glint.ElementwiseChain";
 inline constexpr char kAttentionOp[] = "glint.Attention";
+inline constexpr char kQLinearFusedConvOp[] = "glint.QLinearFusedConv";
+inline constexpr char kQLinearFusedMatMulOp[] = "glint.QLinearFusedMatMul";
 inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
 inline constexpr char kChannelsLastAveragePoolOp[] =
     "glint.AveragePoolChannelsLast";
@@ -147,6 +156,20 @@ absl::Status ConvertToChannelsLast(Graph* graph);
 // the Add is already channels last where the Conv is; FuseActivations runs
 // again after it, for the Relu that follows a ResNet block's Add.
 absl::Status FuseResidualAdd(Graph* graph);
+
+// The QDQ pattern of quantized models: DequantizeLinear(x_q) [per tensor]
+// and DequantizeLinear(w_q constant) [per tensor or per output channel]
+// -> Conv / MatMul (2-D weights) / Gemm (no transA, alpha = beta = 1),
+// with a bias that is a float32 constant or DequantizeLinear of an int32
+// constant, -> optional Relu -> optional QuantizeLinear [per tensor]
+// becomes one glint.QLinearFusedConv / glint.QLinearFusedMatMul: an int8
+// oneDNN primitive with the scales and zero points as its attributes (its
+// output quantized, or float32 without the QuantizeLinear). The
+// DequantizeLinear nodes go when nothing else reads them. Also
+// DequantizeLinear -> MaxPool -> QuantizeLinear with equal parameters
+// becomes MaxPool on the quantized values. Runs first: constant folding
+// would otherwise dequantize the weights.
+absl::Status FuseQuantizedOps(Graph* graph);
 
 // Drops initializers that no node reads and that are not graph outputs.
 void RemoveUnusedInitializers(Graph* graph);

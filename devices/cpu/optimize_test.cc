@@ -688,5 +688,190 @@ TEST(OptimizeTest, FusedMatMulRefusesUnknownActivation) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+void AddTyped(Graph& g, const std::string& name, DType dtype, Shape shape) {
+  g.values[name] = ValueInfo{name, dtype, std::move(shape)};
+}
+
+// Runs `g` and its optimised copy on a random input and checks that the
+// outputs differ by at most `step` (one quantization step where rounding
+// order differs); returns the optimised graph and the share of elements
+// that are identical.
+Graph CompareQuantized(const Graph& g, float step, double* identical) {
+  Graph opt = g;
+  absl::Status s = OptimizeGraphForCpu(&opt, CpuKernelRegistry());
+  EXPECT_TRUE(s.ok()) << s;
+  std::map<std::string, Tensor> feed;
+  for (const ValueInfo& in : g.inputs) {
+    feed[in.name] = Random(in.shape.dims(), 11);
+  }
+  const std::map<std::string, Tensor> want = Run(g, feed);
+  const std::map<std::string, Tensor> got = Run(opt, feed);
+  int64_t same = 0, total = 0;
+  for (const auto& [name, w] : want) {
+    const Tensor& t = got.at(name);
+    EXPECT_EQ(t.shape(), w.shape()) << name;
+    if (t.shape() != w.shape()) continue;
+    for (int64_t i = 0; i < w.num_elements(); ++i, ++total) {
+      const float a = w.data<float>()[i];
+      const float b = t.data<float>()[i];
+      same += a == b;
+      if (std::fabs(a - b) > step) {
+        ADD_FAILURE() << name << "[" << i << "]: " << a << " vs " << b;
+        break;
+      }
+    }
+  }
+  *identical = total > 0 ? static_cast<double>(same) / total : 0;
+  return opt;
+}
+
+Tensor Int8Weights(std::vector<int64_t> dims, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-127, 127);
+  Shape shape(std::move(dims));
+  std::vector<int8_t> v(shape.NumElements());
+  for (int8_t& x : v) x = static_cast<int8_t>(dist(rng));
+  return Tensor::FromVector(DType::kInt8, shape, v);
+}
+
+// x -> Q -> DQ -> Conv(DQ(w_q, per channel), DQ(b_i32)) -> Relu -> Q -> DQ
+// -> MaxPool -> Q -> DQ -> y, as quantization tools write it.
+TEST(OptimizeTest, QdqConvReluQuantizeBecomesOneInt8Conv) {
+  const int64_t c = 8, m = 16;
+  Graph g = NewGraph("x", Shape({1, c, 10, 10}), "y", Shape({1, m, 5, 5}));
+  g.opset_version = 13;
+  const float sx = 0.02f, sy = 0.03f;
+  std::vector<float> sw(m);
+  std::vector<int32_t> bias(m);
+  std::vector<float> sb(m);
+  for (int64_t i = 0; i < m; ++i) {
+    sw[i] = 0.002f * (1 + i % 3);
+    sb[i] = sx * sw[i];
+    bias[i] = static_cast<int32_t>((i - 8) * 500);
+  }
+  AddInitializer(
+      g, "sx",
+      Tensor::FromVector(DType::kFloat32, Shape({}), std::vector<float>{sx}));
+  AddInitializer(
+      g, "zx",
+      Tensor::FromVector(DType::kUInt8, Shape({}), std::vector<uint8_t>{128}));
+  AddInitializer(g, "wq", Int8Weights({m, c, 3, 3}, 5));
+  AddInitializer(g, "sw", Tensor::FromVector(DType::kFloat32, Shape({m}), sw));
+  AddInitializer(g, "bq", Tensor::FromVector(DType::kInt32, Shape({m}), bias));
+  AddInitializer(g, "sb", Tensor::FromVector(DType::kFloat32, Shape({m}), sb));
+  AddInitializer(
+      g, "sy",
+      Tensor::FromVector(DType::kFloat32, Shape({}), std::vector<float>{sy}));
+  AddInitializer(
+      g, "zy",
+      Tensor::FromVector(DType::kUInt8, Shape({}), std::vector<uint8_t>{0}));
+  AddTyped(g, "xq", DType::kUInt8, Shape({1, c, 10, 10}));
+  AddValue(g, "xd", Shape({1, c, 10, 10}));
+  AddValue(g, "wd", Shape({m, c, 3, 3}));
+  AddValue(g, "bd", Shape({m}));
+  AddValue(g, "conv", Shape({1, m, 10, 10}));
+  AddValue(g, "relu", Shape({1, m, 10, 10}));
+  AddTyped(g, "yq", DType::kUInt8, Shape({1, m, 10, 10}));
+  AddValue(g, "yd", Shape({1, m, 10, 10}));
+  AddValue(g, "pool", Shape({1, m, 5, 5}));
+  AddTyped(g, "pq", DType::kUInt8, Shape({1, m, 5, 5}));
+  g.nodes = {MakeNode("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}),
+             MakeNode("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}),
+             MakeNode("DequantizeLinear", {"wq", "sw"}, {"wd"},
+                      {{"axis", int64_t{0}}}),
+             MakeNode("DequantizeLinear", {"bq", "sb"}, {"bd"},
+                      {{"axis", int64_t{0}}}),
+             MakeNode("Conv", {"xd", "wd", "bd"}, {"conv"},
+                      {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             MakeNode("Relu", {"conv"}, {"relu"}),
+             MakeNode("QuantizeLinear", {"relu", "sy", "zy"}, {"yq"}),
+             MakeNode("DequantizeLinear", {"yq", "sy", "zy"}, {"yd"}),
+             MakeNode("MaxPool", {"yd"}, {"pool"},
+                      {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                       {"strides", std::vector<int64_t>{2, 2}}}),
+             MakeNode("QuantizeLinear", {"pool", "sy", "zy"}, {"pq"}),
+             MakeNode("DequantizeLinear", {"pq", "sy", "zy"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  double identical = 0;
+  const Graph opt = CompareQuantized(g, sy * 1.001f, &identical);
+  // Integer accumulation is exact where the float Conv rounds: the two
+  // agree except where a value falls on the other side of a rounding
+  // boundary.
+  EXPECT_GT(identical, 0.97);
+  std::vector<std::string> ops;
+  for (const Node& n : opt.nodes) ops.push_back(n.op_type);
+  // The uint8 region runs channels last, as float convs do: one Transpose
+  // in (of uint8), one out (of the float result).
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "QuantizeLinear", "Transpose", kQLinearFusedConvOp,
+                     kChannelsLastMaxPoolOp, "DequantizeLinear", "Transpose"}));
+  EXPECT_EQ(opt.nodes[2].GetString("activation", ""), "Relu");
+  EXPECT_EQ(opt.nodes[2].GetInt("channels_last", 0), 1);
+  EXPECT_EQ(opt.nodes[1].inputs[0], "xq");
+}
+
+// Float output (no QuantizeLinear after): Gemm with transB and a float
+// bias, and MatMul on a 3-D input with per-column weight scales.
+TEST(OptimizeTest, QdqGemmAndMatMulWithFloatOutput) {
+  Graph g = NewGraph("x", Shape({2, 3, 32}), "y", Shape({6, 8}));
+  g.opset_version = 13;
+  AddInitializer(g, "sx",
+                 Tensor::FromVector(DType::kFloat32, Shape({}),
+                                    std::vector<float>{0.03f}));
+  AddInitializer(
+      g, "zx",
+      Tensor::FromVector(DType::kInt8, Shape({}), std::vector<int8_t>{-3}));
+  AddInitializer(g, "w1", Int8Weights({32, 16}, 6));
+  std::vector<float> s1(16);
+  for (int i = 0; i < 16; ++i) s1[i] = 0.004f + 0.001f * (i % 4);
+  AddInitializer(g, "s1", Tensor::FromVector(DType::kFloat32, Shape({16}), s1));
+  AddInitializer(g, "w2", Int8Weights({8, 16}, 7));  // [N, K]: transB.
+  AddInitializer(g, "s2",
+                 Tensor::FromVector(DType::kFloat32, Shape({}),
+                                    std::vector<float>{0.005f}));
+  AddInitializer(g, "b2", Random({8}, 8));
+  AddInitializer(g, "shape",
+                 Tensor::FromVector(DType::kInt64, Shape({2}),
+                                    std::vector<int64_t>{6, 16}));
+  AddTyped(g, "xq", DType::kInt8, Shape({2, 3, 32}));
+  AddValue(g, "xd", Shape({2, 3, 32}));
+  AddValue(g, "w1d", Shape({32, 16}));
+  AddValue(g, "mm", Shape({2, 3, 16}));
+  AddValue(g, "flat", Shape({6, 16}));
+  AddTyped(g, "hq", DType::kInt8, Shape({6, 16}));
+  AddValue(g, "hd", Shape({6, 16}));
+  AddValue(g, "w2d", Shape({8, 16}));
+  AddValue(g, "gemm", Shape({6, 8}));
+  g.nodes = {
+      MakeNode("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}),
+      MakeNode("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}),
+      MakeNode("DequantizeLinear", {"w1", "s1"}, {"w1d"}),  // axis 1.
+      MakeNode("MatMul", {"xd", "w1d"}, {"mm"}),
+      MakeNode("Reshape", {"mm", "shape"}, {"flat"}),
+      MakeNode("QuantizeLinear", {"flat", "sx", "zx"}, {"hq"}),
+      MakeNode("DequantizeLinear", {"hq", "sx", "zx"}, {"hd"}),
+      MakeNode("DequantizeLinear", {"w2", "s2"}, {"w2d"}),
+      MakeNode("Gemm", {"hd", "w2d", "b2"}, {"gemm"}, {{"transB", int64_t{1}}}),
+      MakeNode("Relu", {"gemm"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  // The int8 products are exact where the float reference rounds its sums,
+  // so the quantized hidden value `hq` may land one step (sx) apart; through
+  // the Gemm that step weighs at most sx * 127 * s2 = 0.019 per element
+  // (two such flips in a row are allowed for).
+  double identical = 0;
+  const Graph opt = CompareQuantized(g, 0.04f, &identical);
+  std::vector<std::string> ops;
+  for (const Node& n : opt.nodes) ops.push_back(n.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "QuantizeLinear", kQLinearFusedMatMulOp, "Reshape",
+                     "QuantizeLinear", kQLinearFusedMatMulOp}));
+  EXPECT_EQ(opt.nodes[4].GetInt("transB", 0), 1);
+  EXPECT_EQ(opt.nodes[4].GetString("activation", ""), "Relu");
+}
+
 }  // namespace
 }  // namespace glint::cpu

@@ -27,6 +27,7 @@ void RegisterRecurrentKernels(KernelRegistry* registry);    // rnn.cc
 void RegisterControlFlowKernels(KernelRegistry* registry);  // control_flow.cc
 void RegisterSignalKernels(KernelRegistry* registry);       // signal.cc
 void RegisterEinsumKernels(KernelRegistry* registry);       // einsum.cc
+void RegisterQuantKernels(KernelRegistry* registry);        // quant.cc
 
 }  // namespace glint::cpu
 
