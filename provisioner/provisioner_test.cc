@@ -83,27 +83,22 @@ TEST_F(ProvisionerTest, OutOfMemoryOnTheThirdDeviceEvictsEverything) {
 
 TEST_F(ProvisionerTest, CompileErrorEvictsWhatWasLoaded) {
   MakeDevices(2, 64 * kMiB);
-  // Partition 1 holds a BatchNormalization in training mode, which the
-  // CPU backend refuses when it compiles (the attribute is opset 14+).
+  // Partition 1 holds a Dropout in training mode with a constant non-zero
+  // ratio (random masks), which the CPU backend refuses when it compiles.
   testing::OnnxModelBuilder m(15);
   m.Input("x", onnx::TensorProto::FLOAT, {1, 2, 2, 2})
       .Output("y", onnx::TensorProto::FLOAT, {1, 2, 2, 2})
       .FloatInitializer("w", {1, 2, 2, 2}, std::vector<float>(8, 1.0f))
-      .FloatInitializer("s", {2}, {1, 1})
-      .FloatInitializer("b", {2}, {0, 0})
-      .FloatInitializer("mean", {2}, {0, 0})
-      .FloatInitializer("var", {2}, {1, 1});
+      .FloatInitializer("ratio", {}, {0.5f});
+  onnx::TensorProto* training = m.mutable_proto().mutable_graph()->add_initializer();
+  training->set_name("training");
+  training->set_data_type(onnx::TensorProto::BOOL);
+  training->add_int32_data(1);
   m.Node("Add", {"x", "w"}, {"t"}, "add");
-  onnx::NodeProto& bn =
-      m.Node("BatchNormalization", {"t", "s", "b", "mean", "var"},
-             {"y", "running_mean", "running_var"}, "bn");
-  onnx::AttributeProto* training = bn.add_attribute();
-  training->set_name("training_mode");
-  training->set_type(onnx::AttributeProto::INT);
-  training->set_i(1);
+  m.Node("Dropout", {"t", "ratio", "training"}, {"y"}, "dropout");
   PartitionOptions options;
   options.strategy = PartitionStrategy::kUser;
-  options.user_plan = {{"add", 0}, {"bn", 1}};
+  options.user_plan = {{"add", 0}, {"dropout", 1}};
   absl::StatusOr<Dag> dag = Plan(m.Serialize(), options);
   ASSERT_TRUE(dag.ok()) << dag.status();
   const std::vector<uint64_t> before = Available();
