@@ -41,6 +41,8 @@ TSAN_TARGETS=(
   //tests:glintd_shutdown_test
   //tests:e2e_inflight_test
   //runtime:plan_cache_test
+  //runtime:host_manager_dynamic_shape_test
+  //devices/cpu:control_flow_test
 )
 
 passed=0
