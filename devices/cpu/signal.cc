@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -110,6 +111,45 @@ void Transform(std::vector<Complex>& x, bool inverse) {
   x.swap(out);
 }
 
+// Complex scratch values one transform of length `n` holds at once: the
+// line itself plus, for Bluestein, the chirp and two padded buffers of the
+// power of two m >= 2n - 1 (the direct sum adds a twiddle table and a copy).
+int64_t TransformScratch(int64_t n) {
+  if ((n & (n - 1)) == 0) return n;
+  if (n <= static_cast<int64_t>(kDirectMaxLength)) return 3 * n;
+  int64_t m = 1;
+  while (m < 2 * n - 1) m <<= 1;
+  return 2 * n + 2 * m;
+}
+
+// Transforms refuse lengths whose scratch (TransformScratch) would exceed
+// 2^26 complex doubles (1 GiB): lengths up to 2^26 when a power of two,
+// about 2^24 otherwise. The limit is on working memory, which a run-time
+// dft_length or frame_length would otherwise choose freely (even for an
+// empty signal).
+constexpr int64_t kMaxTransformScratch = int64_t{1} << 26;
+
+absl::Status CheckTransformLength(int64_t n, absl::string_view node) {
+  // Compared first so that TransformScratch cannot overflow.
+  if (n > kMaxTransformScratch || TransformScratch(n) > kMaxTransformScratch) {
+    return InvalidArgument(node, "transform length ", n, " needs more than "
+                           "2^26 complex values of working memory");
+  }
+  return absl::OkStatus();
+}
+
+// Product of `dims`, saturated at INT64_MAX (0 if any is 0).
+int64_t SaturatingProduct(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims) {
+    if (d == 0) return 0;
+  }
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(p, d, &p)) return INT64_MAX;
+  }
+  return p;
+}
+
 // Reads a scalar int32/int64 input.
 absl::StatusOr<int64_t> ScalarInt(const KernelContext& ctx, int i,
                                   absl::string_view what,
@@ -187,10 +227,12 @@ class DftKernel final : public KernelBase {
     std::vector<int64_t> out_dims = x->shape.dims();
     out_dims[axis] = out_len;
     out_dims[rank - 1] = 2;
-    GLINT_RETURN_IF_ERROR(CheckGenerated(outer * inner * out_len * 2, node()));
-    GLINT_RETURN_IF_ERROR(CheckGenerated(n, node()));
+    GLINT_RETURN_IF_ERROR(CheckTransformLength(n, node()));
+    GLINT_RETURN_IF_ERROR(CheckGenerated(
+        SaturatingProduct({outer, inner, out_len, 2}), node()));
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
         ctx, 0, Shape(out_dims), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
     const std::vector<double> xs = LoadAsDoubles(*x);
     std::vector<double> ys(static_cast<size_t>(y.num_elements()));
     const double scale = inverse_ ? 1.0 / static_cast<double>(n) : 1.0;
@@ -300,10 +342,14 @@ class StftKernel final : public KernelBase {
     if (onesided_ && parts == 2) {
       return InvalidArgument(node(), "onesided needs a real signal");
     }
+    GLINT_RETURN_IF_ERROR(CheckTransformLength(frame, node()));
     const int64_t frames = (length - frame) / step + 1;
     const int64_t bins = onesided_ ? frame / 2 + 1 : frame;
+    GLINT_RETURN_IF_ERROR(CheckGenerated(
+        SaturatingProduct({batch, frames, bins, 2}), node()));
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
         ctx, 0, Shape({batch, frames, bins, 2}), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
     const std::vector<double> xs = LoadAsDoubles(*x);
     std::vector<double> ys(static_cast<size_t>(y.num_elements()));
     std::vector<Complex> line(frame);

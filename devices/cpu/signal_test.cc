@@ -164,6 +164,56 @@ TEST(SignalTest, DftRefusesMalformedNodes) {
   EXPECT_EQ(axis.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Run-time lengths choose working memory: the kernel must refuse lengths
+// whose scratch is beyond its limit, even on an empty signal, rather than
+// allocate it (these cases allocated 32 GiB to 16 TiB before).
+TEST(SignalTest, DftRefusesLengthsBeyondTheWorkingMemoryLimit) {
+  const int64_t kHuge = int64_t{1} << 40;
+  auto empty = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x", "n"}, {"y"}),
+                         {MakeTensor<float>({0, 1, 1}, {}),
+                          MakeTensor<int64_t>({}, {int64_t{1} << 31})});
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument)
+      << empty.status();
+  // Output 2^31 - 2 elements (under the output cap); Bluestein's buffers
+  // would need about 120 GiB.
+  auto odd = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x", "n"}, {"y"}),
+                       {MakeTensor<float>({1, 1, 1}, {1}),
+                        MakeTensor<int64_t>({}, {(int64_t{1} << 30) - 1})});
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kInvalidArgument)
+      << odd.status();
+  EXPECT_THAT(std::string(odd.status().message()), ::testing::HasSubstr("DFT"));
+  auto wide = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x"}, {"y"}),
+                        {MakeTensor<float>({0, kHuge, 1}, {})});
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kInvalidArgument)
+      << wide.status();
+  // An empty signal with a length inside the limit is an empty result.
+  auto fine = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x", "n"}, {"y"}),
+                        {MakeTensor<float>({0, 3, 1}, {}),
+                         MakeTensor<int64_t>({}, {1000})});
+  ASSERT_TRUE(fine.ok()) << fine.status();
+  EXPECT_EQ((*fine)[0].shape(), Shape({0, 1000, 2}));
+}
+
+TEST(SignalTest, StftRefusesFramesBeyondTheWorkingMemoryLimit) {
+  const int64_t kHuge = int64_t{1} << 40;
+  auto huge = RunKernel(
+      CpuKernelRegistry(), MakeNode("STFT", {"x", "step", "", "len"}, {"y"}),
+      {MakeTensor<float>({0, kHuge, 1}, {}), MakeTensor<int64_t>({}, {1}),
+       Tensor(), MakeTensor<int64_t>({}, {kHuge})});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument)
+      << huge.status();
+  EXPECT_THAT(std::string(huge.status().message()), ::testing::HasSubstr("STFT"));
+  // A 512 KiB signal whose frames are inside the limit but whose output,
+  // (2^16 + 1) frames x (2^15 + 1) bins x 2, is over the 2^31 cap.
+  auto many = RunKernel(
+      CpuKernelRegistry(), MakeNode("STFT", {"x", "step", "", "len"}, {"y"}),
+      {MakeTensor<float>({1, 1 << 17, 1}, std::vector<float>(1 << 17, 1.0f)),
+       MakeTensor<int64_t>({}, {1}), Tensor(),
+       MakeTensor<int64_t>({}, {1 << 16})});
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument)
+      << many.status();
+}
+
 TEST(SignalTest, StftFramesWithAndWithoutWindow) {
   std::vector<float> signal(10);
   for (int i = 0; i < 10; ++i) signal[i] = static_cast<float>(i * i % 7);
