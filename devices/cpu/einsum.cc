@@ -34,6 +34,8 @@ namespace {
 
 constexpr int kEllipsis = -1;   // Token for "..." in a parsed term.
 constexpr int kNumLetters = 52;  // a-z then A-Z: label ids 0..51.
+// Pairwise intermediates are capped as generating ops' outputs are (README).
+constexpr int64_t kMaxIntermediateElements = int64_t{1} << 31;
 
 int LetterId(char c) {
   if (c >= 'a' && c <= 'z') return c - 'a';
@@ -357,8 +359,7 @@ class EinsumKernel final : public KernelBase {
       return absl::OkStatus();
     }
     if (dtype_ == DType::kFloat32 && in.size() > 2) {
-      Pairwise(p, in, y);
-      return absl::OkStatus();
+      return Pairwise(p, in, y);
     }
     if (DTypeIn(dtype_, kAllFloatDTypes)) {
       Generic<double>(p, in, y);
@@ -373,10 +374,14 @@ class EinsumKernel final : public KernelBase {
   // a two-operand einsum (sgemm where it is a matrix product) that keeps
   // the labels the output or a later operand still needs. One pass over
   // every label at once would cost the product of all their sizes.
-  void Pairwise(const Plan& p, const std::vector<const TensorView*>& in,
-                const TensorView& y) const {
-    std::vector<float> acc;  // The running intermediate.
-    TensorView acc_view = *in[0];
+  // An intermediate keeps labels of different operands, so its size is not
+  // bounded by any input's: every step is planned first and the kernel
+  // refuses (INVALID_ARGUMENT) an intermediate over kMaxIntermediateElements
+  // before computing anything.
+  absl::Status Pairwise(const Plan& p, const std::vector<const TensorView*>& in,
+                        const TensorView& y) const {
+    std::vector<Plan> steps;
+    std::vector<std::vector<int64_t>> step_dims;
     std::vector<int> acc_labels = p.operands[0];
     for (size_t i = 1; i < in.size(); ++i) {
       const bool last = i + 1 == in.size();
@@ -412,6 +417,38 @@ class EinsumKernel final : public KernelBase {
       }
       std::vector<int64_t> dims;
       for (int id : step.output) dims.push_back(p.size[id]);
+      if (!last) {
+        int64_t elements = 1;
+        bool over = false;
+        for (int64_t d : dims) {
+          if (d == 0) {
+            elements = 0;
+            over = false;
+            break;
+          }
+          if (__builtin_mul_overflow(elements, d, &elements) ||
+              elements > kMaxIntermediateElements) {
+            over = true;  // Keep scanning: a later 0 makes it empty.
+            elements = kMaxIntermediateElements;
+          }
+        }
+        if (over) {
+          return InvalidArgument(
+              node(), "the intermediate after operand ", i, " (shape ",
+              Shape(dims).ToString(), ") exceeds the limit of 2^31 elements");
+        }
+      }
+      acc_labels = step.output;
+      steps.push_back(std::move(step));
+      step_dims.push_back(std::move(dims));
+    }
+
+    std::vector<float> acc;  // The running intermediate.
+    TensorView acc_view = *in[0];
+    for (size_t i = 1; i < in.size(); ++i) {
+      const bool last = i + 1 == in.size();
+      const Plan& step = steps[i - 1];
+      const std::vector<int64_t>& dims = step_dims[i - 1];
       std::vector<float> next;
       TensorView out = y;
       if (!last) {
@@ -424,9 +461,9 @@ class EinsumKernel final : public KernelBase {
       if (!last) {
         acc.swap(next);
         acc_view = TensorView{DType::kFloat32, Shape(dims), acc.data()};
-        acc_labels = step.output;
       }
     }
+    return absl::OkStatus();
   }
 
   // The sgemm path; false (nothing written) when the contraction is not a

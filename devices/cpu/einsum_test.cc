@@ -153,6 +153,35 @@ TEST(EinsumTest, ThreeFloatOperandsContractPairwise) {
   EXPECT_THAT(ToVector<float>((*d)[0]), ElementsAre(4321));
 }
 
+TEST(EinsumTest, RefusesPairwiseIntermediatesOverTheCap) {
+  // The first intermediate of "a,b,a,b->" keeps a and b (both needed
+  // later): 2^40 elements from four 4 MiB inputs. It used to be allocated.
+  const std::vector<float> ones(1 << 20, 1.0f);
+  const Tensor x = MakeTensor<float>({1 << 20}, ones);
+  auto out = Einsum("a,b,a,b->", {x, x, x, x});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+      << out.status();
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("Einsum"));
+  // An intermediate with a zero label is empty whatever its other labels.
+  const int64_t kHuge = int64_t{1} << 40;
+  auto empty = Einsum("ab,c,ab,c->",
+                      {MakeTensor<float>({0, kHuge}, {}),
+                       MakeTensor<float>({2}, {1, 2}),
+                       MakeTensor<float>({0, kHuge}, {}),
+                       MakeTensor<float>({2}, {3, 4})});
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_THAT(ToVector<float>((*empty)[0]), ElementsAre(0.0f));
+  // Under the cap the same shape of equation still computes:
+  // sum_a sum_b x[a] y[b] x[a] y[b] = (sum x^2)(sum y^2) = 5 * 25.
+  auto small = Einsum("a,b,a,b->", {MakeTensor<float>({2}, {1, 2}),
+                                    MakeTensor<float>({2}, {3, 4}),
+                                    MakeTensor<float>({2}, {1, 2}),
+                                    MakeTensor<float>({2}, {3, 4})});
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_THAT(ToVector<float>((*small)[0]), ElementsAre(125.0f));
+}
+
 TEST(EinsumTest, RefusesMalformedEquations) {
   const Tensor x = MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(Einsum("ij,jk->ik", {x}).status().code(),
