@@ -40,6 +40,8 @@ bool ShapeFits(const Shape& declared, const Shape& actual) {
 // whole nest.
 thread_local int64_t* subgraph_runs_left = nullptr;
 thread_local int64_t subgraph_run_limit = kMaxSubgraphRuns;
+// kMaxScanOutputElements, unless a test lowered it on this thread.
+thread_local int64_t scan_output_limit = kMaxScanOutputElements;
 
 // Counts subgraph runs against the outermost node's budget. The first
 // (outermost) budget on a thread owns the count; nested ones share it.
@@ -77,9 +79,12 @@ class SubgraphRunBudget {
 // Thread-safe (immutable after Build; Run keeps its state on the stack).
 class SubgraphRunner {
  public:
-  // `owner` describes the node and attribute, for messages.
+  // `owner` describes the node and attribute, for messages. `precision` is
+  // the owning node's (KernelSpec::precision), given to every kernel of the
+  // subgraph so that MatMul/Gemm/Conv inside a body honour it too.
   static absl::StatusOr<std::unique_ptr<SubgraphRunner>> Build(
-      const Graph& graph, const KernelRegistry& registry, std::string owner) {
+      const Graph& graph, const KernelRegistry& registry, std::string owner,
+      Precision precision) {
     auto r = std::unique_ptr<SubgraphRunner>(new SubgraphRunner());
     r->owner_ = std::move(owner);
     r->graph_ = graph;
@@ -118,6 +123,7 @@ class SubgraphRunner {
       KernelSpec spec;
       spec.node = &node;
       spec.opset_version = g.opset_version;
+      spec.precision = precision;
       Step step;
       for (const std::string& in : node.inputs) {
         if (in.empty()) {
@@ -309,7 +315,8 @@ absl::StatusOr<std::unique_ptr<SubgraphRunner>> BuildBody(
                            outputs);
   }
   return SubgraphRunner::Build(
-      *g, registry, absl::StrCat(node.Describe(), " subgraph '", attr, "'"));
+      *g, registry, absl::StrCat(node.Describe(), " subgraph '", attr, "'"),
+      spec.precision);
 }
 
 // Copies `t` into output `i`.
@@ -374,9 +381,9 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis,
   dims.insert(dims.begin() + a, count);
   Shape shape(std::move(dims));
   const int64_t part_elements = part_shape.NumElements();
-  if (count > 0 && part_elements > kMaxScanOutputElements / count) {
+  if (count > 0 && part_elements > scan_output_limit / count) {
     return InvalidArgument(node, what, " would hold ", shape.ToString(),
-                           ", over the limit of ", kMaxScanOutputElements,
+                           ", over the limit of ", scan_output_limit,
                            " elements");
   }
   GLINT_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(dtype, shape));
@@ -589,10 +596,10 @@ class LoopKernel : public KernelBase {
       for (int j = 0; j < scans_; ++j) {
         Tensor& t = outs[1 + carried_ + j];
         scan_elements[j] += t.num_elements();
-        if (scan_elements[j] > kMaxScanOutputElements) {
+        if (scan_elements[j] > scan_output_limit) {
           return InvalidArgument(node(), "scan output ", j,
                                  " grows past the limit of ",
-                                 kMaxScanOutputElements, " elements");
+                                 scan_output_limit, " elements");
         }
         scans[j].push_back(std::move(t));
       }
@@ -700,9 +707,13 @@ class ScanKernel : public KernelBase {
                            InputViews(ctx, data_begin, data_end, node()));
     GLINT_ASSIGN_OR_RETURN(std::vector<TensorView> captures,
                            InputViews(ctx, data_end, ctx.num_inputs(), node()));
+    // One budget and one count of scan output elements for the whole node:
+    // opset 8 runs a scan per batch entry, and each must not start afresh.
+    SubgraphRunBudget budget;
+    std::vector<int64_t> scan_elements(scan_outputs_, 0);
     if (!batched_) {
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                             RunScan(data, captures, 0));
+                             RunScan(data, captures, budget, scan_elements));
       for (size_t i = 0; i < outs.size(); ++i) {
         GLINT_RETURN_IF_ERROR(
             EmitOutput(ctx, static_cast<int>(i), outs[i], node()));
@@ -742,7 +753,7 @@ class ScanKernel : public KernelBase {
         }
       }
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                             RunScan(views, captures, b));
+                             RunScan(views, captures, budget, scan_elements));
       per_batch.push_back(std::move(outs));
     }
     const int outputs = states_ + scan_outputs_;
@@ -767,10 +778,13 @@ class ScanKernel : public KernelBase {
   explicit ScanKernel(const KernelSpec& spec) : KernelBase(spec) {}
 
   // One scan (opset 9's semantics) over `data` (states, then scan inputs):
-  // the final states, then the scan outputs.
+  // the final states, then the scan outputs. Iterations take from `budget`;
+  // `scan_elements` counts each scan output's elements so far (across batch
+  // entries) against the limit as they are made.
   absl::StatusOr<std::vector<Tensor>> RunScan(
       const std::vector<TensorView>& data,
-      const std::vector<TensorView>& captures, int64_t batch_entry) const {
+      const std::vector<TensorView>& captures, SubgraphRunBudget& budget,
+      std::vector<int64_t>& scan_elements) const {
     int64_t length = -1;
     std::vector<int> axes(scan_inputs_);
     for (int j = 0; j < scan_inputs_; ++j) {
@@ -789,7 +803,6 @@ class ScanKernel : public KernelBase {
     std::vector<TensorView> args(states_ + scan_inputs_ + captures.size());
     std::copy(captures.begin(), captures.end(),
               args.begin() + states_ + scan_inputs_);
-    SubgraphRunBudget budget;
     for (int64_t t = 0; t < length; ++t) {
       GLINT_RETURN_IF_ERROR(budget.Take(node()));
       for (int j = 0; j < states_; ++j) {
@@ -806,7 +819,14 @@ class ScanKernel : public KernelBase {
       GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args));
       states.assign(outs.begin(), outs.begin() + states_);
       for (int j = 0; j < scan_outputs_; ++j) {
-        scans[j].push_back(std::move(outs[states_ + j]));
+        Tensor& part = outs[states_ + j];
+        scan_elements[j] += part.num_elements();
+        if (scan_elements[j] > scan_output_limit) {
+          return InvalidArgument(node(), "scan output ", j,
+                                 " grows past the limit of ",
+                                 scan_output_limit, " elements");
+        }
+        scans[j].push_back(std::move(part));
       }
     }
     std::vector<Tensor> result;
@@ -826,7 +846,6 @@ class ScanKernel : public KernelBase {
                 node(), absl::StrCat("scan output ", j)));
       result.push_back(std::move(stacked));
     }
-    (void)batch_entry;
     return result;
   }
 
@@ -849,6 +868,15 @@ ScopedSubgraphRunLimitForTesting::ScopedSubgraphRunLimitForTesting(
 
 ScopedSubgraphRunLimitForTesting::~ScopedSubgraphRunLimitForTesting() {
   subgraph_run_limit = previous_;
+}
+
+ScopedScanOutputLimitForTesting::ScopedScanOutputLimitForTesting(int64_t limit)
+    : previous_(scan_output_limit) {
+  scan_output_limit = limit;
+}
+
+ScopedScanOutputLimitForTesting::~ScopedScanOutputLimitForTesting() {
+  scan_output_limit = previous_;
 }
 
 void RegisterControlFlowKernels(KernelRegistry* registry) {

@@ -44,8 +44,26 @@ class ScopedSubgraphRunLimitForTesting {
 };
 
 // The most elements one Loop or Scan scan output may hold (the iterations'
-// values stacked): beyond it, INVALID_ARGUMENT, as for the generating ops.
+// values stacked; for an opset-8 Scan, every batch entry's together):
+// beyond it, INVALID_ARGUMENT, as for the generating ops. Checked as the
+// iterations run, so that the values are never all held first.
 inline constexpr int64_t kMaxScanOutputElements = int64_t{1} << 31;
+
+// Tests: lowers kMaxScanOutputElements to `limit` on the calling thread
+// while the object lives (reaching the real limit needs 8 GiB or more).
+// Not thread-safe across threads; not for production code.
+class ScopedScanOutputLimitForTesting {
+ public:
+  explicit ScopedScanOutputLimitForTesting(int64_t limit);
+  ~ScopedScanOutputLimitForTesting();
+  ScopedScanOutputLimitForTesting(const ScopedScanOutputLimitForTesting&) =
+      delete;
+  ScopedScanOutputLimitForTesting& operator=(
+      const ScopedScanOutputLimitForTesting&) = delete;
+
+ private:
+  const int64_t previous_;
+};
 
 }  // namespace glint::cpu
 

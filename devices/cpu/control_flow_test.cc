@@ -1,5 +1,6 @@
 #include "devices/cpu/control_flow.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "core/tensor.h"
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_test_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace glint::cpu {
@@ -17,6 +19,9 @@ namespace {
 
 using ::glint::cpu::testing::MakeNode;
 using ::glint::cpu::testing::MakeTensor;
+using ::glint::cpu::testing::MaxRelativeError;
+using ::glint::cpu::testing::RandomTensor;
+using ::glint::cpu::testing::RoundToBFloat16;
 using ::glint::cpu::testing::RunKernel;
 using ::glint::cpu::testing::RunKernelOptions;
 using ::glint::cpu::testing::ToVector;
@@ -326,6 +331,105 @@ TEST(ScanTest, Opset8ScansEachBatchEntry) {
   EXPECT_EQ((*out)[1].shape(), Shape({2, 2, 2}));
   EXPECT_EQ(ToVector<float>((*out)[1]),
             (std::vector<float>{1, 2, 4, 6, 105, 106, 112, 114}));
+}
+
+TEST(ScanTest, RefusesScanOutputsAsTheyGrowPastTheLimit) {
+  // 20 iterations of 2 elements against a limit of 5: the third iteration
+  // crosses it. The run limit of 10 is reached only if the scan goes on
+  // holding outputs past the limit (it used to check only when stacking).
+  ScopedScanOutputLimitForTesting elements(5);
+  ScopedSubgraphRunLimitForTesting runs(10);
+  RunKernelOptions options;
+  options.output_dtypes = {DType::kFloat32, DType::kFloat32};
+  auto out = RunKernel(CpuKernelRegistry(), ScanNode({0}, {0}, {0}, {0}),
+                       {MakeTensor<float>({2}, {0, 0}),
+                        MakeTensor<float>({20, 2}, std::vector<float>(40, 1))},
+                       options);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("scan output 0 grows past the limit of 5"));
+}
+
+TEST(ScanTest, Opset8BatchEntriesShareOneRunBudget) {
+  Node node = ScanNode({0}, {0}, {0}, {0});
+  node.inputs.insert(node.inputs.begin(), "");  // No sequence_lens.
+  for (const char* a : {"scan_input_axes", "scan_input_directions",
+                        "scan_output_axes", "scan_output_directions"}) {
+    node.attributes.erase(a);
+  }
+  RunKernelOptions options;
+  options.opset_version = 8;
+  options.output_dtypes = {DType::kFloat32, DType::kFloat32};
+  // 3 batch entries of 4 iterations: 12 runs in all.
+  const std::vector<Tensor> inputs = {
+      Tensor(), MakeTensor<float>({3, 2}, std::vector<float>(6, 0)),
+      MakeTensor<float>({3, 4, 2}, std::vector<float>(24, 1))};
+  {
+    ScopedSubgraphRunLimitForTesting runs(12);
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(ToVector<float>((*out)[0]), std::vector<float>(6, 4));
+  }
+  {
+    // Each entry alone (4 runs) is under 10; the node as a whole is not.
+    ScopedSubgraphRunLimitForTesting runs(10);
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+        << out.status();
+  }
+  {
+    // Scan output elements add up across entries too: 3 x 4 x 2 = 24.
+    ScopedScanOutputLimitForTesting elements(20);
+    auto out = RunKernel(CpuKernelRegistry(), node, inputs, options);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+        << out.status();
+  }
+}
+
+// Loop(1) whose body multiplies captures a [8, 64] and b [64, 16]: the
+// body's MatMul follows the node's precision.
+TEST(LoopTest, BodyKernelsFollowTheNodesPrecision) {
+  GraphAttribute body = Body(
+      {ValueInfo{"i", DType::kInt64, Shape()},
+       ValueInfo{"cond_in", DType::kBool, Shape()}, F32("a_in", {8, 64}),
+       F32("b_in", {64, 16})},
+      {MakeNode("MatMul", {"a_in", "b_in"}, {"prod"}),
+       MakeNode("Identity", {"cond_in"}, {"cond_out"})},
+      {F32("prod", {8, 16}), ValueInfo{"cond_out", DType::kBool, Shape()}},
+      {"cond_out", "prod"});
+  Node node = MakeNode("Loop", {"m", "c", "a", "b"}, {"ys"}, {{"body", body}});
+  node.num_implicit_inputs = 2;
+  const Tensor a = RandomTensor({8, 64}, 41);
+  const Tensor b = RandomTensor({64, 16}, 42);
+  RunKernelOptions f32;
+  f32.output_dtypes = {DType::kFloat32};
+  RunKernelOptions bf16 = f32;
+  bf16.precision = Precision::kBFloat16;
+  auto got = RunKernel(CpuKernelRegistry(), node, {I64(1), Bool(true), a, b},
+                       bf16);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto exact = RunKernel(CpuKernelRegistry(), node,
+                         {I64(1), Bool(true), a, b}, f32);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  ASSERT_EQ((*got)[0].shape(), Shape({1, 8, 16}));
+  // The product of the bfloat16-rounded operands, accumulated in double.
+  const Tensor ra = RoundToBFloat16(a);
+  const Tensor rb = RoundToBFloat16(b);
+  Tensor want = *Tensor::Create(DType::kFloat32, Shape({1, 8, 16}));
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 16; ++j) {
+      double s = 0;
+      for (int k = 0; k < 64; ++k) {
+        s += double{ra.data<float>()[i * 64 + k]} * rb.data<float>()[k * 16 + j];
+      }
+      want.data<float>()[i * 16 + j] = static_cast<float>(s);
+    }
+  }
+  EXPECT_LT(MaxRelativeError((*got)[0], want), 1e-4);
+  EXPECT_NE(std::memcmp((*got)[0].raw_data(), (*exact)[0].raw_data(),
+                        (*got)[0].num_bytes()),
+            0)
+      << "bit-identical to float32: the body ignored bf16 precision";
 }
 
 TEST(ScanTest, RefusesBadAttributesAndLengths) {
