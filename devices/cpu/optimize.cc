@@ -1361,9 +1361,10 @@ absl::Status FuseQuantizedOps(Graph* graph) {
     EraseNodes(graph, erase, maybe_dead);
     i = -1;  // Indices moved; start over (graphs are small).
   }
-  // DequantizeLinear -> MaxPool -> QuantizeLinear with the same scale and
-  // zero point: MaxPool on the quantized values (max commutes with the
-  // increasing dequantization, and the maximum requantizes exactly).
+  // DequantizeLinear -> MaxPool -> QuantizeLinear with the same positive,
+  // finite scale and zero point: MaxPool on the quantized values (max
+  // commutes with the increasing dequantization, and the maximum
+  // requantizes exactly).
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& pool = graph->nodes[i];
     if (!IsUnary(pool, "MaxPool")) continue;
@@ -1388,8 +1389,12 @@ absl::Status FuseQuantizedOps(Graph* graph) {
       return z->dtype() == DType::kUInt8 ? z->data<uint8_t>()[0]
                                          : z->data<int8_t>()[0];
     };
-    if (xd != qd || xs->data<float>()[0] != qs->data<float>()[0] ||
-        zero_of(xz) != zero_of(qz)) {
+    // Max commutes with dequantization only when it is increasing: a
+    // negative scale turns the maximum into the minimum, a zero one (or a
+    // NaN / infinite one) does not map the values one to one.
+    const float scale = xs->data<float>()[0];
+    if (xd != qd || !(scale > 0.0f) || !std::isfinite(scale) ||
+        scale != qs->data<float>()[0] || zero_of(xz) != zero_of(qz)) {
       continue;
     }
     Node& np = graph->nodes[i];

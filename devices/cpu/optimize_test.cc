@@ -1,6 +1,7 @@
 #include "devices/cpu/optimize.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -871,6 +872,60 @@ TEST(OptimizeTest, QdqGemmAndMatMulWithFloatOutput) {
                      "QuantizeLinear", kQLinearFusedMatMulOp}));
   EXPECT_EQ(opt.nodes[4].GetInt("transB", 0), 1);
   EXPECT_EQ(opt.nodes[4].GetString("activation", ""), "Relu");
+}
+
+// x -> Q -> DQ -> MaxPool -> Q -> DQ -> y with one scale `sx` throughout:
+// the pool runs on uint8 only when the scale is positive (max commutes
+// with an increasing dequantization; a negative scale makes it the min).
+Graph QdqMaxPool(float sx) {
+  Graph g = NewGraph("x", Shape({1, 2, 4, 4}), "y", Shape({1, 2, 2, 2}));
+  g.opset_version = 13;
+  AddInitializer(
+      g, "sx",
+      Tensor::FromVector(DType::kFloat32, Shape({}), std::vector<float>{sx}));
+  AddInitializer(
+      g, "zx",
+      Tensor::FromVector(DType::kUInt8, Shape({}), std::vector<uint8_t>{128}));
+  AddTyped(g, "xq", DType::kUInt8, Shape({1, 2, 4, 4}));
+  AddValue(g, "xd", Shape({1, 2, 4, 4}));
+  AddValue(g, "pool", Shape({1, 2, 2, 2}));
+  AddTyped(g, "pq", DType::kUInt8, Shape({1, 2, 2, 2}));
+  g.nodes = {MakeNode("QuantizeLinear", {"x", "sx", "zx"}, {"xq"}),
+             MakeNode("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}),
+             MakeNode("MaxPool", {"xd"}, {"pool"},
+                      {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                       {"strides", std::vector<int64_t>{2, 2}}}),
+             MakeNode("QuantizeLinear", {"pool", "sx", "zx"}, {"pq"}),
+             MakeNode("DequantizeLinear", {"pq", "sx", "zx"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  return g;
+}
+
+// Whether the optimised graph still dequantizes before its pool.
+bool PoolsFloats(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    if (n.op_type.find("MaxPool") == std::string::npos) continue;
+    const ValueInfo* in = g.FindValue(n.inputs[0]);
+    return in != nullptr && in->dtype == DType::kFloat32;
+  }
+  ADD_FAILURE() << "no MaxPool left";
+  return false;
+}
+
+TEST(OptimizeTest, QdqMaxPoolFoldsOnlyWithAPositiveScale) {
+  double identical = 0;
+  const Graph folded = CompareQuantized(QdqMaxPool(0.05f), 0.0f, &identical);
+  EXPECT_FALSE(PoolsFloats(folded));
+  for (float sx : {-0.05f, 0.0f, std::numeric_limits<float>::infinity()}) {
+    SCOPED_TRACE(sx);
+    Graph opt = QdqMaxPool(sx);
+    ASSERT_TRUE(OptimizeGraphForCpu(&opt, CpuKernelRegistry()).ok());
+    EXPECT_TRUE(PoolsFloats(opt));
+  }
+  // With a negative scale the result is still the float graph's.
+  CompareQuantized(QdqMaxPool(-0.05f), 0.0f, &identical);
 }
 
 }  // namespace
