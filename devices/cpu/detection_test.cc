@@ -174,11 +174,11 @@ TEST(NonMaxSuppressionTest, NoBatchesOfHugeBoxCountsAllocateNothing) {
   const int64_t boxes = int64_t{1} << 40;
   RunKernelOptions options = Int64Outputs(1);
   options.hide_input_shapes = true;
-  auto out = RunKernel(CpuKernelRegistry(), Nms(),
-                       {MakeTensor<float>({0, boxes, 4}, {}),
-                        MakeTensor<float>({0, 3, boxes}, {}),
-                        MakeTensor<int64_t>({1}, {5})},
-                       options);
+  auto out = RunKernel(
+      CpuKernelRegistry(), Nms(),
+      {MakeTensor<float>({0, boxes, 4}, {}),
+       MakeTensor<float>({0, 3, boxes}, {}), MakeTensor<int64_t>({1}, {5})},
+      options);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), Shape({0, 3}));
 }
@@ -315,12 +315,11 @@ TEST(RoiAlignTest, NoRoisOverHugeEmptyChannelsAllocateNothing) {
   const int64_t channels = int64_t{1} << 40;
   RunKernelOptions options;
   options.hide_input_shapes = true;
-  auto out = RunKernel(CpuKernelRegistry(),
-                       MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"}),
-                       {MakeTensor<float>({0, channels, 1, 1}, {}),
-                        MakeTensor<float>({0, 4}, {}),
-                        MakeTensor<int64_t>({0}, {})},
-                       options);
+  auto out = RunKernel(
+      CpuKernelRegistry(), MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"}),
+      {MakeTensor<float>({0, channels, 1, 1}, {}),
+       MakeTensor<float>({0, 4}, {}), MakeTensor<int64_t>({0}, {})},
+      options);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ((*out)[0].shape(), Shape({0, channels, 1, 1}));
 }
@@ -423,8 +422,9 @@ TEST(UniqueTest, UnusedOutputsAreNotAllocatedAndBadAxisRefused) {
 TEST(UniqueTest, EmptyTensorAlongAnAxisHasOneEmptySlice) {
   // Three empty slices, all equal: one unique slice seen three times.
   RunKernelOptions options = UniqueOutputs(DType::kFloat32);
-  auto small = RunKernel(CpuKernelRegistry(), UniqueNode({{"axis", int64_t{1}}}),
-                         {MakeTensor<float>({0, 3}, {})}, options);
+  auto small =
+      RunKernel(CpuKernelRegistry(), UniqueNode({{"axis", int64_t{1}}}),
+                {MakeTensor<float>({0, 3}, {})}, options);
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_EQ((*small)[0].shape(), Shape({0, 1}));
   EXPECT_THAT(ToVector<int64_t>((*small)[1]), ElementsAre(0));
@@ -440,10 +440,11 @@ TEST(UniqueTest, EmptyTensorWithAHugeAxisSizesNothingByIt) {
   RunKernelOptions options = UniqueOutputs(DType::kFloat32);
   options.hide_input_shapes = true;
   const Tensor x = MakeTensor<float>({0, n}, {});
-  auto some = RunKernel(CpuKernelRegistry(),
-                        MakeNode("Unique", {"x"}, {"y", "indices", "", "counts"},
-                                 {{"axis", int64_t{1}}}),
-                        {x}, options);
+  auto some =
+      RunKernel(CpuKernelRegistry(),
+                MakeNode("Unique", {"x"}, {"y", "indices", "", "counts"},
+                         {{"axis", int64_t{1}}}),
+                {x}, options);
   ASSERT_TRUE(some.ok()) << some.status();
   EXPECT_EQ((*some)[0].shape(), Shape({0, 1}));
   EXPECT_THAT(ToVector<int64_t>((*some)[1]), ElementsAre(0));

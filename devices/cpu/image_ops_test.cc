@@ -175,9 +175,9 @@ TEST(GridSampleTest, FiniteGridValuesNearDoubleMaxStayInTheImage) {
           SCOPED_TRACE(::testing::Message()
                        << mode << " " << padding << " align " << align
                        << " grid (" << gx << ", " << gy << ")");
-          auto out = RunKernel(
-              CpuKernelRegistry(), GridSample(mode, padding, align),
-              {x, MakeTensor<double>({1, 1, 1, 2}, {gx, gy})});
+          auto out =
+              RunKernel(CpuKernelRegistry(), GridSample(mode, padding, align),
+                        {x, MakeTensor<double>({1, 1, 1, 2}, {gx, gy})});
           ASSERT_TRUE(out.ok()) << out.status();
           const double v = ToVector<double>((*out)[0])[0];
           ASSERT_TRUE(std::isfinite(v)) << v;
