@@ -118,7 +118,9 @@ class NonMaxSuppressionKernel final : public KernelBase {
       return a.score < b.score || (a.score == b.score && a.index > b.index);
     };
     std::vector<int64_t> selected;  // (batch, class, box) triples.
-    std::vector<Corners> corners(num_boxes);
+    // Sized only when there are boxes: with no batches num_boxes is a bare
+    // dimension of an empty input and bounds nothing.
+    std::vector<Corners> corners(batches > 0 ? num_boxes : 0);
     std::vector<int64_t> kept;
     for (int64_t b = 0; b < batches && per_class > 0; ++b) {
       for (int64_t i = 0; i < num_boxes; ++i) {
@@ -285,7 +287,6 @@ class RoiAlignKernel final : public KernelBase {
       const S* px = x->as<const S>();
       S* py = y.as<S>();
       std::vector<RoiSample> samples;
-      std::vector<double> acc(channels);
       for (int64_t r = 0; r < num_rois; ++r) {
         GLINT_ASSIGN_OR_RETURN(RoiGeometry g, Geometry(&roi_values[r * 4]));
         const double count = std::max<int64_t>(g.grid_h * g.grid_w, 1);
@@ -536,6 +537,7 @@ class UniqueKernel final : public KernelBase {
     const int64_t outer = Product(dims, 0, axis), n = dims[axis],
                   inner =
                       Product(dims, axis + 1, static_cast<int>(dims.size()));
+    if (x->num_elements() == 0) return EmptySlices(ctx, dims, axis);
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {
       using S = typename decltype(tag)::type;
       using C = ComputeType<S>;
@@ -613,6 +615,36 @@ class UniqueKernel final : public KernelBase {
   }
 
  private:
+  // Unique of an empty x. Its n = dims[axis] slices are empty and all
+  // equal, but n is a bare dimension of an empty tensor (it may be 2^40),
+  // so nothing is sized by it except the inverse output, which holds n
+  // values and is capped as generating ops cap theirs.
+  absl::Status EmptySlices(KernelContext& ctx, std::vector<int64_t> dims,
+                           int axis) const {
+    const int64_t n = dims[axis];
+    const int64_t u = n > 0 ? 1 : 0;
+    const bool wants_inverse = 2 < ctx.num_outputs() && ctx.output_used(2);
+    if (wants_inverse && n > kMaxInverseElements) {
+      return InvalidArgument(node(), "inverse_indices of an empty X with ", n,
+                             " slices along the axis would exceed 2^31 "
+                             "elements");
+    }
+    dims[axis] = u;
+    GLINT_RETURN_IF_ERROR(
+        AllocateOutput(ctx, 0, Shape(dims), dtype_, node()).status());
+    const std::vector<int64_t> first(u, 0), counts(u, n);
+    GLINT_RETURN_IF_ERROR(WriteIndices(ctx, 1, first));
+    if (wants_inverse) {
+      GLINT_ASSIGN_OR_RETURN(
+          TensorView t,
+          AllocateOutput(ctx, 2, Shape({n}), DType::kInt64, node()));
+      if (n > 0) std::memset(t.data, 0, n * sizeof(int64_t));
+    }
+    return WriteIndices(ctx, 3, counts);
+  }
+
+  static constexpr int64_t kMaxInverseElements = int64_t{1} << 31;
+
   absl::Status WriteIndices(KernelContext& ctx, int i,
                             const std::vector<int64_t>& v) const {
     if (i >= ctx.num_outputs() || !ctx.output_used(i)) {

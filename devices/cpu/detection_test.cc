@@ -168,6 +168,21 @@ TEST(NonMaxSuppressionTest, RefusesBadValues) {
   EXPECT_EQ(dtype.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(NonMaxSuppressionTest, NoBatchesOfHugeBoxCountsAllocateNothing) {
+  // Boxes [0, 2^40, 4]: num_boxes is a dim of an empty input and must not
+  // size any scratch.
+  const int64_t boxes = int64_t{1} << 40;
+  RunKernelOptions options = Int64Outputs(1);
+  options.hide_input_shapes = true;
+  auto out = RunKernel(
+      CpuKernelRegistry(), Nms(),
+      {MakeTensor<float>({0, boxes, 4}, {}),
+       MakeTensor<float>({0, 3, boxes}, {}), MakeTensor<int64_t>({1}, {5})},
+      options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, 3}));
+}
+
 // --------------------------------------------------------------- RoiAlign
 
 // A 1x2x6x8 image whose channel c is f(y, x) = c * 100 + 10 y + x: linear,
@@ -294,6 +309,21 @@ TEST(RoiAlignTest, RefusesBadValues) {
   EXPECT_EQ(mode.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(RoiAlignTest, NoRoisOverHugeEmptyChannelsAllocateNothing) {
+  // X [0, 2^40, 1, 1] with no rois: the output is empty, and nothing may
+  // be sized by the channel dim (it was: 8 TiB of doubles).
+  const int64_t channels = int64_t{1} << 40;
+  RunKernelOptions options;
+  options.hide_input_shapes = true;
+  auto out = RunKernel(
+      CpuKernelRegistry(), MakeNode("RoiAlign", {"x", "rois", "idx"}, {"y"}),
+      {MakeTensor<float>({0, channels, 1, 1}, {}),
+       MakeTensor<float>({0, 4}, {}), MakeTensor<int64_t>({0}, {})},
+      options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0, channels, 1, 1}));
+}
+
 // ---------------------------------------------------------------- NonZero
 
 TEST(NonZeroTest, IndicesPerAxisInRowMajorOrder) {
@@ -387,6 +417,42 @@ TEST(UniqueTest, UnusedOutputsAreNotAllocatedAndBadAxisRefused) {
                         UniqueOutputs(DType::kFloat32));
   EXPECT_EQ(axis.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(axis.status().message(), HasSubstr("Unique"));
+}
+
+TEST(UniqueTest, EmptyTensorAlongAnAxisHasOneEmptySlice) {
+  // Three empty slices, all equal: one unique slice seen three times.
+  RunKernelOptions options = UniqueOutputs(DType::kFloat32);
+  auto small =
+      RunKernel(CpuKernelRegistry(), UniqueNode({{"axis", int64_t{1}}}),
+                {MakeTensor<float>({0, 3}, {})}, options);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ((*small)[0].shape(), Shape({0, 1}));
+  EXPECT_THAT(ToVector<int64_t>((*small)[1]), ElementsAre(0));
+  EXPECT_THAT(ToVector<int64_t>((*small)[2]), ElementsAre(0, 0, 0));
+  EXPECT_THAT(ToVector<int64_t>((*small)[3]), ElementsAre(3));
+}
+
+TEST(UniqueTest, EmptyTensorWithAHugeAxisSizesNothingByIt) {
+  // X [0, 2^40] along axis 1: 2^40 empty slices. Nothing may be sized by
+  // that dim; only inverse_indices must hold one value per slice, so it is
+  // refused when asked for and the other outputs are given otherwise.
+  const int64_t n = int64_t{1} << 40;
+  RunKernelOptions options = UniqueOutputs(DType::kFloat32);
+  options.hide_input_shapes = true;
+  const Tensor x = MakeTensor<float>({0, n}, {});
+  auto some =
+      RunKernel(CpuKernelRegistry(),
+                MakeNode("Unique", {"x"}, {"y", "indices", "", "counts"},
+                         {{"axis", int64_t{1}}}),
+                {x}, options);
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ((*some)[0].shape(), Shape({0, 1}));
+  EXPECT_THAT(ToVector<int64_t>((*some)[1]), ElementsAre(0));
+  EXPECT_THAT(ToVector<int64_t>((*some)[3]), ElementsAre(n));
+  auto all = RunKernel(CpuKernelRegistry(), UniqueNode({{"axis", int64_t{1}}}),
+                       {x}, options);
+  EXPECT_EQ(all.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(all.status().message(), HasSubstr("2^31"));
 }
 
 }  // namespace

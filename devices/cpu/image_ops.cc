@@ -31,24 +31,32 @@ enum class SampleMode { kBilinear, kNearest, kBicubic };
 enum class Padding { kZeros, kBorder, kReflection };
 
 // Folds `x` into [lo, hi] by reflecting at the bounds (onnxruntime's
-// GsReflect, with fmod in place of an integer division that could
-// overflow).
+// GsReflect). The fold is periodic in 2 * range, taken with fmod, which is
+// exact: a huge finite x still lands in [lo, hi] (a quotient rounded and
+// multiplied back would not).
 double Reflect(double x, double lo, double hi) {
   const double range = hi - lo;
   if (!(range > 0)) return lo;
   if (x < lo) {
-    const double dx = lo - x;
-    const double flips = std::floor(dx / range);
-    const double r = dx - flips * range;
-    return std::fmod(flips, 2.0) == 0 ? lo + r : hi - r;
+    const double m = std::fmod(lo - x, 2 * range);
+    return m < range ? lo + m : hi - (m - range);
   }
   if (x > hi) {
-    const double dx = x - hi;
-    const double flips = std::floor(dx / range);
-    const double r = dx - flips * range;
-    return std::fmod(flips, 2.0) == 0 ? hi - r : lo + r;
+    const double m = std::fmod(x - hi, 2 * range);
+    return m < range ? hi - m : lo + (m - range);
   }
   return x;
+}
+
+// A denormalized sampling coordinate made finite: a finite grid value near
+// DBL_MAX overflows the denormalization to +-inf. Beyond 2^52 a double has
+// no fraction left, so the bound only changes points that are already
+// whole pixels far outside the image (zeros and border padding give the
+// same result for them; reflection folds them somewhere in range).
+double BoundCoordinate(double v) {
+  constexpr double kLimit = 4503599627370496.0;  // 2^52
+  if (std::isnan(v)) return 0;
+  return std::clamp(v, -kLimit, kLimit);
 }
 
 // Cubic convolution weights (A = -0.75) of the four taps around `t`.
@@ -144,7 +152,8 @@ class GridSampleKernel final : public KernelBase {
         for (int64_t oy = 0; oy < ho; ++oy) {
           for (int64_t ox = 0; ox < wo; ++ox) {
             const double* gp = &g[((b * ho + oy) * wo + ox) * 2];
-            double sx = denormalize(gp[0], w), sy = denormalize(gp[1], h);
+            double sx = BoundCoordinate(denormalize(gp[0], w));
+            double sy = BoundCoordinate(denormalize(gp[1], h));
             if (mode_ == SampleMode::kNearest) {
               sx = std::nearbyint(sx);
               sy = std::nearbyint(sy);

@@ -160,6 +160,38 @@ TEST(GridSampleTest, RefusesBadNodesAndValues) {
   EXPECT_EQ(rank.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(GridSampleTest, FiniteGridValuesNearDoubleMaxStayInTheImage) {
+  // Denormalizing a double grid value near DBL_MAX overflows to inf; the
+  // sampling point must still become a finite pixel in range (reflection
+  // of inf was NaN, whose integer conversion read out of bounds).
+  const Tensor x = MakeTensor<double>({1, 1, 2, 2}, {1, 2, 3, 4});
+  const double max = std::numeric_limits<double>::max();
+  const std::vector<std::pair<double, double>> points = {
+      {1e308, 0}, {-1e308, 0.5}, {max, -max}, {-max, max}, {1e300, -3e299}};
+  for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      for (int64_t align : {0, 1}) {
+        for (auto [gx, gy] : points) {
+          SCOPED_TRACE(::testing::Message()
+                       << mode << " " << padding << " align " << align
+                       << " grid (" << gx << ", " << gy << ")");
+          auto out =
+              RunKernel(CpuKernelRegistry(), GridSample(mode, padding, align),
+                        {x, MakeTensor<double>({1, 1, 1, 2}, {gx, gy})});
+          ASSERT_TRUE(out.ok()) << out.status();
+          const double v = ToVector<double>((*out)[0])[0];
+          ASSERT_TRUE(std::isfinite(v)) << v;
+          if (std::string(mode) != "bicubic") {
+            // A convex combination of pixels (and zeros' padding).
+            EXPECT_GE(v, std::string(padding) == "zeros" ? 0.0 : 1.0);
+            EXPECT_LE(v, 4.0);
+          }
+        }
+      }
+    }
+  }
+}
+
 // -------------------------------------------------------------- MaxUnpool
 
 Node Unpool(std::map<std::string, Attribute> attrs) {

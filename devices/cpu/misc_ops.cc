@@ -64,6 +64,9 @@ class DetKernel final : public KernelBase {
         TensorView y,
         AllocateOutput(ctx, 0, Shape(batch_dims), dtype_, node()));
     const int64_t batch = y.num_elements();
+    // With no matrices m is a bare dimension of an empty X (it may be
+    // 2^20, making m * m 2^40): nothing may be sized by it.
+    if (batch == 0) return absl::OkStatus();
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {
       using S = typename decltype(tag)::type;
       const S* px = x->as<const S>();
@@ -132,6 +135,9 @@ class TfIdfKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(
         TensorView y,
         AllocateOutput(ctx, 0, out_shape, DType::kFloat32, node()));
+    // No columns: the output is empty, and rows (a bare dimension of X
+    // when its rows are empty) must not bound a loop.
+    if (num_columns_ == 0) return absl::OkStatus();
     std::vector<int64_t> tokens(x->num_elements());
     if (dtype_ == DType::kInt32) {
       std::copy(x->as<const int32_t>(), x->as<const int32_t>() + tokens.size(),
@@ -150,9 +156,10 @@ class TfIdfKernel final : public KernelBase {
       // not depend on it, so they count in the first pass only (as
       // onnxruntime counts them).
       int64_t start_n = min_n_;
-      // A stride of len or more fits no n-gram longer than 1.
+      // A stride of len or more fits no n-gram longer than 1. (Bounded
+      // before adding 1: max_skip_count may be INT64_MAX.)
       const int64_t max_step =
-          std::min(max_skip_ + 1, std::max<int64_t>(len - 1, 1));
+          std::min(max_skip_, std::max<int64_t>(len - 2, 0)) + 1;
       for (int64_t step = 1; step <= max_step; ++step) {
         for (int64_t s = 0; s < len; ++s) {
           gram.clear();

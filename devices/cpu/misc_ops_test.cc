@@ -3,6 +3,7 @@
 // skips, each weighting, and its refusals.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -81,6 +82,18 @@ TEST(DetTest, RefusesNonSquareAndIntegers) {
   EXPECT_EQ(dtype.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+TEST(DetTest, NoMatricesOfAHugeSizeAllocateNothing) {
+  // An empty batch of 2^20 x 2^20 matrices (legal for a dynamic batch
+  // dim): no scratch matrix may be sized by m * m = 2^40.
+  RunKernelOptions options;
+  options.hide_input_shapes = true;
+  const int64_t m = int64_t{1} << 20;
+  auto out = RunKernel(CpuKernelRegistry(), MakeNode("Det", {"x"}, {"y"}),
+                       {MakeTensor<float>({0, m, m}, {})}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({0}));
+}
+
 // -------------------------------------------------------- TfIdfVectorizer
 
 // Pool: unigrams 1, 3; bigrams (1, 2), (1, 3); columns 0..3.
@@ -124,6 +137,36 @@ TEST(TfIdfVectorizerTest, CountsWithAndWithoutSkips) {
       RunKernel(CpuKernelRegistry(), TfIdf("TF", 1000000), {x}, FloatOutput());
   ASSERT_TRUE(far.ok()) << far.status();
   EXPECT_THAT(ToVector<float>((*far)[0]), ElementsAre(2, 1, 3, 2));
+}
+
+TEST(TfIdfVectorizerTest, MaxSkipCountOfInt64MaxTakesEveryStride) {
+  // max_skip_count + 1 must not overflow: INT64_MAX counts as the
+  // far-past-the-row skip above.
+  const Tensor x = MakeTensor<int64_t>({5}, {1, 2, 1, 2, 3});
+  auto out = RunKernel(CpuKernelRegistry(),
+                       TfIdf("TF", std::numeric_limits<int64_t>::max()), {x},
+                       FloatOutput());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(2, 1, 3, 2));
+}
+
+TEST(TfIdfVectorizerTest, NoColumnsDoNotLoopOverHugeEmptyRows) {
+  // No pooled n-grams: the output [2^40, 0] is empty, and its 2^40 rows
+  // (a dim of an empty X) must not be walked one by one.
+  Node empty = MakeNode("TfIdfVectorizer", {"x"}, {"y"},
+                        {{"mode", std::string("TF")},
+                         {"min_gram_length", int64_t{1}},
+                         {"max_gram_length", int64_t{1}},
+                         {"ngram_counts", std::vector<int64_t>{}},
+                         {"ngram_indexes", std::vector<int64_t>{}},
+                         {"pool_int64s", std::vector<int64_t>{}}});
+  RunKernelOptions options = FloatOutput();
+  options.hide_input_shapes = true;
+  const int64_t rows = int64_t{1} << 40;
+  auto out = RunKernel(CpuKernelRegistry(), empty,
+                       {MakeTensor<int64_t>({rows, 0}, {})}, options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({rows, 0}));
 }
 
 TEST(TfIdfVectorizerTest, WeightingsAndBatchRows) {
