@@ -147,7 +147,8 @@ class SubgraphRunner {
         spec.outputs.push_back(r->slots_.back());
         step.outputs.push_back(static_cast<int>(r->slots_.size()) - 1);
       }
-      absl::StatusOr<std::unique_ptr<Kernel>> kernel = (*factory)(spec);
+      absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+          BuildNoThrow(*factory, spec);
       if (!kernel.ok()) {
         return absl::Status(
             kernel.status().code(),
@@ -193,7 +194,7 @@ class SubgraphRunner {
     }
     for (const Step& step : steps_) {
       StepContext ctx(*this, step, state);
-      GLINT_RETURN_IF_ERROR(step.kernel->Compute(ctx));
+      GLINT_RETURN_IF_ERROR(ComputeNoThrow(*step.kernel, ctx, owner_));
       for (int out : step.outputs) {
         if (out >= 0 && state.views[out].data == nullptr &&
             state.views[out].num_elements() != 0) {

@@ -1,11 +1,14 @@
 #include "devices/cpu/kernel.h"
 
+#include <exception>
+#include <new>
 #include <utility>
 
 #if defined(_OPENMP) && defined(GLINT_SANITIZER)
 #include <omp.h>
 #endif
 
+#include "absl/strings/str_cat.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {
@@ -68,6 +71,37 @@ KernelFactory OneThreadFactory(KernelFactory factory) {
 
 }  // namespace
 #endif
+
+absl::Status ComputeNoThrow(const Kernel& kernel, KernelContext& ctx,
+                            absl::string_view node) {
+  try {
+    return kernel.Compute(ctx);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(node, ": out of host memory"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(node, ": unexpected exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(node, ": unexpected exception"));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> BuildNoThrow(
+    const KernelFactory& factory, const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  try {
+    return factory(spec);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(node, ": out of host memory"));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(node, ": unexpected exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(node, ": unexpected exception"));
+  }
+}
 
 void KernelRegistry::Register(std::string op_type, KernelFactory factory) {
 #if defined(_OPENMP) && defined(GLINT_SANITIZER)

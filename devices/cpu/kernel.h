@@ -117,11 +117,25 @@ class Kernel {
   virtual void ReleasePackedConstants() {}
 };
 
+// Runs kernel.Compute(ctx) and turns a C++ exception escaping it into a
+// status naming `node`: RESOURCE_EXHAUSTED for std::bad_alloc (an allocation
+// a run-time value sized past what the host has), INTERNAL for any other.
+// Kernels are written not to throw; this is the backstop that makes a
+// kernel bug fail one run instead of ending the daemon. Every caller of
+// Compute goes through it.
+absl::Status ComputeNoThrow(const Kernel& kernel, KernelContext& ctx,
+                            absl::string_view node);
+
 // Builds a kernel, or refuses the node: UNIMPLEMENTED for an attribute
 // value, dtype or form the kernel does not support, INVALID_ARGUMENT for a
 // malformed node. Messages name the node (KernelSpec::node->Describe()).
 using KernelFactory =
     std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const KernelSpec&)>;
+
+// factory(spec), with ComputeNoThrow's backstop for exceptions (building
+// a kernel allocates too: oneDNN primitives, packed weights).
+absl::StatusOr<std::unique_ptr<Kernel>> BuildNoThrow(
+    const KernelFactory& factory, const KernelSpec& spec);
 
 // Op type → kernel factory, for the default ONNX domain.
 // Thread-compatible: fill it once, then share it read-only.

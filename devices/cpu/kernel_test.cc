@@ -2,6 +2,8 @@
 #include "devices/cpu/kernel.h"
 
 #include <memory>
+#include <new>
+#include <stdexcept>
 
 #include "devices/cpu/kernel_test_util.h"
 #include "gmock/gmock.h"
@@ -102,6 +104,40 @@ TEST(KernelTestUtilTest, DeclaredOutputDTypeMustMatch) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A kernel whose Compute throws: a stand-in for a kernel bug that lets a
+// run-time value size an allocation.
+class ThrowingKernel : public Kernel {
+ public:
+  explicit ThrowingKernel(bool bad_alloc) : bad_alloc_(bad_alloc) {}
+  absl::Status Compute(KernelContext&) const override {
+    if (bad_alloc_) throw std::bad_alloc();
+    throw std::length_error("vector");
+  }
+
+ private:
+  bool bad_alloc_;
+};
+
+TEST(ComputeNoThrowTest, ExceptionsBecomeStatusesNamingTheNode) {
+  testing::TestKernelContext ctx({}, {});
+  absl::Status oom = ComputeNoThrow(ThrowingKernel(true), ctx, "node 'n'");
+  EXPECT_EQ(oom.code(), absl::StatusCode::kResourceExhausted) << oom;
+  EXPECT_THAT(std::string(oom.message()), ::testing::HasSubstr("node 'n'"));
+  absl::Status other = ComputeNoThrow(ThrowingKernel(false), ctx, "node 'n'");
+  EXPECT_EQ(other.code(), absl::StatusCode::kInternal) << other;
+  EXPECT_THAT(std::string(other.message()), ::testing::HasSubstr("vector"));
+
+  const Node node = MakeNode("Relu", {"x"}, {"y"});
+  KernelSpec spec;
+  spec.node = &node;
+  const KernelFactory throwing =
+      [](const KernelSpec&) -> absl::StatusOr<std::unique_ptr<Kernel>> {
+    throw std::bad_alloc();
+  };
+  EXPECT_EQ(BuildNoThrow(throwing, spec).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace

@@ -189,10 +189,11 @@ std::unique_ptr<std::vector<Tensor>> Evaluate(const Graph& graph,
     spec.outputs.push_back(info != nullptr ? *info : ValueInfo{});
     dtypes.push_back(info != nullptr ? info->dtype : DType::kUndefined);
   }
-  absl::StatusOr<std::unique_ptr<Kernel>> kernel = (*factory)(spec);
+  absl::StatusOr<std::unique_ptr<Kernel>> kernel =
+      BuildNoThrow(*factory, spec);
   if (!kernel.ok()) return nullptr;
   FoldContext ctx(std::move(views), std::move(present), dtypes);
-  if (!(*kernel)->Compute(ctx).ok()) return nullptr;
+  if (!ComputeNoThrow(**kernel, ctx, node.Describe()).ok()) return nullptr;
   for (size_t i = 0; i < dtypes.size(); ++i) {
     if (dtypes[i] != DType::kUndefined && !ctx.outputs()[i].valid()) {
       return nullptr;  // An output the kernel did not produce.

@@ -304,7 +304,7 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
       spec.outputs.push_back(f->slots_[id].info);
       step.outputs.push_back(id);
     }
-    GLINT_ASSIGN_OR_RETURN(step.kernel, (*factory)(spec));
+    GLINT_ASSIGN_OR_RETURN(step.kernel, cpu::BuildNoThrow(*factory, spec));
     f->flops_ += EstimateOpCost(node, g).flops;
     f->steps_.push_back(std::move(step));
   }
@@ -413,7 +413,8 @@ absl::Status CpuFunction::Execute(
   for (const Step& step : steps_) {
     StepContext ctx(*step.node, step.inputs, step.outputs, slots_, views,
                     produced, memory, outputs, dynamic_buffers);
-    absl::Status s = step.kernel->Compute(ctx);
+    absl::Status s =
+        cpu::ComputeNoThrow(*step.kernel, ctx, step.node->Describe());
     if (!s.ok()) return s;
     for (int out : step.outputs) {
       if (out >= 0 && !produced[out]) {
