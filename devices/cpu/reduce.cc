@@ -344,6 +344,8 @@ class CumSumKernel final : public KernelBase {
                                                    node()));
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
                                                         dtype_, node()));
+    // An empty input may have huge other dimensions: never loop over them.
+    if (y.num_elements() == 0) return absl::OkStatus();
     const std::vector<int64_t>& d = x->shape.dims();
     const int64_t outer = Product(d, 0, axis);
     const int64_t n = d[axis];
@@ -437,6 +439,10 @@ class TopKKernel final : public KernelBase {
       GLINT_ASSIGN_OR_RETURN(indices, AllocateOutput(ctx, 1, Shape(out_dims),
                                                      DType::kInt64, node()));
     }
+    // An empty input's axis may be huge (x of [0, 2^40] along axis 1):
+    // the scratch `order` below is sized by it, so nothing to sort is
+    // nothing to allocate.
+    if (x->num_elements() == 0) return absl::OkStatus();
     const int64_t outer = Product(d, 0, axis);
     const int64_t inner = Product(d, axis + 1, rank);
     return VisitDType(dtype_, [&](auto tag) -> absl::Status {

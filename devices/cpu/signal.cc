@@ -423,22 +423,32 @@ class WindowKernel final : public KernelBase {
     // with n != 0 there).
     const double span =
         static_cast<double>(periodic_ ? size : std::max<int64_t>(size - 1, 1));
-    std::vector<double> w(static_cast<size_t>(size));
-    for (int64_t n = 0; n < size; ++n) {
+    // Stored element by element: a scratch vector of doubles would be
+    // twice a float output that may already be near the 2^31 cap.
+    auto value = [&](int64_t n) {
       const double t = 2.0 * M_PI * static_cast<double>(n) / span;
       switch (kind_) {
         case WindowKind::kHann:
-          w[n] = 0.5 - 0.5 * std::cos(t);
-          break;
+          return 0.5 - 0.5 * std::cos(t);
         case WindowKind::kHamming:
-          w[n] = 25.0 / 46.0 - (1.0 - 25.0 / 46.0) * std::cos(t);
-          break;
+          return 25.0 / 46.0 - (1.0 - 25.0 / 46.0) * std::cos(t);
         case WindowKind::kBlackman:
-          w[n] = 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2.0 * t);
           break;
       }
-    }
-    StoreDoubles(w, y);
+      return 0.42 - 0.5 * std::cos(t) + 0.08 * std::cos(2.0 * t);
+    };
+    (void)VisitDType(y.dtype, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      using C = ComputeType<S>;
+      for (int64_t n = 0; n < size; ++n) {
+        if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+          y.as<S>()[n] = Store<S>(static_cast<C>(std::nearbyint(value(n))));
+        } else {
+          y.as<S>()[n] = Store<S>(static_cast<C>(value(n)));
+        }
+      }
+      return absl::OkStatus();
+    });
     return absl::OkStatus();
   }
 
