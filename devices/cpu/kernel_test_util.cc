@@ -162,7 +162,9 @@ absl::StatusOr<std::vector<Tensor>> RunKernel(
         absl::StrCat("no CPU kernel for op ", node.op_type));
   }
   const KernelSpec spec = MakeSpec(node, inputs, options);
-  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, (*factory)(spec));
+  // Built and run behind the same exception backstop as in glintd.
+  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
+                         BuildNoThrow(*factory, spec));
 
   std::vector<DType> dtypes(node.outputs.size());
   std::vector<bool> used(node.outputs.size());
@@ -174,7 +176,7 @@ absl::StatusOr<std::vector<Tensor>> RunKernel(
   }
   auto run_once = [&]() -> absl::StatusOr<std::vector<Tensor>> {
     TestKernelContext ctx(inputs, dtypes, options.output_shapes, used);
-    GLINT_RETURN_IF_ERROR(kernel->Compute(ctx));
+    GLINT_RETURN_IF_ERROR(ComputeNoThrow(*kernel, ctx, node.Describe()));
     return ctx.TakeOutputs();
   };
   const int runs = std::max(1, options.runs);

@@ -94,9 +94,9 @@ DType DefaultOutputDType(const Node& node, int i,
 KernelSpec MakeSpec(const Node& node, const std::vector<Tensor>& inputs,
                     const RunKernelOptions& options = {});
 
-// Builds `node`'s kernel from `registry` and runs it on `inputs`. Returns
-// the outputs (!valid() for unused ones), the factory's error, or
-// Compute's error. NOT_FOUND if the registry has no such op.
+// Builds `node`'s kernel from `registry` and runs it on `inputs`, through
+// BuildNoThrow/ComputeNoThrow as glintd does. Returns the outputs
+// (!valid() for unused ones), the factory's error, or Compute's error. NOT_FOUND if the registry has no such op.
 absl::StatusOr<std::vector<Tensor>> RunKernel(
     const KernelRegistry& registry, const Node& node,
     const std::vector<Tensor>& inputs, const RunKernelOptions& options = {});
