@@ -406,7 +406,11 @@ class PadKernel final : public KernelBase {
     }
     std::vector<int64_t> dims(rank);
     for (int d = 0; d < rank; ++d) {
-      dims[d] = x->shape.dim(d) + pads[d] + pads[d + rank];
+      // Pads are run-time values: INT64_MAX must refuse, not overflow.
+      if (__builtin_add_overflow(x->shape.dim(d), pads[d], &dims[d]) ||
+          __builtin_add_overflow(dims[d], pads[d + rank], &dims[d])) {
+        return InvalidArgument(node(), "pads overflow axis ", d);
+      }
       if (dims[d] < 0) return InvalidArgument(node(), "pads remove too much");
       if (mode_ != PadMode::kConstant && x->shape.dim(d) == 0 && dims[d] > 0) {
         return InvalidArgument(node(), "cannot ", "reflect or edge-pad an "
