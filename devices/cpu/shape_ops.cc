@@ -139,7 +139,12 @@ class ReshapeKernel final : public CopyKernel {
       } else {
         out[i] = r;
       }
-      known *= out[i];
+      // Requested dimensions are run-time values: a product past int64
+      // cannot match any input's element count.
+      if (__builtin_mul_overflow(known, out[i], &known)) {
+        return InvalidArgument(node(), "shape [", absl::StrJoin(req, ", "),
+                               "] has more elements than int64 holds");
+      }
     }
     if (infer >= 0) {
       if (allow_zero_ && has_zero) {
