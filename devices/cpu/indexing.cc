@@ -94,11 +94,18 @@ class SliceKernel final : public KernelBase {
       if (s > 0) {
         b = std::clamp<int64_t>(b, 0, n);
         e = std::clamp<int64_t>(e, 0, n);
-        dims[ax] = e > b ? (e - b + s - 1) / s : 0;
+        // Ceil division written so that a step near INT64_MAX cannot
+        // overflow (e - b <= n).
+        dims[ax] = e > b ? 1 + (e - b - 1) / s : 0;
       } else {
         b = std::clamp<int64_t>(b, 0, n - 1);
         e = std::clamp<int64_t>(e, -1, n - 1);
-        dims[ax] = b > e ? (b - e - s - 1) / -s : 0;
+        // As above; -INT64_MIN does not exist, and such a step takes one
+        // element anyway.
+        dims[ax] = b <= e ? 0
+                   : s == std::numeric_limits<int64_t>::min()
+                       ? 1
+                       : 1 + (b - e - 1) / -s;
       }
       begin[ax] = b;
       step[ax] = s;
