@@ -185,6 +185,10 @@ class SplitKernel final : public KernelBase {
     int64_t total = 0;
     for (int64_t s : split) {
       if (s < 0) return InvalidArgument(node(), "negative split");
+      // total <= n here, so n - total cannot overflow where total + s can.
+      if (s > n - total) {
+        return InvalidArgument(node(), "split sums past the axis size ", n);
+      }
       total += s;
     }
     if (static_cast<int>(split.size()) != outputs_ || total != n) {

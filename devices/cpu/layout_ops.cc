@@ -314,7 +314,9 @@ class TileKernel final : public KernelBase {
     double total = 1;
     for (int d = 0; d < rank; ++d) {
       if (reps[d] < 0) return InvalidArgument(node(), "negative repeat");
-      dims[d] = x->shape.dim(d) * reps[d];
+      if (__builtin_mul_overflow(x->shape.dim(d), reps[d], &dims[d])) {
+        return InvalidArgument(node(), "output is too large");
+      }
       total *= static_cast<double>(dims[d]);
     }
     if (total > kMaxGeneratedElements) {
