@@ -43,6 +43,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
+#include "tests/host_case_backend.h"
 #include "tests/onnx_case.h"
 
 namespace glint {
@@ -55,30 +56,6 @@ using testing::OutcomeName;
 
 constexpr const char* kNodeDir = testing::kOnnxNodeDir;
 constexpr const char* kExpectedFile = testing::kConformanceExpectedFile;
-
-// HostManager in process, one simulated device.
-class HostBackend final : public testing::CaseBackend {
- public:
-  explicit HostBackend(HostManager& host) : host_(host) {}
-  absl::StatusOr<NetworkInfo> Add(const std::string& name,
-                                  const std::string& model,
-                                  const AddNetworkOptions& options) override {
-    return host_.AddNetwork(name, model, options);
-  }
-  absl::StatusOr<std::vector<NamedTensor>> Run(
-      const std::string& name,
-      const std::vector<NamedTensor>& inputs) override {
-    RunOptions run;
-    run.deadline = absl::Now() + absl::Seconds(20);
-    return host_.RunNetwork(name, inputs, run);
-  }
-  void Remove(const std::string& name) override {
-    (void)host_.RemoveNetwork(name);
-  }
-
- private:
-  HostManager& host_;
-};
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
@@ -96,7 +73,7 @@ TEST(OnnxConformanceTest, NodeCasesOnlyMoveForward) {
   ASSERT_TRUE(host.ok()) << host.status();
 
   const std::vector<std::string> cases = testing::ListOnnxNodeCases();
-  HostBackend backend(**host);
+  testing::HostCaseBackend backend(**host);
   const std::string filter = Env("GLINT_CONFORMANCE_FILTER");
   const bool verbose = !Env("GLINT_CONFORMANCE_VERBOSE").empty();
 

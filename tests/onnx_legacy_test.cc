@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
+#include "tests/host_case_backend.h"
 #include "tests/onnx_case.h"
 
 namespace glint {
@@ -41,29 +42,6 @@ const std::map<std::string, std::string>& KnownRefused() {
   return *kRefused;
 }
 
-class HostBackend final : public testing::CaseBackend {
- public:
-  explicit HostBackend(HostManager& host) : host_(host) {}
-  absl::StatusOr<NetworkInfo> Add(const std::string& name,
-                                  const std::string& model,
-                                  const AddNetworkOptions& options) override {
-    return host_.AddNetwork(name, model, options);
-  }
-  absl::StatusOr<std::vector<NamedTensor>> Run(
-      const std::string& name,
-      const std::vector<NamedTensor>& inputs) override {
-    RunOptions run;
-    run.deadline = absl::Now() + absl::Seconds(20);
-    return host_.RunNetwork(name, inputs, run);
-  }
-  void Remove(const std::string& name) override {
-    (void)host_.RemoveNetwork(name);
-  }
-
- private:
-  HostManager& host_;
-};
-
 TEST(OnnxLegacyTest, PyTorchExportsOfOldOpsetsRun) {
   if (!fs::exists(kDataDir)) {
     GTEST_SKIP() << kDataDir << " missing: is libonnx-testdata installed?";
@@ -73,7 +51,7 @@ TEST(OnnxLegacyTest, PyTorchExportsOfOldOpsetsRun) {
   absl::StatusOr<std::unique_ptr<HostManager>> host =
       HostManager::CreateFromConfigs({}, {device});
   ASSERT_TRUE(host.ok()) << host.status();
-  HostBackend backend(**host);
+  testing::HostCaseBackend backend(**host);
   const bool verbose = std::getenv("GLINT_CONFORMANCE_VERBOSE") != nullptr;
   int passed = 0, run = 0;
   for (const char* group : {"pytorch-converted", "pytorch-operator"}) {
