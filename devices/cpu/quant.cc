@@ -169,21 +169,16 @@ class QuantizeKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x, GetInput(ctx, 0, in_, node()));
     GLINT_ASSIGN_OR_RETURN(const TensorView* s,
                            GetInput(ctx, 1, DType::kFloat32, node()));
-    const int64_t params = s->num_elements();
-    int64_t count = 1;
-    if (params != 1) {
-      GLINT_ASSIGN_OR_RETURN(
-          int a, NormalizeAxis(axis_, x->shape.rank(), false, node()));
-      count = x->shape.dim(a);
-    }
-    GLINT_ASSIGN_OR_RETURN(QuantParams p,
-                           ReadQuantParams(ctx, 1, 2, count, "y", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        AxisSplit sp,
+        SplitForParams(x->shape, axis_, s->num_elements(), node()));
+    GLINT_ASSIGN_OR_RETURN(
+        QuantParams p,
+        ReadQuantParams(ctx, 1, 2, sp.channels, "y", node()));
     if (ctx.input(2) != nullptr && ctx.input(2)->dtype != out_) {
       return InvalidArgument(node(), "y_zero_point has dtype ",
                              DTypeName(ctx.input(2)->dtype));
     }
-    GLINT_ASSIGN_OR_RETURN(AxisSplit sp,
-                           SplitForParams(x->shape, axis_, params, node()));
     GLINT_ASSIGN_OR_RETURN(TensorView y,
                            AllocateOutput(ctx, 0, x->shape, out_, node()));
     const int32_t lo = QMin(out_), hi = QMax(out_);
@@ -249,22 +244,17 @@ class DequantizeKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x, GetInput(ctx, 0, in_, node()));
     GLINT_ASSIGN_OR_RETURN(const TensorView* s,
                            GetInput(ctx, 1, DType::kFloat32, node()));
-    const int64_t params = s->num_elements();
-    int64_t count = 1;
-    if (params != 1) {
-      GLINT_ASSIGN_OR_RETURN(
-          int a, NormalizeAxis(axis_, x->shape.rank(), false, node()));
-      count = x->shape.dim(a);
-    }
-    GLINT_ASSIGN_OR_RETURN(QuantParams p,
-                           ReadQuantParams(ctx, 1, 2, count, "x", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        AxisSplit sp,
+        SplitForParams(x->shape, axis_, s->num_elements(), node()));
+    GLINT_ASSIGN_OR_RETURN(
+        QuantParams p,
+        ReadQuantParams(ctx, 1, 2, sp.channels, "x", node()));
     if (ctx.input(2) != nullptr && ctx.input(2)->dtype != in_) {
       return InvalidArgument(node(), "x_zero_point has dtype ",
                              DTypeName(ctx.input(2)->dtype), "; x has ",
                              DTypeName(in_));
     }
-    GLINT_ASSIGN_OR_RETURN(AxisSplit sp,
-                           SplitForParams(x->shape, axis_, params, node()));
     GLINT_ASSIGN_OR_RETURN(
         TensorView y,
         AllocateOutput(ctx, 0, x->shape, DType::kFloat32, node()));
