@@ -4,6 +4,7 @@
 // before the admitted runs finish; over gRPC's memory quota
 // (--grpc_memory_limit) every call still ends, some refused.
 #include <algorithm>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,9 +117,9 @@ TEST(LoadTest, OverTheAdmissionQueueIsResourceExhaustedAtOnce) {
 }
 
 // 48 calls of 4 MiB at once into a 16 MiB quota: every call ends (none
-// runs into its deadline), gRPC refuses some with RESOURCE_EXHAUSTED (or,
-// closing the connection, UNAVAILABLE), the ones that ran computed Relu,
-// and the daemon serves the next call.
+// runs into its deadline), each either ran and computed Relu or was
+// refused by gRPC (RESOURCE_EXHAUSTED, or UNAVAILABLE when it closes the
+// connection), and the daemon serves the next call.
 TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
   absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
       {"--devices=sim:memory=2GiB:link_gbps=0.2", "--grpc_memory_limit=16MiB"});
@@ -158,11 +159,16 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
                       << " " << a.status.error_message();
     }
   }
-  // Which of the two gRPC picks depends on timing (on a loaded 2-core CI
-  // machine it has closed the connection on every refused call), but over
-  // the quota it must refuse some calls one way or the other.
-  EXPECT_GT(refused + closed, 0) << refused << " refused, " << closed
-                                 << " closed";
+  // Whether gRPC refuses any call, and how (RESOURCE_EXHAUSTED or a closed
+  // connection), depends on timing: its quota is checked as requests are
+  // read, and on a loaded 2-core CI machine it has refused every one of the
+  // calls it refused by closing the connection, and in another run none
+  // (calls finished, freeing memory, as fast as they arrived). What must
+  // hold is above: every call ended, none stalled into its deadline, the
+  // ones that ran were right. The admission test above checks
+  // RESOURCE_EXHAUSTED deterministically.
+  std::cout << refused << " refused, " << closed << " closed, "
+            << answers.size() - refused - closed << " ran\n";
   absl::StatusOr<std::vector<NamedTensor>> after =
       (*daemon)->client().RunNetwork(
           "relu", {{"x", Tensor::FromVector<float>(DType::kFloat32,
