@@ -1,8 +1,9 @@
 // glintd under more load than it takes: callers over its limits get
 // RESOURCE_EXHAUSTED at once, never a stall, and the daemon keeps serving.
-// Over the admission queue (--max_queued_runs) the refusals come back
-// before the admitted runs finish; over gRPC's memory quota
-// (--grpc_memory_limit) every call still ends, some refused.
+// Over the admission queue (--max_queued_runs) and over glintd's budget of
+// request bytes (--max_request_bytes_in_flight) the refusals come back
+// before the admitted runs finish; over gRPC's own memory quota
+// (--grpc_memory_limit), best-effort, every call still ends, some refused.
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
 #include "proto/glint.grpc.pb.h"
@@ -31,6 +33,7 @@ struct Answer {
   int call = 0;
   grpc::Status status;
   v1::RunNetworkResponse response;
+  absl::Duration latency;  // From the first call sent to this answer.
 };
 
 std::vector<Answer> SendAtOnce(const std::string& address,
@@ -44,6 +47,7 @@ std::vector<Answer> SendAtOnce(const std::string& address,
   absl::Mutex mu;
   std::vector<Answer> answers;
   absl::Notification all_answered;
+  const absl::Time start = absl::Now();
   for (int i = 0; i < n; ++i) {
     contexts[i] = std::make_unique<grpc::ClientContext>();
     contexts[i]->set_deadline(absl::ToChronoTime(absl::Now() + deadline));
@@ -51,7 +55,8 @@ std::vector<Answer> SendAtOnce(const std::string& address,
                               [&, i](grpc::Status s) {
                                 absl::MutexLock lock(&mu);
                                 answers.push_back(
-                                    {i, std::move(s), std::move(responses[i])});
+                                    {i, std::move(s), std::move(responses[i]),
+                                     absl::Now() - start});
                                 if (static_cast<int>(answers.size()) == n) {
                                   all_answered.Notify();
                                 }
@@ -116,13 +121,76 @@ TEST(LoadTest, OverTheAdmissionQueueIsResourceExhaustedAtOnce) {
   EXPECT_EQ(stats->networks[0].failure_count, 13u);
 }
 
+// 12 calls of 4 MiB at once into a 10 MiB budget of request bytes, on a
+// device that takes 3 s (simulated) per run: two are admitted, and every
+// other call is refused with RESOURCE_EXHAUSTED naming the budget, at once
+// (well before the first run ends: no refused call waited on a run), never
+// a closed connection; the admitted ones compute Relu; the daemon serves
+// the next call once they are done.
+TEST(LoadTest, OverTheRequestByteBudgetIsResourceExhaustedAtOnce) {
+  // Relu of 2^20 floats costs 2^20 flops: 3 s at 0.00035 GFLOP/s.
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
+      {"--devices=sim:memory=1GiB:compute_gflops=0.00035",
+       "--max_request_bytes_in_flight=10MiB"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  constexpr int64_t kFloats = 1 << 20;
+  glint::testing::OnnxModelBuilder relu;
+  relu.Input("x", 1, {kFloats}).Output("y", 1, {kFloats});
+  relu.Node("Relu", {"x"}, {"y"});
+  ASSERT_TRUE((*daemon)->client().AddNetwork("relu", relu.Serialize()).ok());
+  std::vector<float> x(kFloats);
+  for (int64_t i = 0; i < kFloats; ++i) x[i] = static_cast<float>(i % 7) - 3;
+  std::vector<v1::RunNetworkRequest> requests(12,
+                                              Request("relu", x, {kFloats}));
+  const std::vector<Answer> answers =
+      SendAtOnce((*daemon)->address(), requests, absl::Seconds(120));
+  int ok = 0, refused = 0;
+  absl::Duration first_ok = absl::InfiniteDuration();
+  absl::Duration last_refusal = absl::ZeroDuration();
+  for (const Answer& a : answers) {
+    if (a.status.ok()) {
+      ++ok;
+      first_ok = std::min(first_ok, a.latency);
+      ASSERT_EQ(a.response.outputs_size(), 1);
+      absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
+      ASSERT_TRUE(y.ok()) << y.status();
+      for (int64_t i = 0; i < kFloats; i += 4099) {
+        ASSERT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
+      }
+      continue;
+    }
+    ASSERT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << "call " << a.call << ": " << a.status.error_message();
+    EXPECT_NE(a.status.error_message().find("--max_request_bytes_in_flight"),
+              std::string::npos)
+        << a.status.error_message();
+    ++refused;
+    last_refusal = std::max(last_refusal, a.latency);
+  }
+  std::cout << ok << " ran, " << refused << " refused; last refusal after "
+            << absl::FormatDuration(last_refusal) << ", first answer after "
+            << absl::FormatDuration(first_ok) << "\n";
+  // Two fit in 10 MiB, a third does not. All twelve arrive long before the
+  // first 3 s run ends, so exactly two run.
+  EXPECT_EQ(ok, 2);
+  EXPECT_EQ(refused, 10);
+  EXPECT_LT(last_refusal, first_ok);
+  absl::StatusOr<std::vector<NamedTensor>> after =
+      (*daemon)->client().RunNetwork(
+          "relu", {{"x", Tensor::FromVector<float>(DType::kFloat32,
+                                                   Shape({kFloats}), x)}});
+  ASSERT_TRUE(after.ok()) << after.status() << "\n" << (*daemon)->Log();
+}
+
 // 48 calls of 4 MiB at once into a 16 MiB quota: every call ends (none
 // runs into its deadline), each either ran and computed Relu or was
 // refused by gRPC (RESOURCE_EXHAUSTED, or UNAVAILABLE when it closes the
 // connection), and the daemon serves the next call.
 TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
   absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(
-      {"--devices=sim:memory=2GiB:link_gbps=0.2", "--grpc_memory_limit=16MiB"});
+      {"--devices=sim:memory=2GiB:link_gbps=0.2", "--grpc_memory_limit=16MiB",
+       // gRPC's quota alone: glintd's own budget as large as it may be.
+       "--max_request_bytes_in_flight=16MiB"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   constexpr int64_t kFloats = 1 << 20;
   glint::testing::OnnxModelBuilder relu;

@@ -57,6 +57,7 @@
 #include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"
 #include "runtime/server/network_journal.h"
+#include "runtime/server/request_budget.h"
 #include "runtime/server/rest_api.h"
 #include "runtime/server/security_options.h"
 #include "runtime/server/server_setup.h"
@@ -112,6 +113,11 @@ ABSL_FLAG(std::string, grpc_memory_limit, "2GiB",
           "gRPC's resource quota for memory (buffers of calls in progress); "
           "over it new calls fail with RESOURCE_EXHAUSTED. Below 2 GiB, "
           "messages near the 1 GiB limit may not fit.");
+ABSL_FLAG(std::string, max_request_bytes_in_flight, "",
+          "Bytes of inference requests (RunNetwork, ModelInfer) held at "
+          "once; a request beyond them fails at once with "
+          "RESOURCE_EXHAUSTED, whatever gRPC's quota does. At most "
+          "--grpc_memory_limit; empty: half of it.");
 ABSL_FLAG(int, grpc_max_threads, 8,
           "gRPC's resource quota for threads of synchronous services (only "
           "reflection is one; calls of glint.v1 run on gRPC's callback "
@@ -371,6 +377,21 @@ int Run() {
     return 1;
   }
   server_options.memory_quota_bytes = *grpc_memory;
+  // glintd's own bound below gRPC's best-effort quota (request_budget.h).
+  uint64_t request_bytes = *grpc_memory / 2;
+  if (const std::string flag = absl::GetFlag(FLAGS_max_request_bytes_in_flight);
+      !flag.empty()) {
+    absl::StatusOr<uint64_t> parsed = ParseByteSize(flag);
+    if (!parsed.ok() || *parsed == 0 || *parsed > *grpc_memory) {
+      GLINT_LOG_ERROR(
+          "--max_request_bytes_in_flight={}: {}", flag,
+          parsed.ok() ? "must be more than 0 and at most --grpc_memory_limit"
+                      : parsed.status().ToString());
+      return 1;
+    }
+    request_bytes = *parsed;
+  }
+  RequestBudget request_budget(static_cast<int64_t>(request_bytes));
   server_options.max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
   server_options.credentials = MakeServerCredentials(*tls);
   WorkerPoolOptions blocking_options;
@@ -402,11 +423,13 @@ int Run() {
   // service (a region registered through one is usable through another).
   SharedMemoryRegistry shared_memory;
   GlintServiceImpl glint_service(host_manager->get(), &blocking,
-                                 authorizer.get(), &shared_memory);
+                                 authorizer.get(), &shared_memory,
+                                 &request_budget);
   // Same HostManager, same port: a network added through either protocol
   // serves through both.
   InferenceServiceImpl inference_service(host_manager->get(), &blocking,
-                                         authorizer.get(), &shared_memory);
+                                         authorizer.get(), &shared_memory,
+                                         &request_budget);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

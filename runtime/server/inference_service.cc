@@ -76,7 +76,8 @@ absl::StatusOr<NetworkInfo> ServingNetwork(const HostManager& host_manager,
 InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
                                            WorkerPool* blocking,
                                            const Authorizer* authorizer,
-                                           SharedMemoryRegistry* shared_memory)
+                                           SharedMemoryRegistry* shared_memory,
+                                           RequestBudget* request_budget)
     : host_manager_(host_manager),
       blocking_(blocking),
       authorizer_(authorizer),
@@ -84,7 +85,8 @@ InferenceServiceImpl::InferenceServiceImpl(HostManager* host_manager,
                              ? std::make_unique<SharedMemoryRegistry>()
                              : nullptr),
       shared_memory_(shared_memory == nullptr ? own_shared_memory_.get()
-                                              : shared_memory) {}
+                                              : shared_memory),
+      request_budget_(request_budget) {}
 
 grpc::Status InferenceServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -165,6 +167,9 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
     const inference::ModelInferRequest* request,
     inference::ModelInferResponse* response) {
   if (auto* denied = Deny(context, "ModelInfer")) return denied;
+  absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> charge =
+      ChargeRequest(request_budget_, request->ByteSizeLong());
+  if (!charge.ok()) return Answer(context, charge.status());
   absl::StatusOr<PreparedOipInfer> prepared =
       PrepareOipInfer(*request, *shared_memory_, absl::Now(),
                       /*grpc_deadline=*/absl::InfiniteFuture());
@@ -186,7 +191,8 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
         absl::Status s = FinishOipInfer(*request, *run, *outputs, response);
         if (!s.ok()) response->Clear();
         return ToGrpcStatus(s);
-      });
+      },
+      *std::move(charge));
 }
 
 grpc::ServerBidiReactor<inference::ModelInferRequest,

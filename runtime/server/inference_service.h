@@ -35,6 +35,7 @@
 #include "proto/oip_types.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
+#include "runtime/server/request_budget.h"
 #include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
@@ -54,9 +55,12 @@ class InferenceServiceImpl final
   // must outlive the service. Without a shared-memory registry the
   // service keeps one of its own (glintd passes the one its services
   // share).
+  // A ModelInfer request is first charged against `request_budget` (null:
+  // none), RESOURCE_EXHAUSTED beyond it.
   InferenceServiceImpl(HostManager* host_manager, WorkerPool* blocking,
                        const Authorizer* authorizer = nullptr,
-                       SharedMemoryRegistry* shared_memory = nullptr);
+                       SharedMemoryRegistry* shared_memory = nullptr,
+                       RequestBudget* request_budget = nullptr);
 
   InferenceServiceImpl(const InferenceServiceImpl&) = delete;
   InferenceServiceImpl& operator=(const InferenceServiceImpl&) = delete;
@@ -201,6 +205,7 @@ class InferenceServiceImpl final
   const Authorizer* const authorizer_;
   const std::unique_ptr<SharedMemoryRegistry> own_shared_memory_;
   SharedMemoryRegistry* const shared_memory_;
+  RequestBudget* const request_budget_;
   std::atomic<int> state_{kStarting};
 };
 

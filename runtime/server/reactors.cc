@@ -27,6 +27,8 @@ namespace {
 // token, never to the reactor beyond calling Finish last.
 class CancellableReactor final : public grpc::ServerUnaryReactor {
  public:
+  explicit CancellableReactor(std::unique_ptr<RequestBudget::Charge> charge)
+      : charge_(std::move(charge)) {}
   const std::shared_ptr<CancellationToken>& token() const { return token_; }
   void OnCancel() override { token_->Cancel(); }
   void OnDone() override { delete this; }
@@ -34,14 +36,17 @@ class CancellableReactor final : public grpc::ServerUnaryReactor {
  private:
   const std::shared_ptr<CancellationToken> token_ =
       std::make_shared<CancellationToken>();
+  // Released with the reactor, after gRPC has freed the request.
+  const std::unique_ptr<RequestBudget::Charge> charge_;
 };
 
 }  // namespace
 
-grpc::ServerUnaryReactor* StartCancellable(grpc::CallbackServerContext* context,
-                                           const CancellableStart& start) {
+grpc::ServerUnaryReactor* StartCancellable(
+    grpc::CallbackServerContext* context, const CancellableStart& start,
+    std::unique_ptr<RequestBudget::Charge> charge) {
   (void)context;
-  auto* reactor = new CancellableReactor();
+  auto* reactor = new CancellableReactor(std::move(charge));
   // Finish may come before `start` returns (the work failed at once), even
   // before the handler returns the reactor: gRPC then holds the status
   // until the reactor is bound. Either way OnDone waits for the handler to
@@ -83,20 +88,26 @@ void RunForCall(HostManager& host_manager, absl::string_view name,
       });
 }
 
-grpc::ServerUnaryReactor* StartRunReactor(grpc::CallbackServerContext* context,
-                                          HostManager& host_manager,
-                                          std::string name,
-                                          std::vector<NamedTensor> inputs,
-                                          RunOptions options,
-                                          RunResponder respond) {
+grpc::ServerUnaryReactor* StartRunReactor(
+    grpc::CallbackServerContext* context, HostManager& host_manager,
+    std::string name, std::vector<NamedTensor> inputs, RunOptions options,
+    RunResponder respond, std::unique_ptr<RequestBudget::Charge> charge) {
   options.deadline =
       std::min(options.deadline, DeadlineFromGrpc(context->deadline()));
   return StartCancellable(
-      context, [&](std::shared_ptr<const CancellationToken> cancel,
-                   FinishCallback finish) {
+      context,
+      [&](std::shared_ptr<const CancellationToken> cancel,
+          FinishCallback finish) {
         RunForCall(host_manager, name, std::move(inputs), std::move(options),
                    std::move(cancel), std::move(respond), std::move(finish));
-      });
+      },
+      std::move(charge));
+}
+
+absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> ChargeRequest(
+    RequestBudget* budget, size_t bytes) {
+  if (budget == nullptr) return std::unique_ptr<RequestBudget::Charge>();
+  return budget->TryCharge(static_cast<int64_t>(bytes));
 }
 
 }  // namespace glint

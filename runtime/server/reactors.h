@@ -24,6 +24,7 @@
 #include "api/types.h"
 #include "core/cancellation.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/request_budget.h"
 #include "runtime/server/worker_pool.h"
 
 namespace glint {
@@ -46,9 +47,12 @@ using CancellableStart = std::function<void(
 // The reactor of a call whose work runs asynchronously (a network run):
 // calls `start` on this thread and returns the reactor for the method
 // handler to return. OnCancel cancels the token; the reactor deletes itself
-// once gRPC is done with the call.
-grpc::ServerUnaryReactor* StartCancellable(grpc::CallbackServerContext* context,
-                                           const CancellableStart& start);
+// once gRPC is done with the call, releasing `charge` (the request's bytes
+// against the RequestBudget; may be null) only then, when gRPC has freed
+// the request.
+grpc::ServerUnaryReactor* StartCancellable(
+    grpc::CallbackServerContext* context, const CancellableStart& start,
+    std::unique_ptr<RequestBudget::Charge> charge = nullptr);
 
 // The reactor of a call answered at once (on the callback thread: for
 // short work only).
@@ -79,13 +83,18 @@ void RunForCall(HostManager& host_manager, absl::string_view name,
                 RunResponder respond, FinishCallback finish);
 
 // The reactor of an inference call: RunForCall under StartCancellable, the
-// run's deadline the earlier of `options.deadline` and the call's.
-grpc::ServerUnaryReactor* StartRunReactor(grpc::CallbackServerContext* context,
-                                          HostManager& host_manager,
-                                          std::string name,
-                                          std::vector<NamedTensor> inputs,
-                                          RunOptions options,
-                                          RunResponder respond);
+// run's deadline the earlier of `options.deadline` and the call's; the
+// request's `charge` is held until gRPC is done with the call.
+grpc::ServerUnaryReactor* StartRunReactor(
+    grpc::CallbackServerContext* context, HostManager& host_manager,
+    std::string name, std::vector<NamedTensor> inputs, RunOptions options,
+    RunResponder respond,
+    std::unique_ptr<RequestBudget::Charge> charge = nullptr);
+
+// Charges an inference request of `bytes` against `budget` (null: no
+// budget, always a null charge). RESOURCE_EXHAUSTED when over it.
+absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> ChargeRequest(
+    RequestBudget* budget, size_t bytes);
 
 }  // namespace glint
 

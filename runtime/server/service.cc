@@ -171,7 +171,8 @@ void GlintHandlers::RunNetwork(const v1::RunNetworkRequest& request,
 GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                    WorkerPool* blocking,
                                    const Authorizer* authorizer,
-                                   SharedMemoryRegistry* shared_memory)
+                                   SharedMemoryRegistry* shared_memory,
+                                   RequestBudget* request_budget)
     : host_manager_(host_manager),
       own_shared_memory_(shared_memory == nullptr
                              ? std::make_unique<SharedMemoryRegistry>()
@@ -180,7 +181,8 @@ GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                   ? own_shared_memory_.get()
                                   : shared_memory),
       blocking_(blocking),
-      authorizer_(authorizer) {}
+      authorizer_(authorizer),
+      request_budget_(request_budget) {}
 
 grpc::Status GlintServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -238,12 +240,15 @@ grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
   if (grpc::Status s = Authorize(*context, "RunNetwork"); !s.ok()) {
     return FinishNow(context, std::move(s));
   }
+  absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> charge =
+      ChargeRequest(request_budget_, request->ByteSizeLong());
+  if (!charge.ok()) return FinishNow(context, ToGrpcStatus(charge.status()));
   absl::StatusOr<GlintHandlers::PreparedRun> run =
       handlers_.PrepareRun(*request, response);
   if (!run.ok()) return FinishNow(context, ToGrpcStatus(run.status()));
   return StartRunReactor(context, *host_manager_, std::move(run->name),
                          std::move(run->inputs), std::move(run->options),
-                         std::move(run->respond));
+                         std::move(run->respond), *std::move(charge));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::GetDevices(

@@ -31,6 +31,7 @@
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/reactors.h"
+#include "runtime/server/request_budget.h"
 #include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
 
@@ -105,10 +106,12 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   // the call's bearer token against auth.h's method table
   // (UNAUTHENTICATED / PERMISSION_DENIED), answered at once. Without a
   // shared-memory registry the service keeps one of its own (glintd passes
-  // the one its services share).
+  // the one its services share). A RunNetwork request is first charged
+  // against `request_budget` (null: none), RESOURCE_EXHAUSTED beyond it.
   GlintServiceImpl(HostManager* host_manager, WorkerPool* blocking,
                    const Authorizer* authorizer = nullptr,
-                   SharedMemoryRegistry* shared_memory = nullptr);
+                   SharedMemoryRegistry* shared_memory = nullptr,
+                   RequestBudget* request_budget = nullptr);
 
   grpc::ServerUnaryReactor* AddNetwork(
       grpc::CallbackServerContext* context,
@@ -163,6 +166,7 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   const GlintHandlers handlers_;
   WorkerPool* const blocking_;
   const Authorizer* const authorizer_;
+  RequestBudget* const request_budget_;
 };
 
 }  // namespace glint
