@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/thread_name.h"
 
 namespace glint {
 
@@ -74,11 +76,17 @@ std::shared_ptr<SharedStream> SharedStream::Create(Options options) {
   std::shared_ptr<SharedStream> stream(new SharedStream(std::move(options)));
   SharedStream* s = stream.get();
   // Started once the members are ready; joined by Stop().
+  // Named per device; OpenMP's workers, started from the compute thread,
+  // inherit its name.
   s->compute_ = std::thread([s] {
+    SetCurrentThreadName(absl::StrCat("glint-d", s->device_id(), "-comp"));
     if (s->options_.on_compute_start) s->options_.on_compute_start();
     s->Worker(/*compute=*/true);
   });
-  s->helper_ = std::thread([s] { s->Worker(/*compute=*/false); });
+  s->helper_ = std::thread([s] {
+    SetCurrentThreadName(absl::StrCat("glint-d", s->device_id(), "-help"));
+    s->Worker(/*compute=*/false);
+  });
   // Set before any view exists, so before any callback can call Stop().
   s->compute_id_ = s->compute_.get_id();
   s->helper_id_ = s->helper_.get_id();

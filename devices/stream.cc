@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "core/thread_name.h"
+
 namespace glint {
 namespace {
 
@@ -13,7 +16,10 @@ constexpr absl::Duration kStopPollInterval = absl::Milliseconds(20);
 
 HostStream::HostStream(int device_id, int priority, std::string name)
     : device_id_(device_id), priority_(priority), name_(std::move(name)) {
-  worker_ = std::thread([this] { WorkerLoop(); });
+  worker_ = std::thread([this] {
+    SetCurrentThreadName(absl::StrCat("glint-d", device_id_, "-strm"));
+    WorkerLoop();
+  });
 }
 
 HostStream::~HostStream() {

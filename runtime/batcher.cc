@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/logging.h"
+#include "core/thread_name.h"
 
 namespace glint {
 
@@ -26,7 +27,10 @@ void BatchTimer::At(absl::Time when, std::function<void()> fn) {
   due_.emplace(when, std::move(fn));
   if (!started_) {
     started_ = true;
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      SetCurrentThreadName("glint-batcher");
+      Loop();
+    });
   }
 }
 

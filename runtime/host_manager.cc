@@ -16,6 +16,7 @@
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "core/text.h"
+#include "core/thread_name.h"
 #include "devices/device_manager.h"
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
@@ -294,7 +295,10 @@ HostManager::HostManager(HostManagerOptions options,
   for (const auto& device : devices_) {
     device_compute_[device->id()] = std::make_unique<DurationSeries>();
   }
-  monitor_ = std::thread([this] { MonitorDevices(); });
+  monitor_ = std::thread([this] {
+    SetCurrentThreadName("glint-monitor");
+    MonitorDevices();
+  });
 }
 
 HostManager::~HostManager() {

@@ -37,6 +37,7 @@ TSAN_TARGETS=(
   //store:network_store_test
   //runtime/server:service_test
   //runtime/server:shared_memory_test
+  //runtime/server:request_budget_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test
   //tests:e2e_inflight_test

@@ -47,6 +47,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/cancellation.h"
 #include "core/logging.h"
+#include "core/thread_name.h"
 #include "onnx/import_sandbox.h"
 #include "proto/limits.h"
 #include "runtime/host_manager.h"
@@ -505,6 +506,7 @@ int Run() {
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
   std::thread restore_thread([&] {
+    SetCurrentThreadName("glint-restore");
     if (store != nullptr) {
       const absl::Time start = absl::Now();
       const RestoreReport report = RestoreNetworks(*store, **host_manager);
@@ -520,6 +522,7 @@ int Run() {
   });
 
   std::thread signal_thread([&] {
+    SetCurrentThreadName("glint-signals");
     int signal = 0;
     sigwait(&shutdown_signals, &signal);
     const absl::Time start = absl::Now();

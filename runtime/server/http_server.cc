@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "core/logging.h"
+#include "core/thread_name.h"
 #include "runtime/server/rest_convert.h"
 
 namespace glint {
@@ -35,7 +36,12 @@ namespace {
 class BoundedThreadPool : public httplib::TaskQueue {
  public:
   BoundedThreadPool(int threads, int max_pending) : max_pending_(max_pending) {
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+    for (int i = 0; i < threads; ++i) {
+      workers_.emplace_back([this] {
+        SetCurrentThreadName("glint-http");
+        Work();
+      });
+    }
   }
   ~BoundedThreadPool() override { shutdown(); }
 
@@ -323,6 +329,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   HttpServer* const raw = server.get();  // Plain names for lock analysis.
   absl::MutexLock lock(&raw->stop_mu_);
   raw->listener_ = std::thread([&s, listener_done] {
+    SetCurrentThreadName("glint-http-lis");
     s.listen_after_bind();
     listener_done->store(true);
   });
