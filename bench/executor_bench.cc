@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "devices/sim/sim_device.h"
@@ -173,6 +174,10 @@ double MedianRunMicros(const Executor& executor, const ExecutableNetwork& net,
 
 int main() {
   using namespace glint;
+  // As glintd runs (runtime/server/README.md): Debian's Abseil has mutex
+  // deadlock detection on, which keeps a global lock graph that costs
+  // runs with many in flight; glintd turns it off, so the bench does too.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   Executor executor;
 
   // 1. Per-partition overhead.
