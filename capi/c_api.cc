@@ -105,7 +105,6 @@ template <> constexpr uint64_t TagOf<GlintAddOptions>() { return kAddOptionsTag;
 template <> constexpr uint64_t TagOf<GlintCancel>() { return kCancelTag; }
 template <> constexpr uint64_t TagOf<GlintRunOptions>() { return kRunOptionsTag; }
 
-constexpr const char* KindName(const GlintStatus*) { return "GlintStatus"; }
 constexpr const char* KindName(const GlintTensor*) { return "GlintTensor"; }
 constexpr const char* KindName(const GlintTensorList*) { return "GlintTensorList"; }
 constexpr const char* KindName(const GlintRuntime*) { return "GlintRuntime"; }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs libglint into a temporary prefix and builds three out-of-tree
 # consumers against the installed tree only: C with pkg-config (plain, then
-# under ASan + UBSan), C++ with CMake's find_package(Glint), Python with
-# ctypes. Each runs an ONNX node case and compares its outputs with the
-# case's expected ones. Also checks the installed layout, the SONAME and
+# under ASan + UBSan), C++ with CMake's find_package(Glint) (and with
+# pkg-config's glint-cpp), Python with ctypes. Each runs an ONNX node case
+# and compares its outputs with the case's expected ones. Also checks the installed layout, the SONAME and
 # that the library exports only the public API. See capi/README.md.
 set -euo pipefail
 
@@ -88,6 +88,11 @@ cmake -S "$root/capi/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$pre
 cmake --build "$work/cmake" > "$work/cmake_build.log" 2>&1 || { cat "$work/cmake_build.log"; fail "cmake build"; }
 "$work/cmake/cpp_consumer" "$case_dir" | tee "$work/cpp.out"
 grep -q "1 outputs checked, 0 mismatches" "$work/cpp.out" || fail "C++ consumer"
+# The same program through pkg-config's C++ module.
+c++ -std=c++17 $cxx_flags -o "$work/cpp_consumer_pc" "$root/capi/consumers/cmake/consumer.cc" \
+  $(pkg-config --cflags --libs glint-cpp) -Wl,-rpath,"$prefix/lib"
+"$work/cpp_consumer_pc" "$case_dir" > "$work/cpp_pc.out"
+grep -q "1 outputs checked, 0 mismatches" "$work/cpp_pc.out" || fail "C++ consumer (glint-cpp.pc)"
 # A version the installed package cannot satisfy is refused.
 mkdir -p "$work/v1"
 printf 'cmake_minimum_required(VERSION 3.16)\nproject(v NONE)\nfind_package(Glint 1.0 REQUIRED)\n' \
