@@ -8,6 +8,8 @@
 #                                                   they include)
 #   PREFIX/lib/pkgconfig/glint.pc, glint-cpp.pc
 #   PREFIX/lib/cmake/Glint/GlintConfig.cmake, GlintConfigVersion.cmake
+#   PREFIX/share/doc/glint/README.md                capi/README.md: usage and
+#                                                   the compatibility promise
 #
 #   scripts/install.sh PREFIX
 #
@@ -48,6 +50,9 @@ ln -s "libglint.so.$major" "$prefix/lib/libglint.so"
 
 # The C header.
 install -m 0644 "$root/capi/include/glint/c_api.h" "$prefix/include/glint/c_api.h"
+
+# What the API promises between versions, and how to use it.
+install -D -m 0644 "$root/capi/README.md" "$prefix/share/doc/glint/README.md"
 
 # The C++ headers: runtime/host_manager.h and every header of this
 # repository it includes, transitively, at their paths (so their includes
