@@ -24,6 +24,9 @@ PACKAGES=(
   # scripts/fuzz.sh: clang, its sanitizer and libFuzzer runtimes, its linker
   # and llvm-symbolizer for the reports.
   clang-14 libclang-rt-14-dev lld-14 llvm-14
+  # tests/install_consumer_test: out-of-tree consumers of an installed
+  # libglint (pkg-config for a C program, CMake's find_package for C++).
+  cmake pkg-config
 )
 
 missing=()

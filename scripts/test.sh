@@ -44,6 +44,7 @@ TSAN_TARGETS=(
   //runtime:plan_cache_test
   //runtime:host_manager_dynamic_shape_test
   //devices/cpu:control_flow_test
+  //capi:c_api_test
 )
 
 passed=0
