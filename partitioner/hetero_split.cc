@@ -14,8 +14,7 @@ constexpr int64_t kMaxCells = int64_t{1} << 26;
 class Solver {
  public:
   Solver(const HeteroProblem& p, int max_stages)
-      : p_(p), n_(static_cast<int>(p.item_flops.size())),
-        max_stages_(max_stages) {
+      : p_(p), n_(static_cast<int>(p.item_flops.size())) {
     prefix_.assign(n_ + 1, 0);
     for (int i = 0; i < n_; ++i) prefix_[i + 1] = prefix_[i] + p.item_flops[i];
     const int g_count = static_cast<int>(p.classes.size());
@@ -106,7 +105,7 @@ class Solver {
 
   // Fills reach_ for stage costs at most `bound`; returns the state with
   // the fewest stages that covers the whole chain, or -1.
-  int Probe(double bound) {
+  int Probe(double bound, int max_total) {
     reach_.assign(states_, {});
     std::vector<std::vector<int>> diff(states_);
     int best = -1;
@@ -129,7 +128,7 @@ class Solver {
       }
       const int total = Total(s);
       if (reach[n_] && (best < 0 || total < Total(best))) best = s;
-      if (total >= max_stages_) continue;
+      if (total >= max_total) continue;
       for (size_t g = 0; g < limit_.size(); ++g) {
         const int k = Digit(s, g);
         if (k >= limit_[g]) continue;
@@ -193,7 +192,6 @@ class Solver {
  private:
   const HeteroProblem& p_;
   const int n_;
-  const int max_stages_;
   bool too_large_ = false;
   int states_ = 0;
   std::vector<double> prefix_;
@@ -210,14 +208,10 @@ double Bottleneck(const std::vector<HeteroStage>& stages) {
   return worst;
 }
 
-HeteroSplit Search(const HeteroProblem& problem, int max_stages) {
+HeteroSplit Search(const HeteroProblem& problem, Solver& solver,
+                   int max_stages) {
   HeteroSplit split;
-  Solver solver(problem, max_stages);
-  if (solver.too_large()) {
-    split.too_large = true;
-    return split;
-  }
-  int state = solver.Probe(kUnbounded);
+  int state = solver.Probe(kUnbounded, max_stages);
   if (state < 0) {
     split.reachable = solver.Furthest();
     return split;
@@ -227,13 +221,13 @@ HeteroSplit Search(const HeteroProblem& problem, int max_stages) {
   for (int iter = 0; iter < 200 && hi - lo > 1e-12 * std::max(hi, 1e-300);
        ++iter) {
     const double mid = lo + (hi - lo) / 2;
-    if (solver.Probe(mid) >= 0) {
+    if (solver.Probe(mid, max_stages) >= 0) {
       hi = mid;
     } else {
       lo = mid;
     }
   }
-  state = solver.Probe(hi);
+  state = solver.Probe(hi, max_stages);
   if (state >= 0) {
     std::vector<HeteroStage> best = solver.Stages(state, hi);
     if (!best.empty() && Bottleneck(best) <= Bottleneck(stages)) {
@@ -257,24 +251,24 @@ HeteroSplit HeteroChainSplit(const HeteroProblem& problem,
     split.feasible = true;
     return split;
   }
-  if (objective == HeteroObjective::kFastest) {
-    return Search(problem, problem.max_stages);
-  }
-  // The fewest stages first (no bound on cost), then the fastest with
-  // exactly that many at most.
   Solver solver(problem, problem.max_stages);
   if (solver.too_large()) {
     HeteroSplit split;
     split.too_large = true;
     return split;
   }
-  const int state = solver.Probe(kUnbounded);
+  if (objective == HeteroObjective::kFastest) {
+    return Search(problem, solver, problem.max_stages);
+  }
+  // The fewest stages first (no bound on cost), then the fastest with
+  // that many at most.
+  const int state = solver.Probe(kUnbounded, problem.max_stages);
   if (state < 0) {
     HeteroSplit split;
     split.reachable = solver.Furthest();
     return split;
   }
-  return Search(problem, solver.Total(state));
+  return Search(problem, solver, solver.Total(state));
 }
 
 }  // namespace glint

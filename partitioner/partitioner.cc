@@ -119,10 +119,8 @@ class Planner {
         if (options_.plan_devices > 1) {
           strategy = PartitionStrategy::kLoadBalanced;
         } else {
-          // Whole when one device of some class can take it all.
-          strategy = Search(PartitionStrategy::kWhole).feasible
-                         ? PartitionStrategy::kWhole
-                         : PartitionStrategy::kMemory;
+          strategy = WholeFits() ? PartitionStrategy::kWhole
+                                 : PartitionStrategy::kMemory;
         }
       }
       GLINT_ASSIGN_OR_RETURN(a, PlanBySearch(strategy));
@@ -209,6 +207,22 @@ class Planner {
     return absl::OkStatus();
   }
 
+  // Whether one device of some class runs every node and holds it all.
+  bool WholeFits() const {
+    const uint64_t need = costs_.Segment(0, costs_.num_nodes()).memory_bytes();
+    for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
+      if (LogicalIn(g) == 0 || need > ModelOf(g, 0).available_memory_bytes) {
+        continue;
+      }
+      bool all = true;
+      for (const Node& node : graph_.nodes) {
+        all = all && Supports(groups_[g].devices[0], node);
+      }
+      if (all) return true;
+    }
+    return false;
+  }
+
   // The most logical devices a searched strategy may use per replica.
   int MaxStages(PartitionStrategy strategy) const {
     if (strategy == PartitionStrategy::kWhole) return 1;
@@ -248,6 +262,28 @@ class Planner {
   }
 
   absl::StatusOr<Assignment> PlanBySearch(PartitionStrategy strategy) {
+    if (groups_.size() == 1) {
+      // One class: the single-class strategies are exact and much faster
+      // (the search must find, for every start, how far memory lets a
+      // stage run: O(n · stage length) segment costings). Memory's greedy
+      // longest prefix is the fewest stages; the min-max split ignores
+      // memory, which cannot bind when the whole network fits the
+      // smallest device it uses.
+      primary_ = 0;
+      const bool memory_free =
+          costs_.Segment(0, costs_.num_nodes()).memory_bytes() <=
+          ModelOf(0, std::max(0, std::min(MaxStages(strategy), LogicalIn(0)) -
+                                     1))
+              .available_memory_bytes;
+      if (strategy != PartitionStrategy::kLoadBalanced || memory_free) {
+        absl::StatusOr<Assignment> a = Plan(strategy);
+        if (a.ok()) {
+          a->classes.assign(a->models.size(), 0);
+          a->reasons.assign(a->models.size(), "the only device class");
+          return a;
+        }
+      }
+    }
     const HeteroSplit split = Search(strategy);
     if (split.feasible) return FromSplit(split);
     // No plan gives each contiguous run its own device (or the search was
