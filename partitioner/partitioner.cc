@@ -615,10 +615,11 @@ class Planner {
 
   // For plans that name logical devices without classes (user plans,
   // replayed assignments): renumbers the logical devices that get nodes
-  // 0, 1... in order (one that gets none takes no device), then gives each
-  // a device of the class that runs the most of its nodes, then has room
-  // for them, then is fastest. Nodes its class cannot run move to a
-  // device of a capable class (PlaceUnsupported).
+  // 0, 1... in order (one that gets none takes no device), then, the
+  // heaviest first (as the search gives the fast classes the heavy
+  // stages), gives each a device of the class that runs the most of its
+  // nodes, then has room for them, then is fastest. Nodes its class
+  // cannot run move to a device of a capable class (PlaceUnsupported).
   absl::Status AssignClasses(Assignment& a, absl::string_view why) const {
     std::map<int, int> renumber;
     for (int l : a.logical) renumber.emplace(l, 0);
@@ -627,14 +628,24 @@ class Planner {
     for (int& l : a.logical) l = renumber[l];
     const int n = costs_.num_nodes();
     std::vector<uint64_t> need(next, 0);
+    std::vector<double> flops(next, 0);
     for (int b = 0; b < n;) {
       int e = b + 1;
       while (e < n && a.logical[e] == a.logical[b]) ++e;
-      need[a.logical[b]] += costs_.Segment(b, e).memory_bytes();
+      const SegmentCost cost = costs_.Segment(b, e);
+      need[a.logical[b]] += cost.memory_bytes();
+      flops[a.logical[b]] += cost.flops;
       b = e;
     }
+    std::vector<int> order(next);
+    for (int l = 0; l < next; ++l) order[l] = l;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return flops[x] > flops[y]; });
     std::vector<int> used(groups_.size(), 0);
-    for (int l = 0; l < next; ++l) {
+    a.models.resize(next);
+    a.classes.resize(next);
+    a.reasons.resize(next);
+    for (int l : order) {
       int best = -1;
       std::tuple<int, bool, double, uint64_t> best_key;
       for (int g = 0; g < static_cast<int>(groups_.size()); ++g) {
@@ -657,9 +668,9 @@ class Planner {
             "the plan names ", next, " logical devices but the devices give "
             "each replica only ", TotalLogical()));
       }
-      a.models.push_back(ModelOf(best, used[best]++));
-      a.classes.push_back(best);
-      a.reasons.push_back(std::string(why));
+      a.models[l] = ModelOf(best, used[best]++);
+      a.classes[l] = best;
+      a.reasons[l] = std::string(why);
     }
     return PlaceUnsupported(a);
   }

@@ -375,6 +375,32 @@ TEST(PartitionerTest, LoadBalancedUsesEachClassesOwnRates) {
   EXPECT_LT(dag->estimated_bottleneck_seconds, 10 * 2 * 256 * 256 / 100e9 / 2);
 }
 
+TEST(PartitionerTest, ReplayedHeterogeneousPlanKeepsItsClasses) {
+  DeviceInfo fast = Timed(Device(0, kGiB), 40, 1);
+  fast.unsupported_ops = {"Softmax"};
+  const std::vector<DeviceInfo> devices = {
+      fast, Timed(Device(1, kGiB), 20, 1), Timed(Device(2, kGiB), 10, 1)};
+  PartitionOptions options;
+  options.strategy = PartitionStrategy::kLoadBalanced;
+  options.plan_devices = 3;
+  const Graph g = MlpWithSoftmax(14, 256);
+  absl::StatusOr<Dag> planned = Partition(g, devices, options);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_EQ(planned->num_logical_devices, 3);
+  options.fixed_assignment = planned->assignment;
+  absl::StatusOr<Dag> replayed = Partition(g, devices, options);
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ(replayed->assignment, planned->assignment);
+  for (int l = 0; l < 3; ++l) {
+    EXPECT_EQ(replayed->logical_devices[l].name,
+              planned->logical_devices[l].name)
+        << "logical device " << l;
+  }
+  EXPECT_DOUBLE_EQ(replayed->estimated_bottleneck_seconds,
+                   planned->estimated_bottleneck_seconds);
+  EXPECT_EQ(replayed->nodes[0].placement_reason, "replayed plan");
+}
+
 TEST(PartitionerTest, UserPlanReservesOnlyTheDevicesItUses) {
   PartitionOptions options;
   options.strategy = PartitionStrategy::kUser;
