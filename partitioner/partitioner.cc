@@ -253,7 +253,7 @@ class Planner {
       for (int i = 0; i < n; ++i) c.supported[i] = Supports(d, graph_.nodes[i]);
     }
     problem.segment_memory = [this](int b, int e) {
-      return costs_.Segment(b, e).memory_bytes();
+      return costs_.SegmentMemory(b, e);
     };
     problem.max_stages = MaxStages(strategy);
     return HeteroChainSplit(problem, strategy == PartitionStrategy::kLoadBalanced

@@ -530,6 +530,13 @@ TEST(PartitionerTest, HeterogeneousLoadBalanceMatchesBruteForce) {
   for (int trial = 0; trial < 150; ++trial) {
     const Graph graph = RandomGraph(rng, 1 + rng() % 7, trial % 2 == 0);
     Brute brute{graph};
+    // The search's memory function is the cost model's, on every segment.
+    for (int b = 0; b <= brute.costs.num_nodes(); ++b) {
+      for (int e = b; e <= brute.costs.num_nodes(); ++e) {
+        ASSERT_EQ(brute.costs.SegmentMemory(b, e),
+                  brute.costs.Segment(b, e).memory_bytes());
+      }
+    }
     std::vector<DeviceInfo> devices;
     const int classes = 2 + rng() % 2;
     for (int c = 0; c < classes; ++c) {
