@@ -125,6 +125,16 @@ void HeterogeneousFleets() {
                       {Sim(0, 100, {}), Sim(1, 100, {}), Sim(2, 100, {}),
                        Sim(3, 100, {})},
                       4});
+    // Memory binds: each device holds a third of the weights; today's plan
+    // (the 2 slow devices alone) cannot hold it.
+    Fleet tight{"lacking ops + slow, tight", fleets[0].devices,
+                fleets[0].today, 2};
+    for (auto* list : {&tight.devices, &tight.today}) {
+      for (DeviceInfo& d : *list) {
+        d.memory_bytes = d.available_memory_bytes = g.WeightBytes() / 3;
+      }
+    }
+    fleets.push_back(tight);
     for (const Fleet& fleet : fleets) {
       PartitionOptions options;
       options.strategy = PartitionStrategy::kLoadBalanced;
@@ -140,8 +150,14 @@ void HeterogeneousFleets() {
       auto today = Partition(g, fleet.today, options);
       const double today_s =
           today.ok() ? today->estimated_bottleneck_seconds : -1;
-      std::printf("%8d %-28s %12.1f %16.2f %16.2f %7.2fx\n", n, fleet.name,
-                  ms, bottleneck * 1e6, today_s * 1e6, today_s / bottleneck);
+      if (today_s > 0) {
+        std::printf("%8d %-28s %12.1f %16.2f %16.2f %7.2fx\n", n,
+                    fleet.name, ms, bottleneck * 1e6, today_s * 1e6,
+                    today_s / bottleneck);
+      } else {
+        std::printf("%8d %-28s %12.1f %16.2f %16s %8s\n", n, fleet.name, ms,
+                    bottleneck * 1e6, "no plan", "-");
+      }
     }
   }
 }
