@@ -152,6 +152,10 @@ struct PartitionInfo {
   uint64_t input_bytes = 0;       // Cost model: bytes crossing in per run.
   double flops = 0;               // Estimated per run.
   double estimated_seconds = 0;   // Cost model: compute + transfer in.
+  // The device class it was planned for and why there (capability,
+  // memory, speed), from the partitioner.
+  std::string device_class;
+  std::string placement_reason;
 };
 
 struct NetworkInfo {

@@ -5,7 +5,16 @@
 // the ratio shows how far partitioning is from a single pass, and
 // time / (n log n) shows the growth. Prints only; asserts nothing.
 //
+// Heterogeneous fleets (issue 19): 2 fast devices lacking Tanh and Softmax
+// (which the graph has once each, mid-way and at the end) + 2 slow
+// complete ones, and 2 fast + 2 slow with the same ops. Printed: planning
+// time and the estimated bottleneck of the plan against today's (before
+// issue 19) plan: with ops missing, the class running every op carried the
+// whole plan (the 2 slow devices); with the same ops, all 4 devices were one
+// group planned at the slowest rate.
+//
 //   bazel run //bench:partition_bench
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -44,6 +53,23 @@ Graph ResidualMlp(int blocks) {
   return g;
 }
 
+// ResidualMlp with a Tanh after the middle block and a Softmax at the end.
+Graph ResidualMlpWithRareOps(int blocks) {
+  Graph g = ResidualMlp(blocks);
+  auto retarget = [&](int node, const std::string& op, const std::string& tag) {
+    const std::string out = g.nodes[node].outputs[0];
+    const std::string mid = out + "_" + tag;
+    g.values[mid] = g.values[out];
+    g.values[mid].name = mid;
+    g.nodes[node].outputs[0] = mid;
+    g.nodes.insert(g.nodes.begin() + node + 1,
+                   Node{tag, op, "", {mid}, {out}, {}});
+  };
+  retarget(static_cast<int>(g.nodes.size()) - 1, "Softmax", "softmax");
+  retarget(3 * (blocks / 2) + 2, "Tanh", "tanh");
+  return g;
+}
+
 template <typename F>
 double MedianMillis(F f, int runs) {
   std::vector<double> t;
@@ -54,6 +80,86 @@ double MedianMillis(F f, int runs) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+DeviceInfo Sim(int id, double gflops, std::vector<std::string> unsupported) {
+  DeviceInfo d;
+  d.id = id;
+  d.type = "sim";
+  d.name = "sim:" + std::to_string(id);
+  d.memory_bytes = d.available_memory_bytes = 64 * kMiB;
+  d.compute_flops = gflops * 1e9;
+  d.link_bytes_per_second = 10e9;
+  d.unsupported_ops = std::move(unsupported);
+  return d;
+}
+
+void HeterogeneousFleets() {
+  std::printf("\nheterogeneous fleets: 2 fast (400 GFLOP/s) + 2 slow (100 "
+              "GFLOP/s), load-balanced over all 4\n");
+  std::printf("%8s %-28s %12s %16s %16s %8s\n", "nodes", "fleet", "plan ms",
+              "bottleneck us", "today's us", "gain");
+  for (int blocks : {333, 3333}) {
+    const Graph g = ResidualMlpWithRareOps(blocks);
+    if (!g.Validate().ok()) {
+      std::printf("bad graph: %s\n", g.Validate().ToString().c_str());
+      return;
+    }
+    const int n = static_cast<int>(g.nodes.size());
+    const std::vector<std::string> missing = {"Tanh", "Softmax"};
+    struct Fleet {
+      const char* name;
+      std::vector<DeviceInfo> devices;
+      std::vector<DeviceInfo> today;  // What today's planner planned with.
+      int today_stages;
+    };
+    std::vector<Fleet> fleets;
+    fleets.push_back({"fast lacking ops + slow",
+                      {Sim(0, 400, missing), Sim(1, 400, missing),
+                       Sim(2, 100, {}), Sim(3, 100, {})},
+                      {Sim(2, 100, {}), Sim(3, 100, {})},
+                      2});
+    fleets.push_back({"fast + slow, same ops",
+                      {Sim(0, 400, {}), Sim(1, 400, {}), Sim(2, 100, {}),
+                       Sim(3, 100, {})},
+                      {Sim(0, 100, {}), Sim(1, 100, {}), Sim(2, 100, {}),
+                       Sim(3, 100, {})},
+                      4});
+    // Memory binds: each device holds a third of the weights; today's plan
+    // (the 2 slow devices alone) cannot hold it.
+    Fleet tight{"lacking ops + slow, tight", fleets[0].devices,
+                fleets[0].today, 2};
+    for (auto* list : {&tight.devices, &tight.today}) {
+      for (DeviceInfo& d : *list) {
+        d.memory_bytes = d.available_memory_bytes = g.WeightBytes() / 3;
+      }
+    }
+    fleets.push_back(tight);
+    for (const Fleet& fleet : fleets) {
+      PartitionOptions options;
+      options.strategy = PartitionStrategy::kLoadBalanced;
+      options.plan_devices = 4;
+      double bottleneck = 0;
+      const double ms = MedianMillis(
+          [&] {
+            auto dag = Partition(g, fleet.devices, options);
+            bottleneck = dag.ok() ? dag->estimated_bottleneck_seconds : -1;
+          },
+          n > 5000 ? 3 : 11);
+      options.plan_devices = fleet.today_stages;
+      auto today = Partition(g, fleet.today, options);
+      const double today_s =
+          today.ok() ? today->estimated_bottleneck_seconds : -1;
+      if (today_s > 0) {
+        std::printf("%8d %-28s %12.1f %16.2f %16.2f %7.2fx\n", n,
+                    fleet.name, ms, bottleneck * 1e6, today_s * 1e6,
+                    today_s / bottleneck);
+      } else {
+        std::printf("%8d %-28s %12.1f %16.2f %16s %8s\n", n, fleet.name, ms,
+                    bottleneck * 1e6, "no plan", "-");
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -101,5 +207,6 @@ int main() {
                 balanced_ms / validate_ms,
                 balanced_ms * 1e3 / (n * std::log2(double(n))));
   }
+  HeterogeneousFleets();
   return 0;
 }

@@ -79,6 +79,22 @@ TEST(FormatTest, NetworkShowsItsPrecisionWhenNotTheDefault) {
   EXPECT_THAT(FormatNetwork(info, true), HasSubstr("  precision: bf16 "));
 }
 
+TEST(FormatTest, PartitionsShowTheirDeviceClassAndWhy) {
+  NetworkInfo info;
+  info.name = "mlp";
+  PartitionInfo p;
+  p.name = "p1";
+  p.device_class = "sim, 50 GFLOP/s";
+  p.placement_reason = "capability: 'sim without Softmax' cannot run ...";
+  info.partitions.push_back(p);
+  const std::string shown = FormatNetwork(info, true);
+  EXPECT_THAT(shown, HasSubstr("    device class: sim, 50 GFLOP/s\n"));
+  EXPECT_THAT(shown, HasSubstr("    placed there: capability: 'sim without "
+                               "Softmax' cannot run ...\n"));
+  EXPECT_THAT(FormatNetwork(info, false),
+              ::testing::Not(HasSubstr("placed there")));
+}
+
 TEST(FormatTest, NetworkShowsItsBatching) {
   NetworkInfo info;
   info.name = "cnn";

@@ -113,6 +113,12 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
                         p.estimated_seconds * 1e3),
         "    inputs:  ", absl::StrJoin(p.inputs, ", "), "\n",
         "    outputs: ", absl::StrJoin(p.outputs, ", "), "\n");
+    if (!p.device_class.empty()) {
+      absl::StrAppend(&out, "    device class: ", p.device_class, "\n");
+    }
+    if (!p.placement_reason.empty()) {
+      absl::StrAppend(&out, "    placed there: ", p.placement_reason, "\n");
+    }
     if (!p.replica_devices.empty()) {
       absl::StrAppend(&out, "    replicas on: ",
                       absl::StrJoin(p.replica_devices, ", "), "\n");

@@ -29,6 +29,11 @@ struct DagNode {
   uint64_t memory_bytes = 0;  // Weights + peak live activations.
   uint64_t input_bytes = 0;   // Crossing into the partition per run.
   double estimated_seconds = 0;  // Compute + transfer in, on its device.
+  // The class of device it was planned for ("sim without Softmax, 50
+  // GFLOP/s") and why there rather than on another class (capability,
+  // memory, speed), for `glint show`.
+  std::string device_class;
+  std::string placement_reason;
 };
 
 // Partitions in topological order, plus the network's interface.
@@ -47,6 +52,9 @@ struct Dag {
   // Copies of the whole plan, each on its own physical devices.
   int replicas = 1;
   std::string strategy;  // The strategy that made the plan, for reports.
+  // The cost model's pipeline bottleneck: the busiest logical device's
+  // estimated seconds per run (its partitions' compute + transfers in).
+  double estimated_bottleneck_seconds = 0;
   // The plan in its smallest form, to cache and replay it: the logical
   // device of each node of the partitioned Graph (PartitionOptions::
   // fixed_assignment takes it back).

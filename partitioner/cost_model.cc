@@ -33,6 +33,30 @@ GraphCostModel::GraphCostModel(const Graph& graph) : graph_(graph) {
       if (!out.empty()) values_[out].producer = i;
     }
   }
+  // Uses by index (values_ is not modified from here on, so pointers
+  // into it stay valid).
+  node_inputs_.resize(n);
+  node_outputs_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const Node& node = graph.nodes[i];
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const std::string& in = node.inputs[k];
+      if (in.empty()) continue;
+      Use use;
+      use.value = &values_.at(in);
+      const std::vector<int>& c = use.value->consumers;
+      auto it = std::lower_bound(c.begin(), c.end(), i);
+      use.previous_use = it == c.begin() ? -1 : *(it - 1);
+      for (size_t j = 0; j < k; ++j) use.repeat |= node.inputs[j] == in;
+      node_inputs_[i].push_back(use);
+    }
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      Use use;
+      use.value = &values_.at(out);
+      node_outputs_[i].push_back(use);
+    }
+  }
   // cut_bytes_[i]: values with producer < i and some consumer >= i.
   std::vector<int64_t> delta(n + 2, 0);
   for (const auto& [name, f] : values_) {
@@ -98,6 +122,49 @@ SegmentCost GraphCostModel::Segment(int begin, int end) const {
   }
   cost.peak_activation_bytes = static_cast<uint64_t>(peak);
   return cost;
+}
+
+uint64_t GraphCostModel::SegmentMemory(int begin, int end) const {
+  if (begin >= end) return 0;
+  const int len = end - begin;
+  uint64_t weights = 0;
+  std::vector<int64_t> live(len + 1, 0);
+  auto live_range = [&](int from, int to, uint64_t bytes) {
+    live[from - begin] += static_cast<int64_t>(bytes);
+    live[to - begin + 1] -= static_cast<int64_t>(bytes);
+  };
+  for (int i = begin; i < end; ++i) {
+    for (const Use& use : node_inputs_[i]) {
+      // Seen before in the segment (Segment's `seen`): an earlier use here.
+      if (use.repeat || use.previous_use >= begin) continue;
+      const ValueFacts& f = *use.value;
+      if (f.initializer) {
+        weights += Aligned(f.bytes);
+        continue;
+      }
+      if (f.producer >= begin && f.producer < end) continue;
+      auto last = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
+      live_range(begin, *(last - 1), f.bytes);
+    }
+    for (const Use& use : node_outputs_[i]) {
+      const ValueFacts& f = *use.value;
+      auto after = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
+      const bool leaves = f.graph_output || after != f.consumers.end();
+      int last_use = i;
+      if (leaves) {
+        last_use = end - 1;
+      } else if (after != f.consumers.begin()) {
+        last_use = std::max(i, *(after - 1));
+      }
+      live_range(i, last_use, f.bytes);
+    }
+  }
+  int64_t running = 0, peak = 0;
+  for (int p = 0; p < len; ++p) {
+    running += live[p];
+    peak = std::max(peak, running);
+  }
+  return weights + static_cast<uint64_t>(peak);
 }
 
 }  // namespace glint

@@ -29,6 +29,9 @@ struct SegmentCost {
 class GraphCostModel {
  public:
   explicit GraphCostModel(const Graph& graph);
+  // It points into its own tables.
+  GraphCostModel(const GraphCostModel&) = delete;
+  GraphCostModel& operator=(const GraphCostModel&) = delete;
 
   int num_nodes() const { return static_cast<int>(node_costs_.size()); }
   const OpCost& node_cost(int i) const { return node_costs_[i]; }
@@ -37,6 +40,10 @@ class GraphCostModel {
   // (or the segment's start, for inputs) to its last consumer inside the
   // segment, or to the segment's end when it also leaves the segment.
   SegmentCost Segment(int begin, int end) const;
+
+  // Segment(begin, end).memory_bytes(), computed without hashing (the
+  // heterogeneous search calls it O(n · stage length) times).
+  uint64_t SegmentMemory(int begin, int end) const;
 
   // Bytes of the values produced before node `i` and consumed at or after
   // it: what a pipeline cut before node `i` must transfer. 0 for i = 0.
@@ -51,7 +58,15 @@ class GraphCostModel {
     std::vector<int> consumers;  // Ascending node indices.
   };
 
+  // Per node, per input and output: what SegmentMemory needs, by index.
+  struct Use {
+    const ValueFacts* value = nullptr;
+    int previous_use = -1;  // Latest consumer before this node; -1: none.
+    bool repeat = false;    // Already an input of this node (inputs only).
+  };
+
   const Graph& graph_;
+  std::vector<std::vector<Use>> node_inputs_, node_outputs_;
   std::vector<OpCost> node_costs_;
   absl::flat_hash_map<std::string, ValueFacts> values_;
   std::vector<uint64_t> cut_bytes_;  // Size num_nodes() + 1.

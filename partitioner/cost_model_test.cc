@@ -23,6 +23,27 @@ Graph Chain() {
   return g;
 }
 
+// SegmentMemory is Segment's memory_bytes() on every segment.
+TEST(GraphCostModelTest, SegmentMemoryMatchesSegment) {
+  Graph g = Chain();
+  // A node reading one value twice, and an initializer used twice.
+  g.nodes.push_back(Node{"d", "Add", "", {"y", "y"}, {"z"}, {}});
+  g.nodes.push_back(Node{"e", "Add", "", {"z", "w"}, {"u"}, {}});
+  g.values["z"] = F32("z", 100);
+  g.values["u"] = F32("u", 100);
+  g.outputs = {F32("u", 100), F32("t2", 100)};
+  GraphCostModel model(g);
+  int checked = 0;
+  for (int b = 0; b <= model.num_nodes(); ++b) {
+    for (int e = b; e <= model.num_nodes(); ++e) {
+      EXPECT_EQ(model.SegmentMemory(b, e), model.Segment(b, e).memory_bytes())
+          << "[" << b << ", " << e << ")";
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 21);
+}
+
 TEST(GraphCostModelTest, WholeGraphLiveness) {
   Graph g = Chain();
   GraphCostModel model(g);

@@ -352,6 +352,8 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
     pp->set_input_bytes(p.input_bytes);
     pp->set_estimated_seconds(p.estimated_seconds);
     for (const std::string& d : p.replica_devices) pp->add_replica_devices(d);
+    pp->set_device_class(p.device_class);
+    pp->set_placement_reason(p.placement_reason);
   }
 }
 
@@ -420,6 +422,8 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
     p.estimated_seconds = pp.estimated_seconds();
     p.replica_devices.assign(pp.replica_devices().begin(),
                              pp.replica_devices().end());
+    p.device_class = pp.device_class();
+    p.placement_reason = pp.placement_reason();
     info.partitions.push_back(std::move(p));
   }
   return info;

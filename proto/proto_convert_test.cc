@@ -329,6 +329,8 @@ TEST(NetworkInfoTest, RoundTrip) {
   part.weight_bytes = 1024;
   part.activation_bytes = 64;
   part.flops = 1e6;
+  part.device_class = "sim, 50 GFLOP/s";
+  part.placement_reason = "speed: 1 ms here, 4 ms on 'sim'";
   info.partitions.push_back(part);
   info.batching.max_batch_size = 4;
   info.batching.max_queue_delay = absl::Milliseconds(2);
@@ -354,6 +356,9 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.partitions[0].device_id, 1);
   EXPECT_EQ(back.partitions[0].num_nodes, 3);
   EXPECT_EQ(back.partitions[0].flops, 1e6);
+  EXPECT_EQ(back.partitions[0].device_class, "sim, 50 GFLOP/s");
+  EXPECT_EQ(back.partitions[0].placement_reason,
+            "speed: 1 ms here, 4 ms on 'sim'");
   EXPECT_THAT(back.partitions[0].inputs, ElementsAre("x"));
   EXPECT_EQ(back.batching.max_batch_size, 4);
   EXPECT_EQ(back.batching.max_queue_delay, absl::Milliseconds(2));

@@ -122,19 +122,29 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   }
 
   // Logical → physical, per replica: distinct capable devices. Among those
-  // with room for the logical device's partitions, the least loaded (fewest
-  // loaded functions) wins, then the most free memory; if none has room,
-  // the one with the most free memory is tried (and Load reports it).
+  // with room for the logical device's partitions, one with the rates it
+  // was planned for, then the least loaded (fewest loaded functions), then
+  // the most free memory; if none has room, the one with the most free
+  // memory is tried (and Load reports it).
   std::vector<uint64_t> need(logical_count, 0);
   for (const DagNode& node : dag.nodes) {
     need[node.logical_device] += node.memory_bytes;
   }
   std::vector<DeviceInfo> infos;
   for (DeviceManager* d : devices_) infos.push_back(d->GetDeviceInfo());
-  auto better = [&](int a, int b, uint64_t want) {
+  // A device with the rates the logical device was planned at comes
+  // first: a heterogeneous plan put its heavy stages on the fast class.
+  auto same_rates = [&](int d, const DeviceInfo& model) {
+    return infos[d].compute_flops == model.compute_flops &&
+           infos[d].link_bytes_per_second == model.link_bytes_per_second;
+  };
+  auto better = [&](int a, int b, uint64_t want, const DeviceInfo& model) {
     const bool a_fits = infos[a].available_memory_bytes >= want;
     const bool b_fits = infos[b].available_memory_bytes >= want;
     if (a_fits != b_fits) return a_fits;
+    if (same_rates(a, model) != same_rates(b, model)) {
+      return same_rates(a, model);
+    }
     if (a_fits && infos[a].loaded_functions != infos[b].loaded_functions) {
       return infos[a].loaded_functions < infos[b].loaded_functions;
     }
@@ -172,7 +182,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
             !CanRun(*devices_[d], dag.logical_devices[l], by_logical[l])) {
           continue;
         }
-        if (best < 0 || better(static_cast<int>(d), best, need[l])) {
+        if (best < 0 || better(static_cast<int>(d), best, need[l],
+                               dag.logical_devices[l])) {
           best = static_cast<int>(d);
         }
       }

@@ -156,6 +156,8 @@ NetworkInfo DescribeNetwork(absl::string_view name, const Dag& dag,
     pi.input_bytes = node.input_bytes;
     pi.flops = f.flops();
     pi.estimated_seconds = node.estimated_seconds;
+    pi.device_class = node.device_class;
+    pi.placement_reason = node.placement_reason;
     info.partitions.push_back(std::move(pi));
   }
   return info;
