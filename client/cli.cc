@@ -32,7 +32,10 @@ constexpr char kUsage[] =
              [--tls_ca=CA.pem | --tls] [--tls_cert=CERT.pem --tls_key=KEY.pem]
              [--tls_server_name=NAME] [--token_file=FILE] COMMAND [ARGS]
 
-Talks to a glintd daemon (default server 127.0.0.1:50051).
+Talks to a glintd daemon (default server 127.0.0.1:50051). --server takes
+any gRPC target: HOST:PORT, dns:///NAME:PORT (every address of NAME) or
+ipv4:A:P1,A:P2; runs are spread over all of its daemons (round_robin) and
+retried on another one when a daemon is unavailable.
 
 commands:
   add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]

@@ -11,13 +11,48 @@
 
 namespace glint {
 
-std::shared_ptr<grpc::Channel> GlintClient::CreateChannel(
-    const std::string& target) {
+namespace {
+
+// See ChannelArgs() in the header.
+constexpr char kClientServiceConfig[] = R"json({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "healthCheckConfig": {"serviceName": ""},
+  "methodConfig": [{
+    "name": [{"service": "glint.v1.HostManager", "method": "RunNetwork"},
+             {"service": "inference.GRPCInferenceService",
+              "method": "ModelInfer"}],
+    "retryPolicy": {
+      "maxAttempts": 4,
+      "initialBackoff": "0.05s",
+      "maxBackoff": "0.5s",
+      "backoffMultiplier": 2,
+      "retryableStatusCodes": ["UNAVAILABLE"]
+    }
+  }]
+})json";
+
+}  // namespace
+
+grpc::ChannelArguments GlintClient::ChannelArgs() {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
+  args.SetServiceConfigJSON(kClientServiceConfig);
+  // A request is kept for a retry only up to this size; a larger one is
+  // sent once (gRPC commits the call), so big tensors are not held twice.
+  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, 32 << 20);
+  // A daemon that restarts is reconnected within about a second, not after
+  // gRPC's default backoff (1 s growing to 120 s).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
+}
+
+std::shared_ptr<grpc::Channel> GlintClient::CreateChannel(
+    const std::string& target) {
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   args);
+                                   ChannelArgs());
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
@@ -75,9 +110,7 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> GlintClient::OpenChannel(
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  args.SetMaxSendMessageSize(kMaxMessageBytes);
+  grpc::ChannelArguments args = ChannelArgs();
   if (!options.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls_server_name);
   }

@@ -85,10 +85,25 @@ struct RunNetworkReply {
 
 class GlintClient {
  public:
-  // A plaintext channel to `target` ("host:port") with Glint's message
-  // size limits.
+  // A plaintext channel to `target` with ChannelArgs().
   static std::shared_ptr<grpc::Channel> CreateChannel(
       const std::string& target);
+
+  // The arguments of every channel the client opens. `target` may be any
+  // gRPC target: "host:port", "dns:///name:port" (every address the name
+  // resolves to, e.g. a Kubernetes headless Service) or
+  // "ipv4:a:p1,a:p2". Calls are spread over all of the target's addresses
+  // (round_robin) that say SERVING on grpc.health.v1 (client-side health
+  // checking of the server's overall status: a daemon still loading its
+  // store or repository gets no call; one without the health service counts
+  // as healthy), and RunNetwork and ModelInfer, which are idempotent, are
+  // retried on UNAVAILABLE (a daemon that died or is stopping): at most 4
+  // attempts within the call's deadline, 50 ms backoff doubling to 0.5 s,
+  // requests up to 32 MiB (larger ones are sent once). Other calls are
+  // not retried: AddNetwork and RemoveNetwork change state. Reconnection
+  // backoff is 0.1 s to 1 s, so a restarted daemon rejoins within about a
+  // second. Plus Glint's message size limits. See docs/SCALING_OUT.md.
+  static grpc::ChannelArguments ChannelArgs();
 
   // A channel with `options`' TLS settings (plaintext when TLS is off);
   // INVALID_ARGUMENT naming the file when a PEM file cannot be read or the

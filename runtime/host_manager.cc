@@ -57,6 +57,9 @@ struct NetworkEntry {
   // Set when the network batches (AddNetworkOptions::batching); never
   // changes after the add, also across re-provisioning (same shapes).
   std::shared_ptr<Batcher> batcher;
+  // In the journal (added with one); ReplaceNetwork's networks are not, and
+  // RemoveNetwork then has nothing to erase there.
+  bool journaled = false;
 
   // Its serving statistics (thread-safe on its own).
   NetworkStatsRecorder stats;
@@ -99,6 +102,23 @@ void Unpark(NetworkEntry& entry) {
     parked.swap(entry.parked);
   }
   for (auto& run : parked) run();
+}
+
+// Waits for the runs of `entry`, which new runs can no longer find, then
+// evicts its functions.
+void Drain(NetworkEntry& entry) {
+  // Parked runs learn now that it is gone, and waiting ones are batched
+  // without further delay.
+  Unpark(entry);
+  if (entry.batcher != nullptr) entry.batcher->Flush();
+  absl::MutexLock lock(&entry.mu);
+  entry.mu.Await(absl::Condition(
+      +[](int* n) { return *n == 0; }, &entry.in_flight));
+  // Evict now rather than when the last reference goes: finished runs'
+  // callbacks may still hold the entry for a moment, but never touch the
+  // executable again, and the caller expects the memory back on return.
+  entry.executable.reset();
+  entry.smaller.clear();
 }
 
 // Whether any partition of `network` sits on `device`.
@@ -333,7 +353,13 @@ HostManager::~HostManager() {
 absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
     absl::string_view name, absl::string_view onnx_model,
     const AddNetworkOptions& options) {
-  return Add(name, onnx_model, options, /*record=*/true);
+  return Add(name, onnx_model, options, AddMode::kAdd);
+}
+
+absl::StatusOr<NetworkInfo> HostManager::ReplaceNetwork(
+    absl::string_view name, absl::string_view onnx_model,
+    const AddNetworkOptions& options) {
+  return Add(name, onnx_model, options, AddMode::kReplace);
 }
 
 void HostManager::RequestDeviceCheck() {
@@ -626,7 +652,7 @@ absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
     absl::string_view name, absl::string_view onnx_model,
     const AddNetworkOptions& options) {
   absl::StatusOr<NetworkInfo> info =
-      Add(name, onnx_model, options, /*record=*/false);
+      Add(name, onnx_model, options, AddMode::kRestore);
   if (info.ok() || info.status().code() == absl::StatusCode::kAlreadyExists ||
       name.empty() || !IsValidUtf8(name)) {
     return info;
@@ -634,6 +660,7 @@ absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
   auto entry = std::make_shared<NetworkEntry>();
   entry->info.name = std::string(name);
   entry->info.unavailable_reason = std::string(info.status().message());
+  entry->journaled = options_.journal != nullptr;
   absl::MutexLock lock(&mu_);
   if (!networks_.contains(name) && !adding_.contains(name)) {
     networks_[std::string(name)] = std::move(entry);
@@ -644,7 +671,8 @@ absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
 absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
                                              absl::string_view onnx_model,
                                              const AddNetworkOptions& options,
-                                             bool record) {
+                                             AddMode mode) {
+  const bool record = mode == AddMode::kAdd;
   if (name.empty()) {
     return absl::InvalidArgumentError("a network needs a name");
   }
@@ -658,9 +686,16 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
     if (shutting_down_) {
       return absl::UnavailableError("the host manager is shutting down");
     }
-    if (networks_.contains(name) || adding_.contains(name)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("a network named '", Clip(name), "' already exists"));
+    auto it = networks_.find(name);
+    if (adding_.contains(name) ||
+        (it != networks_.end() &&
+         (mode != AddMode::kReplace || it->second->journaled))) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "a network named '", Clip(name), "' already exists",
+          mode == AddMode::kReplace && !adding_.contains(name)
+              ? " and is journaled (added through AddNetwork): "
+                "ReplaceNetwork replaces only networks it added"
+              : ""));
     }
     adding_[std::string(name)] = true;
   }
@@ -668,8 +703,12 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
       [&]() -> absl::StatusOr<std::shared_ptr<NetworkEntry>> {
     auto entry = std::make_shared<NetworkEntry>();
     // The plan cache: what is kept for this name, whether it matches, and
-    // what the policy lets this add reuse.
-    NetworkJournal* const journal = options_.journal;
+    // what the policy lets this add reuse. ReplaceNetwork's networks have
+    // no journal: their source (glintd's model repository) is their
+    // durable copy.
+    NetworkJournal* const journal =
+        mode == AddMode::kReplace ? nullptr : options_.journal;
+    entry->journaled = journal != nullptr;
     std::optional<CachedPlan> cached;
     std::string key;
     if (journal != nullptr) {
@@ -755,17 +794,24 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
       entry = s;
     }
   }
-  absl::MutexLock lock(&mu_);
+  absl::ReleasableMutexLock lock(&mu_);
   adding_.erase(std::string(name));
   if (!entry.ok()) {
     GLINT_LOG_INFO("AddNetwork '{}' failed: {}", std::string(name),
                    entry.status().ToString());
     return entry.status();
   }
-  networks_[std::string(name)] = *entry;
-  GLINT_LOG_INFO("added network '{}' ({} partitions)", std::string(name),
-                 (*entry)->info.partitions.size());
-  return (*entry)->info;
+  std::shared_ptr<NetworkEntry> replaced =
+      std::exchange(networks_[std::string(name)], *entry);
+  const NetworkInfo info = (*entry)->info;
+  GLINT_LOG_INFO("{} network '{}' ({} partitions)",
+                 replaced != nullptr ? "replaced" : "added", std::string(name),
+                 info.partitions.size());
+  lock.Release();
+  // New runs find the new entry from here on; those that started on the
+  // old one finish on it, then its functions are evicted.
+  if (replaced != nullptr) Drain(*replaced);
+  return info;
 }
 
 absl::Status HostManager::RemoveNetwork(absl::string_view name) {
@@ -777,7 +823,7 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
       return absl::NotFoundError(
           absl::StrCat("no network named '", Clip(name), "'"));
     }
-    if (options_.journal == nullptr) {
+    if (options_.journal == nullptr || !it->second->journaled) {
       entry = std::move(it->second);
       networks_.erase(it);
     } else {
@@ -800,18 +846,7 @@ absl::Status HostManager::RemoveNetwork(absl::string_view name) {
     entry = std::move(it->second);
     networks_.erase(it);
   }
-  // New runs can no longer find it: parked ones learn so now, and waiting
-  // ones are batched without further delay. Wait for the ones in flight.
-  Unpark(*entry);
-  if (entry->batcher != nullptr) entry->batcher->Flush();
-  absl::MutexLock lock(&entry->mu);
-  entry->mu.Await(absl::Condition(
-      +[](int* n) { return *n == 0; }, &entry->in_flight));
-  // Evict now rather than when the last reference goes: finished runs' 
-  // callbacks may still hold the entry for a moment, but never touch the
-  // executable again, and the caller expects the memory back on return.
-  entry->executable.reset();
-  entry->smaller.clear();
+  Drain(*entry);
   return absl::OkStatus();
 }
 

@@ -160,6 +160,21 @@ class HostManager {
                                              absl::string_view onnx_model,
                                              const AddNetworkOptions& options);
 
+  // Adds `name`, or replaces the network of that name that an earlier
+  // ReplaceNetwork added, without a gap: the new one is built while the
+  // old one serves (so both must fit the devices for a moment), then runs
+  // arriving from that instant use the new one while those in flight
+  // finish on the old one, which is evicted once they are done (this call
+  // waits for that). A failure (AddNetwork's codes) leaves the old one
+  // serving untouched. Not journaled: for networks whose durable source is
+  // elsewhere (glintd's --model_repository); RemoveNetwork removes them
+  // like any other. ALREADY_EXISTS for a name taken by AddNetwork while a
+  // journal is set, or being added or removed right now. The statistics
+  // start afresh with the new network.
+  absl::StatusOr<NetworkInfo> ReplaceNetwork(absl::string_view name,
+                                             absl::string_view onnx_model,
+                                             const AddNetworkOptions& options);
+
   // NOT_FOUND if unknown. Waits for the network's in-flight runs to finish;
   // runs arriving meanwhile fail with NOT_FOUND. With a journal, the
   // network is erased from it first; if that fails, it keeps serving.
@@ -289,11 +304,13 @@ class HostManager {
   // Adds a run's (or batch's) partition launches to their devices' series.
   void RecordDeviceCompute(const RunTimings& timings);
 
-  // AddNetwork and RestoreNetwork: `record` says whether to journal it.
+  // AddNetwork (journaled), RestoreNetwork (in the journal already) and
+  // ReplaceNetwork (no journal; replaces a network it added).
+  enum class AddMode { kAdd, kRestore, kReplace };
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,
                                   absl::string_view onnx_model,
                                   const AddNetworkOptions& options,
-                                  bool record);
+                                  AddMode mode);
 
   // Admission control. Starts `start(true)` now if fewer than
   // max_active_requests run, else queues it by `priority` (see

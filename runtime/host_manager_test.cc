@@ -549,6 +549,81 @@ TEST(HostManagerTest, AgingKeepsLowPriorityRunsFromStarving) {
   }
 }
 
+// --- ReplaceNetwork --------------------------------------------------------
+
+// A run in flight when its network is replaced finishes on the version it
+// started on; runs after the swap get the new one; a replacement that
+// fails leaves the serving version untouched.
+TEST(HostManagerTest, ReplaceKeepsInFlightRunsOnTheirVersion) {
+  Gate gate;
+  DeviceConfig config;
+  config.memory_bytes = 64 * kMiB;
+  auto sim = SimDevice::Create(0, config);
+  ASSERT_TRUE(sim.ok());
+  std::vector<std::unique_ptr<DeviceManager>> devices;
+  devices.push_back(std::make_unique<GatedDevice>(
+      std::unique_ptr<DeviceManager>(*std::move(sim)), &gate));
+  auto host = HostManager::Create({}, std::move(devices));
+  ASSERT_TRUE(host.ok()) << host.status();
+  // Version 1 answers 4 values, version 2 answers 3.
+  ASSERT_TRUE((*host)->ReplaceNetwork("m", MakeMlpModel(1, 4, 4), {}).ok());
+
+  std::vector<float> x;
+  const Tensor input = Input(1, 4, 1, &x);
+  absl::Notification first_done;
+  absl::StatusOr<std::vector<NamedTensor>> first;
+  (*host)->RunNetworkAsync("m", {{"x", input}}, {},
+                           [&](absl::StatusOr<std::vector<NamedTensor>> out) {
+                             first = std::move(out);
+                             first_done.Notify();
+                           });
+  gate.AwaitWaiting(1);  // The run holds version 1's function.
+
+  absl::StatusOr<NetworkInfo> replaced;
+  std::thread replace([&] {
+    replaced = (*host)->ReplaceNetwork("m", MakeMlpModel(1, 4, 3), {});
+  });
+  // The swap is visible before the old version drains.
+  for (;;) {
+    absl::StatusOr<NetworkInfo> info = (*host)->GetNetwork("m");
+    ASSERT_TRUE(info.ok()) << info.status();
+    if (info->outputs[0].shape == Shape({1, 3})) break;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_FALSE(first_done.HasBeenNotified());
+  absl::Notification second_done;
+  absl::StatusOr<std::vector<NamedTensor>> second;
+  (*host)->RunNetworkAsync("m", {{"x", input}}, {},
+                           [&](absl::StatusOr<std::vector<NamedTensor>> out) {
+                             second = std::move(out);
+                             second_done.Notify();
+                           });
+  gate.Open(1 << 20);
+  first_done.WaitForNotification();
+  second_done.WaitForNotification();
+  replace.join();
+  ASSERT_TRUE(replaced.ok()) << replaced.status();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ExpectNear((*first)[0].tensor, MlpReference(x, 1, 4, 4));
+  ASSERT_TRUE(second.ok()) << second.status();
+  ExpectNear((*second)[0].tensor, MlpReference(x, 1, 4, 3));
+
+  // A version that fails to import keeps version 2 serving.
+  EXPECT_EQ((*host)->ReplaceNetwork("m", "not an ONNX model", {})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<std::vector<NamedTensor>> after =
+      (*host)->RunNetwork("m", {{"x", input}});
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectNear((*after)[0].tensor, MlpReference(x, 1, 4, 3));
+  ASSERT_EQ((*host)->ListNetworks().size(), 1u);
+
+  EXPECT_TRUE((*host)->RemoveNetwork("m").ok());
+  EXPECT_EQ((*host)->GetNetwork("m").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 TEST(HostManagerTest, PriorityAgingMustBePositive) {
   HostManagerOptions options;
   options.priority_aging = 0;

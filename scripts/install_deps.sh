@@ -16,6 +16,8 @@ PACKAGES=(
   # promtool and a Prometheus server scraping /metrics.
   curl prometheus
   python3 python3-onnx python3-numpy python3-grpcio
+  # deploy/check_manifests.py (//deploy:manifests_test) parses the YAML.
+  python3-yaml
   graphviz
   # tests/e2e_auth_test makes its certificates with the openssl command.
   openssl

@@ -15,6 +15,8 @@
 //          [--blocking_call_queue=64]
 //          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
 //          [--auth_tokens=FILE]
+//          [--model_repository=DIR [--model_control_mode=none|explicit|poll]
+//           [--repository_poll_secs=15]]
 //   glintd --serve_import_helper   (internal: see onnx/import_sandbox.h)
 //
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
@@ -45,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "core/cancellation.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
@@ -57,6 +60,7 @@
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"
+#include "runtime/server/model_repository.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/request_budget.h"
 #include "runtime/server/rest_api.h"
@@ -141,6 +145,26 @@ ABSL_FLAG(std::string, auth_tokens, "",
           "admin, '#' comments. Calls then need 'authorization: Bearer "
           "TOKEN' with the method's scope; health checks stay open. Empty: "
           "every call is open.");
+
+ABSL_FLAG(std::string, model_repository, "",
+          "Model repository in Triton's layout, NAME/VERSION/model.onnx with "
+          "an optional NAME/config.json; the newest version of each model "
+          "serves. Read-only (daemons may share it); its networks are not "
+          "kept in --store_dir. Health says NOT_SERVING until it is loaded. "
+          "Empty: none.");
+ABSL_FLAG(std::string, model_control_mode, "none",
+          "none: load --model_repository at start; explicit: load and "
+          "unload its models only through RepositoryModelLoad/Unload; poll: "
+          "load at start, then every --repository_poll_secs load new and "
+          "changed models and unload removed ones.");
+ABSL_FLAG(std::string, liveness_service, "liveness",
+          "grpc.health.v1 service name that is SERVING while the process "
+          "answers, for liveness probes (Kubernetes' grpc probe with "
+          "service: liveness); the server's overall status (service \"\") "
+          "is SERVING only once stored networks and the repository are "
+          "loaded, for readiness. Empty: none.");
+ABSL_FLAG(int, repository_poll_secs, 15,
+          "Seconds between two scans of --model_repository in poll mode.");
 
 namespace glint {
 namespace {
@@ -294,6 +318,57 @@ void WarnIfExposed(const std::string& listen, const SecurityOptions& options) {
   GLINT_LOG_WARN("{}", std::string(72, '!'));
 }
 
+// --model_repository and its mode; null without a repository.
+absl::StatusOr<std::unique_ptr<ModelRepository>> MakeModelRepository(
+    HostManager* host) {
+  const std::string dir = ExpandHome(absl::GetFlag(FLAGS_model_repository));
+  absl::StatusOr<ModelControlMode> mode =
+      ParseModelControlMode(absl::GetFlag(FLAGS_model_control_mode));
+  if (!mode.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--model_control_mode: ", mode.status().message()));
+  }
+  if (dir.empty()) {
+    if (*mode != ModelControlMode::kNone) {
+      return absl::InvalidArgumentError(
+          "--model_control_mode needs --model_repository");
+    }
+    return nullptr;
+  }
+  if (absl::GetFlag(FLAGS_repository_poll_secs) <= 0) {
+    return absl::InvalidArgumentError(
+        "--repository_poll_secs must be positive");
+  }
+  // A repository that is not there is a deployment error, not an empty one.
+  if (absl::StatusOr<std::vector<RepositoryModel>> scan =
+          ScanModelRepository(dir);
+      !scan.ok()) {
+    return absl::Status(scan.status().code(), absl::StrCat(
+        "--model_repository: ", scan.status().message()));
+  }
+  return std::make_unique<ModelRepository>(host,
+                                           ModelRepositoryOptions{dir, *mode});
+}
+
+void SyncRepository(ModelRepository& repository) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<RepositorySyncReport> report = repository.Sync();
+  if (!report.ok()) {
+    GLINT_LOG_ERROR("model repository: {}", report.status().ToString());
+    return;
+  }
+  if (report->loaded + report->reloaded + report->unloaded + report->failed ==
+      0) {
+    return;  // A poll that found nothing new says nothing.
+  }
+  GLINT_LOG_INFO(
+      "model repository {}: {} loaded, {} reloaded, {} unloaded, {} failed, "
+      "{} unchanged in {}",
+      repository.options().dir, report->loaded, report->reloaded,
+      report->unloaded, report->failed, report->unchanged,
+      absl::FormatDuration(absl::Now() - start));
+}
+
 int Run() {
   if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
     GLINT_LOG_ERROR("{}", s.ToString());
@@ -368,6 +443,12 @@ int Run() {
                     host_manager.status().ToString());
     return 1;
   }
+  absl::StatusOr<std::unique_ptr<ModelRepository>> repository =
+      MakeModelRepository(host_manager->get());
+  if (!repository.ok()) {
+    GLINT_LOG_ERROR("{}", repository.status().ToString());
+    return 1;
+  }
 
   GrpcServerOptions server_options;
   absl::StatusOr<uint64_t> grpc_memory =
@@ -431,6 +512,7 @@ int Run() {
   InferenceServiceImpl inference_service(host_manager->get(), &blocking,
                                          authorizer.get(), &shared_memory,
                                          &request_budget);
+  inference_service.SetModelRepository(repository->get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -505,6 +587,13 @@ int Run() {
   // (clients and load balancers wait), while calls are already answered.
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(false);
+  // Live while loading: a liveness probe must not restart a daemon that is
+  // only slow to load its networks.
+  const std::string liveness_service = absl::GetFlag(FLAGS_liveness_service);
+  if (!liveness_service.empty()) {
+    health->SetServingStatus(liveness_service, true);
+  }
+  absl::Notification restore_thread_done;
   std::thread restore_thread([&] {
     SetCurrentThreadName("glint-restore");
     if (store != nullptr) {
@@ -516,15 +605,39 @@ int Run() {
           absl::FormatDuration(absl::Now() - start), report.unavailable,
           report.unreadable);
     }
+    // The repository's models load before the daemon says it is ready:
+    // a replica behind a load balancer gets runs only once it serves them.
+    if (*repository != nullptr &&
+        (*repository)->options().mode != ModelControlMode::kExplicit) {
+      SyncRepository(**repository);
+    }
     health->SetServingStatus(true);
     ready.store(true);
     inference_service.SetReady();
+    restore_thread_done.Notify();
+  });
+
+  // Poll mode: rescans until shutdown (a scan in progress finishes first).
+  absl::Notification stop_polling;
+  std::thread poll_thread([&] {
+    SetCurrentThreadName("glint-repo-poll");
+    if (*repository == nullptr ||
+        (*repository)->options().mode != ModelControlMode::kPoll) {
+      return;
+    }
+    restore_thread_done.WaitForNotification();
+    const absl::Duration every =
+        absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs));
+    while (!stop_polling.WaitForNotificationWithTimeout(every)) {
+      SyncRepository(**repository);
+    }
   });
 
   std::thread signal_thread([&] {
     SetCurrentThreadName("glint-signals");
     int signal = 0;
     sigwait(&shutdown_signals, &signal);
+    stop_polling.Notify();
     const absl::Time start = absl::Now();
     GLINT_LOG_INFO("received signal {}; shutting down", signal);
     health->Shutdown();  // NOT_SERVING from now on.
@@ -548,6 +661,7 @@ int Run() {
   server->Wait();
   signal_thread.join();
   restore_thread.join();
+  poll_thread.join();
   (*host_manager)->Shutdown();
   GLINT_LOG_INFO("glintd stopped");
   return 0;

@@ -1,5 +1,6 @@
 #include "runtime/server/inference_service.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -255,7 +256,39 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryIndex(
   }
   RepositoryIndexToProto(host_manager_->ListNetworks(), request->ready(),
                          response);
+  if (repository_ != nullptr) AddRepositoryIndex(request->ready(), response);
   return Answer(context, absl::OkStatus());
+}
+
+void InferenceServiceImpl::AddRepositoryIndex(
+    bool ready_only, inference::RepositoryIndexResponse* response) const {
+  std::map<std::string, RepositoryIndexEntry> index;
+  for (RepositoryIndexEntry& e : repository_->Index()) {
+    index[e.name] = std::move(e);
+  }
+  // Networks loaded from the repository say which version serves (the
+  // protocol's version stays "1": one version per network) and why a
+  // newer one did not load.
+  for (auto& m : *response->mutable_models()) {
+    auto it = index.find(m.name());
+    if (it == index.end()) continue;
+    if (it->second.state == "READY") {
+      m.set_reason(absl::StrCat("repository version ", it->second.version,
+                                it->second.reason.empty() ? "" : "; ",
+                                it->second.reason));
+    }
+    index.erase(it);
+  }
+  if (ready_only) return;
+  // The repository's models that do not serve: failed or not loaded.
+  for (const auto& [name, e] : index) {
+    if (e.state == "READY") continue;
+    inference::RepositoryIndexResponse::ModelIndex* m = response->add_models();
+    m->set_name(name);
+    m->set_version(absl::StrCat(e.version));
+    m->set_state(e.state);
+    m->set_reason(e.reason);
+  }
 }
 
 grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
@@ -266,6 +299,21 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
   absl::StatusOr<OipModelLoad> load = OipModelLoadFromProto(*request);
   if (!load.ok()) return Answer(context, load.status());
   const bool has_config = request->parameters().contains("config");
+  if (!load->has_file && repository_ != nullptr &&
+      repository_->options().mode == ModelControlMode::kExplicit) {
+    if (has_config) {
+      return Answer(context, absl::InvalidArgumentError(absl::StrCat(
+                                    "model '", Clip(load->name),
+                                    "' loads from the model repository with "
+                                    "its config.json there; send no config "
+                                    "(or send the model's file with it)")));
+    }
+    return FinishOnPool(context, *blocking_, [this, name = load->name] {
+      absl::Status status = repository_->Load(name);
+      ReleaseFreeMemory();
+      return ToGrpcStatus(status);
+    });
+  }
   if (!load->has_file) {
     absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(load->name);
     if (!info.ok()) {
@@ -312,7 +360,11 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
   absl::StatusOr<std::string> name = OipModelUnloadFromProto(*request);
   if (!name.ok()) return Answer(context, name.status());
   return FinishOnPool(context, *blocking_, [this, name = *std::move(name)] {
-    absl::Status status = host_manager_->RemoveNetwork(name);
+    // The repository forgets what it unloads (a poll would otherwise see
+    // it as still loaded); other networks are removed directly.
+    absl::Status status = repository_ != nullptr && repository_->IsLoaded(name)
+                              ? repository_->Unload(name)
+                              : host_manager_->RemoveNetwork(name);
     ReleaseFreeMemory();
     if (status.ok()) {
       GLINT_LOG_INFO("unloaded model '{}' through RepositoryModelUnload",

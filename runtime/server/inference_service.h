@@ -35,6 +35,7 @@
 #include "proto/oip_types.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
+#include "runtime/server/model_repository.h"
 #include "runtime/server/request_budget.h"
 #include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
@@ -74,6 +75,17 @@ class InferenceServiceImpl final
     state_.compare_exchange_strong(starting, kReady);
   }
   void Shutdown() { state_.store(kStopping); }
+
+  // glintd's --model_repository, borrowed (must outlive the service); set
+  // before the server starts. RepositoryIndex then also lists the
+  // repository's models that do not serve (UNAVAILABLE with why, or
+  // UNLOADED) and names the serving repository version in `reason`; in
+  // explicit mode RepositoryModelLoad without a file loads (or reloads)
+  // the model from the repository; RepositoryModelUnload of a model loaded
+  // from it unloads it there. Loads with the model's bytes keep working.
+  void SetModelRepository(ModelRepository* repository) {
+    repository_ = repository;
+  }
 
   // Health: live while the process answers; ready per SetReady.
   grpc::ServerUnaryReactor* ServerLive(
@@ -188,6 +200,10 @@ class InferenceServiceImpl final
  private:
   bool ready() const { return state_.load() == kReady; }
 
+  // The repository's side of RepositoryIndex.
+  void AddRepositoryIndex(bool ready_only,
+                          inference::RepositoryIndexResponse* response) const;
+
   // OK when the call's token may call `method` (of this service).
   grpc::Status Authorize(const grpc::CallbackServerContext& context,
                          absl::string_view method) const;
@@ -207,6 +223,7 @@ class InferenceServiceImpl final
   SharedMemoryRegistry* const shared_memory_;
   RequestBudget* const request_budget_;
   std::atomic<int> state_{kStarting};
+  ModelRepository* repository_ = nullptr;
 };
 
 }  // namespace glint

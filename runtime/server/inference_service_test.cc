@@ -8,7 +8,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +25,7 @@
 #include "proto/inference.grpc.pb.h"
 #include "proto/proto_convert.h"
 #include "runtime/server/auth.h"
+#include "runtime/server/model_repository.h"
 #include "runtime/server/service.h"
 #include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
@@ -65,6 +70,12 @@ class InferenceServiceTest : public ::testing::Test {
         host_manager_.get(), blocking_.get(), nullptr, shared_memory_.get());
     service_ = std::make_unique<InferenceServiceImpl>(
         host_manager_.get(), blocking_.get(), authorizer, shared_memory_.get());
+    if (!repository_dir_.empty()) {
+      repository_ = std::make_unique<ModelRepository>(
+          host_manager_.get(),
+          ModelRepositoryOptions{repository_dir_, ModelControlMode::kExplicit});
+      service_->SetModelRepository(repository_.get());
+    }
     grpc::ServerBuilder builder;
     builder.RegisterService(glint_service_.get());
     builder.RegisterService(service_.get());
@@ -136,7 +147,10 @@ class InferenceServiceTest : public ::testing::Test {
     return stub_->ModelInfer(&context, request, response);
   }
 
+  // Set before Start(): an explicit-mode --model_repository.
+  std::string repository_dir_;
   std::unique_ptr<HostManager> host_manager_;
+  std::unique_ptr<ModelRepository> repository_;
   std::unique_ptr<WorkerPool> blocking_;
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<GlintServiceImpl> glint_service_;
@@ -277,6 +291,63 @@ TEST_F(InferenceServiceTest, LoadDescribeInferUnload) {
 
 // A network added through glint.v1 serves through the inference protocol,
 // and one loaded through it is listed and run by glint.v1.
+// --model_repository in explicit mode: RepositoryModelLoad without a file
+// loads the repository's model, RepositoryIndex lists the repository's
+// models with their state and why a load failed, Unload unloads.
+TEST_F(InferenceServiceTest, ExplicitModelRepositoryThroughTheProtocol) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  repository_dir_ = std::string(tmp != nullptr ? tmp : "/tmp") + "/oip_repo";
+  std::filesystem::remove_all(repository_dir_);
+  auto write = [&](const std::string& path, const std::string& bytes) {
+    std::filesystem::create_directories(
+        std::filesystem::path(repository_dir_ + "/" + path).parent_path());
+    std::ofstream(repository_dir_ + "/" + path, std::ios::binary) << bytes;
+  };
+  write("good/3/model.onnx", testing::MakeMlpModel(1, 4, 3));
+  write("bad/1/model.onnx", "not an ONNX model");
+  Start();
+  service_->SetReady();
+  EXPECT_FALSE(ModelReady("good"));  // Explicit: nothing loads at start.
+  ASSERT_TRUE(Load("good", "").ok());
+  EXPECT_TRUE(ModelReady("good"));
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(Infer(MlpRequest("good", {1, 2, 3, 4}), &response).ok());
+  const std::vector<float> got = Floats(response.raw_output_contents(0));
+  const std::vector<float> want = testing::MlpReference({1, 2, 3, 4}, 1, 4, 3);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4);
+  EXPECT_EQ(Load("bad", "").error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Load("absent", "").error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Load("good", "", "{}").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  auto index = [&] {
+    inference::RepositoryIndexRequest request;
+    inference::RepositoryIndexResponse reply;
+    grpc::ClientContext context;
+    EXPECT_TRUE(stub_->RepositoryIndex(&context, request, &reply).ok());
+    std::map<std::string, inference::RepositoryIndexResponse::ModelIndex> by;
+    for (const auto& m : reply.models()) by[m.name()] = m;
+    return by;
+  };
+  auto models = index();
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models["good"].state(), "READY");
+  EXPECT_EQ(models["good"].version(), "1");
+  EXPECT_EQ(models["good"].reason(), "repository version 3");
+  EXPECT_EQ(models["bad"].state(), "UNAVAILABLE");
+  EXPECT_THAT(models["bad"].reason(), HasSubstr("version 1 failed to load"));
+
+  ASSERT_TRUE(Unload("good").ok());
+  EXPECT_FALSE(ModelReady("good"));
+  models = index();
+  EXPECT_EQ(models["good"].state(), "UNLOADED");
+  EXPECT_EQ(Unload("good").error_code(), grpc::StatusCode::NOT_FOUND);
+  // The bytes-in-the-request path keeps working beside the repository.
+  ASSERT_TRUE(Load("sent", testing::MakeMlpModel(1, 4, 3)).ok());
+  EXPECT_TRUE(ModelReady("sent"));
+}
+
 TEST_F(InferenceServiceTest, BothProtocolsShareTheNetworks) {
   Start();
   service_->SetReady();
