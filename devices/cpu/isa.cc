@@ -24,6 +24,13 @@ bool ProbeBFloat16() {
   }
 }
 
+// oneDNN's ISA values are bit sets, each including the ISAs below it
+// (avx2_vnni is avx2 plus VNNI, not an AVX-512 ISA).
+bool IsaIncludes(dnnl_cpu_isa_t part) {
+  const unsigned isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  return (isa & static_cast<unsigned>(part)) == static_cast<unsigned>(part);
+}
+
 }  // namespace
 
 bool CpuComputesBFloat16() {
@@ -31,9 +38,14 @@ bool CpuComputesBFloat16() {
   return supported;
 }
 
+bool CpuInt8ProductsAreExact() {
+  static const bool exact = IsaIncludes(dnnl_cpu_isa_avx512_core_vnni) ||
+                            IsaIncludes(dnnl_cpu_isa_avx2_vnni);
+  return exact;
+}
+
 bool CpuKernelsRoundAlikeAtEveryBatchSize() {
-  static const bool alike =
-      dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+  static const bool alike = IsaIncludes(dnnl_cpu_isa_avx512_core);
   return alike;
 }
 

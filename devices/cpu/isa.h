@@ -23,6 +23,14 @@ bool CpuComputesBFloat16();
 // where this holds. Thread-safe.
 bool CpuKernelsRoundAlikeAtEveryBatchSize();
 
+// Whether oneDNN's int8 products are exact on this CPU: true with VNNI
+// (AVX-512 VNNI, AMX), where u8 x s8 products accumulate straight into
+// int32. Without it (plain AVX2 or AVX-512) oneDNN sums pairs of products
+// in int16 with saturation (vpmaddubsw), and int8 MatMul/Conv results can
+// be wrong by thousands; the quantized kernels then use their exact int32
+// loops instead (quant.cc). Thread-safe.
+bool CpuInt8ProductsAreExact();
+
 }  // namespace glint
 
 #endif  // GLINT_DEVICES_CPU_ISA_H_

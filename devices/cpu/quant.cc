@@ -34,6 +34,7 @@
 #include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/dnnl_util.h"
+#include "devices/cpu/isa.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
@@ -787,6 +788,10 @@ class QConvKernel final : public KernelBase {
   absl::StatusOr<std::shared_ptr<const QConvEntry>> GetEntry(
       const QConvGeometry& g, const Shape& x, const Shape& w,
       QuantRun& r) const {
+    if (!CpuInt8ProductsAreExact()) {
+      return absl::UnimplementedError(
+          "oneDNN's int8 convolutions saturate on this CPU (no VNNI)");
+    }
     // Fused ops hand oneDNN the whole epilogue: output scales, bias, Relu,
     // output zero point.
     const bool fused = kind_.fused;
@@ -1210,6 +1215,10 @@ class QMatMulKernel final : public KernelBase {
   // to Run.
   absl::StatusOr<std::shared_ptr<const QMatMulEntry>> GetEntry(
       int64_t rows, int64_t k, int64_t n, QuantRun& r, bool fused) const {
+    if (!CpuInt8ProductsAreExact()) {
+      return absl::UnimplementedError(
+          "oneDNN's int8 matmuls saturate on this CPU (no VNNI)");
+    }
     std::vector<int64_t> key = {rows, k, n, fused ? 1 : 0};
     if (fused) {
       key.push_back(r.x_zero);
