@@ -80,6 +80,40 @@ v1::RunNetworkRequest Request(const std::string& name,
   return request;
 }
 
+// y = Relu(x) over kFloats floats (4 MiB requests), added to `daemon` as
+// "relu".
+constexpr int64_t kFloats = 1 << 20;
+
+::testing::AssertionResult AddRelu(GlintdProcess& daemon) {
+  glint::testing::OnnxModelBuilder relu;
+  relu.Input("x", 1, {kFloats}).Output("y", 1, {kFloats});
+  relu.Node("Relu", {"x"}, {"y"});
+  absl::Status s =
+      daemon.client().AddNetwork("relu", relu.Serialize()).status();
+  if (s.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << s;
+}
+
+// kFloats inputs cycling through -period/2 .. period/2.
+std::vector<float> ReluInput(int period) {
+  std::vector<float> x(kFloats);
+  for (int64_t i = 0; i < kFloats; ++i) {
+    x[i] = static_cast<float>(i % period) - period / 2;
+  }
+  return x;
+}
+
+// `a` answered Relu(x), checked every 4099th element.
+void ExpectRelu(const Answer& a, const std::vector<float>& x) {
+  ASSERT_EQ(a.response.outputs_size(), 1);
+  absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
+  ASSERT_TRUE(y.ok()) << y.status();
+  ASSERT_EQ(y->num_elements(), kFloats);
+  for (int64_t i = 0; i < kFloats; i += 4099) {
+    ASSERT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
+  }
+}
+
 // One run at a time, two waiting: of 16 calls at once, 3 run and 13 are
 // refused, all 13 before the first run (about 1.3 s of simulated compute)
 // has finished.
@@ -134,13 +168,8 @@ TEST(LoadTest, OverTheRequestByteBudgetIsResourceExhaustedAtOnce) {
       {"--devices=sim:memory=1GiB:compute_gflops=0.00035",
        "--max_request_bytes_in_flight=10MiB"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  constexpr int64_t kFloats = 1 << 20;
-  glint::testing::OnnxModelBuilder relu;
-  relu.Input("x", 1, {kFloats}).Output("y", 1, {kFloats});
-  relu.Node("Relu", {"x"}, {"y"});
-  ASSERT_TRUE((*daemon)->client().AddNetwork("relu", relu.Serialize()).ok());
-  std::vector<float> x(kFloats);
-  for (int64_t i = 0; i < kFloats; ++i) x[i] = static_cast<float>(i % 7) - 3;
+  ASSERT_TRUE(AddRelu(**daemon));
+  const std::vector<float> x = ReluInput(7);
   std::vector<v1::RunNetworkRequest> requests(12,
                                               Request("relu", x, {kFloats}));
   const std::vector<Answer> answers =
@@ -152,12 +181,7 @@ TEST(LoadTest, OverTheRequestByteBudgetIsResourceExhaustedAtOnce) {
     if (a.status.ok()) {
       ++ok;
       first_ok = std::min(first_ok, a.latency);
-      ASSERT_EQ(a.response.outputs_size(), 1);
-      absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
-      ASSERT_TRUE(y.ok()) << y.status();
-      for (int64_t i = 0; i < kFloats; i += 4099) {
-        ASSERT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
-      }
+      ExpectRelu(a, x);
       continue;
     }
     ASSERT_EQ(a.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
@@ -193,13 +217,8 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
        // gRPC's quota alone: glintd's own budget as large as it may be.
        "--max_request_bytes_in_flight=16MiB"});
   ASSERT_TRUE(daemon.ok()) << daemon.status();
-  constexpr int64_t kFloats = 1 << 20;
-  glint::testing::OnnxModelBuilder relu;
-  relu.Input("x", 1, {kFloats}).Output("y", 1, {kFloats});
-  relu.Node("Relu", {"x"}, {"y"});
-  ASSERT_TRUE((*daemon)->client().AddNetwork("relu", relu.Serialize()).ok());
-  std::vector<float> x(kFloats);
-  for (int64_t i = 0; i < kFloats; ++i) x[i] = static_cast<float>(i % 5) - 2;
+  ASSERT_TRUE(AddRelu(**daemon));
+  const std::vector<float> x = ReluInput(5);
   std::vector<v1::RunNetworkRequest> requests(48,
                                               Request("relu", x, {kFloats}));
   const std::vector<Answer> answers =
@@ -208,13 +227,7 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
   for (const Answer& a : answers) {
     switch (a.status.error_code()) {
       case grpc::StatusCode::OK: {
-        ASSERT_EQ(a.response.outputs_size(), 1);
-        absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
-        ASSERT_TRUE(y.ok()) << y.status();
-        ASSERT_EQ(y->num_elements(), kFloats);
-        for (int64_t i = 0; i < kFloats; i += 4099) {
-          ASSERT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
-        }
+        ExpectRelu(a, x);
         break;
       }
       case grpc::StatusCode::RESOURCE_EXHAUSTED:
