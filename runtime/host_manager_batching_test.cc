@@ -1,9 +1,8 @@
 // Dynamic batching through HostManager: batched runs give, bit for bit,
 // what unbatched runs of the same requests give (ONNX node cases and a
 // small CNN, on one device and pipelined over two), whatever the batch's
-// size and the row's position in it, on CPUs whose kernels round alike at
-// every batch size (AVX-512; devices/cpu/isa.h), and within a few float32
-// ULP where they do not (AVX2); bad, late and cancelled requests fail
+// size and the row's position in it (on every CPU with AVX2 + FMA or
+// AVX-512: devices/cpu/isa.h); bad, late and cancelled requests fail
 // alone; AddNetwork checks the batch dimension.
 #include <cstdint>
 #include <cstring>
@@ -68,10 +67,9 @@ AddNetworkOptions With(DynamicBatching batching) {
 }
 
 // Whether `a` and `b` are the same bits; else says where they differ.
-// Float32 values this many representable steps apart or fewer count as the
-// same on a CPU whose kernels round differently by batch size (see the
-// file comment): oneDNN's AVX2 sgemm and convolutions pick kernels and
-// thread splits by size. Measured there: up to 2 steps.
+// Only on a CPU with neither AVX-512 nor AVX2 + FMA, whose MatMul runs on
+// oneDNN's SSE sgemm (which picks kernels by M), do float32 values this
+// many representable steps apart or fewer count as the same.
 constexpr int64_t kUlpsWhereKernelsDiffer = 8;
 
 int64_t UlpDistance(float x, float y) {

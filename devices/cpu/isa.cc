@@ -44,8 +44,15 @@ bool CpuInt8ProductsAreExact() {
   return exact;
 }
 
-bool CpuKernelsRoundAlikeAtEveryBatchSize() {
+bool OneDnnSgemmRoundsAlikeAtEveryBatchSize() {
   static const bool alike = IsaIncludes(dnnl_cpu_isa_avx512_core);
+  return alike;
+}
+
+bool CpuKernelsRoundAlikeAtEveryBatchSize() {
+  static const bool alike =
+      OneDnnSgemmRoundsAlikeAtEveryBatchSize() ||
+      (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
   return alike;
 }
 

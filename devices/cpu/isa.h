@@ -13,14 +13,21 @@ namespace glint {
 // creating one; cached). Thread-safe.
 bool CpuComputesBFloat16();
 
-// Whether MatMul/Gemm/Conv give every row the same bits whatever the
-// number of rows computed with it (the batch size): true where oneDNN
-// runs its AVX-512 brgemm kernels, whose reduction order does not depend
-// on the batch (measured bit-identical, issue 15); false on AVX2-only
-// CPUs, where oneDNN's sgemm and convolutions pick kernels and thread
-// splits by size and a row's result can differ in the last bits (up to a
-// few ULP) between batch sizes. Dynamic batching is exact to the bit only
-// where this holds. Thread-safe.
+// Whether oneDNN's float32 matmul gives every row the same bits whatever
+// the number of rows computed with it: true where it runs its AVX-512
+// brgemm kernels, whose reduction order does not depend on M (measured
+// bit-identical, issue 15); false on AVX2-only CPUs, where its sgemm picks
+// kernels, unrolling and thread splits by M and a row can differ by 1-2
+// ULP between M = 1 and M = 2, 3, 7, 8 (even on one thread). oneDNN's
+// convolutions keep a sample's bits at every batch size on both.
+// Thread-safe.
+bool OneDnnSgemmRoundsAlikeAtEveryBatchSize();
+
+// Whether MatMul/Gemm/Conv give every row the same bits whatever the batch
+// size, which dynamic batching's exactness rests on: where oneDNN's matmul
+// does not, float32 MatMul/Gemm run on RowGemm (row_gemm.h), which does,
+// on any CPU with AVX2 and FMA. False only on CPUs with neither AVX-512
+// nor AVX2 + FMA. Thread-safe.
 bool CpuKernelsRoundAlikeAtEveryBatchSize();
 
 // Whether oneDNN's int8 products are exact on this CPU: true with VNNI

@@ -16,18 +16,27 @@
 // the same without the conversions, but its CPU primitives ignore it (the
 // result was bit-identical to float32). Where oneDNN has no bfloat16
 // implementation the kernel computes in float32.
+//
+// On CPUs where oneDNN's float32 matmul gives a row different bits at
+// different M (AVX2 without AVX-512; isa.h), the float32 products run on
+// RowGemm instead (row_gemm.h), with the same fusions, so that dynamic
+// batching returns each request exactly its unbatched result. Constant B
+// is then packed into RowGemm's panels, in place of oneDNN's layout.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/dnnl_util.h"
+#include "devices/cpu/isa.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/row_gemm.h"
 
 namespace glint::cpu {
 namespace {
@@ -69,6 +78,18 @@ struct MatMulEntry {
   bool packed = false;
   // Mutable for PackedB::Release, which no Compute overlaps.
   mutable memory packed_weights;
+
+  // Set when RowGemm computes the product instead of `prim`; then
+  // `weights` describes RowGemm's packed panels when `packed`.
+  struct RowPlan {
+    RowGemmShape shape;
+    int64_t b_stride_k = 0, b_stride_n = 0;
+    // Per batch dimension of dst: its size, and the strides (elements) of
+    // src, weights and dst along it; 0 where an operand broadcasts.
+    std::vector<int64_t> batch, a_batch, b_batch, c_batch;
+    RowGemmEpilogue epilogue;  // Without the bias, which comes per call.
+  };
+  std::optional<RowPlan> row;
 };
 
 // Constant B packed at build time for the one shape the node sees, which
@@ -104,11 +125,103 @@ absl::Status PackedForOneShape(const std::string& node) {
             "for, and a run gave other shapes"));
 }
 
+// Whether float32 products run on RowGemm on this CPU (file comment).
+bool UseRowGemm() {
+  static const bool use =
+      !OneDnnSgemmRoundsAlikeAtEveryBatchSize() && RowGemmAvailable();
+  return use;
+}
+
+// A RowGemm entry for `config` (float32), or null when its layouts are not
+// RowGemm's (a dst that is not row-major). `weights` as for
+// CreateMatMulEntry.
+std::shared_ptr<const MatMulEntry> CreateRowGemmEntry(
+    const dnnl::engine& engine, const MatMulConfig& config,
+    const void* weights) {
+  const dnnl_memory_desc_t& src = config.src.data;
+  const dnnl_memory_desc_t& wei = config.weights.data;
+  const dnnl_memory_desc_t& dst = config.dst.data;
+  const int nd = dst.ndims;
+  if (src.ndims != nd || wei.ndims != nd || nd < 2 ||
+      src.format_kind != dnnl_blocked || wei.format_kind != dnnl_blocked ||
+      dst.format_kind != dnnl_blocked ||
+      dst.format_desc.blocking.strides[nd - 1] != 1) {
+    return nullptr;
+  }
+  const dnnl_dims_t& ss = src.format_desc.blocking.strides;
+  const dnnl_dims_t& ws = wei.format_desc.blocking.strides;
+  const dnnl_dims_t& ds = dst.format_desc.blocking.strides;
+  MatMulEntry::RowPlan plan;
+  plan.shape.m = dst.dims[nd - 2];
+  plan.shape.n = dst.dims[nd - 1];
+  plan.shape.k = src.dims[nd - 1];
+  plan.shape.a_stride_m = ss[nd - 2];
+  plan.shape.a_stride_k = ss[nd - 1];
+  plan.shape.ldc = ds[nd - 2];
+  plan.b_stride_k = ws[nd - 2];
+  plan.b_stride_n = ws[nd - 1];
+  for (int i = 0; i < nd - 2; ++i) {
+    plan.batch.push_back(dst.dims[i]);
+    plan.a_batch.push_back(src.dims[i] == 1 ? 0 : ss[i]);
+    plan.b_batch.push_back(wei.dims[i] == 1 ? 0 : ws[i]);
+    plan.c_batch.push_back(ds[i]);
+  }
+  RowGemmEpilogue& e = plan.epilogue;
+  e.alpha = config.alpha;
+  e.sum_beta = config.sum_beta;
+  using Activation = RowGemmEpilogue::Activation;
+  switch (config.act.alg) {
+    case dnnl::algorithm::undef:
+      break;
+    case dnnl::algorithm::eltwise_relu:
+      e.activation = Activation::kRelu;
+      e.relu_alpha = config.act.alpha;
+      break;
+    case dnnl::algorithm::eltwise_logistic:
+      e.activation = Activation::kLogistic;
+      break;
+    case dnnl::algorithm::eltwise_tanh:
+      e.activation = Activation::kTanh;
+      break;
+    case dnnl::algorithm::eltwise_gelu_erf:
+      e.activation = Activation::kGeluErf;
+      break;
+    default:
+      return nullptr;
+  }
+  auto entry = std::make_shared<MatMulEntry>();
+  entry->src = entry->src_user = config.src;
+  entry->weights = entry->weights_user = config.weights;
+  entry->dst = config.dst;
+  entry->bias = config.bias;
+  entry->has_bias = config.has_bias;
+  entry->addend_post_op = config.has_addend ? 0 : -1;
+  // Only one B can be packed: a batch of them is packed per call.
+  if (config.pack_weights && nd == 2) {
+    const int64_t floats =
+        RowGemmPackedFloats(plan.shape.k, plan.shape.n);
+    entry->weights = memory::desc({floats}, memory::data_type::f32,
+                                  memory::format_tag::a);
+    entry->packed_weights = memory(entry->weights, engine);
+    RowGemmPackB(static_cast<const float*>(weights), plan.shape.k,
+                 plan.shape.n, plan.b_stride_k, plan.b_stride_n,
+                 static_cast<float*>(entry->packed_weights.get_data_handle()));
+    entry->packed = true;
+  }
+  entry->row = std::move(plan);
+  return entry;
+}
+
 // `weights` is read only when config.pack_weights (it must then hold the
 // weights in config.weights' layout). Throws dnnl::error.
 std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
     const dnnl::engine& engine, const MatMulConfig& config,
     const void* weights) {
+  if (!config.bf16 && UseRowGemm()) {
+    if (auto entry = CreateRowGemmEntry(engine, config, weights)) {
+      return entry;
+    }
+  }
   dnnl::primitive_attr attr = UserScratchpadAttr();
   if (config.alpha != 1.0f) attr.set_output_scales(0, {config.alpha});
   int addend_post_op = -1;
@@ -182,10 +295,72 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntryAt(
   return entry;
 }
 
+// RunMatMul for an entry with a RowPlan.
+void RunRowGemm(const MatMulEntry& e, const void* src, const void* weights,
+                const void* bias, void* dst, const void* addend) {
+  const MatMulEntry::RowPlan& plan = *e.row;
+  const RowGemmShape& s = plan.shape;
+  const size_t nb = plan.batch.size();
+  // B items: the weights' own batch (dims where it does not broadcast).
+  std::vector<int64_t> b_items_stride(nb, 0);
+  int64_t b_items = 1;
+  for (size_t i = nb; i-- > 0;) {
+    if (plan.b_batch[i] == 0) continue;
+    b_items_stride[i] = b_items;
+    b_items *= plan.batch[i];
+  }
+  const float* packed = nullptr;
+  const int64_t per_b = RowGemmPackedFloats(s.k, s.n);
+  if (e.packed) {
+    packed = static_cast<const float*>(
+        e.packed_weights ? e.packed_weights.get_data_handle() : weights);
+  } else {
+    float* buffer = static_cast<float*>(ThreadBuffer(
+        ThreadBufferSlot::kWeights, b_items * per_b * sizeof(float)));
+    // Item j of the weights' batch: unravelled over the dims it spans.
+    for (int64_t j = 0; j < b_items; ++j) {
+      int64_t offset = 0;
+      for (size_t i = 0; i < nb; ++i) {
+        if (plan.b_batch[i] == 0) continue;
+        offset += (j / b_items_stride[i]) % plan.batch[i] * plan.b_batch[i];
+      }
+      RowGemmPackB(static_cast<const float*>(weights) + offset, s.k, s.n,
+                   plan.b_stride_k, plan.b_stride_n, buffer + j * per_b);
+    }
+    packed = buffer;
+  }
+  int64_t count = 1;
+  for (int64_t d : plan.batch) count *= d;
+  std::vector<RowGemmItem> items(count);
+  for (int64_t t = 0; t < count; ++t) {
+    int64_t a_off = 0, b_item = 0, c_off = 0, rest = t;
+    for (size_t i = nb; i-- > 0;) {
+      const int64_t idx = rest % plan.batch[i];
+      rest /= plan.batch[i];
+      a_off += idx * plan.a_batch[i];
+      b_item += idx * b_items_stride[i];
+      c_off += idx * plan.c_batch[i];
+    }
+    items[t].a = static_cast<const float*>(src) + a_off;
+    items[t].packed_b = packed + b_item * per_b;
+    items[t].c = static_cast<float*>(dst) + c_off;
+    if (e.addend_post_op >= 0) {
+      items[t].addend = static_cast<const float*>(addend) + c_off;
+    }
+  }
+  RowGemmEpilogue epilogue = plan.epilogue;
+  if (e.has_bias) epilogue.bias = static_cast<const float*>(bias);
+  RowGemm(s, items, epilogue);
+}
+
 // `addend` is read only when the entry has one. Throws dnnl::error.
 void RunMatMul(const dnnl::engine& engine, const MatMulEntry& e,
                const void* src, const void* weights, const void* bias,
                void* dst, const void* addend = nullptr) {
+  if (e.row) {
+    RunRowGemm(e, src, weights, bias, dst, addend);
+    return;
+  }
   dnnl::stream stream(engine);
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = memory(e.src_user, engine, const_cast<void*>(src));
