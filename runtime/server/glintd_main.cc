@@ -10,7 +10,7 @@
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s] [--max_active_runs=64]
-//          [--max_queued_runs=1024] [--grpc_memory_limit=2GiB]
+//          [--max_queued_runs=1024] [--grpc_memory_limit=4GiB]
 //          [--grpc_max_threads=8] [--blocking_call_threads=2]
 //          [--blocking_call_queue=64]
 //          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
@@ -114,7 +114,10 @@ ABSL_FLAG(int, max_active_runs, 64,
 ABSL_FLAG(int, max_queued_runs, 1024,
           "Runs waiting for admission; beyond it RunNetwork fails at once "
           "with RESOURCE_EXHAUSTED.");
-ABSL_FLAG(std::string, grpc_memory_limit, "2GiB",
+// 4 GiB: the default request budget (half of it) then holds a full
+// admission queue (--max_queued_runs=1024) of 1.2 MB requests (a batch of
+// 8 RGB images at 112 x 112), issue 15's load.
+ABSL_FLAG(std::string, grpc_memory_limit, "4GiB",
           "gRPC's resource quota for memory (buffers of calls in progress); "
           "over it new calls fail with RESOURCE_EXHAUSTED. Below 2 GiB, "
           "messages near the 1 GiB limit may not fit.");
