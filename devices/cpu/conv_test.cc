@@ -17,6 +17,7 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using testing::MakeNode;
 using testing::MakeTensor;
+using testing::ExpectBf16Result;
 using testing::MaxRelativeError;
 using testing::RandomTensor;
 using testing::RoundToBFloat16;
@@ -301,35 +302,6 @@ Tensor ToNhwc(const Tensor& t) {
               t.data<float>()[((a * c + ci) * h + y) * w + x];
         }
   return r;
-}
-
-// As matmul_gemm_test's: the result is the convolution of the
-// bfloat16-rounded X and W accumulated in float32, within bfloat16's error
-// (2^-7 of the convolution of |X| and |W|) of the exact one, and not the
-// float32 kernel's bits.
-void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
-                      const Tensor& want, const Tensor& magnitude,
-                      const Tensor& f32) {
-  if (!CpuComputesBFloat16()) {
-    // No bfloat16 kernels on this CPU (AVX2): bf16 precision computes in
-    // float32, bit for bit (devices/cpu/isa.h).
-    ASSERT_EQ(got.shape(), f32.shape());
-    EXPECT_EQ(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
-        << "without bf16 kernels the float32 result is expected";
-    EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
-    return;
-  }
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_LT(MaxRelativeError(got, want_rounded), kTolerance);
-  int64_t beyond = 0;
-  for (int64_t i = 0; i < got.num_elements(); ++i) {
-    const double err = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
-    if (err > magnitude.data<float>()[i] / 128.0 + 1e-6) ++beyond;
-  }
-  EXPECT_EQ(beyond, 0) << "elements beyond bfloat16's error";
-  EXPECT_NE(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
-      << "bit-identical to float32: bf16 precision is not in effect";
-  EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
 }
 
 TEST(ConvTest, Bf16PrecisionRoundsOperandsAndAccumulatesInFloat32) {

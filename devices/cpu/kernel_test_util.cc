@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/half.h"
 #include "core/status_macros.h"
+#include "devices/cpu/isa.h"
+#include "gtest/gtest.h"
 
 namespace glint::cpu::testing {
 
@@ -251,6 +253,32 @@ double MaxRelativeError(const Tensor& a, const Tensor& b) {
     worst = std::max(worst, err);
   }
   return worst;
+}
+
+void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
+                      const Tensor& want, const Tensor& magnitude,
+                      const Tensor& f32) {
+  if (!CpuComputesBFloat16()) {
+    // No bfloat16 kernels on this CPU (AVX2): bf16 precision computes in
+    // float32, bit for bit (devices/cpu/isa.h).
+    ASSERT_EQ(got.shape(), f32.shape());
+    EXPECT_EQ(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
+        << "without bf16 kernels the float32 result is expected";
+    EXPECT_LT(MaxRelativeError(f32, want), 1e-4);
+    return;
+  }
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_LT(MaxRelativeError(got, want_rounded), 1e-4);
+  int64_t beyond = 0;
+  for (int64_t i = 0; i < got.num_elements(); ++i) {
+    const double err = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
+    if (err > magnitude.data<float>()[i] / 128.0 + 1e-6) ++beyond;
+  }
+  EXPECT_EQ(beyond, 0) << "elements beyond bfloat16's error";
+  EXPECT_NE(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
+      << "bit-identical to float32: bf16 precision is not in effect";
+  // And float32 precision is float32's accuracy.
+  EXPECT_LT(MaxRelativeError(f32, want), 1e-4);
 }
 
 }  // namespace glint::cpu::testing

@@ -132,6 +132,19 @@ Tensor RoundToBFloat16(const Tensor& t);
 // element count); +inf if the counts differ.
 double MaxRelativeError(const Tensor& a, const Tensor& b);
 
+// What bf16 precision promises, checked on `got`: it is the product of the
+// bfloat16-rounded operands accumulated in float32 (`want_rounded`, to
+// float32's accuracy), hence within bfloat16's error of the exact result
+// `want`: |got - want| <= 2^-7 * `magnitude` (the same product of the
+// operands' absolute values; two roundings of at most 2^-9 each, doubled
+// for the accumulation). And on random data it is not the float32
+// kernel's result `f32` bit for bit, which shows the mode is active.
+// Relative errors are held to 1e-4. Where this CPU has no bfloat16
+// kernels (CpuComputesBFloat16), `got` must instead be `f32` bit for bit.
+void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
+                      const Tensor& want, const Tensor& magnitude,
+                      const Tensor& f32);
+
 }  // namespace glint::cpu::testing
 
 #endif  // GLINT_DEVICES_CPU_KERNEL_TEST_UTIL_H_

@@ -15,6 +15,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeNode;
 using testing::MakeTensor;
+using testing::ExpectBf16Result;
 using testing::MaxRelativeError;
 using testing::RandomTensor;
 using testing::RoundToBFloat16;
@@ -363,39 +364,6 @@ Tensor Abs(const Tensor& t) {
     r.data<float>()[i] = std::fabs(t.data<float>()[i]);
   }
   return r;
-}
-
-// What bf16 precision promises, checked on `got`: it is the product of the
-// bfloat16-rounded operands accumulated in float32 (`want_rounded`, to
-// float32's accuracy), hence within bfloat16's error of the exact result
-// `want`: |got - want| <= 2^-7 * `magnitude` (the same product of the
-// operands' absolute values; two roundings of at most 2^-9 each, doubled
-// for the accumulation). And on random data it is not the float32
-// kernel's result `f32` bit for bit, which shows the mode is active.
-void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
-                      const Tensor& want, const Tensor& magnitude,
-                      const Tensor& f32) {
-  if (!CpuComputesBFloat16()) {
-    // No bfloat16 kernels on this CPU (AVX2): bf16 precision computes in
-    // float32, bit for bit (devices/cpu/isa.h).
-    ASSERT_EQ(got.shape(), f32.shape());
-    EXPECT_EQ(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
-        << "without bf16 kernels the float32 result is expected";
-    EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
-    return;
-  }
-  ASSERT_EQ(got.shape(), want.shape());
-  EXPECT_LT(MaxRelativeError(got, want_rounded), kTolerance);
-  int64_t beyond = 0;
-  for (int64_t i = 0; i < got.num_elements(); ++i) {
-    const double err = std::fabs(got.data<float>()[i] - want.data<float>()[i]);
-    if (err > magnitude.data<float>()[i] / 128.0 + 1e-6) ++beyond;
-  }
-  EXPECT_EQ(beyond, 0) << "elements beyond bfloat16's error";
-  EXPECT_NE(std::memcmp(got.raw_data(), f32.raw_data(), got.num_bytes()), 0)
-      << "bit-identical to float32: bf16 precision is not in effect";
-  // And float32 precision is float32's accuracy.
-  EXPECT_LT(MaxRelativeError(f32, want), kTolerance);
 }
 
 TEST(MatMulTest, Bf16PrecisionRoundsOperandsAndAccumulatesInFloat32) {
