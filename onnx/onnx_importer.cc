@@ -12,9 +12,11 @@
 #include "onnx/graph_builder.h"
 #include "onnx/import_util.h"
 #include "onnx/legacy_ops.h"
+#include "onnx/newer_opsets.h"
 #include "onnx/onnx_inference.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx_validate.h"
+#include "onnx/shape_folding.h"
 
 namespace glint {
 namespace {
@@ -24,6 +26,7 @@ using onnx_internal::BindInputs;
 using onnx_internal::BuildGraph;
 using onnx_internal::CheckModelIsRunnable;
 using onnx_internal::CheckNamesAreUtf8;
+using onnx_internal::FoldShapeArithmetic;
 using onnx_internal::InferTypes;
 using onnx_internal::InferTypesElsewhere;
 using onnx_internal::NormalizeDefaultDomain;
@@ -55,6 +58,8 @@ absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view model_bytes) {
 // a model fails with the first reason in this order (onnx/README.md).
 absl::StatusOr<Graph> Import(absl::string_view model_bytes,
                              const ImportOptions& options) {
+  // libonnx learns the opsets newer than its own (onnx/newer_opsets.h).
+  onnx_internal::RegisterNewerOpsetSchemas();
   // Parse and normalise: the default domain spelled "", unique node names.
   GLINT_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModel(model_bytes));
   GLINT_ASSIGN_OR_RETURN(const int64_t opset, NormalizeDefaultDomain(&model));
@@ -77,6 +82,9 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   GLINT_RETURN_IF_ERROR(options.run_inference
                             ? InferTypesElsewhere(&model, options.run_inference)
                             : InferTypes(&model));
+  // The shape arithmetic inference folded (in the helper, on its copy)
+  // leaves this model too, as Constant nodes (onnx/shape_folding.h).
+  GLINT_RETURN_IF_ERROR(FoldShapeArithmetic(graph, opset).status());
 
   // Old opsets' forms of ops in today's terms (onnx/legacy_ops.h).
   GLINT_RETURN_IF_ERROR(UpgradeLegacyNodes(opset, graph, &initializers));

@@ -958,6 +958,340 @@ TEST(OnnxImporterTest, SequenceInputIsUnimplemented) {
             absl::StatusCode::kUnimplemented);
 }
 
+// --- Glint's shape folding (onnx/shape_folding.h) ------------------------
+
+void AddIntAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// A Constant node of int64 values (a scalar when `dims` is empty).
+void Int64Constant(ModelBuilder* b, const std::string& out,
+                   std::vector<int64_t> dims, std::vector<int64_t> values) {
+  onnx::NodeProto* c = b->Node("Constant", {}, {out}, out);
+  onnx::AttributeProto* v = c->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) v->mutable_t()->add_dims(d);
+  for (int64_t x : values) v->mutable_t()->add_int64_data(x);
+}
+
+// Attention's head split as PyTorch 1.13 exports `x.view(x.size()[:-1] +
+// (heads, x.size(-1) // heads))` with dynamic axes: Shape → Gather →
+// Div → Unsqueeze → Concat → Reshape, then Transpose and MatMul. ONNX
+// 1.12's data propagation stops at the Div, leaving everything after the
+// Reshape untyped (the MatMul then refused its "[]" operands).
+ModelBuilder HeadSplitModel() {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"batch", "seq", 64})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "i1", {}, {1});
+  Int64Constant(&b, "i2", {}, {2});
+  Int64Constant(&b, "heads", {}, {4});
+  Int64Constant(&b, "axes0", {1}, {0});
+  b.Node("Gather", {"s", "i0"}, {"n"}, "gather_n");
+  b.Node("Gather", {"s", "i1"}, {"t"}, "gather_t");
+  b.Node("Gather", {"s", "i2"}, {"c"}, "gather_c");
+  b.Node("Div", {"c", "heads"}, {"d"}, "div");
+  b.Node("Unsqueeze", {"n", "axes0"}, {"un"}, "unsqueeze_n");
+  b.Node("Unsqueeze", {"t", "axes0"}, {"ut"}, "unsqueeze_t");
+  b.Node("Unsqueeze", {"heads", "axes0"}, {"uh"}, "unsqueeze_h");
+  b.Node("Unsqueeze", {"d", "axes0"}, {"ud"}, "unsqueeze_d");
+  AddIntAttr(b.Node("Concat", {"un", "ut", "uh", "ud"}, {"new_shape"},
+                    "concat"),
+             "axis", 0);
+  b.Node("Reshape", {"x", "new_shape"}, {"r"}, "reshape");
+  AddIntsAttr(b.Node("Transpose", {"r"}, {"q"}, "transpose"), "perm",
+              {0, 2, 1, 3});
+  AddIntsAttr(b.Node("Transpose", {"r"}, {"kt"}, "transpose_k"), "perm",
+              {0, 2, 3, 1});
+  b.Node("MatMul", {"q", "kt"}, {"y"}, "matmul");
+  return b;
+}
+
+TEST(ShapeFoldingTest, HeadSplitOfAnExportedAttentionIsTypedAndFolded) {
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({2, 8, 64});
+  for (bool elsewhere : {false, true}) {
+    SCOPED_TRACE(elsewhere ? "inference in a helper" : "in process");
+    if (elsewhere) {
+      // As glintd runs it: inference (and its folding) on a copy elsewhere,
+      // the reply's types applied here, the same nodes folded here.
+      options.run_inference = [](const std::string& request) {
+        return RunOnnxInference(request);
+      };
+    }
+    absl::StatusOr<Graph> g = ImportOnnxModel(HeadSplitModel().Bytes(),
+                                              options);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(g->FindValue("r")->shape, Shape({2, 8, 4, 16}));
+    EXPECT_EQ(g->FindValue("q")->shape, Shape({2, 4, 8, 16}));
+    EXPECT_EQ(g->outputs[0].shape, Shape({2, 4, 8, 8}));
+    // The shape arithmetic is gone: each of its nodes is a Constant now,
+    // the concatenated shape holding its value.
+    EXPECT_THAT(OpTypes(*g),
+                ::testing::Not(::testing::Contains(::testing::AnyOf(
+                    "Shape", "Gather", "Div", "Unsqueeze", "Concat"))));
+    for (const Node& n : g->nodes) {
+      if (n.outputs[0] != "new_shape") continue;
+      EXPECT_EQ(n.op_type, "Constant");
+      ASSERT_NE(n.GetTensor("value"), nullptr);
+      EXPECT_THAT(Values<int64_t>(*n.GetTensor("value")),
+                  ElementsAre(2, 8, 4, 16));
+    }
+  }
+}
+
+TEST(ShapeFoldingTest, ChannelShuffleAndCausalRangeFold) {
+  // ShuffleNet's channel shuffle: Reshape(x, [n, 2, c / 2, h, w]), and a
+  // causal mask's Range(0, seq) compared with its transpose, as GPT-style
+  // exports compute them.
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", 4, 3, 3})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("mask", onnx::TensorProto::BOOL, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i1", {}, {1});
+  Int64Constant(&b, "two", {1}, {2});
+  Int64Constant(&b, "zero", {}, {0});
+  Int64Constant(&b, "one", {}, {1});
+  b.Node("Gather", {"s", "i1"}, {"c"}, "gather_c");
+  b.Node("Div", {"c", "two"}, {"half"}, "div");  // [1] / [1] -> [1]
+  Int64Constant(&b, "starts", {1}, {0});
+  Int64Constant(&b, "ends1", {1}, {1});
+  Int64Constant(&b, "starts2", {1}, {2});
+  Int64Constant(&b, "ends2", {1}, {4});
+  b.Node("Slice", {"s", "starts", "ends1"}, {"n"}, "slice_n");
+  b.Node("Slice", {"s", "starts2", "ends2"}, {"hw"}, "slice_hw");
+  AddIntAttr(b.Node("Concat", {"n", "two", "half", "hw"}, {"shape5"},
+                    "concat"),
+             "axis", 0);
+  b.Node("Reshape", {"x", "shape5"}, {"r"}, "reshape");
+  AddIntsAttr(b.Node("Transpose", {"r"}, {"y"}, "transpose"), "perm",
+              {0, 2, 1, 3, 4});
+  // mask[i][j] = j <= i over seq = s[2] = 3.
+  Int64Constant(&b, "i2", {}, {2});
+  b.Node("Gather", {"s", "i2"}, {"seq"}, "gather_seq");
+  b.Node("Range", {"zero", "seq", "one"}, {"pos"}, "range");
+  Int64Constant(&b, "axes1", {1}, {1});
+  b.Node("Unsqueeze", {"pos", "axes1"}, {"col"}, "unsqueeze");
+  b.Node("LessOrEqual", {"pos", "col"}, {"mask"}, "le");
+  ImportOptions options;
+  options.input_shapes["x"] = Shape({2, 4, 3, 3});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->FindValue("r")->shape, Shape({2, 2, 2, 3, 3}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 2, 2, 3, 3}));
+  // The mask is a graph output: computed, typed, but its node stays.
+  EXPECT_EQ(g->outputs[1].shape, Shape({3, 3}));
+  EXPECT_EQ(g->nodes.back().op_type, "LessOrEqual");
+  for (const Node& n : g->nodes) {
+    if (n.outputs[0] == "pos") {
+      ASSERT_EQ(n.op_type, "Constant");
+      EXPECT_THAT(Values<int64_t>(*n.GetTensor("value")), ElementsAre(0, 1, 2));
+    }
+  }
+}
+
+TEST(ShapeFoldingTest, OperatorErrorsAreLeftToRunTime) {
+  // An integer division by zero is not folded: the kernel reports it when
+  // the network runs. (A Gather index out of range is refused already by
+  // ONNX's data propagation, at add time.)
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3})
+      .Output("q", onnx::TensorProto::INT64, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "zero", {2}, {0, 0});
+  b.Node("Div", {"s", "zero"}, {"q0"}, "div");
+  b.Node("Identity", {"q0"}, {"q"}, "id_q");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_THAT(OpTypes(*g), ::testing::Contains("Div"));
+  // The Shape before it folds.
+  EXPECT_EQ(g->nodes[0].op_type, "Constant");
+}
+
+TEST(ShapeFoldingTest, LoopCarriedShapesAreNotFolded) {
+  // A Loop body's Shape of its loop-carried value changes per iteration
+  // (the body concatenates to it): it must stay a Shape node. Its Shape of
+  // an outer value does not change and folds.
+  ModelBuilder body(/*opset=*/17);
+  body.Input("i", onnx::TensorProto::INT64, std::vector<Dim>{})
+      .Input("cond", onnx::TensorProto::BOOL, std::vector<Dim>{})
+      .Input("acc", onnx::TensorProto::FLOAT, std::vector<Dim>{1})
+      .Output("cond_out", onnx::TensorProto::BOOL, std::vector<Dim>{})
+      .Output("acc_out", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("len", onnx::TensorProto::INT64, std::nullopt)
+      .Output("outer_len", onnx::TensorProto::INT64, std::nullopt);
+  body.Node("Identity", {"cond"}, {"cond_out"}, "id");
+  AddIntAttr(body.Node("Concat", {"acc", "acc"}, {"acc_out"}, "grow"), "axis",
+             0);
+  body.Node("Shape", {"acc"}, {"len0"}, "shape_acc");
+  body.Node("Identity", {"len0"}, {"len"}, "id_len");
+  body.Node("Shape", {"x"}, {"olen0"}, "shape_x");
+  body.Node("Identity", {"olen0"}, {"outer_len"}, "id_olen");
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{3})
+      .Input("trips", onnx::TensorProto::INT64, std::vector<Dim>{})
+      .Input("init", onnx::TensorProto::FLOAT, std::vector<Dim>{1})
+      .Output("acc_final", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("lens", onnx::TensorProto::INT64, std::nullopt)
+      .Output("olens", onnx::TensorProto::INT64, std::nullopt);
+  onnx::NodeProto* loop = b.Node("Loop", {"trips", "", "init"},
+                                 {"acc_final", "lens", "olens"}, "loop");
+  onnx::AttributeProto* a = loop->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = body.model().graph();
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const Graph* sub = g->nodes[0].GetGraph("body");
+  ASSERT_NE(sub, nullptr);
+  std::vector<std::string> ops = OpTypes(*sub);
+  EXPECT_EQ(sub->nodes[2].op_type, "Shape");     // of the carried value
+  EXPECT_EQ(sub->nodes[4].op_type, "Constant");  // of the outer x
+}
+
+// --- Opsets 18 to 23 (onnx/newer_opsets.h) ------------------------------
+
+void AddStringAttr(onnx::NodeProto* n, const std::string& name,
+                   const std::string& v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+void Int64Initializer(ModelBuilder* b, const std::string& name,
+                      std::vector<int64_t> values) {
+  onnx::TensorProto* t = b->graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+TEST(NewerOpsetTest, ReduceMeanWithAxesInputAtOpset18) {
+  // The dynamo exporter's LayerNorm and pooling: ReduceMean-18 with axes as
+  // an input. libonnx 1.12 alone refused it ("has input size 2 not in
+  // range [min=1, max=1]").
+  for (int64_t keep : {0, 1}) {
+    ModelBuilder b(/*opset=*/18);
+    b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 3, 4})
+        .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+    Int64Initializer(&b, "axes", {-1, 1});
+    AddIntAttr(b.Node("ReduceMean", {"x", "axes"}, {"y"}, "node_mean"),
+               "keepdims", keep);
+    absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(g->opset_version, 18);
+    EXPECT_EQ(g->outputs[0].shape, keep ? Shape({2, 1, 1}) : Shape({2}));
+  }
+}
+
+TEST(NewerOpsetTest, SplitWithNumOutputsIsUnevenAtTheEnd) {
+  ModelBuilder b(/*opset=*/18);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{7, 2})
+      .Output("a", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("b", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("c", onnx::TensorProto::FLOAT, std::nullopt);
+  AddIntAttr(b.Node("Split", {"x"}, {"a", "b", "c"}, "split"), "num_outputs",
+             3);
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].shape, Shape({3, 2}));
+  EXPECT_EQ(g->outputs[1].shape, Shape({3, 2}));
+  EXPECT_EQ(g->outputs[2].shape, Shape({1, 2}));
+}
+
+TEST(NewerOpsetTest, PadWithAxesAndResizeWithAxesAndAspectPolicy) {
+  ModelBuilder b(/*opset=*/19);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{1, 3, 10, 20})
+      .Output("p", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("r", onnx::TensorProto::FLOAT, std::nullopt);
+  Int64Initializer(&b, "pads", {1, 2, 3, 4});
+  Int64Initializer(&b, "pad_axes", {-1, 2});
+  b.Node("Pad", {"x", "pads", "", "pad_axes"}, {"p"}, "pad");
+  Int64Initializer(&b, "sizes", {5, 5});
+  onnx::NodeProto* r = b.Node("Resize", {"x", "", "", "sizes"}, {"r"},
+                              "resize");
+  AddIntsAttr(r, "axes", {2, 3});
+  AddStringAttr(r, "keep_aspect_ratio_policy", "not_larger");
+  AddStringAttr(r, "mode", "linear");
+  AddStringAttr(r, "coordinate_transformation_mode", "half_pixel_symmetric");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  // Axis 3 gets 1 + 3, axis 2 gets 2 + 4.
+  EXPECT_EQ(g->outputs[0].shape, Shape({1, 3, 16, 24}));
+  // not_larger: one scale, min(5/10, 5/20) = 0.25.
+  EXPECT_EQ(g->outputs[1].shape, Shape({1, 3, 3, 5}));
+}
+
+TEST(NewerOpsetTest, NewOpsAreCheckedAndTyped) {
+  ModelBuilder b(/*opset=*/23);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 4, 8, 16})
+      .Input("scale", onnx::TensorProto::FLOAT, std::vector<Dim>{4})
+      .Input("bias", onnx::TensorProto::FLOAT, std::vector<Dim>{4})
+      .Input("k", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2, 6, 16})
+      .Input("v", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2, 6, 32})
+      .Output("gelu", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("gn", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("rms", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("att", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("cast", onnx::TensorProto::FLOAT16, std::nullopt);
+  AddStringAttr(b.Node("Gelu", {"x"}, {"gelu"}, "gelu"), "approximate",
+                "tanh");
+  AddIntAttr(b.Node("GroupNormalization", {"x", "scale", "bias"}, {"gn"},
+                    "gn"),
+             "num_groups", 2);
+  b.Node("RMSNormalization", {"x", "scale16"}, {"rms"}, "rms");
+  b.FloatInitializer("scale16", {16}, std::vector<float>(16, 1.0f));
+  AddIntAttr(b.Node("Attention", {"x", "k", "v"}, {"att"}, "attention"),
+             "is_causal", 1);
+  onnx::NodeProto* cast = b.Node("Cast", {"x"}, {"cast"}, "cast");
+  AddIntAttr(cast, "to", onnx::TensorProto::FLOAT16);
+  AddIntAttr(cast, "saturate", 1);
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 4, 8, 16}));
+  EXPECT_EQ(g->outputs[1].shape, Shape({2, 4, 8, 16}));
+  EXPECT_EQ(g->outputs[2].shape, Shape({2, 4, 8, 16}));
+  // Grouped-query attention: 4 query heads over 2 key/value heads, V's
+  // head size.
+  EXPECT_EQ(g->outputs[3].shape, Shape({2, 4, 8, 32}));
+  EXPECT_EQ(g->outputs[4].dtype, DType::kFloat16);
+}
+
+TEST(NewerOpsetTest, NewSignatureCheckedAgainstItsOwnSchema) {
+  // Glint's schemas are real checks: an attribute Split-18 does not have
+  // is refused, naming the node, as libonnx does for its own ops.
+  ModelBuilder b(/*opset=*/18);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{4})
+      .Output("a", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("b", onnx::TensorProto::FLOAT, std::nullopt);
+  AddIntAttr(b.Node("Split", {"x"}, {"a", "b"}, "split"), "chunks", 2);
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()), HasSubstr("split"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("chunks"));
+}
+
+TEST(NewerOpsetTest, OpNewerThanOpset23IsNamedWithItsOpset) {
+  ModelBuilder b(/*opset=*/24);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{4})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Swish", {"x"}, {"y"}, "swish");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(Message(g.status()), HasSubstr("'Swish'"));
+  EXPECT_THAT(Message(g.status()), HasSubstr("opset 24"));
+}
+
 // --- TensorFromOnnxProto / TensorToOnnxProto ------------------------------
 
 onnx::TensorProto MakeProto(int32_t type, std::vector<int64_t> dims) {

@@ -10,7 +10,9 @@
 #include "core/status_macros.h"
 #include "onnx/import_util.h"
 #include "onnx/inference_fixes.h"
+#include "onnx/newer_opsets.h"
 #include "onnx/onnx_validate.h"
+#include "onnx/shape_folding.h"
 
 namespace glint {
 namespace onnx_internal {
@@ -20,6 +22,12 @@ namespace {
 // data (shape-like values that inference reads); larger ones go as typed
 // inputs, so a 100 MB model is not copied to the helper.
 constexpr size_t kInlineInitializerBytes = 1 << 20;
+
+// Rounds of folding and inference (InferTypes): a round per level of
+// shapes computed from values whose shapes were computed (two a layer in
+// an exported transformer). A model needing more keeps the rest unknown
+// until run time.
+constexpr int kMaxFoldRounds = 128;
 
 // Replaces the initializers of `graph` over kInlineInitializerBytes by
 // graph inputs of their type, for a request to the inference helper.
@@ -132,6 +140,7 @@ absl::Status TakeSubgraphTypes(onnx::GraphProto* graph,
 }  // namespace
 
 absl::Status InferTypes(onnx::ModelProto* model) {
+  RegisterNewerOpsetSchemas();
   onnx::GraphProto* graph = model->mutable_graph();
   GLINT_RETURN_IF_ERROR(CheckAttributeValues(*graph));
   GLINT_RETURN_IF_ERROR(CheckNodes(*model));
@@ -158,6 +167,17 @@ absl::Status InferTypes(onnx::ModelProto* model) {
     GLINT_ASSIGN_OR_RETURN(bool changed, RecoverRanksEverywhere(graph));
     if (!changed) break;
     GLINT_RETURN_IF_ERROR(RunShapeInference(model, strict));
+  }
+  // Glint's own step (shape_folding.h): shape arithmetic ONNX could not
+  // follow becomes Constant nodes, and ONNX types what they feed. Each
+  // round resolves at least one more level of shapes computed from shapes.
+  const int64_t opset = DefaultOpsetOf(*model);
+  for (int round = 0; round < kMaxFoldRounds; ++round) {
+    GLINT_ASSIGN_OR_RETURN(const int folded,
+                           FoldShapeArithmetic(graph, opset));
+    if (folded == 0) break;
+    GLINT_RETURN_IF_ERROR(RunShapeInference(model, strict));
+    GLINT_RETURN_IF_ERROR(RecoverRanksEverywhere(graph).status());
   }
   RestoreLayerNormAxes(layer_norm_axes, graph);
   return absl::OkStatus();

@@ -21,6 +21,7 @@
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "onnx/import_util.h"
+#include "onnx/newer_opsets.h"
 
 namespace glint::onnx_internal {
 namespace {
@@ -99,9 +100,9 @@ absl::Status CheckOpset(int64_t opset) {
     return absl::InvalidArgumentError(
         "the model imports no valid opset of the default ONNX domain");
   }
-  if (opset < 7 || opset > 18) {
-    GLINT_LOG_WARN("ONNX import: opset {} is outside the tested range 7..18",
-                   opset);
+  if (opset < 7 || opset > kNewestSupportedOpset) {
+    GLINT_LOG_WARN("ONNX import: opset {} is outside the tested range 7..{}",
+                   opset, kNewestSupportedOpset);
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,52 @@
+// Glint's own shape inference, the part ONNX 1.12 lacks: the arithmetic
+// exporters write to compute shapes (Shape → Gather → Unsqueeze → Concat
+// → Reshape, Div for a head size, Range for a causal mask, Where/Equal for
+// -1 handling) is evaluated wherever its inputs are known, and each node so
+// evaluated becomes a Constant node holding its value, in place.
+//
+// ONNX's own inference reads Constant nodes as data, so after a fold it
+// types the Reshape/Expand/Tile/Slice/ConstantOfShape/Range/Resize that
+// consumed the value, and the values after them; the next fold can then
+// read their shapes. InferTypes (onnx_inference.cc) alternates the two
+// until nothing more folds. Rewriting in place (never adding or removing a
+// node) keeps the model's structure, so the types the import helper sends
+// back still match the model node by node; the importer then folds the
+// same nodes in its own process, and the CPU backend's constant folding
+// turns the Constant nodes into initializers: the shape arithmetic leaves
+// the plan.
+//
+// What is "known": initializers and Constant values of at most
+// kMaxFoldElements elements, and the shape of any value whose type has
+// only fixed dims (graph inputs are bound to fixed dims at import). Inside
+// Loop and Scan bodies, the shapes of values that may change from one
+// iteration to the next (those computed from the body's own inputs) are
+// not trusted; If branches and values read from outside the body are.
+// Nothing is folded where ONNX's operator would fail (a Gather index out
+// of range, an integer division by zero): the node stays and the kernel
+// reports it at run time. Values a graph outputs are not folded.
+//
+// Internal to //onnx:onnx_importer. Thread-safe on distinct protos.
+#ifndef GLINT_ONNX_SHAPE_FOLDING_H_
+#define GLINT_ONNX_SHAPE_FOLDING_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+
+namespace glint::onnx_internal {
+
+// The most elements a folded value (or an input read for one) may have:
+// shape arithmetic works on a few dims; anything larger is data.
+inline constexpr int64_t kMaxFoldElements = 4096;
+
+// Folds every node of `graph` (and of its subgraphs) whose value is
+// computable from what is known, rewriting each into a Constant node in
+// place. `opset` is the model's opset of the default domain. Returns how
+// many nodes it rewrote.
+absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
+                                        int64_t opset);
+
+}  // namespace glint::onnx_internal
+
+#endif  // GLINT_ONNX_SHAPE_FOLDING_H_
