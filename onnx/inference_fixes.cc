@@ -125,29 +125,56 @@ struct RankPatch {
   int64_t rank;
 };
 
-// The rank of the output of a Reshape or ConstantOfShape that inference
-// left rankless, from the static length of its 1-D shape operand; nullopt
-// where the node is of another kind or either is unknown.
-absl::StatusOr<std::optional<RankPatch>> RecoverableRank(
+// Ops whose outputs have their first input's rank whatever their other
+// operands hold: ONNX 1.12 leaves their outputs rankless when those
+// operands are computed at run time (a Slice by a count of detections).
+bool KeepsRank(const std::string& op) {
+  static const absl::flat_hash_set<std::string>* const kOps =
+      new absl::flat_hash_set<std::string>{
+          "Slice",       "Tile",          "Pad",      "Resize",
+          "Upsample",    "TopK",          "Split",    "CenterCropPad",
+          "ScatterElements", "ScatterND", "Scatter",  "Trilu",
+          "CumSum",      "ReverseSequence"};
+  return kOps->contains(op);
+}
+
+// The ranks of the outputs of `node` that inference left rankless, where
+// the node's op fixes them: a Reshape's or ConstantOfShape's is the static
+// length of its 1-D shape operand, a rank-keeping op's (KeepsRank) its
+// first input's; none where the node is of another kind or the operand's
+// rank is unknown too.
+absl::StatusOr<std::vector<RankPatch>> RecoverableRanks(
     const onnx::NodeProto& node, const TypeIndex& types) {
+  std::vector<RankPatch> patches;
+  if (KeepsRank(node.op_type())) {
+    const int rank =
+        node.input_size() < 1 ? -1 : DeclaredRank(types, node.input(0));
+    if (rank < 0) return patches;
+    for (const std::string& out : node.output()) {
+      if (!out.empty() && DeclaredRank(types, out) < 0) {
+        patches.push_back(RankPatch{out, rank});
+      }
+    }
+    return patches;
+  }
   int shape_input;
   if (node.op_type() == "Reshape") {
     shape_input = 1;
   } else if (node.op_type() == "ConstantOfShape") {
     shape_input = 0;
   } else {
-    return std::nullopt;
+    return patches;
   }
   if (node.input_size() <= shape_input || node.output_size() < 1 ||
       DeclaredRank(types, node.output(0)) >= 0) {
-    return std::nullopt;
+    return patches;
   }
   auto in = types.find(node.input(shape_input));
-  if (in == types.end() || !in->second->has_tensor_type()) return std::nullopt;
+  if (in == types.end() || !in->second->has_tensor_type()) return patches;
   const onnx::TypeProto_Tensor& t = in->second->tensor_type();
   if (!t.has_shape() || t.shape().dim_size() != 1 ||
       !t.shape().dim(0).has_dim_value()) {
-    return std::nullopt;
+    return patches;
   }
   const int64_t rank = t.shape().dim(0).dim_value();
   if (rank > kMaxTensorRank) {
@@ -155,7 +182,8 @@ absl::StatusOr<std::optional<RankPatch>> RecoverableRank(
         absl::StrCat(DescribeNode(node), ": its shape operand has ", rank,
                      " elements, over Glint's rank limit of ", kMaxTensorRank));
   }
-  return RankPatch{node.output(0), rank};
+  patches.push_back(RankPatch{node.output(0), rank});
+  return patches;
 }
 
 // The element type `graph` gives `value` (declared or inferred, or an
@@ -512,9 +540,9 @@ absl::StatusOr<bool> RecoverRanks(onnx::GraphProto* graph) {
   {
     const TypeIndex types = IndexTypes(*graph);
     for (const onnx::NodeProto& node : graph->node()) {
-      GLINT_ASSIGN_OR_RETURN(std::optional<RankPatch> patch,
-                             RecoverableRank(node, types));
-      if (patch.has_value()) patches.push_back(*std::move(patch));
+      GLINT_ASSIGN_OR_RETURN(std::vector<RankPatch> found,
+                             RecoverableRanks(node, types));
+      for (RankPatch& p : found) patches.push_back(std::move(p));
     }
   }
   for (const RankPatch& p : patches) {

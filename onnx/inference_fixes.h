@@ -46,9 +46,11 @@ void RestoreLayerNormAxes(const AxisRewrites& rewritten,
 
 // ONNX 1.12 leaves the output of Reshape and ConstantOfShape rankless when
 // the target shape is a run-time value, although the static length of that
-// 1-D input is the output's rank (newer ONNX releases infer it). Gives
-// those outputs their rank, so that the next inference pass gives every
-// downstream value a rank too. Returns whether anything changed;
+// 1-D input is the output's rank (newer ONNX releases infer it); likewise
+// the outputs of ops that keep their input's rank (Slice, Tile, Pad,
+// Resize, TopK, Split...) when their other operands are run-time values.
+// Gives those outputs their rank, so that the next inference pass gives
+// every downstream value a rank too. Returns whether anything changed;
 // INVALID_ARGUMENT for a rank over kMaxTensorRank (a hostile model
 // declares its shape operand with billions of elements to make this
 // allocate billions of dims).

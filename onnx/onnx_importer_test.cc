@@ -1157,6 +1157,65 @@ TEST(ShapeFoldingTest, LoopCarriedShapesAreNotFolded) {
   EXPECT_EQ(sub->nodes[4].op_type, "Constant");  // of the outer x
 }
 
+TEST(ShapeFoldingTest, KnownDimOfADataDependentShapeChoosesTheIfBranch) {
+  // torchvision's "squeeze if 2-D" after a data-dependent count: x is
+  // [?, 1] (rows picked by NonZero), the If compares x.shape[1] with 1 and
+  // its branches give rank 1 and rank 2. libonnx merges them into no rank;
+  // x.shape[1] is known, so the If takes the then branch: rank 1. The
+  // Slice by x.shape[0] keeps its input's rank though its end is unknown.
+  ModelBuilder then_b(/*opset=*/17);
+  Int64Constant(&then_b, "sq_axes", {1}, {1});
+  then_b.Node("Squeeze", {"x", "sq_axes"}, {"t_out"}, "squeeze");
+  then_b.Output("t_out", onnx::TensorProto::INT64, std::nullopt);
+  ModelBuilder else_b(/*opset=*/17);
+  else_b.Node("Identity", {"x"}, {"e_out"}, "identity");
+  else_b.Output("e_out", onnx::TensorProto::INT64, std::nullopt);
+  ModelBuilder b(/*opset=*/17);
+  b.Input("m", onnx::TensorProto::FLOAT, std::vector<Dim>{6})
+      .Input("v", onnx::TensorProto::FLOAT, std::vector<Dim>{8, 3})
+      .Output("y", onnx::TensorProto::INT64, std::nullopt)
+      .Output("w", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("NonZero", {"m"}, {"nz"}, "nonzero");  // [1, ?]
+  AddIntsAttr(b.Node("Transpose", {"nz"}, {"x"}, "transpose"), "perm",
+              {1, 0});  // [?, 1]
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i1", {}, {1});
+  Int64Constant(&b, "one", {}, {1});
+  b.Node("Gather", {"s", "i1"}, {"cols"}, "gather_cols");
+  b.Node("Equal", {"cols", "one"}, {"cond"}, "equal");
+  onnx::NodeProto* n = b.Node("If", {"cond"}, {"y"}, "if");
+  for (auto [name, branch] : {std::pair<const char*, ModelBuilder*>{
+                                  "then_branch", &then_b},
+                              {"else_branch", &else_b}}) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = branch->model().graph();
+  }
+  Int64Constant(&b, "starts", {1}, {0});
+  Int64Constant(&b, "i0", {1}, {0});
+  b.Node("Slice", {"s", "i0", "i1"}, {"rows"}, "slice_rows");  // [?]
+  b.Node("Slice", {"v", "starts", "rows"}, {"w"}, "slice_v");
+  for (bool elsewhere : {false, true}) {
+    SCOPED_TRACE(elsewhere ? "inference in a helper" : "in process");
+    ImportOptions options;
+    if (elsewhere) {
+      options.run_inference = [](const std::string& request) {
+        return RunOnnxInference(request);
+      };
+    }
+    absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+    ASSERT_TRUE(g.ok()) << g.status();
+    EXPECT_EQ(g->outputs[0].shape, Shape({Shape::kUnknownDim}));
+    EXPECT_EQ(g->outputs[1].shape,
+              Shape({Shape::kUnknownDim, Shape::kUnknownDim}));
+    // The comparison folded: the If reads a Constant condition.
+    for (const Node& node : g->nodes) {
+      if (node.outputs[0] == "cond") EXPECT_EQ(node.op_type, "Constant");
+    }
+  }
+}
+
 // --- Opsets 18 to 23 (onnx/newer_opsets.h) ------------------------------
 
 void AddStringAttr(onnx::NodeProto* n, const std::string& name,

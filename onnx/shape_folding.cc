@@ -64,7 +64,16 @@ struct Value {
   Dims dims;
   std::vector<int64_t> ints;
   std::vector<double> reals;
+  // Elements not known at import (a Shape's dims that depend on run-time
+  // data); empty when every element is known. Only ops that move elements
+  // (Gather, Slice, Concat, Unsqueeze...) carry them: x.shape[1] of an
+  // [N, 1] value is known although N is not.
+  std::vector<bool> unknown;
 
+  bool complete() const {
+    return std::find(unknown.begin(), unknown.end(), true) == unknown.end();
+  }
+  bool known(int64_t k) const { return unknown.empty() || !unknown[k]; }
   bool real() const { return IsReal(type); }
   int64_t size() const {
     return static_cast<int64_t>(real() ? reals.size() : ints.size());
@@ -248,7 +257,8 @@ class Scope {
     return parent_ != nullptr ? parent_->Find(name) : nullptr;
   }
 
-  // The fixed shape of `name`, where it is known and cannot change.
+  // The shape of `name` where its rank is known and cannot change: each
+  // dim fixed, or -1 where it depends on run-time data.
   std::optional<Dims> ShapeOf(const std::string& name) const {
     if (name.empty() || variant_.contains(name)) return std::nullopt;
     if (auto it = known_.find(name); it != known_.end()) return it->second.dims;
@@ -262,8 +272,8 @@ class Scope {
       }
       Dims dims;
       for (const auto& d : type.tensor_type().shape().dim()) {
-        if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
-        dims.push_back(d.dim_value());
+        dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
+                                                               : -1);
       }
       return dims;
     }
@@ -484,7 +494,9 @@ std::optional<Value> Unary(const std::string& op, const Value& x) {
 std::optional<Value> Cast(const Value& x, int32_t to) {
   if (!IsFoldableType(to)) return std::nullopt;
   Value out = MakeValue(to, x.dims);
+  out.unknown = x.unknown;
   for (int64_t k = 0; k < x.size(); ++k) {
+    if (!x.known(k)) continue;
     if (out.real()) {
       out.reals[k] = RoundReal(to, x.AsReal(k));
     } else if (x.real()) {
@@ -529,6 +541,10 @@ void Unravel(const Dims& dims, int64_t k, Dims* idx) {
 
 // Copies element `from` of `src` to element `to` of `dst` (same type).
 void CopyElement(const Value& src, int64_t from, Value* dst, int64_t to) {
+  if (!src.known(from)) {
+    if (dst->unknown.empty()) dst->unknown.assign(dst->size(), false);
+    dst->unknown[to] = true;
+  }
   if (src.real()) {
     dst->reals[to] = src.reals[from];
   } else {
@@ -538,7 +554,7 @@ void CopyElement(const Value& src, int64_t from, Value* dst, int64_t to) {
 
 std::optional<Value> Gather(const Value& data, const Value& indices,
                             int64_t axis_attr) {
-  if (data.dims.empty() || indices.real() ||
+  if (data.dims.empty() || indices.real() || !indices.complete() ||
       indices.type == TensorProto::BOOL) {
     return std::nullopt;
   }
@@ -570,7 +586,9 @@ std::optional<Value> Gather(const Value& data, const Value& indices,
 }
 
 std::optional<Dims> IntegerList(const Value* v) {
-  if (v == nullptr || v->real() || v->dims.size() > 1) return std::nullopt;
+  if (v == nullptr || v->real() || v->dims.size() > 1 || !v->complete()) {
+    return std::nullopt;
+  }
   return v->ints;
 }
 
@@ -928,6 +946,7 @@ std::optional<Value> Evaluate(const onnx::NodeProto& node, Scope* scope,
     if (op == "Size") {
       int64_t n = 1;
       for (int64_t d : *dims) {
+        if (d < 0) return std::nullopt;
         if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
           return std::nullopt;
         }
@@ -944,8 +963,16 @@ std::optional<Value> Evaluate(const onnx::NodeProto& node, Scope* scope,
     if (end < 0) end += rank;
     start = std::clamp<int64_t>(start, 0, rank);
     end = std::clamp<int64_t>(end, 0, rank);
-    return Int64Vector(Dims(dims->begin() + start,
-                            dims->begin() + std::max(start, end)));
+    Value v = Int64Vector(Dims(dims->begin() + start,
+                               dims->begin() + std::max(start, end)));
+    for (int64_t k = 0; k < v.size(); ++k) {
+      if (v.ints[k] < 0) {
+        if (v.unknown.empty()) v.unknown.assign(v.size(), false);
+        v.unknown[k] = true;
+        v.ints[k] = 0;
+      }
+    }
+    return v;
   }
   // Every other op reads its inputs' values.
   std::vector<const Value*> ins;
@@ -977,6 +1004,16 @@ std::optional<Value> Evaluate(const onnx::NodeProto& node, Scope* scope,
     if (present(k) && ins[k] == nullptr) return std::nullopt;
   }
   if (op == "Identity") return all(1) ? std::optional<Value>(*ins[0]) : std::nullopt;
+  // Only the ops that move elements carry unknown ones.
+  static const absl::flat_hash_set<std::string>* const kMovers =
+      new absl::flat_hash_set<std::string>{
+          "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape",
+          "Expand", "Tile", "Transpose", "Cast"};
+  if (!kMovers->contains(op)) {
+    for (const Value* v : ins) {
+      if (v != nullptr && !v->complete()) return std::nullopt;
+    }
+  }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
       op == "Mod" || op == "Pow") {
     if (!all(2) || ins.size() != 2) return std::nullopt;
@@ -1141,6 +1178,48 @@ void SetType(const Value& value, onnx::TypeProto* type) {
   for (int64_t d : value.dims) shape->add_dim()->set_dim_value(d);
 }
 
+// An If whose condition is known at import takes one branch: its outputs
+// have that branch's types. (libonnx merges both branches' types, and
+// exporters write branches of different ranks: torchvision's "squeeze if
+// 2-D" gives the If no rank at all.)
+// Returns whether it changed a type.
+template <typename Declare>
+bool TypeIfByItsCondition(
+    const onnx::NodeProto& node, const Scope& scope,
+    absl::flat_hash_map<std::string, onnx::TypeProto*>* types,
+    const Declare& declare) {
+  if (node.input_size() < 1) return false;
+  const Value* cond = scope.Find(node.input(0));
+  if (cond == nullptr || cond->size() != 1 || !cond->complete() ||
+      cond->real()) {
+    return false;
+  }
+  const char* taken = cond->ints[0] != 0 ? "then_branch" : "else_branch";
+  const onnx::GraphProto* branch = nullptr;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() == taken && a.type() == onnx::AttributeProto::GRAPH) {
+      branch = &a.g();
+    }
+  }
+  if (branch == nullptr || branch->output_size() != node.output_size()) {
+    return false;
+  }
+  bool changed = false;
+  for (int i = 0; i < node.output_size(); ++i) {
+    const onnx::TypeProto& from = branch->output(i).type();
+    if (node.output(i).empty() || !from.has_tensor_type() ||
+        !from.tensor_type().has_shape()) {
+      continue;
+    }
+    onnx::TypeProto*& type = (*types)[node.output(i)];
+    if (type == nullptr) type = declare(node.output(i));
+    if (type->SerializeAsString() == from.SerializeAsString()) continue;
+    *type = from;
+    changed = true;
+  }
+  return changed;
+}
+
 bool Iterates(const onnx::NodeProto& node) {
   return node.op_type() == "Loop" || node.op_type() == "Scan";
 }
@@ -1157,6 +1236,9 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
   // fold that runs after the import helper's may go further than it did).
   absl::flat_hash_map<std::string, onnx::TypeProto*> types;
   for (onnx::ValueInfoProto& vi : *graph->mutable_value_info()) {
+    types[vi.name()] = vi.mutable_type();
+  }
+  for (onnx::ValueInfoProto& vi : *graph->mutable_output()) {
     types[vi.name()] = vi.mutable_type();
   }
   types.erase("");
@@ -1186,7 +1268,13 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       for (const std::string& out : node.output()) scope.MarkVariant(out);
       continue;
     }
-    if (has_subgraphs) continue;
+    if (has_subgraphs) {
+      if (node.op_type() == "If" &&
+          TypeIfByItsCondition(node, scope, &types, declare)) {
+        ++folded;
+      }
+      continue;
+    }
     if (node.op_type() == "Constant") {
       if (node.output_size() == 1) {
         std::optional<Value> v = ConstantNodeValue(node);
@@ -1196,7 +1284,7 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
     }
     std::optional<Value> value = Evaluate(node, &scope, opset);
     if (!value.has_value() || CountOf(value->dims) != value->size()) continue;
-    if (outputs.contains(node.output(0))) {
+    if (outputs.contains(node.output(0)) || !value->complete()) {
       scope.Learn(node.output(0), *std::move(value));
       continue;
     }

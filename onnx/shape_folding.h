@@ -16,8 +16,17 @@
 // the plan.
 //
 // What is "known": initializers and Constant values of at most
-// kMaxFoldElements elements, and the shape of any value whose type has
-// only fixed dims (graph inputs are bound to fixed dims at import). Inside
+// kMaxFoldElements elements, and the dims of a value's shape that its type
+// fixes (graph inputs are bound to fixed dims at import). A value may be
+// known in part: Shape(x) of an [N, 1] x whose N depends on run-time data
+// is [?, 1], and Gather(Shape(x), 1) is the constant 1. Only ops that move
+// elements (Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Expand,
+// Tile, Transpose, Cast) carry unknown elements; a node is rewritten only
+// when its whole value is known.
+//
+// An If whose condition folds takes one branch, and its outputs get that
+// branch's types (libonnx merges both; exporters write branches of
+// different ranks, which leaves the If's outputs without a rank). Inside
 // Loop and Scan bodies, the shapes of values that may change from one
 // iteration to the next (those computed from the body's own inputs) are
 // not trusted; If branches and values read from outside the body are.
@@ -42,8 +51,9 @@ inline constexpr int64_t kMaxFoldElements = 4096;
 
 // Folds every node of `graph` (and of its subgraphs) whose value is
 // computable from what is known, rewriting each into a Constant node in
-// place. `opset` is the model's opset of the default domain. Returns how
-// many nodes it rewrote.
+// place; gives each If whose condition is known its taken branch's output
+// types. `opset` is the model's opset of the default domain. Returns how
+// many nodes it rewrote or retyped.
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset);
 
