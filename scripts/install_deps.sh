@@ -16,6 +16,9 @@ PACKAGES=(
   # promtool and a Prometheus server scraping /metrics.
   curl prometheus
   python3 python3-onnx python3-numpy python3-grpcio
+  # tests/corpus: real networks exported by PyTorch (//tests:e2e_corpus_test,
+  # //bench:corpus_bench); random weights, nothing downloaded.
+  python3-torch python3-torchvision
   # deploy/check_manifests.py (//deploy:manifests_test) parses the YAML.
   python3-yaml
   graphviz
@@ -52,17 +55,22 @@ if ! command -v npm >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends npm
 fi
 
-# The Node client of tests/e2e_node_test: exactly the versions of
-# tests/node/package-lock.json, installed again only when the lock changed.
-# Without the npm registry (offline) it says so and goes on: that one test
-# then fails, naming the missing packages.
-node_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/node"
-stamp="$node_dir/node_modules/.installed-from-package-lock.json"
-if ! cmp -s "$node_dir/package-lock.json" "$stamp" 2>/dev/null; then
-  echo "install_deps: npm ci in tests/node"
-  if (cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline); then
-    cp "$node_dir/package-lock.json" "$stamp"
-  else
-    echo "install_deps: WARNING: npm ci failed in tests/node; //tests:e2e_node_test will fail" >&2
+# The npm packages of the Node client of tests/e2e_node_test and of ONNX
+# Runtime for the corpus (tests/corpus): exactly the versions of each
+# package-lock.json, installed again only when the lock changed (with
+# --ignore-scripts: onnxruntime-node's install script downloads GPU
+# binaries; its CPU runtime is in the package). Without the npm registry
+# (offline) it says so and goes on: the tests that need them then fail,
+# naming the missing packages.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+for node_dir in "$root/tests/node" "$root/tests/corpus"; do
+  stamp="$node_dir/node_modules/.installed-from-package-lock.json"
+  if ! cmp -s "$node_dir/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "install_deps: npm ci in ${node_dir#$root/}"
+    if (cd "$node_dir" && npm ci --ignore-scripts --no-audit --no-fund --prefer-offline); then
+      cp "$node_dir/package-lock.json" "$stamp"
+    else
+      echo "install_deps: WARNING: npm ci failed in ${node_dir#$root/}" >&2
+    fi
   fi
-fi
+done

@@ -1,0 +1,227 @@
+// Glint against ONNX Runtime on the corpus of real exports (tests/corpus/):
+// each network runs in-process through HostManager on one simulated device,
+// through a real glintd with one such device (loopback gRPC), and through
+// onnxruntime-node (tests/corpus/ort_reference.js), taking turns for ROUNDS
+// rounds, with the same thread count and the corpus's own inputs. Prints
+// per model the median latencies, Glint / ORT in-process and through
+// glintd, Glint's largest difference from ORT's outputs, the geometric
+// means, the models above 1.3, and the load average.
+//
+//   tests/corpus/make_corpus.sh /tmp/corpus
+//   bazel run -c opt //bench:corpus_bench -- /tmp/corpus [threads] [iters]
+//       [rounds] [models|all]
+//
+// oneDNN runs on OpenMP, so the thread count is applied through
+// OMP_NUM_THREADS before anything starts (re-exec'd when it differs), as
+// ort_compare does.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/timing.h"
+#include "core/device_info.h"
+#include "runtime/host_manager.h"
+#include "tests/corpus_util.h"
+#include "tests/process_util.h"
+
+namespace glint {
+namespace {
+
+using bench::Median;
+using bench::TimeRuns;
+using testing::CorpusModel;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::string LoadAverage() {
+  std::string load = ReadFile("/proc/loadavg");
+  while (!load.empty() && load.back() == '\n') load.pop_back();
+  return load;
+}
+
+double GeometricMean(const std::vector<double>& values) {
+  if (values.empty()) return 0;
+  double log_sum = 0;
+  for (double v : values) log_sum += std::log(v);
+  return std::exp(log_sum / values.size());
+}
+
+// ort_reference.js from the source tree, where its node_modules are.
+std::string OrtScript() {
+  const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  return ws != nullptr ? std::string(ws) + "/tests/corpus/ort_reference.js"
+                       : "tests/corpus/ort_reference.js";
+}
+
+// ONNX Runtime's median latency of `iters` runs of `model`, in ms.
+absl::StatusOr<double> OrtMillis(const std::string& dir,
+                                 const std::string& model, int iters,
+                                 int threads) {
+  const std::string cmd =
+      absl::StrCat("node ", OrtScript(), " ", dir, " --models ", model,
+                   " --time ", iters, " --threads ", threads, " 2>&1");
+  FILE* pipe = popen(cmd.c_str(), "r");
+  double ms = -1;
+  char line[512];
+  const std::string key = model + " ort_ms_p50 ";
+  while (pipe != nullptr && std::fgets(line, sizeof(line), pipe)) {
+    if (absl::string_view(line).substr(0, key.size()) == key) {
+      ms = std::atof(line + key.size());
+    }
+  }
+  if (pipe == nullptr || pclose(pipe) != 0 || ms <= 0) {
+    return absl::InternalError(absl::StrCat("ONNX Runtime failed: ", cmd));
+  }
+  return ms;
+}
+
+bool Wanted(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || (only.size() == 1 && only[0] == "all") ||
+         std::find(only.begin(), only.end(), name) != only.end();
+}
+
+int Run(const std::string& dir, int threads, int iters, int rounds,
+        const std::vector<std::string>& only) {
+  absl::StatusOr<std::vector<CorpusModel>> models =
+      testing::ReadCorpusManifest(dir);
+  if (!models.ok()) {
+    std::cerr << models.status() << "\n";
+    return 1;
+  }
+  DeviceConfig device;
+  device.memory_bytes = 8ull << 30;
+  absl::StatusOr<std::unique_ptr<testing::GlintdProcess>> glintd =
+      testing::GlintdProcess::Start(
+          {"--devices=sim:memory=8GiB", "--log_level=warning", "--store_dir="},
+          absl::Seconds(60));
+  if (!glintd.ok()) {
+    std::cerr << "glintd: " << glintd.status() << "\n";
+    return 1;
+  }
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
+  std::printf("%-34s %9s %9s %9s %7s %7s %10s\n", "model", "ort_ms",
+              "glint_ms", "glintd_ms", "ratio", "ratio_d", "max_rel");
+  std::vector<double> ratios, ratios_d;
+  std::vector<std::string> above, failed;
+  for (const CorpusModel& model : *models) {
+    if (model.file.empty() || !Wanted(only, model.name)) continue;
+    // A host of its own per model (see ort_compare: a thread that has just
+    // run a heavy model is scheduled late for a while on a loaded machine).
+    absl::StatusOr<std::unique_ptr<HostManager>> host =
+        HostManager::CreateFromConfigs({}, {device});
+    absl::StatusOr<std::vector<NamedTensor>> inputs =
+        testing::ReadCorpusInputs(dir, model);
+    absl::StatusOr<std::vector<Tensor>> want =
+        testing::ReadOrtOutputs(dir, model);
+    absl::Status status = host.status();
+    status.Update(inputs.status());
+    status.Update(want.status());
+    AddNetworkOptions options;
+    options.input_shapes = model.input_shapes;
+    const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
+    if (status.ok()) {
+      status.Update((*host)->AddNetwork(model.name, bytes, options).status());
+    }
+    if (status.ok()) {
+      status.Update(
+          (*glintd)->client().AddNetwork(model.name, bytes, options).status());
+    }
+    std::vector<double> local_us, remote_us, ort_ms;
+    std::vector<NamedTensor> local_out, remote_out;
+    for (int r = 0; r < rounds && status.ok(); ++r) {
+      status.Update(TimeRuns(
+          iters, [&] { return (*host)->RunNetwork(model.name, *inputs); },
+          &local_out, &local_us));
+      status.Update(TimeRuns(
+          iters,
+          [&] { return (*glintd)->client().RunNetwork(model.name, *inputs); },
+          &remote_out, &remote_us));
+      absl::StatusOr<double> ort = OrtMillis(dir, model.name, iters, threads);
+      status.Update(ort.status());
+      if (ort.ok()) ort_ms.push_back(*ort);
+    }
+    if (!status.ok()) {
+      std::printf("%-34s %s\n", model.name.c_str(),
+                  status.ToString().c_str());
+      failed.push_back(model.name);
+      continue;
+    }
+    double max_rel = 0;
+    for (const std::vector<NamedTensor>* outs : {&local_out, &remote_out}) {
+      for (size_t k = 0; k < model.outputs.size(); ++k) {
+        for (const NamedTensor& t : *outs) {
+          if (t.name != model.outputs[k]) continue;
+          testing::Agreement a =
+              testing::CompareWithReference(t.tensor, (*want)[k]);
+          max_rel = std::max(max_rel, a.max_magnitude > 0
+                                          ? a.max_abs_diff / a.max_magnitude
+                                          : a.max_abs_diff);
+        }
+      }
+    }
+    const double ort = Median(ort_ms);
+    const double local = Median(local_us) / 1000;
+    const double remote = Median(remote_us) / 1000;
+    ratios.push_back(local / ort);
+    ratios_d.push_back(remote / ort);
+    if (std::max(local, remote) / ort > 1.3) above.push_back(model.name);
+    std::printf("%-34s %9.3f %9.3f %9.3f %7.2f %7.2f %10.2e\n",
+                model.name.c_str(), ort, local, remote, local / ort,
+                remote / ort, max_rel);
+    std::fflush(stdout);
+    (void)(*glintd)->client().RemoveNetwork(model.name);
+  }
+  std::printf(
+      "geomean glint/ort %.2f in-process, %.2f through glintd, over %zu "
+      "models; above 1.3: %s; failed: %s\n",
+      GeometricMean(ratios), GeometricMean(ratios_d), ratios.size(),
+      above.empty() ? "none" : absl::StrJoin(above, ", ").c_str(),
+      failed.empty() ? "none" : absl::StrJoin(failed, ", ").c_str());
+  std::printf(
+      "threads %d, %d rounds of %d timed runs each way (ORT: its p50 per "
+      "round), medians; load average at end: %s\n",
+      threads, rounds, iters, LoadAverage().c_str());
+  return failed.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace glint
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: corpus_bench CORPUS_DIR [threads] [iters] [rounds] "
+                 "[models|all]\n";
+    return 2;
+  }
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
+  const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
+  const std::vector<std::string> only =
+      argc > 5 ? absl::StrSplit(argv[5], ',') : std::vector<std::string>{};
+  const std::string want = std::to_string(threads);
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  if (omp == nullptr || want != omp) {
+    // OpenMP reads its thread count once, at start-up.
+    setenv("OMP_NUM_THREADS", want.c_str(), 1);
+    execv("/proc/self/exe", argv);
+  }
+  return glint::Run(argv[1], threads, iters, rounds, only);
+}
