@@ -127,9 +127,7 @@ class ConvKernel final : public KernelBase {
         const int64_t channel = channels_last_ ? i % g.m : (i / plane) % g.m;
         float v = b != nullptr ? b->as<const float>()[channel] : 0.0f;
         if (z != nullptr) v += z->as<const float>()[i];
-        // The optimiser fuses only Relu/LeakyRelu into Conv.
-        if (act_.present() && v < 0) v *= act_.alpha;
-        py[i] = v;
+        py[i] = act_.present() ? ApplyActivation(act_, v) : v;
       }
       return absl::OkStatus();
     }
@@ -382,9 +380,6 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {
   if (fused) {
     channels_last = spec.node->GetInt("channels_last", 0) != 0;
     GLINT_ASSIGN_OR_RETURN(act, ParseActivation(*spec.node));
-    if (act.present() && act.alg != dnnl::algorithm::eltwise_relu) {
-      return Unimplemented(node, "FusedConv takes only Relu/LeakyRelu");
-    }
   }
   std::unique_ptr<ConvKernel> kernel;
   GLINT_RETURN_IF_ERROR(CatchDnnl(node, [&] {

@@ -1,5 +1,7 @@
 #include "devices/cpu/dnnl_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
@@ -72,6 +74,16 @@ absl::StatusOr<Activation> ParseActivation(const Node& node) {
     act.alg = dnnl::algorithm::eltwise_tanh;
   } else if (name == "Gelu") {
     act.alg = dnnl::algorithm::eltwise_gelu_erf;
+  } else if (name == "Swish") {
+    // SiLU, x * Sigmoid(x): PyTorch exports it as that pair of nodes.
+    act.alg = dnnl::algorithm::eltwise_swish;
+    act.alpha = 1.0f;
+  } else if (name == "HardSwish") {
+    act.alg = dnnl::algorithm::eltwise_hardswish;
+  } else if (name == "Clip") {
+    act.alg = dnnl::algorithm::eltwise_clip;
+    act.alpha = node.GetFloat("activation_alpha", 0.0f);
+    act.beta = node.GetFloat("activation_beta", 6.0f);
   } else {
     return absl::UnimplementedError(absl::StrCat(
         node.Describe(), ": fused activation '", name, "' is not supported"));
@@ -81,6 +93,27 @@ absl::StatusOr<Activation> ParseActivation(const Node& node) {
 
 void AppendActivation(const Activation& act, dnnl::post_ops& ops) {
   if (act.present()) ops.append_eltwise(1.0f, act.alg, act.alpha, act.beta);
+}
+
+float ApplyActivation(const Activation& act, float v) {
+  switch (act.alg) {
+    case dnnl::algorithm::eltwise_relu:
+      return v > 0 ? v : v * act.alpha;
+    case dnnl::algorithm::eltwise_logistic:
+      return 1.0f / (1.0f + std::exp(-v));
+    case dnnl::algorithm::eltwise_tanh:
+      return std::tanh(v);
+    case dnnl::algorithm::eltwise_gelu_erf:
+      return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f)));
+    case dnnl::algorithm::eltwise_swish:
+      return v / (1.0f + std::exp(-act.alpha * v));
+    case dnnl::algorithm::eltwise_hardswish:
+      return v * std::min(std::max(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+    case dnnl::algorithm::eltwise_clip:
+      return std::min(std::max(v, act.alpha), act.beta);
+    default:
+      return v;
+  }
 }
 
 dnnl::memory::desc WithDataType(const dnnl::memory::desc& md,

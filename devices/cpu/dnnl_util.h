@@ -96,6 +96,9 @@ struct Activation {
 absl::StatusOr<Activation> ParseActivation(const Node& node);
 // Appends `act` (when present) to `ops`.
 void AppendActivation(const Activation& act, dnnl::post_ops& ops);
+// `act` applied to one value, as its oneDNN post-op computes it: for the
+// paths that never reach oneDNN (an empty reduction, no input channels).
+float ApplyActivation(const Activation& act, float v);
 
 // Grow-only host buffers owned by the calling thread, one per slot: a
 // kernel's Compute runs to completion on its calling thread, so concurrent

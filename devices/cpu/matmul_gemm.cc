@@ -540,7 +540,7 @@ class MatMulKernel final : public KernelBase {
       for (int64_t i = 0; i < y.num_elements(); ++i) {
         float v = bias != nullptr ? bias->as<const float>()[i % n] : 0.0f;
         if (addend != nullptr) v += addend->as<const float>()[i];
-        if (act_.present()) v = ApplyActivation(v);
+        if (act_.present()) v = ApplyActivation(act_, v);
         py[i] = v;
       }
       return absl::OkStatus();
@@ -556,21 +556,6 @@ class MatMulKernel final : public KernelBase {
   }
 
  private:
-  // The k == 0 fallback of the activations ParseActivation accepts.
-  float ApplyActivation(float v) const {
-    switch (act_.alg) {
-      case dnnl::algorithm::eltwise_relu:
-        return v > 0 ? v : v * act_.alpha;
-      case dnnl::algorithm::eltwise_logistic:
-        return 1.0f / (1.0f + std::exp(-v));
-      case dnnl::algorithm::eltwise_tanh:
-        return std::tanh(v);
-      case dnnl::algorithm::eltwise_gelu_erf:
-        return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f)));
-      default:
-        return v;
-    }
-  }
 
   // `b_data` is used only to pack constant weights.
   absl::StatusOr<std::shared_ptr<const MatMulEntry>> GetEntry(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -322,14 +323,12 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
     return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
   }
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    const ValueInfo* a = graph.FindValue(node.inputs[0]);
-    const ValueInfo* b = graph.FindValue(node.inputs[1]);
-    const ValueInfo* y = graph.FindValue(node.outputs[0]);
-    // No broadcasting: a per-channel operand would need its own transpose.
-    return IsStatic4DFloat(graph, node.inputs[1]) && a->shape == y->shape &&
-                   b->shape == y->shape
-               ? LayoutRole::kFollower
-               : LayoutRole::kNone;
+    // Both operands are region values (ConvertToChannelsLast requires it
+    // of every follower's activation inputs), so both are 4-D and take the
+    // same permutation: broadcasting commutes with it. A squeeze-excite
+    // block's [N, C, 1, 1] scale stays channels last with its features.
+    return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
+                                                  : LayoutRole::kNone;
   }
   return LayoutRole::kNone;
 }
@@ -850,6 +849,62 @@ absl::Status FuseGelu(Graph* graph) {
   return absl::OkStatus();
 }
 
+// The [min, max] of a Clip node (attributes before opset 11, constant
+// inputs after); nullopt when a bound is a run-time value.
+std::optional<std::pair<float, float>> ClipBounds(const Graph& graph,
+                                                  const Node& clip) {
+  float lo = clip.GetFloat("min", -std::numeric_limits<float>::infinity());
+  float hi = clip.GetFloat("max", std::numeric_limits<float>::infinity());
+  for (int k = 1; k <= 2 && k < clip.num_inputs(); ++k) {
+    if (!clip.has_input(k)) continue;
+    const Tensor* t = FloatInitializer(graph, clip.inputs[k]);
+    if (t == nullptr || t->num_elements() != 1) return std::nullopt;
+    (k == 1 ? lo : hi) = t->data<float>()[0];
+  }
+  return std::make_pair(lo, hi);
+}
+
+// Fuses Mul(x, Sigmoid(x)) into node `i`, which produces x, as its "Swish"
+// activation, where x is read by exactly those two nodes and the Sigmoid by
+// the Mul alone. Returns whether it did.
+bool SiluAfter(Graph* graph, int i) {
+  const std::string x = graph->nodes[i].outputs[0];
+  const Uses uses(*graph);
+  if (uses.IsGraphOutput(x)) return false;
+  int sigmoid = -1, mul = -1, readers = 0;
+  for (int k = 0; k < static_cast<int>(graph->nodes.size()); ++k) {
+    const Node& n = graph->nodes[k];
+    for (const std::string& in : n.inputs) readers += in == x ? 1 : 0;
+    if (!IsDefaultDomain(n) || n.outputs.size() != 1) continue;
+    if (n.op_type == "Sigmoid" && n.inputs.size() == 1 && n.inputs[0] == x) {
+      sigmoid = k;
+    }
+  }
+  if (sigmoid < 0 || readers != 2 ||
+      !uses.SingleInternalUse(graph->nodes[sigmoid].outputs[0])) {
+    return false;
+  }
+  const std::string s = graph->nodes[sigmoid].outputs[0];
+  for (int k = 0; k < static_cast<int>(graph->nodes.size()); ++k) {
+    const Node& n = graph->nodes[k];
+    if (IsBinary(n, "Mul") &&
+        ((n.inputs[0] == x && n.inputs[1] == s) ||
+         (n.inputs[0] == s && n.inputs[1] == x))) {
+      mul = k;
+    }
+  }
+  if (mul < 0) return false;
+  Node& fused = graph->nodes[i];
+  fused.op_type = kFusedConvOp;
+  fused.attributes["activation"] = std::string("Swish");
+  graph->values.erase(x);
+  graph->values.erase(s);
+  fused.outputs = {graph->nodes[mul].outputs[0]};
+  graph->nodes.erase(graph->nodes.begin() + std::max(sigmoid, mul));
+  graph->nodes.erase(graph->nodes.begin() + std::min(sigmoid, mul));
+  return true;
+}
+
 absl::Status FuseActivations(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& p = graph->nodes[i];
@@ -869,28 +924,41 @@ absl::Status FuseActivations(Graph* graph) {
     }
     const ValueInfo* out = graph->FindValue(p.outputs[0]);
     if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const bool conv = fused_type == kFusedConvOp;
+    // SiLU after a convolution (EfficientNet, YOLO): x * Sigmoid(x), the
+    // Sigmoid read only by the Mul, as oneDNN's swish post-op.
+    if (conv && SiluAfter(graph, i)) continue;
     const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& act = graph->nodes[j];
-    if (!IsDefaultDomain(act) || act.outputs.size() != 1 ||
-        (act.op_type != "Relu" && act.op_type != "LeakyRelu" &&
-         act.op_type != "Gelu")) {
-      continue;
+    if (!IsDefaultDomain(act) || act.outputs.size() != 1) continue;
+    // Relu and LeakyRelu everywhere; oneDNN's gelu_erf post-op is the exact
+    // form, for MatMul (tanh-approximated Gelu stays a node); the
+    // activations of mobile CNNs (Sigmoid, Tanh, HardSwish, Clip as Relu6)
+    // for Conv, whose oneDNN post-ops take them all.
+    const std::string& op = act.op_type;
+    bool fusable = op == "Relu" || op == "LeakyRelu";
+    fusable = fusable || (op == "Gelu" && fused_type == kFusedMatMulOp &&
+                          act.GetString("approximate", "none") == "none");
+    fusable = fusable || (conv && (op == "Sigmoid" || op == "Tanh" ||
+                                   op == "HardSwish"));
+    std::optional<std::pair<float, float>> clip;
+    if (conv && op == "Clip") {
+      clip = ClipBounds(*graph, act);
+      fusable = clip.has_value();
     }
-    // oneDNN's gelu_erf post-op is the exact form; tanh-approximated Gelu
-    // stays a node. Gemm and Conv kernels take only Relu/LeakyRelu.
-    if (act.op_type == "Gelu" &&
-        (fused_type != kFusedMatMulOp ||
-         act.GetString("approximate", "none") != "none")) {
-      continue;
-    }
+    if (!fusable) continue;
     const float alpha =
-        act.op_type == "LeakyRelu" ? act.GetFloat("alpha", 0.01f) : 0.0f;
-    const std::string act_type = act.op_type;
+        op == "LeakyRelu" ? act.GetFloat("alpha", 0.01f) : 0.0f;
+    const std::string act_type = op;
     Node& fused = graph->nodes[i];
     fused.op_type = fused_type;
     fused.attributes["activation"] = act_type;
     if (act_type == "LeakyRelu") fused.attributes["activation_alpha"] = alpha;
+    if (clip.has_value()) {
+      fused.attributes["activation_alpha"] = clip->first;
+      fused.attributes["activation_beta"] = clip->second;
+    }
     MergeInto(graph, i, j);
   }
   return absl::OkStatus();

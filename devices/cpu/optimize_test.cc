@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "devices/cpu/kernel_test_util.h"
 #include "gtest/gtest.h"
 
@@ -394,6 +395,80 @@ TEST(OptimizeTest, BroadcastingAndIndicesStayOutsideTheRegion) {
   for (const Node& node : opt.nodes) ops.push_back(node.op_type);
   EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", kFusedConvOp,
                                            "Transpose", "Mul", "MaxPool"}));
+}
+
+// An EfficientNet block as PyTorch exports it: Conv, SiLU as x *
+// Sigmoid(x), then squeeze-excite (GlobalAveragePool, Conv, SiLU, Conv,
+// Sigmoid, and a Mul by the [N, C, 1, 1] scale), then a projecting Conv;
+// and MobileNetV2's Relu6 as Clip(0, 6).
+Graph MobileBlock() {
+  Graph g = NewGraph("x", Shape({1, 4, 6, 6}), "y", Shape({1, 3, 6, 6}));
+  AddInitializer(g, "w1", Random({4, 4, 3, 3}, 41));
+  AddInitializer(g, "w2", Random({2, 4, 1, 1}, 42));
+  AddInitializer(g, "w3", Random({4, 2, 1, 1}, 43));
+  AddInitializer(g, "w4", Random({3, 4, 1, 1}, 44));
+  AddInitializer(g, "lo", Scalar(0.0f));
+  AddInitializer(g, "hi", Scalar(6.0f));
+  for (const char* v : {"c", "cs", "a", "m"}) {
+    AddValue(g, v, Shape({1, 4, 6, 6}));
+  }
+  for (const char* v : {"p", "e", "es"}) AddValue(g, v, Shape({1, 4, 1, 1}));
+  for (const char* v : {"r", "rs", "r6"}) AddValue(g, v, Shape({1, 2, 1, 1}));
+  g.nodes = {
+      MakeNode("Conv", {"x", "w1"}, {"c"},
+               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+      MakeNode("Sigmoid", {"c"}, {"cs"}),
+      MakeNode("Mul", {"c", "cs"}, {"a"}),
+      MakeNode("GlobalAveragePool", {"a"}, {"p"}),
+      MakeNode("Conv", {"p", "w2"}, {"r"}),
+      MakeNode("Clip", {"r", "lo", "hi"}, {"r6"}),
+      MakeNode("Conv", {"r6", "w3"}, {"e"}),
+      MakeNode("Sigmoid", {"e"}, {"es"}),
+      MakeNode("Mul", {"a", "es"}, {"m"}),
+      MakeNode("Conv", {"m", "w4"}, {"y"}),
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = absl::StrCat("n", i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, MobileBlockFusesActivationsAndStaysChannelsLast) {
+  const Graph opt = OptimizeAndCompare(MobileBlock(), 1e-4f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  // One reorder in, one out: the squeeze-excite Mul broadcasts its
+  // [N, C, 1, 1] scale inside the channels-last region.
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "Transpose", kFusedConvOp,
+                     kChannelsLastGlobalAveragePoolOp, kFusedConvOp,
+                     kFusedConvOp, "Mul", kFusedConvOp, "Transpose"}));
+  std::vector<std::string> acts;
+  for (const Node& node : opt.nodes) {
+    if (node.op_type == kFusedConvOp) {
+      acts.push_back(node.GetString("activation", ""));
+    }
+  }
+  EXPECT_EQ(acts, (std::vector<std::string>{"Swish", "Clip", "Sigmoid", ""}));
+  for (const Node& node : opt.nodes) {
+    if (node.GetString("activation", "") == "Clip") {
+      EXPECT_EQ(node.GetFloat("activation_alpha", -1), 0.0f);
+      EXPECT_EQ(node.GetFloat("activation_beta", -1), 6.0f);
+    }
+  }
+}
+
+TEST(OptimizeTest, SiluWhoseHalvesAreReadElsewhereStaysApart) {
+  // The Sigmoid is also a graph output: fusing would lose it.
+  Graph g = MobileBlock();
+  g.outputs.push_back({"cs", DType::kFloat32, Shape({1, 4, 6, 6})});
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  int sigmoids = 0;
+  for (const Node& node : opt.nodes) {
+    sigmoids += node.op_type == "Sigmoid" ? 1 : 0;
+    EXPECT_NE(node.GetString("activation", ""), "Swish");
+  }
+  EXPECT_EQ(sigmoids, 1);
 }
 
 TEST(OptimizeTest, ElementwiseChainBecomesOneNode) {
