@@ -154,14 +154,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSlice(const KernelSpec& spec) {
 
 class SplitKernel final : public KernelBase {
  public:
+  // `num_outputs` (opset 18's attribute, > 0 when given) asks for chunks
+  // of ceil(dim / num_outputs), the last one smaller.
   SplitKernel(const KernelSpec& spec, DType dtype, int64_t axis,
-              bool from_input, std::vector<int64_t> split, int outputs)
+              bool from_input, std::vector<int64_t> split, int outputs,
+              bool num_outputs)
       : KernelBase(spec),
         dtype_(dtype),
         axis_(axis),
         from_input_(from_input),
         split_(std::move(split)),
-        outputs_(outputs) {}
+        outputs_(outputs),
+        num_outputs_(num_outputs) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -175,7 +179,20 @@ class SplitKernel final : public KernelBase {
                                         node()));
     }
     const int64_t n = x->shape.dim(axis);
-    if (split.empty()) {
+    if (num_outputs_) {
+      // As onnxruntime: ceil-sized chunks must leave the last one at least
+      // one element (7 into 4 is 2, 2, 2, 1; 5 into 4 has no such split).
+      const int64_t part = outputs_ > n ? 0 : (n + outputs_ - 1) / outputs_;
+      const int64_t last = n - part * (outputs_ - 1);
+      if (outputs_ > n || last < 1) {
+        return InvalidArgument(node(), "num_outputs=", outputs_,
+                               " cannot split an axis of size ", n,
+                               " into chunks of ceil(", n, "/", outputs_,
+                               ") with a non-empty last one");
+      }
+      split.assign(outputs_, part);
+      split.back() = last;
+    } else if (split.empty()) {
       // Equal parts; the last one smaller when n does not divide.
       const int64_t part = (n + outputs_ - 1) / outputs_;
       for (int i = 0; i < outputs_; ++i) {
@@ -223,6 +240,7 @@ class SplitKernel final : public KernelBase {
   bool from_input_;
   std::vector<int64_t> split_;
   int outputs_;
+  bool num_outputs_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeSplit(const KernelSpec& spec) {
@@ -233,9 +251,25 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSplit(const KernelSpec& spec) {
   for (int i = 0; i < outputs; ++i) {
     GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, i, dtype).status());
   }
+  // Opset 18: num_outputs instead of the split input (never both).
+  const bool num_outputs =
+      (spec.opset_version == 0 || spec.opset_version >= 18) &&
+      spec.node->HasAttribute("num_outputs");
+  if (num_outputs) {
+    const int64_t k = spec.node->GetInt("num_outputs", 0);
+    if (k < 1 || k != outputs) {
+      return InvalidArgument(spec.node->Describe(), "num_outputs=", k,
+                             " must be >= 1 and equal the node's ", outputs,
+                             " outputs");
+    }
+    if (spec.has_input(1)) {
+      return InvalidArgument(spec.node->Describe(),
+                             "takes the split input or num_outputs, not both");
+    }
+  }
   return std::unique_ptr<Kernel>(new SplitKernel(
       spec, dtype, spec.node->GetInt("axis", 0), from_input,
-      spec.node->GetInts("split"), outputs));
+      spec.node->GetInts("split"), outputs, num_outputs));
 }
 
 // ----------------------------------------------------------------- Gather
