@@ -117,5 +117,178 @@ TEST(Opset18Test, SplitNumOutputsRefusals) {
   EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// ---------------------------------------------------------- Pad-18/19
+
+// The input indices one axis of a padded output reads (-1: the constant),
+// built the way numpy.pad reads them: negative pads first crop the axis
+// (as onnxruntime slices before padding), then the kept indices K are
+// extended by repeating K (wrap), its mirror image without the edges
+// (reflect), its end elements (edge) or -1 (constant).
+Ints PadAxisIndices(int64_t len, int64_t before, int64_t after,
+                    const std::string& mode) {
+  Ints kept;
+  for (int64_t i = std::max<int64_t>(0, -before);
+       i < len - std::max<int64_t>(0, -after); ++i) {
+    kept.push_back(i);
+  }
+  const int64_t left = std::max<int64_t>(0, before);
+  const int64_t right = std::max<int64_t>(0, after);
+  const int64_t n = static_cast<int64_t>(kept.size());
+  Ints period;  // One period of the infinite sequence, starting at K[0].
+  if (mode == "wrap") {
+    period = kept;
+  } else if (mode == "reflect") {
+    period = kept;
+    for (int64_t i = n - 2; i >= 1; --i) period.push_back(kept[i]);
+  }
+  Ints out;
+  for (int64_t t = -left; t < n + right; ++t) {
+    if (t >= 0 && t < n) {
+      out.push_back(kept[t]);
+    } else if (mode == "constant") {
+      out.push_back(-1);
+    } else if (mode == "edge") {
+      out.push_back(t < 0 ? kept.front() : kept.back());
+    } else {
+      const int64_t p = static_cast<int64_t>(period.size());
+      out.push_back(period[((t % p) + p) % p]);
+    }
+  }
+  return out;
+}
+
+// numpy-style padding of a row-major float tensor.
+Floats ReferencePad(const Ints& dims, const Floats& x, const Ints& pads,
+                    const std::string& mode, float value, Ints* out_dims) {
+  const int rank = static_cast<int>(dims.size());
+  std::vector<Ints> index(rank);
+  out_dims->clear();
+  for (int d = 0; d < rank; ++d) {
+    index[d] = PadAxisIndices(dims[d], pads[d], pads[d + rank], mode);
+    out_dims->push_back(static_cast<int64_t>(index[d].size()));
+  }
+  int64_t total = 1;
+  for (int64_t d : *out_dims) total *= d;
+  Floats y(total);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rest = i, src = 0, stride = 1;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t j = index[d][rest % (*out_dims)[d]];
+      rest /= (*out_dims)[d];
+      if (j < 0) inside = false;
+      src += j * stride;
+      stride *= dims[d];
+    }
+    y[i] = inside ? x[src] : value;
+  }
+  return y;
+}
+
+TEST(Opset18Test, PadWrapRepeatsTheInput) {
+  auto out = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Pad", {"x", "p"}, {"y"}, {{"mode", std::string("wrap")}}),
+      {MakeTensor<float>({3}, {1, 2, 3}), MakeTensor<int64_t>({2}, {2, 4})},
+      Opset(19));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]),
+              ElementsAre(2, 3, 1, 2, 3, 1, 2, 3, 1));
+  // A negative pad crops first; wrap then repeats what is left.
+  auto crop = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Pad", {"x", "p"}, {"y"}, {{"mode", std::string("wrap")}}),
+      {MakeTensor<float>({5}, {0, 1, 2, 3, 4}),
+       MakeTensor<int64_t>({2}, {-1, 2})},
+      Opset(19));
+  ASSERT_TRUE(crop.ok()) << crop.status();
+  EXPECT_THAT(ToVector<float>((*crop)[0]), ElementsAre(1, 2, 3, 4, 1, 2));
+}
+
+TEST(Opset18Test, PadAxesInputPadsOnlyThoseAxes) {
+  // [2, 3] padded on axis -1 only: 1 before, 2 after, value 9.
+  auto out = RunKernel(
+      CpuKernelRegistry(), MakeNode("Pad", {"x", "p", "v", "a"}, {"y"}),
+      {MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}),
+       MakeTensor<int64_t>({2}, {1, 2}), MakeTensor<float>({}, {9}),
+       MakeTensor<int64_t>({1}, {-1})},
+      Opset(18));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({2, 6}));
+  EXPECT_THAT(ToVector<float>((*out)[0]),
+              ElementsAre(9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9, 9));
+}
+
+TEST(Opset18Test, PadEveryModeMatchesNumpyOnRandomData) {
+  const Ints dims = {3, 4, 5};
+  const Tensor x = RandomTensor(dims, 7);
+  const Floats xs = ToVector<float>(x);
+  // Per axis (before, after), some negative (cropping), some longer than
+  // the axis (several periods of wrap/reflect).
+  const std::vector<Ints> cases = {{1, 2, 3, 2, 1, 0},
+                                   {-1, 0, 7, 2, -2, 9},
+                                   {0, -1, -2, 5, 2, -1},
+                                   {4, 6, 0, 0, 11, 1}};
+  for (const std::string mode : {"constant", "edge", "reflect", "wrap"}) {
+    for (const Ints& pads : cases) {
+      Ints want_dims;
+      const Floats want = ReferencePad(dims, xs, pads, mode, 0.5f, &want_dims);
+      auto out = RunKernel(
+          CpuKernelRegistry(),
+          MakeNode("Pad", {"x", "p", "v"}, {"y"}, {{"mode", mode}}),
+          {x, MakeTensor<int64_t>({6}, pads), MakeTensor<float>({}, {0.5f})},
+          Opset(19));
+      ASSERT_TRUE(out.ok()) << mode << ": " << out.status();
+      EXPECT_EQ((*out)[0].shape(), Shape(want_dims)) << mode;
+      EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAreArray(want))
+          << mode << " pads " << ::testing::PrintToString(pads);
+    }
+    // The same through the axes input (negative axes, any order).
+    Ints want_dims;
+    const Floats want = ReferencePad(dims, xs, {0, -1, 3, 0, 2, 4}, mode,
+                                     0.0f, &want_dims);
+    auto axes = RunKernel(
+        CpuKernelRegistry(),
+        MakeNode("Pad", {"x", "p", "", "a"}, {"y"}, {{"mode", mode}}),
+        {x, MakeTensor<int64_t>({4}, {3, -1, 4, 2}), Tensor(),
+         MakeTensor<int64_t>({2}, {-1, 1})},
+        Opset(19));
+    ASSERT_TRUE(axes.ok()) << mode << ": " << axes.status();
+    EXPECT_EQ((*axes)[0].shape(), Shape(want_dims));
+    EXPECT_THAT(ToVector<float>((*axes)[0]), ElementsAreArray(want)) << mode;
+  }
+}
+
+TEST(Opset18Test, PadRefusals) {
+  const Tensor x = MakeTensor<float>({2, 3}, Ramp(6));
+  // An axis named twice.
+  auto repeated = RunKernel(
+      CpuKernelRegistry(), MakeNode("Pad", {"x", "p", "", "a"}, {"y"}),
+      {x, MakeTensor<int64_t>({4}, {1, 1, 1, 1}), Tensor(),
+       MakeTensor<int64_t>({2}, {1, -1})},
+      Opset(18));
+  EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
+  // pads not 2 per named axis.
+  auto count = RunKernel(
+      CpuKernelRegistry(), MakeNode("Pad", {"x", "p", "", "a"}, {"y"}),
+      {x, MakeTensor<int64_t>({4}, {1, 1, 1, 1}), Tensor(),
+       MakeTensor<int64_t>({1}, {0})},
+      Opset(18));
+  EXPECT_EQ(count.status().code(), absl::StatusCode::kInvalidArgument);
+  // wrap is Pad-19's.
+  auto wrap18 = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Pad", {"x", "p"}, {"y"}, {{"mode", std::string("wrap")}}),
+      {x, MakeTensor<int64_t>({4}, {0, 1, 0, 1})}, Opset(18));
+  EXPECT_EQ(wrap18.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(wrap18.status().message(), HasSubstr("wrap"));
+  // wrap of an axis cropped to nothing.
+  auto empty = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("Pad", {"x", "p"}, {"y"}, {{"mode", std::string("wrap")}}),
+      {x, MakeTensor<int64_t>({4}, {0, -3, 0, 4})}, Opset(19));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
