@@ -290,5 +290,278 @@ TEST(Opset18Test, PadRefusals) {
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// ------------------------------------------------------- Resize-18/19
+
+// ONNX's Resize reference, written from the operator spec: every output
+// element is a nested 1-D interpolation (outer axis last), each at
+// x_ori = the coordinate transform of the output index, from the n input
+// elements nearest x_ori (edge-padded, ties to the lower index), weighted
+// by the mode's coefficients for ratio = x_ori - floor(x_ori) in (0, 1].
+struct ResizeRef {
+  std::string mode = "linear";
+  std::string coord = "half_pixel";
+  bool antialias = false;
+  bool exclude_outside = false;
+  double cubic_a = -0.75;
+
+  std::vector<double> Coeffs(double ratio, double scale) const {
+    std::vector<double> c;
+    auto cubic = [&](double x) {
+      const double a = cubic_a;
+      x = std::fabs(x);
+      if (x <= 1) return (a + 2) * x * x * x - (a + 3) * x * x + 1;
+      if (x < 2) return a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+      return 0.0;
+    };
+    if (mode == "nearest") {  // round_prefer_floor
+      return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
+    }
+    if (!antialias) {
+      if (mode == "linear") return {1 - ratio, ratio};
+      return {cubic(ratio + 1), cubic(ratio), cubic(1 - ratio),
+              cubic(2 - ratio)};
+    }
+    const double s = std::min(scale, 1.0);
+    const double support = mode == "linear" ? 1 : 2;
+    const int start = static_cast<int>(std::floor(-support / s)) + 1;
+    double sum = 0;
+    for (int i = start; i < 2 - start; ++i) {
+      const double arg = s * (i - ratio);
+      c.push_back(mode == "linear" ? std::clamp(1 - std::fabs(arg), 0.0, 1.0)
+                                   : cubic(arg));
+      sum += c.back();
+    }
+    for (double& v : c) v /= sum;
+    return c;
+  }
+
+  double Interp1D(const std::vector<double>& data, double scale, int64_t out,
+                  double x) const {
+    const int64_t len = static_cast<int64_t>(data.size());
+    const double out_len = scale * len;
+    double xo;
+    if (coord == "align_corners") {
+      xo = out_len == 1 ? 0 : x * (len - 1) / (out_len - 1);
+    } else if (coord == "asymmetric") {
+      xo = x / scale;
+    } else if (coord == "half_pixel_symmetric") {
+      const double adjustment = out / out_len;
+      const double offset = len / 2.0 * (1 - adjustment);
+      xo = offset + (x + 0.5) / scale - 0.5;
+    } else {
+      xo = (x + 0.5) / scale - 0.5;
+    }
+    const double ratio = xo == std::floor(xo) ? 1 : xo - std::floor(xo);
+    std::vector<double> c = Coeffs(ratio, scale);
+    const int64_t n = static_cast<int64_t>(c.size());
+    const int64_t pad = (n + 1) / 2;
+    // The n indices of the padded axis nearest xo + pad.
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < len + 2 * pad; ++i) idx.push_back(i);
+    std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+      return std::fabs(xo + pad - a) < std::fabs(xo + pad - b);
+    });
+    idx.resize(n);
+    std::sort(idx.begin(), idx.end());
+    double sum = 0, wsum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = idx[k] - pad;
+      if (exclude_outside && (i < 0 || i >= len)) c[k] = 0;
+      wsum += c[k];
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t i = std::clamp<int64_t>(idx[k] - pad, 0, len - 1);
+      sum += c[k] * data[i];
+    }
+    return exclude_outside ? sum / wsum : sum;
+  }
+
+  // `x` of `dims` resized to `out` with per-axis `scales`.
+  Floats Run(const Ints& dims, const Floats& x, const Ints& out,
+             const std::vector<double>& scales) const {
+    const int rank = static_cast<int>(dims.size());
+    int64_t total = 1;
+    for (int64_t d : out) total *= d;
+    Floats y(total);
+    for (int64_t i = 0; i < total; ++i) {
+      Ints at(rank);
+      int64_t rest = i;
+      for (int d = rank - 1; d >= 0; --d) {
+        at[d] = rest % out[d];
+        rest /= out[d];
+      }
+      // Interpolate the innermost axis first, over every combination of
+      // the outer axes' input indices, then fold outwards.
+      std::function<double(int, int64_t)> eval = [&](int d,
+                                                      int64_t offset) {
+        std::vector<double> line(dims[d]);
+        int64_t stride = 1;
+        for (int e = d + 1; e < rank; ++e) stride *= dims[e];
+        for (int64_t j = 0; j < dims[d]; ++j) {
+          line[j] = d == rank - 1 ? x[offset + j]
+                                  : eval(d + 1, offset + j * stride);
+        }
+        return Interp1D(line, scales[d], out[d], static_cast<double>(at[d]));
+      };
+      y[i] = static_cast<float>(eval(0, 0));
+    }
+    return y;
+  }
+};
+
+absl::StatusOr<std::vector<Tensor>> RunResize(
+    const Tensor& x, std::map<std::string, Attribute> attrs,
+    const Floats& scales, const Ints& sizes, int64_t opset = 19) {
+  std::vector<Tensor> in = {x, Tensor(), Tensor(), Tensor()};
+  if (!scales.empty()) {
+    in[2] = MakeTensor<float>({static_cast<int64_t>(scales.size())}, scales);
+  }
+  if (!sizes.empty()) {
+    in[3] = MakeTensor<int64_t>({static_cast<int64_t>(sizes.size())}, sizes);
+  }
+  return RunKernel(CpuKernelRegistry(),
+                   MakeNode("Resize", {"x", "", scales.empty() ? "" : "s",
+                                       sizes.empty() ? "" : "z"},
+                            {"y"}, std::move(attrs)),
+                   in, Opset(opset));
+}
+
+TEST(Opset18Test, ResizeAntialiasMatchesOnnxDocs) {
+  // ONNX's resize_downsample_scales_{linear,cubic}_antialias cases.
+  const Tensor x = MakeTensor<float>({1, 1, 4, 4}, Ramp(16, 1));
+  auto linear = RunResize(x, {{"mode", std::string("linear")},
+                              {"antialias", int64_t{1}}},
+                          {1, 1, 0.6f, 0.6f}, {});
+  ASSERT_TRUE(linear.ok()) << linear.status();
+  EXPECT_EQ((*linear)[0].shape(), Shape({1, 1, 2, 2}));
+  ExpectNear((*linear)[0], {2.875f, 4.5f, 9.375f, 11.0f});
+  auto cubic = RunResize(x, {{"mode", std::string("cubic")},
+                             {"antialias", int64_t{1}}},
+                         {1, 1, 0.6f, 0.6f}, {});
+  ASSERT_TRUE(cubic.ok()) << cubic.status();
+  ExpectNear((*cubic)[0], {2.5180721f, 4.2858863f, 9.589329f, 11.357142f});
+}
+
+TEST(Opset18Test, ResizeHalfPixelSymmetricMatchesOnnxDocs) {
+  // resize_downsample_scales_linear_half_pixel_symmetric: width 4 at
+  // scale 0.6 is 2.4, rounded down to 2; the rounding is centred.
+  auto down = RunResize(MakeTensor<float>({1, 1, 1, 4}, {1, 2, 3, 4}),
+                        {{"mode", std::string("linear")},
+                         {"coordinate_transformation_mode",
+                          std::string("half_pixel_symmetric")}},
+                        {1, 1, 1, 0.6f}, {});
+  ASSERT_TRUE(down.ok()) << down.status();
+  ExpectNear((*down)[0], {1.6666666f, 3.3333333f});
+  // half_pixel_symmetric is Resize-19's.
+  auto v18 = RunResize(MakeTensor<float>({1, 1, 1, 4}, {1, 2, 3, 4}),
+                       {{"mode", std::string("linear")},
+                        {"coordinate_transformation_mode",
+                         std::string("half_pixel_symmetric")}},
+                       {1, 1, 1, 0.6f}, {}, 18);
+  EXPECT_EQ(v18.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(Opset18Test, ResizeMatchesReferenceOnRandomData) {
+  const Ints dims = {2, 3, 7, 6};
+  const Tensor x = RandomTensor(dims, 11);
+  const Floats xs = ToVector<float>(x);
+  struct Case {
+    std::string mode, coord;
+    bool antialias, exclude;
+    Floats scales;
+  };
+  const std::vector<Case> cases = {
+      {"linear", "half_pixel", true, false, {0.45f, 0.7f}},
+      {"linear", "half_pixel", true, false, {1.6f, 0.34f}},
+      {"cubic", "half_pixel", true, false, {0.5f, 0.3f}},
+      {"cubic", "half_pixel", true, true, {0.61f, 0.8f}},
+      {"cubic", "asymmetric", true, false, {0.4f, 2.5f}},
+      {"linear", "align_corners", true, false, {0.3f, 0.5f}},
+      {"linear", "half_pixel_symmetric", false, false, {1.7f, 0.55f}},
+      {"cubic", "half_pixel_symmetric", false, true, {2.3f, 0.7f}},
+      {"linear", "half_pixel_symmetric", true, false, {0.45f, 0.75f}},
+  };
+  for (const Case& c : cases) {
+    ResizeRef ref;
+    ref.mode = c.mode;
+    ref.coord = c.coord;
+    ref.antialias = c.antialias;
+    ref.exclude_outside = c.exclude;
+    Ints out = dims;
+    std::vector<double> scales = {1, 1, c.scales[0], c.scales[1]};
+    for (int a = 2; a < 4; ++a) {
+      out[a] = static_cast<int64_t>(std::floor(dims[a] * scales[a]));
+    }
+    const Floats want = ref.Run(dims, xs, out, scales);
+    // Scales for axes 2 and 3 only, named through `axes`.
+    auto got = RunResize(x, {{"mode", c.mode},
+                             {"coordinate_transformation_mode", c.coord},
+                             {"antialias", int64_t{c.antialias}},
+                             {"exclude_outside", int64_t{c.exclude}},
+                             {"axes", Ints{-2, 3}}},
+                         c.scales, {});
+    ASSERT_TRUE(got.ok()) << c.mode << " " << c.coord << ": " << got.status();
+    ASSERT_EQ((*got)[0].shape(), Shape(out)) << c.mode << " " << c.coord;
+    SCOPED_TRACE(c.mode + " " + c.coord + (c.antialias ? " antialias" : ""));
+    ExpectNear((*got)[0], want, 1e-4);
+  }
+}
+
+TEST(Opset18Test, ResizeKeepAspectRatioPolicies) {
+  // resize_downsample_sizes_*_not_larger / not_smaller: X 1x1x2x4 to
+  // sizes (1, 3) on axes 2 and 3; the scales are 1/2 and 3/4.
+  const Tensor x = MakeTensor<float>({1, 1, 2, 4}, Ramp(8, 1));
+  const Floats xs = ToVector<float>(x);
+  struct Case {
+    std::string policy;
+    Ints out;
+    double scale;
+  };
+  for (const Case& c : {Case{"not_larger", {1, 1, 1, 2}, 0.5},
+                        Case{"not_smaller", {1, 1, 2, 3}, 0.75},
+                        Case{"stretch", {1, 1, 1, 3}, 0}}) {
+    for (const std::string mode : {"nearest", "linear"}) {
+      auto got = RunResize(x, {{"mode", mode},
+                               {"keep_aspect_ratio_policy", c.policy},
+                               {"axes", Ints{2, 3}}},
+                           {}, {1, 3}, 18);
+      ASSERT_TRUE(got.ok()) << c.policy << ": " << got.status();
+      ASSERT_EQ((*got)[0].shape(), Shape(c.out)) << c.policy;
+      ResizeRef ref;
+      ref.mode = mode;
+      // The coordinate transform uses the one kept scale, not out / in.
+      const std::vector<double> scales =
+          c.policy == "stretch" ? std::vector<double>{1, 1, 0.5, 0.75}
+                                : std::vector<double>{1, 1, c.scale, c.scale};
+      SCOPED_TRACE(c.policy + " " + mode);
+      ExpectNear((*got)[0], ref.Run({1, 1, 2, 4}, xs, c.out, scales));
+    }
+  }
+}
+
+TEST(Opset18Test, ResizeRefusals) {
+  const Tensor x = MakeTensor<float>({1, 1, 4, 4}, Ramp(16));
+  auto nearest = RunResize(x, {{"antialias", int64_t{1}}},
+                           {1, 1, 0.5f, 0.5f}, {}, 18);
+  EXPECT_EQ(nearest.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(nearest.status().message(), HasSubstr("antialias=1"));
+  auto policy = RunResize(x, {{"keep_aspect_ratio_policy",
+                               std::string("squash")}},
+                          {}, {1, 1, 2, 2}, 18);
+  EXPECT_EQ(policy.status().code(), absl::StatusCode::kInvalidArgument);
+  // scales for the named axes only.
+  auto count = RunResize(x, {{"axes", Ints{2, 3}}}, {1, 1, 2, 2}, {}, 18);
+  EXPECT_EQ(count.status().code(), absl::StatusCode::kInvalidArgument);
+  auto repeated = RunResize(x, {{"axes", Ints{3, -1}}}, {2, 2}, {}, 18);
+  EXPECT_EQ(repeated.status().code(), absl::StatusCode::kInvalidArgument);
+  // Sizes are run-time values: outputs past 2^31 elements are refused.
+  auto huge = RunResize(x, {}, {}, {1, 1, int64_t{1} << 20, int64_t{1} << 20},
+                        18);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  // An empty axis cannot be resized to a non-empty one.
+  auto empty = RunResize(MakeTensor<float>({1, 0}, {}), {}, {}, {1, 3}, 18);
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
