@@ -563,5 +563,140 @@ TEST(Opset18Test, ResizeRefusals) {
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// ------------------------------------------ AveragePool-19, LpPool-18
+
+// A 2-D pool over [N, C, H, W] written from the specs: for each output
+// position the dilated taps (start + k * dilation) inside the input;
+// average divides by those (or, with count_include_pad, by the taps inside
+// input + padding, as onnxruntime counts them); Lp takes
+// (sum |x|^p)^(1/p). Output sizes: floor or ceil of
+// (in + pads - dilation * (kernel - 1) - 1) / stride + 1, a window that
+// would start in the end padding dropped.
+Floats ReferencePool2D(const std::string& kind, const Ints& dims,
+                       const Floats& x, const Ints& kernel, const Ints& strides,
+                       const Ints& dilations, const Ints& pads, bool ceil_mode,
+                       bool count_include_pad, int p, Ints* out_dims) {
+  Ints out(2);
+  for (int a = 0; a < 2; ++a) {
+    const int64_t span = dilations[a] * (kernel[a] - 1) + 1;
+    const int64_t room = dims[2 + a] + pads[a] + pads[a + 2] - span;
+    out[a] = (ceil_mode ? (room + strides[a] - 1) / strides[a]
+                        : room / strides[a]) + 1;
+    if (ceil_mode && (out[a] - 1) * strides[a] >= dims[2 + a] + pads[a]) {
+      --out[a];
+    }
+  }
+  *out_dims = {dims[0], dims[1], out[0], out[1]};
+  Floats y;
+  for (int64_t plane = 0; plane < dims[0] * dims[1]; ++plane) {
+    for (int64_t oh = 0; oh < out[0]; ++oh) {
+      for (int64_t ow = 0; ow < out[1]; ++ow) {
+        double sum = 0;
+        int64_t count = 0, padded = 0;
+        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
+          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+            const int64_t ih = oh * strides[0] - pads[0] + kh * dilations[0];
+            const int64_t iw = ow * strides[1] - pads[1] + kw * dilations[1];
+            if (ih < dims[2] + pads[2] && iw < dims[3] + pads[3]) ++padded;
+            if (ih < 0 || ih >= dims[2] || iw < 0 || iw >= dims[3]) continue;
+            const double v = x[(plane * dims[2] + ih) * dims[3] + iw];
+            sum += kind == "lp" ? std::pow(std::fabs(v), p) : v;
+            ++count;
+          }
+        }
+        y.push_back(static_cast<float>(
+            kind == "lp" ? std::pow(sum, 1.0 / p)
+                         : sum / (count_include_pad ? padded : count)));
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Opset18Test, AveragePoolDilationsMatchReference) {
+  const Ints dims = {2, 3, 9, 8};
+  const Tensor x = RandomTensor(dims, 21);
+  struct Case {
+    Ints kernel, strides, dilations, pads;
+    bool ceil_mode, count_include_pad;
+  };
+  for (const Case& c : {Case{{2, 2}, {1, 1}, {2, 2}, {0, 0, 0, 0}, false, false},
+                        Case{{3, 2}, {2, 1}, {2, 3}, {1, 2, 2, 1}, false, true},
+                        Case{{2, 3}, {2, 2}, {3, 2}, {1, 1, 1, 1}, true, false},
+                        Case{{3, 3}, {3, 2}, {2, 2}, {2, 1, 2, 2}, true, true}}) {
+    Ints want_dims;
+    const Floats want = ReferencePool2D(
+        "avg", dims, ToVector<float>(x), c.kernel, c.strides, c.dilations,
+        c.pads, c.ceil_mode, c.count_include_pad, 1, &want_dims);
+    auto got = RunKernel(
+        CpuKernelRegistry(),
+        MakeNode("AveragePool", {"x"}, {"y"},
+                 {{"kernel_shape", c.kernel},
+                  {"strides", c.strides},
+                  {"dilations", c.dilations},
+                  {"pads", c.pads},
+                  {"ceil_mode", int64_t{c.ceil_mode}},
+                  {"count_include_pad", int64_t{c.count_include_pad}}}),
+        {x}, Opset(19));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].shape(), Shape(want_dims));
+    ExpectNear((*got)[0], want);
+  }
+  // Dilations are AveragePool-19's.
+  auto v11 = RunKernel(CpuKernelRegistry(),
+                       MakeNode("AveragePool", {"x"}, {"y"},
+                                {{"kernel_shape", Ints{2, 2}},
+                                 {"dilations", Ints{2, 2}}}),
+                       {x}, Opset(11));
+  EXPECT_EQ(v11.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(v11.status().message(), HasSubstr("dilations"));
+}
+
+TEST(Opset18Test, LpPoolMatchesReference) {
+  const Ints dims = {1, 2, 7, 6};
+  const Tensor x = RandomTensor(dims, 22, -2, 2);
+  struct Case {
+    int p;
+    Ints kernel, strides, dilations, pads;
+    bool ceil_mode;
+    int64_t opset;
+  };
+  for (const Case& c :
+       {Case{2, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false, 11},
+        Case{1, {3, 2}, {2, 2}, {1, 1}, {1, 0, 1, 1}, false, 18},
+        Case{3, {2, 2}, {2, 2}, {2, 1}, {0, 1, 1, 0}, true, 18},
+        Case{2, {3, 3}, {2, 3}, {1, 2}, {1, 1, 1, 1}, true, 0}}) {
+    Ints want_dims;
+    const Floats want = ReferencePool2D(
+        "lp", dims, ToVector<float>(x), c.kernel, c.strides, c.dilations,
+        c.pads, c.ceil_mode, false, c.p, &want_dims);
+    auto got = RunKernel(CpuKernelRegistry(),
+                         MakeNode("LpPool", {"x"}, {"y"},
+                                  {{"kernel_shape", c.kernel},
+                                   {"strides", c.strides},
+                                   {"dilations", c.dilations},
+                                   {"pads", c.pads},
+                                   {"ceil_mode", int64_t{c.ceil_mode}},
+                                   {"p", int64_t{c.p}}}),
+                         {x}, Opset(c.opset));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].shape(), Shape(want_dims));
+    ExpectNear((*got)[0], want);
+  }
+  // ceil_mode is LpPool-18's; p must be positive.
+  auto v11 = RunKernel(CpuKernelRegistry(),
+                       MakeNode("LpPool", {"x"}, {"y"},
+                                {{"kernel_shape", Ints{2, 2}},
+                                 {"ceil_mode", int64_t{1}}}),
+                       {x}, Opset(11));
+  EXPECT_EQ(v11.status().code(), absl::StatusCode::kUnimplemented);
+  auto p0 = RunKernel(CpuKernelRegistry(),
+                      MakeNode("LpPool", {"x"}, {"y"},
+                               {{"kernel_shape", Ints{2, 2}},
+                                {"p", int64_t{0}}}),
+                      {x}, Opset(18));
+  EXPECT_EQ(p0.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
