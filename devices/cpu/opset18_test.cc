@@ -698,5 +698,63 @@ TEST(Opset18Test, LpPoolMatchesReference) {
   EXPECT_EQ(p0.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// -------------------------------------------------- Cast-19, CastLike-19
+
+TEST(Opset18Test, CastSaturateChangesNothingOutsideFloat8) {
+  const Tensor x = MakeTensor<float>({4}, {1.5f, -2.5f, 70000.0f, 3e9f});
+  for (int64_t saturate : {0, 1}) {
+    RunKernelOptions options = Opset(19);
+    options.output_dtypes = {DType::kFloat16};
+    auto f16 = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Cast", {"x"}, {"y"},
+                                  {{"to", int64_t{10}},
+                                   {"saturate", saturate}}),
+                         {x}, options);
+    ASSERT_TRUE(f16.ok()) << f16.status();
+    ASSERT_EQ((*f16)[0].dtype(), DType::kFloat16);
+    // 70000 and 3e9 overflow float16 to +inf whatever saturate says.
+    EXPECT_THAT(ToVector<uint16_t>((*f16)[0]),
+                ElementsAre(0x3e00, 0xc100, 0x7c00, 0x7c00));
+    options.output_dtypes = {DType::kInt32};
+    auto i32 = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Cast", {"x"}, {"y"},
+                                  {{"to", int64_t{6}},
+                                   {"saturate", saturate}}),
+                         {x}, options);
+    ASSERT_TRUE(i32.ok()) << i32.status();
+    EXPECT_THAT(ToVector<int32_t>((*i32)[0]),
+                ElementsAre(1, -2, 70000, std::numeric_limits<int32_t>::max()));
+    options.output_dtypes = {DType::kFloat64};
+    auto like = RunKernel(CpuKernelRegistry(),
+                          MakeNode("CastLike", {"x", "t"}, {"y"},
+                                   {{"saturate", saturate}}),
+                          {x, MakeTensor<double>({1}, {0})}, options);
+    ASSERT_TRUE(like.ok()) << like.status();
+    EXPECT_THAT(ToVector<double>((*like)[0]),
+                ElementsAre(1.5, -2.5, 70000.0, 3e9));
+  }
+}
+
+TEST(Opset18Test, CastToNarrowTypesIsRefused) {
+  const Tensor x = MakeTensor<float>({1}, {1});
+  const std::vector<std::pair<int64_t, std::string>> types = {
+      {17, "FLOAT8E4M3FN"}, {18, "FLOAT8E4M3FNUZ"}, {19, "FLOAT8E5M2"},
+      {20, "FLOAT8E5M2FNUZ"}, {21, "UINT4"}, {22, "INT4"}, {23, "FLOAT4E2M1"}};
+  for (const auto& [to, name] : types) {
+    auto out = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Cast", {"x"}, {"y"},
+                                  {{"to", to}, {"saturate", int64_t{1}}}),
+                         {x}, Opset(23));
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented) << to;
+    EXPECT_THAT(out.status().message(), HasSubstr(name));
+    EXPECT_THAT(out.status().message(), HasSubstr("Cast-23"));
+  }
+  auto bad = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Cast", {"x"}, {"y"},
+                                {{"to", int64_t{1}}, {"saturate", int64_t{2}}}),
+                       {x}, Opset(19));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
