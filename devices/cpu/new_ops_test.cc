@@ -151,5 +151,173 @@ TEST(NewOpsTest, BitwiseOpsOnIntegers) {
   EXPECT_EQ(b8.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+// ------------------------------- GroupNormalization, RMSNormalization
+
+// GroupNormalization from its spec: each sample's C channels in G groups
+// of C/G; mean and biased variance over a group's channels and spatial
+// elements; scale/bias per group (opset 18) or per channel (21).
+std::vector<double> ReferenceGroupNorm(const Ints& dims,
+                                       const std::vector<double>& x,
+                                       const std::vector<double>& scale,
+                                       const std::vector<double>& bias,
+                                       int64_t groups, double epsilon,
+                                       bool per_channel) {
+  const int64_t n = dims[0], c = dims[1];
+  int64_t spatial = 1;
+  for (size_t d = 2; d < dims.size(); ++d) spatial *= dims[d];
+  const int64_t cg = c / groups;
+  std::vector<double> y(x.size());
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t g = 0; g < groups; ++g) {
+      double mean = 0, var = 0;
+      const int64_t count = cg * spatial;
+      for (int64_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
+        for (int64_t i = 0; i < spatial; ++i) {
+          mean += x[(b * c + ch) * spatial + i];
+        }
+      }
+      mean /= count;
+      for (int64_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
+        for (int64_t i = 0; i < spatial; ++i) {
+          const double d = x[(b * c + ch) * spatial + i] - mean;
+          var += d * d;
+        }
+      }
+      var /= count;
+      for (int64_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
+        const int64_t p = per_channel ? ch : g;
+        for (int64_t i = 0; i < spatial; ++i) {
+          const int64_t at = (b * c + ch) * spatial + i;
+          y[at] = (x[at] - mean) / std::sqrt(var + epsilon) * scale[p] +
+                  bias[p];
+        }
+      }
+    }
+  }
+  return y;
+}
+
+TEST(NewOpsTest, GroupNormalizationOpsets18And21) {
+  const Ints dims = {2, 6, 3, 5};
+  const Tensor x = RandomTensor(dims, 31, -3, 5);
+  for (int64_t opset : {18, 21, 0}) {
+    const bool per_channel = opset != 18;
+    const int64_t params = per_channel ? 6 : 3;
+    const Tensor scale = RandomTensor({params}, 32, 0.5f, 2);
+    const Tensor bias = RandomTensor({params}, 33);
+    const std::vector<double> want = ReferenceGroupNorm(
+        dims, AsDoubles(x), AsDoubles(scale), AsDoubles(bias), 3, 1e-3,
+        per_channel);
+    auto out = RunKernel(CpuKernelRegistry(),
+                         MakeNode("GroupNormalization", {"x", "s", "b"}, {"y"},
+                                  {{"num_groups", int64_t{3}},
+                                   {"epsilon", 1e-3f}}),
+                         {x, scale, bias}, Opset(opset));
+    ASSERT_TRUE(out.ok()) << opset << ": " << out.status();
+    SCOPED_TRACE(opset);
+    ExpectNear((*out)[0], want, 1e-5);
+  }
+  // float64, 2-D [N, C] (one element per channel), per-channel form.
+  const Tensor x2 = MakeTensor<double>({2, 4}, {1, 2, 3, 4, -1, 5, 0, 2});
+  const Tensor s2 = MakeTensor<double>({4}, {1, 2, 3, 4});
+  const Tensor b2 = MakeTensor<double>({4}, {0, 1, 0, -1});
+  auto f64 = RunKernel(CpuKernelRegistry(),
+                       MakeNode("GroupNormalization", {"x", "s", "b"}, {"y"},
+                                {{"num_groups", int64_t{2}}}),
+                       {x2, s2, b2}, Opset(21));
+  ASSERT_TRUE(f64.ok()) << f64.status();
+  ExpectNear((*f64)[0],
+             ReferenceGroupNorm({2, 4}, ToVector<double>(x2),
+                                ToVector<double>(s2), ToVector<double>(b2), 2,
+                                1e-5, true),
+             1e-12);
+}
+
+TEST(NewOpsTest, GroupNormalizationRefusals) {
+  const Tensor x = RandomTensor({1, 6, 4}, 34);
+  auto run = [&](int64_t groups, int64_t params, int64_t opset,
+                 std::map<std::string, Attribute> extra = {}) {
+    extra["num_groups"] = groups;
+    return RunKernel(CpuKernelRegistry(),
+                     MakeNode("GroupNormalization", {"x", "s", "b"}, {"y"},
+                              extra),
+                     {x, RandomTensor({params}, 35), RandomTensor({params}, 36)},
+                     Opset(opset));
+  };
+  EXPECT_EQ(run(4, 4, 18).status().code(), absl::StatusCode::kInvalidArgument);
+  // Opset 21 scales per channel, 18 per group.
+  EXPECT_EQ(run(3, 3, 21).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(3, 6, 18).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(run(3, 6, 21).ok());
+  auto stash = run(3, 6, 21, {{"stash_type", int64_t{10}}});
+  EXPECT_EQ(stash.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(stash.status().message(), HasSubstr("stash_type=10"));
+}
+
+TEST(NewOpsTest, RmsNormalizationOverTrailingAxes) {
+  const Ints dims = {2, 3, 8};
+  const Tensor x = RandomTensor(dims, 41, -2, 2);
+  const std::vector<double> xv = AsDoubles(x);
+  for (int64_t axis : {-1, 1}) {
+    const int64_t inner = axis == -1 ? 8 : 24;
+    // A scale over every normalised element, then one broadcast from [8].
+    for (const Ints& sdims : {axis == -1 ? Ints{8} : Ints{3, 8}, Ints{8}}) {
+      int64_t scount = 1;
+      for (int64_t d : sdims) scount *= d;
+      const Tensor scale = RandomTensor(sdims, 42, 0.5f, 1.5f);
+      const std::vector<double> sv = AsDoubles(scale);
+      std::vector<double> want(xv.size());
+      for (int64_t o = 0; o < 48 / inner; ++o) {
+        double sq = 0;
+        for (int64_t i = 0; i < inner; ++i) {
+          sq += xv[o * inner + i] * xv[o * inner + i];
+        }
+        const double rms = std::sqrt(sq / inner + 1e-5);
+        for (int64_t i = 0; i < inner; ++i) {
+          want[o * inner + i] = xv[o * inner + i] / rms * sv[i % scount];
+        }
+      }
+      auto out = RunKernel(CpuKernelRegistry(),
+                           MakeNode("RMSNormalization", {"x", "s"}, {"y"},
+                                    {{"axis", axis}}),
+                           {x, scale}, Opset(23));
+      ASSERT_TRUE(out.ok()) << out.status();
+      SCOPED_TRACE(axis);
+      ExpectNear((*out)[0], want, 1e-5);
+    }
+  }
+}
+
+TEST(NewOpsTest, RmsNormalizationMixedTypesAndRefusals) {
+  // float16 X, float32 scale: Y has the scale's type.
+  std::vector<Float16> xh;
+  const Floats xf = {1, -2, 3, 0.5f};
+  for (float v : xf) xh.push_back(Float16{FloatToFloat16(v)});
+  RunKernelOptions options = Opset(23);
+  options.output_dtypes = {DType::kFloat32};
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("RMSNormalization", {"x", "s"}, {"y"},
+                                {{"epsilon", 0.0f}}),
+                       {Tensor::FromVector(DType::kFloat16, Shape({4}), xh),
+                        MakeTensor<float>({4}, {1, 1, 2, 2})},
+                       options);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const double rms = std::sqrt((1 + 4 + 9 + 0.25) / 4);
+  ExpectNear((*out)[0], {1 / rms, -2 / rms, 6 / rms, 1 / rms}, 1e-6);
+  auto bad_scale = RunKernel(CpuKernelRegistry(),
+                             MakeNode("RMSNormalization", {"x", "s"}, {"y"}),
+                             {MakeTensor<float>({2, 4}, Ramp(8)),
+                              MakeTensor<float>({3}, {1, 1, 1})},
+                             Opset(23));
+  EXPECT_EQ(bad_scale.status().code(), absl::StatusCode::kInvalidArgument);
+  auto stash = RunKernel(CpuKernelRegistry(),
+                         MakeNode("RMSNormalization", {"x", "s"}, {"y"},
+                                  {{"stash_type", int64_t{16}}}),
+                         {MakeTensor<float>({4}, Ramp(4)),
+                          MakeTensor<float>({4}, Ramp(4))},
+                         Opset(23));
+  EXPECT_EQ(stash.status().code(), absl::StatusCode::kUnimplemented);
+}
+
 }  // namespace
 }  // namespace glint::cpu
