@@ -1,5 +1,6 @@
 // Image sampling ops: GridSample (opset 16: bilinear / nearest / bicubic,
-// zeros / border / reflection padding, align_corners) and MaxUnpool.
+// zeros / border / reflection padding, align_corners), MaxUnpool and
+// Col2Im (opset 18).
 //
 // GridSample follows onnxruntime's CPU kernel step for step (the
 // out-of-bounds handling of the sampling point, then padding again at each
@@ -15,6 +16,7 @@
 
 #include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
 
@@ -253,6 +255,166 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
       new GridSampleKernel(spec, dtype, m, p, align == 1));
 }
 
+// ----------------------------------------------------------------- Col2Im
+//
+// Opset 18, the inverse of im2col: input [N, C * prod(block_shape), L]
+// holds, for each of the L sliding-block positions over the padded image
+// (row-major over the block grid) and each block offset k (row-major over
+// block_shape, channel-major), one value; those that land inside the
+// image are summed into Y [N, C, image_shape...] at position
+// grid * stride - pad_begin + k * dilation. image_shape and block_shape are
+// run-time inputs: Y is capped at 2^31 elements and the block product at
+// the input's second dimension, so neither sizes anything without bound.
+
+class Col2ImKernel final : public KernelBase {
+ public:
+  Col2ImKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec),
+        dtype_(dtype),
+        strides_(spec.node->GetInts("strides")),
+        dilations_(spec.node->GetInts("dilations")),
+        pads_(spec.node->GetInts("pads")) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> image,
+        GetInputInt64s(ctx, 1, DType::kInt64, "image_shape", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> block,
+        GetInputInt64s(ctx, 2, DType::kInt64, "block_shape", node()));
+    const int sd = static_cast<int>(image.size());
+    if (x->shape.rank() != 3) {
+      return InvalidArgument(node(), "input ", x->shape.ToString(),
+                             " must be [N, C * prod(block_shape), L]");
+    }
+    if (sd < 1 || block.size() != image.size()) {
+      return InvalidArgument(node(), "image_shape and block_shape must have "
+                             "one (equal) length >= 1; got ", image.size(),
+                             " and ", block.size());
+    }
+    std::vector<int64_t> strides = strides_, dilations = dilations_,
+                         pads = pads_;
+    if (strides.empty()) strides.assign(sd, 1);
+    if (dilations.empty()) dilations.assign(sd, 1);
+    if (pads.empty()) pads.assign(2 * sd, 0);
+    if (static_cast<int>(strides.size()) != sd ||
+        static_cast<int>(dilations.size()) != sd ||
+        static_cast<int>(pads.size()) != 2 * sd) {
+      return InvalidArgument(node(), "strides, dilations and pads must have ",
+                             sd, ", ", sd, " and ", 2 * sd, " values");
+    }
+    // Block counts per axis, in double first so that no hostile value
+    // overflows int64 arithmetic.
+    const int64_t n = x->shape.dim(0), rows = x->shape.dim(1),
+                  cols = x->shape.dim(2);
+    std::vector<int64_t> grid(sd);
+    double kernel_elements = 1, grid_elements = 1, out_elements = 1;
+    for (int d = 0; d < sd; ++d) {
+      if (image[d] < 1 || block[d] < 1 || strides[d] < 1 ||
+          dilations[d] < 1 || pads[d] < 0 || pads[d + sd] < 0) {
+        return InvalidArgument(node(), "axis ", d, ": image ", image[d],
+                               ", block ", block[d], ", stride ", strides[d],
+                               ", dilation ", dilations[d], " and pads ",
+                               pads[d], "/", pads[d + sd],
+                               " must be positive (pads >= 0)");
+      }
+      const double span =
+          static_cast<double>(dilations[d]) * (block[d] - 1) + 1;
+      const double room = static_cast<double>(image[d]) + pads[d] +
+                          pads[d + sd] - span;
+      if (room < 0 || room > 9e15) {
+        return InvalidArgument(node(), "a block of ", block[d],
+                               " (dilation ", dilations[d],
+                               ") does not fit axis ", d, " of ", image[d],
+                               " padded by ", pads[d], "/", pads[d + sd]);
+      }
+      grid[d] = static_cast<int64_t>(room) / strides[d] + 1;
+      kernel_elements *= static_cast<double>(block[d]);
+      grid_elements *= static_cast<double>(grid[d]);
+      out_elements *= static_cast<double>(image[d]);
+    }
+    if (kernel_elements > static_cast<double>(rows) ||
+        rows % static_cast<int64_t>(kernel_elements) != 0) {
+      return InvalidArgument(node(), "input dimension 1 (", rows,
+                             ") is not C * prod(block_shape) (", kernel_elements,
+                             ")");
+    }
+    if (grid_elements != static_cast<double>(cols)) {
+      return InvalidArgument(node(), "input dimension 2 (", cols,
+                             ") is not the number of blocks, ", grid_elements);
+    }
+    const int64_t k_total = static_cast<int64_t>(kernel_elements);
+    const int64_t channels = rows / k_total;
+    out_elements *= static_cast<double>(n) * static_cast<double>(channels);
+    if (out_elements > static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", out_elements,
+                             " elements exceeds 2^31");
+    }
+    std::vector<int64_t> out_dims = {n, channels};
+    out_dims.insert(out_dims.end(), image.begin(), image.end());
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(out_dims), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    std::memset(y.data, 0, y.num_bytes());
+    if (x->num_elements() == 0) return absl::OkStatus();
+    const std::vector<int64_t> image_stride = RowStrides(image);
+    const int64_t plane = y.num_elements() / (n * channels);
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<S>) {
+        const S* px = x->as<const S>();
+        S* py = y.as<S>();
+        std::vector<int64_t> k(sd, 0), g(sd, 0);
+        for (int64_t nc = 0; nc < n * channels; ++nc) {
+          S* out = py + nc * plane;
+          for (int64_t kk = 0; kk < k_total; ++kk) {
+            // Row kk of this (n, c): block offset k, every grid position.
+            int64_t rest = kk;
+            for (int d = sd - 1; d >= 0; --d) {
+              k[d] = rest % block[d];
+              rest /= block[d];
+            }
+            const S* in = px + (nc * k_total + kk) * cols;
+            std::fill(g.begin(), g.end(), 0);
+            for (int64_t l = 0; l < cols; ++l) {
+              int64_t at = 0;
+              bool inside = true;
+              for (int d = 0; d < sd && inside; ++d) {
+                const int64_t p =
+                    g[d] * strides[d] - pads[d] + k[d] * dilations[d];
+                inside = p >= 0 && p < image[d];
+                at += p * image_stride[d];
+              }
+              if (inside) out[at] += in[l];
+              for (int d = sd - 1; d >= 0; --d) {
+                if (++g[d] < grid[d]) break;
+                g[d] = 0;
+              }
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> strides_, dilations_, pads_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCol2Im(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
+  for (int i = 1; i < 3; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kInt64}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new Col2ImKernel(spec, dtype));
+}
+
 // -------------------------------------------------------------- MaxUnpool
 
 class MaxUnpoolKernel final : public KernelBase {
@@ -398,6 +560,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxUnpool(const KernelSpec& spec) {
 void RegisterImageKernels(KernelRegistry* registry) {
   registry->Register("GridSample", MakeGridSample);
   registry->Register("MaxUnpool", MakeMaxUnpool);
+  registry->Register("Col2Im", MakeCol2Im);
 }
 
 }  // namespace glint::cpu

@@ -1,6 +1,7 @@
 // Shape-changing and generating kernels: Squeeze, Unsqueeze, Dropout
-// (inference, and training mode with ratio 0), Shape, Size, Expand, Tile, Pad, ConstantOfShape, Range,
-// EyeLike, DepthToSpace, SpaceToDepth.
+// (inference, and training mode with ratio 0), Shape, Size, Expand, Tile,
+// Pad, CenterCropPad, ConstantOfShape, Range, EyeLike, DepthToSpace,
+// SpaceToDepth.
 //
 // Axes of Squeeze/Unsqueeze are an attribute before opset 13 and an input
 // from 13; Pad's pads and value are attributes before opset 11.
@@ -565,6 +566,105 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelSpec& spec) {
       spec.node->GetFloat("value", 0.0f)));
 }
 
+// ---------------------------------------------------------- CenterCropPad
+//
+// Opset 18: each named axis cropped or zero-padded to its target length,
+// centred; an odd difference leaves the extra element at the end (crop
+// start and pad start are floor(difference / 2)). The output is zeroed,
+// then the overlap of input and output is copied a row (last axis) at a
+// time.
+
+class CenterCropPadKernel final : public KernelBase {
+ public:
+  CenterCropPadKernel(const KernelSpec& spec, DType dtype,
+                      std::vector<int64_t> axes)
+      : KernelBase(spec), dtype_(dtype), axes_(std::move(axes)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> shape,
+        GetInputInt64s(ctx, 1, DType::kUndefined, "shape", node()));
+    const int rank = x->shape.rank();
+    std::vector<int64_t> axes = axes_;
+    if (axes.empty()) {
+      for (int a = 0; a < rank; ++a) axes.push_back(a);
+    }
+    if (shape.size() != axes.size()) {
+      return InvalidArgument(node(), "shape has ", shape.size(),
+                             " values for ", axes.size(), " axes");
+    }
+    const std::vector<int64_t>& in = x->shape.dims();
+    std::vector<int64_t> out = in;
+    std::vector<bool> seen(rank, false);
+    double total = 1;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      GLINT_ASSIGN_OR_RETURN(int a, NormalizeAxis(axes[i], rank, false,
+                                                  node()));
+      if (seen[a]) return InvalidArgument(node(), "axes repeats ", axes[i]);
+      seen[a] = true;
+      if (shape[i] < 0) {
+        return InvalidArgument(node(), "shape holds ", shape[i]);
+      }
+      out[a] = shape[i];
+    }
+    for (int64_t d : out) total *= static_cast<double>(d);
+    if (total > kMaxGeneratedElements) {
+      return InvalidArgument(node(), "output ", Shape(out).ToString(),
+                             " is too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(out), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    std::memset(y.data, 0, y.num_bytes());
+    if (rank == 0) {
+      std::memcpy(y.data, x->data, y.num_bytes());
+      return absl::OkStatus();
+    }
+    // Per axis: the overlap's length and where it starts in X and in Y.
+    std::vector<int64_t> len(rank), in_at(rank), out_at(rank);
+    for (int d = 0; d < rank; ++d) {
+      len[d] = std::min(in[d], out[d]);
+      in_at[d] = in[d] > out[d] ? (in[d] - out[d]) / 2 : 0;
+      out_at[d] = out[d] > in[d] ? (out[d] - in[d]) / 2 : 0;
+      if (len[d] == 0) return absl::OkStatus();
+    }
+    const size_t esize = DTypeSize(dtype_);
+    const std::vector<int64_t> in_stride = RowStrides(in);
+    const std::vector<int64_t> out_stride = RowStrides(out);
+    const std::vector<int64_t> outer(len.begin(), len.end() - 1);
+    const char* px = static_cast<const char*>(x->data);
+    char* py = static_cast<char*>(y.data);
+    const int64_t rows = Product(len, 0, rank - 1);
+    IndexWalk walk(outer);
+    for (int64_t r = 0; r < rows; ++r, walk.Next()) {
+      int64_t src = in_at[rank - 1], dst = out_at[rank - 1];
+      for (int d = 0; d < rank - 1; ++d) {
+        src += (in_at[d] + walk.index(d)) * in_stride[d];
+        dst += (out_at[d] + walk.index(d)) * out_stride[d];
+      }
+      std::memcpy(py + dst * esize, px + src * esize, len[rank - 1] * esize);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> axes_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCenterCropPad(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+  GLINT_RETURN_IF_ERROR(
+      SpecInputDType(spec, 1, {DType::kInt32, DType::kInt64}).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(
+      new CenterCropPadKernel(spec, dtype, spec.node->GetInts("axes")));
+}
+
 // ------------------------------------------------- ConstantOfShape, Range
 
 class ConstantOfShapeKernel final : public KernelBase {
@@ -820,6 +920,7 @@ void RegisterLayoutKernels(KernelRegistry* registry) {
   registry->Register("Expand", MakeExpand);
   registry->Register("Tile", MakeTile);
   registry->Register("Pad", MakePad);
+  registry->Register("CenterCropPad", MakeCenterCropPad);
   registry->Register("ConstantOfShape", MakeConstantOfShape);
   registry->Register("Range", MakeRange);
   registry->Register("EyeLike", MakeEyeLike);

@@ -319,5 +319,215 @@ TEST(NewOpsTest, RmsNormalizationMixedTypesAndRefusals) {
   EXPECT_EQ(stash.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+// ------------------------------------------------ Col2Im, CenterCropPad
+
+// Col2Im as a gather: output pixel p of channel c sums input[n, c * K + k,
+// l] over the block offsets k for which (p + pad_begin - k * dilation) is
+// a multiple of the stride, giving an in-range grid position l.
+std::vector<double> ReferenceCol2Im(const Ints& in_dims,
+                                    const std::vector<double>& x,
+                                    const Ints& image, const Ints& block,
+                                    const Ints& strides, const Ints& dilations,
+                                    const Ints& pads) {
+  const int sd = static_cast<int>(image.size());
+  int64_t k_total = 1, plane = 1;
+  Ints grid(sd);
+  for (int d = 0; d < sd; ++d) {
+    k_total *= block[d];
+    plane *= image[d];
+    grid[d] = (image[d] + pads[d] + pads[d + sd] -
+               (dilations[d] * (block[d] - 1) + 1)) / strides[d] + 1;
+  }
+  const int64_t nc = in_dims[0] * (in_dims[1] / k_total);
+  std::vector<double> y(nc * plane, 0.0);
+  for (int64_t c = 0; c < nc; ++c) {
+    for (int64_t p = 0; p < plane; ++p) {
+      for (int64_t kk = 0; kk < k_total; ++kk) {
+        int64_t prest = p, krest = kk, l = 0, lstride = 1;
+        bool ok = true;
+        for (int d = sd - 1; d >= 0; --d) {
+          const int64_t pd = prest % image[d], kd = krest % block[d];
+          prest /= image[d];
+          krest /= block[d];
+          const int64_t t = pd + pads[d] - kd * dilations[d];
+          if (t < 0 || t % strides[d] != 0 || t / strides[d] >= grid[d]) {
+            ok = false;
+            break;
+          }
+          l += t / strides[d] * lstride;
+          lstride *= grid[d];
+        }
+        if (ok) y[c * plane + p] += x[(c * k_total + kk) * in_dims[2] + l];
+      }
+    }
+  }
+  return y;
+}
+
+TEST(NewOpsTest, Col2ImOnnxExample) {
+  // ONNX's col2im example: one channel, block 1x5 over a 5x5 image.
+  Floats x(25);
+  for (int r = 0; r < 5; ++r) {
+    for (int l = 0; l < 5; ++l) x[r * 5 + l] = 1 + r + 5 * l;
+  }
+  auto out = RunKernel(CpuKernelRegistry(),
+                       MakeNode("Col2Im", {"x", "i", "b"}, {"y"}),
+                       {MakeTensor<float>({1, 5, 5}, x),
+                        MakeTensor<int64_t>({2}, {5, 5}),
+                        MakeTensor<int64_t>({2}, {1, 5})},
+                       Opset(18));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({1, 1, 5, 5}));
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAreArray(Ramp(25, 1)));
+}
+
+TEST(NewOpsTest, Col2ImMatchesGatherReference) {
+  struct Case {
+    Ints image, block, strides, dilations, pads;
+    int64_t n, c;
+  };
+  const std::vector<Case> cases = {
+      {{5, 6}, {2, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 2, 3},
+      {{7, 6}, {3, 2}, {2, 1}, {1, 2}, {1, 0, 2, 1}, 1, 2},
+      {{9}, {3}, {2}, {3}, {2, 1}, 2, 1},
+      {{4, 5, 3}, {2, 2, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 0, 0, 1, 1}, 1, 2},
+  };
+  for (const Case& c : cases) {
+    const int sd = static_cast<int>(c.image.size());
+    int64_t k = 1, l = 1;
+    for (int d = 0; d < sd; ++d) {
+      k *= c.block[d];
+      l *= (c.image[d] + c.pads[d] + c.pads[d + sd] -
+            (c.dilations[d] * (c.block[d] - 1) + 1)) / c.strides[d] + 1;
+    }
+    const Ints in_dims = {c.n, c.c * k, l};
+    const Tensor x = RandomTensor(in_dims, 51);
+    auto out = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Col2Im", {"x", "i", "b"}, {"y"},
+                                  {{"strides", c.strides},
+                                   {"dilations", c.dilations},
+                                   {"pads", c.pads}}),
+                         {x, MakeTensor<int64_t>({sd}, c.image),
+                          MakeTensor<int64_t>({sd}, c.block)},
+                         Opset(18));
+    ASSERT_TRUE(out.ok()) << out.status();
+    Ints want_dims = {c.n, c.c};
+    want_dims.insert(want_dims.end(), c.image.begin(), c.image.end());
+    EXPECT_EQ((*out)[0].shape(), Shape(want_dims));
+    ExpectNear((*out)[0],
+               ReferenceCol2Im(in_dims, AsDoubles(x), c.image, c.block,
+                               c.strides, c.dilations, c.pads),
+               1e-5);
+  }
+}
+
+TEST(NewOpsTest, Col2ImRefusals) {
+  auto run = [](Ints in_dims, Ints image, Ints block) {
+    int64_t n = 1;
+    for (int64_t d : in_dims) n *= d;
+    return RunKernel(
+        CpuKernelRegistry(), MakeNode("Col2Im", {"x", "i", "b"}, {"y"}),
+        {MakeTensor<float>(in_dims, Floats(n, 1.0f)),
+         MakeTensor<int64_t>({static_cast<int64_t>(image.size())}, image),
+         MakeTensor<int64_t>({static_cast<int64_t>(block.size())}, block)},
+        Opset(18));
+  };
+  // 4 blocks of 2x2 fit a 3x3 image; 5 columns do not.
+  EXPECT_TRUE(run({1, 4, 4}, {3, 3}, {2, 2}).ok());
+  EXPECT_EQ(run({1, 4, 5}, {3, 3}, {2, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Rows not a multiple of prod(block_shape).
+  EXPECT_EQ(run({1, 6, 4}, {3, 3}, {2, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A block larger than the image, a zero block, mismatched lengths.
+  EXPECT_EQ(run({1, 4, 1}, {1, 3}, {2, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run({1, 4, 4}, {3, 3}, {0, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run({1, 4, 4}, {3, 3}, {4}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // image_shape is a run-time value: a huge image is refused, not
+  // allocated.
+  EXPECT_EQ(run({1, 1, 1}, {int64_t{1} << 20, int64_t{1} << 20}, {1, 1})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run({1, 1, 1}, {INT64_MAX, 1}, {INT64_MAX, 1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// CenterCropPad as ONNX's reference does it: per axis, a longer input is
+// sliced from floor(diff / 2), a shorter one zero-padded with floor(diff /
+// 2) before and the rest after.
+Floats ReferenceCenterCropPad(const Ints& dims, const Floats& x,
+                              const Ints& out) {
+  const int rank = static_cast<int>(dims.size());
+  int64_t total = 1;
+  for (int64_t d : out) total *= d;
+  Floats y(total, 0.0f);
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rest = i, src = 0, stride = 1;
+    bool inside = true;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t o = rest % out[d];
+      rest /= out[d];
+      int64_t j = o;
+      if (dims[d] > out[d]) j = o + (dims[d] - out[d]) / 2;
+      if (dims[d] < out[d]) j = o - (out[d] - dims[d]) / 2;
+      if (j < 0 || j >= dims[d]) inside = false;
+      src += j * stride;
+      stride *= dims[d];
+    }
+    if (inside) y[i] = x[src];
+  }
+  return y;
+}
+
+TEST(NewOpsTest, CenterCropPadCropsAndPads) {
+  const Ints dims = {3, 5, 4};
+  const Tensor x = RandomTensor(dims, 61);
+  const Floats xs = ToVector<float>(x);
+  for (const Ints& out : {Ints{1, 2, 4}, Ints{6, 7, 4}, Ints{2, 9, 1},
+                          Ints{3, 5, 4}, Ints{0, 5, 4}}) {
+    auto got = RunKernel(CpuKernelRegistry(),
+                         MakeNode("CenterCropPad", {"x", "s"}, {"y"}),
+                         {x, MakeTensor<int64_t>({3}, out)}, Opset(18));
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].shape(), Shape(out));
+    EXPECT_THAT(ToVector<float>((*got)[0]),
+                ElementsAreArray(ReferenceCenterCropPad(dims, xs, out)));
+  }
+  // Named axes (negative, any order), an int32 shape, an integer tensor.
+  const Tensor xi = MakeTensor<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto axes = RunKernel(CpuKernelRegistry(),
+                        MakeNode("CenterCropPad", {"x", "s"}, {"y"},
+                                 {{"axes", Ints{-1, 0}}}),
+                        {xi, MakeTensor<int32_t>({2}, {2, 4})}, Opset(18));
+  ASSERT_TRUE(axes.ok()) << axes.status();
+  EXPECT_EQ((*axes)[0].shape(), Shape({4, 2}));
+  EXPECT_THAT(ToVector<int64_t>((*axes)[0]),
+              ElementsAre(0, 0, 1, 2, 4, 5, 0, 0));
+}
+
+TEST(NewOpsTest, CenterCropPadRefusals) {
+  const Tensor x = MakeTensor<float>({2, 3}, Ramp(6));
+  auto run = [&](Ints shape, Ints axes) {
+    std::map<std::string, Attribute> attrs;
+    if (!axes.empty()) attrs["axes"] = axes;
+    return RunKernel(
+        CpuKernelRegistry(), MakeNode("CenterCropPad", {"x", "s"}, {"y"}, attrs),
+        {x, MakeTensor<int64_t>({static_cast<int64_t>(shape.size())}, shape)},
+        Opset(18));
+  };
+  EXPECT_EQ(run({2}, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run({2, -1}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run({2, 2}, {1, -1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // shape is a run-time value: a huge target is refused, not allocated.
+  EXPECT_EQ(run({int64_t{1} << 20, int64_t{1} << 20}, {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
