@@ -390,14 +390,25 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGatherElements(
 
 enum class ScatterReduce { kNone, kAdd, kMul, kMax, kMin };
 
-absl::StatusOr<ScatterReduce> ParseReduction(const Node& node) {
+// ScatterElements/ScatterND's reduction: add and mul from opset 16, max
+// and min from 18 (a node of an older opset naming them is malformed).
+absl::StatusOr<ScatterReduce> ParseReduction(const KernelSpec& spec) {
+  const Node& node = *spec.node;
+  const int64_t v = spec.opset_version;
   const std::string r = node.GetString("reduction", "none");
   if (r == "none") return ScatterReduce::kNone;
+  const int64_t since = r == "max" || r == "min" ? 18 : 16;
+  if (v > 0 && v < since) {
+    return InvalidArgument(node.Describe(), "reduction '", r, "' needs ",
+                           node.op_type, "-", since, "; the node is opset ",
+                           v);
+  }
   if (r == "add") return ScatterReduce::kAdd;
   if (r == "mul") return ScatterReduce::kMul;
   if (r == "max") return ScatterReduce::kMax;
   if (r == "min") return ScatterReduce::kMin;
-  return Unimplemented(node.Describe(), "reduction '", r, "'");
+  return Unimplemented(node.Describe(), node.op_type, "-", v,
+                       " attribute reduction='", r, "' not supported");
 }
 
 template <typename S>
@@ -458,7 +469,7 @@ class ScatterElementsKernel final : public KernelBase {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(
     const KernelSpec& spec) {
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecDataAndIndex(spec, 3, kIndexDTypes));
-  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
+  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(spec));
   return std::unique_ptr<Kernel>(new ScatterElementsKernel(
       spec, dtype, spec.node->GetInt("axis", 0), r));
 }
@@ -596,7 +607,7 @@ class ScatterNDKernel final : public KernelBase {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelSpec& spec) {
   GLINT_ASSIGN_OR_RETURN(DType dtype,
                          SpecDataAndIndex(spec, 3, {DType::kInt64}));
-  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
+  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(spec));
   return std::unique_ptr<Kernel>(new ScatterNDKernel(spec, dtype, r));
 }
 

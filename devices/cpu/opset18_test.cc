@@ -756,5 +756,51 @@ TEST(Opset18Test, CastToNarrowTypesIsRefused) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// ------------------------------------- ScatterElements/ScatterND-18
+
+TEST(Opset18Test, ScatterMaxMinReductions) {
+  // Index 1 is hit twice: max/min fold both updates into the data.
+  const Tensor data = MakeTensor<float>({4}, {5, 5, 5, 5});
+  const Tensor idx = MakeTensor<int64_t>({4}, {1, 3, 1, 0});
+  const Tensor upd = MakeTensor<float>({4}, {7, 2, 9, 4});
+  auto run = [&](const std::string& op, const std::string& r, int64_t opset) {
+    const bool nd = op == "ScatterND";
+    return RunKernel(CpuKernelRegistry(),
+                     MakeNode(op, {"d", "i", "u"}, {"y"}, {{"reduction", r}}),
+                     {data, nd ? MakeTensor<int64_t>({4, 1}, {1, 3, 1, 0}) : idx,
+                      upd},
+                     Opset(opset));
+  };
+  for (const std::string op : {"ScatterElements", "ScatterND"}) {
+    auto max = run(op, "max", 18);
+    ASSERT_TRUE(max.ok()) << op << ": " << max.status();
+    EXPECT_THAT(ToVector<float>((*max)[0]), ElementsAre(5, 9, 5, 5)) << op;
+    auto min = run(op, "min", 18);
+    ASSERT_TRUE(min.ok()) << op << ": " << min.status();
+    EXPECT_THAT(ToVector<float>((*min)[0]), ElementsAre(4, 5, 5, 2)) << op;
+    auto add = run(op, "add", 16);
+    ASSERT_TRUE(add.ok()) << op << ": " << add.status();
+    EXPECT_THAT(ToVector<float>((*add)[0]), ElementsAre(9, 21, 5, 7)) << op;
+    // max and min are opset 18's; add and mul 16's.
+    EXPECT_EQ(run(op, "max", 16).status().code(),
+              absl::StatusCode::kInvalidArgument) << op;
+    EXPECT_EQ(run(op, "mul", 13).status().code(),
+              absl::StatusCode::kInvalidArgument) << op;
+    EXPECT_EQ(run(op, "median", 18).status().code(),
+              absl::StatusCode::kUnimplemented) << op;
+  }
+  // Integers, along axis 1 of a 2-D ScatterElements.
+  auto ints = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("ScatterElements", {"d", "i", "u"}, {"y"},
+               {{"axis", int64_t{1}}, {"reduction", std::string("max")}}),
+      {MakeTensor<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
+       MakeTensor<int64_t>({2, 2}, {0, 0, 2, 1}),
+       MakeTensor<int32_t>({2, 2}, {-1, 8, 3, 9})},
+      Opset(18));
+  ASSERT_TRUE(ints.ok()) << ints.status();
+  EXPECT_THAT(ToVector<int32_t>((*ints)[0]), ElementsAre(8, 2, 3, 4, 9, 6));
+}
+
 }  // namespace
 }  // namespace glint::cpu
