@@ -802,5 +802,74 @@ TEST(Opset18Test, ScatterMaxMinReductions) {
   EXPECT_THAT(ToVector<int32_t>((*ints)[0]), ElementsAre(8, 2, 3, 4, 9, 6));
 }
 
+// ---------------------------------------------------------------- DFT-20
+
+TEST(Opset18Test, DftAxisIsAnInputFromOpset20) {
+  // A real signal [2, 5, 3, 1]: transform axis 1 (length 5) or axis 2.
+  const Ints dims = {2, 5, 3, 1};
+  const Tensor x = RandomTensor(dims, 71);
+  const Floats xs = ToVector<float>(x);
+  for (int64_t axis : {1, 2, -3, -2}) {
+    const int64_t a = axis < 0 ? axis + 4 : axis;
+    const int64_t n = dims[a];
+    // The naive DFT along axis a.
+    Floats want;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t i = 0; i < dims[1]; ++i) {
+        for (int64_t j = 0; j < dims[2]; ++j) {
+          double re = 0, im = 0;
+          const int64_t k = a == 1 ? i : j;
+          for (int64_t t = 0; t < n; ++t) {
+            const double v = xs[(b * dims[1] + (a == 1 ? t : i)) * dims[2] +
+                                (a == 2 ? t : j)];
+            re += v * std::cos(-2 * M_PI * k * t / n);
+            im += v * std::sin(-2 * M_PI * k * t / n);
+          }
+          want.push_back(static_cast<float>(re));
+          want.push_back(static_cast<float>(im));
+        }
+      }
+    }
+    auto v20 = RunKernel(CpuKernelRegistry(),
+                         MakeNode("DFT", {"x", "", "a"}, {"y"}),
+                         {x, Tensor(), MakeTensor<int64_t>({}, {axis})},
+                         Opset(20));
+    ASSERT_TRUE(v20.ok()) << axis << ": " << v20.status();
+    EXPECT_EQ((*v20)[0].shape(), Shape({2, 5, 3, 2}));
+    ExpectNear((*v20)[0], want, 1e-4);
+    if (axis > 0) {
+      // Opset 17's attribute gives the same.
+      auto v17 = RunKernel(CpuKernelRegistry(),
+                           MakeNode("DFT", {"x"}, {"y"}, {{"axis", axis}}),
+                           {x}, Opset(17));
+      ASSERT_TRUE(v17.ok()) << v17.status();
+      ExpectNear((*v17)[0], want, 1e-4);
+    }
+  }
+  // No axis input: -2, the last signal axis; with dft_length 4 (zero
+  // padded past the signal's 3 samples... here the signal is cut to 4 of
+  // 5 along axis 1 instead, when axis 1 is given).
+  auto dflt = RunKernel(CpuKernelRegistry(), MakeNode("DFT", {"x"}, {"y"}),
+                        {x}, Opset(20));
+  ASSERT_TRUE(dflt.ok()) << dflt.status();
+  auto last = RunKernel(CpuKernelRegistry(),
+                        MakeNode("DFT", {"x", "", "a"}, {"y"}),
+                        {x, Tensor(), MakeTensor<int64_t>({}, {2})}, Opset(20));
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(ToVector<float>((*dflt)[0]), ToVector<float>((*last)[0]));
+  auto cut = RunKernel(CpuKernelRegistry(),
+                       MakeNode("DFT", {"x", "n", "a"}, {"y"}),
+                       {x, MakeTensor<int64_t>({}, {4}),
+                        MakeTensor<int64_t>({}, {1})},
+                       Opset(20));
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ((*cut)[0].shape(), Shape({2, 4, 3, 2}));
+  // The complex axis is not a signal axis.
+  auto bad = RunKernel(CpuKernelRegistry(),
+                       MakeNode("DFT", {"x", "", "a"}, {"y"}),
+                       {x, Tensor(), MakeTensor<int64_t>({}, {-1})}, Opset(20));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace glint::cpu
