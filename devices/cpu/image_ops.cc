@@ -1,5 +1,6 @@
 // Image sampling ops: GridSample (opset 16: bilinear / nearest / bicubic,
-// zeros / border / reflection padding, align_corners), MaxUnpool and
+// zeros / border / reflection padding, align_corners; opset 20's
+// linear/cubic names and 5-D volumes, linear and nearest), MaxUnpool and
 // Col2Im (opset 18).
 //
 // GridSample follows onnxruntime's CPU kernel step for step (the
@@ -73,13 +74,15 @@ void CubicCoefficients(double t, double c[4]) {
 
 class GridSampleKernel final : public KernelBase {
  public:
+  // `volumes`: GridSample-20's 5-D form (X [N, C, D, H, W]) is accepted.
   GridSampleKernel(const KernelSpec& spec, DType dtype, SampleMode mode,
-                   Padding padding, bool align_corners)
+                   Padding padding, bool align_corners, bool volumes)
       : KernelBase(spec),
         dtype_(dtype),
         mode_(mode),
         padding_(padding),
-        align_(align_corners) {}
+        align_(align_corners),
+        volumes_(volumes) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -88,9 +91,12 @@ class GridSampleKernel final : public KernelBase {
                            GetInput(ctx, 1, dtype_, node()));
     const Shape& xs = x->shape;
     const Shape& gs = grid->shape;
+    if (xs.rank() == 5 && volumes_) return Compute3D(ctx, *x, *grid);
     if (xs.rank() != 4) {
-      return Unimplemented(node(), "X ", xs.ToString(),
-                           ": only 4-D [N, C, H, W] inputs are supported");
+      return Unimplemented(node(), "X ", xs.ToString(), ": only 4-D [N, C, H, "
+                           "W] inputs", volumes_ ? " and 5-D [N, C, D, H, W] "
+                           "ones (linear and nearest)" : "",
+                           " are supported");
     }
     if (gs.rank() != 4 || gs.dim(0) != xs.dim(0) || gs.dim(3) != 2) {
       return InvalidArgument(node(), "grid ", gs.ToString(),
@@ -208,10 +214,132 @@ class GridSampleKernel final : public KernelBase {
   }
 
  private:
+  // GridSample-20 on X [N, C, D, H, W] and grid [N, D', H', W', 3] (x, y,
+  // z: W, H, D), linear (trilinear) or nearest, with the 4-D path's
+  // bounds, padding and align_corners rules applied per axis.
+  absl::Status Compute3D(KernelContext& ctx, const TensorView& x,
+                         const TensorView& grid) const {
+    const Shape& xs = x.shape;
+    const Shape& gs = grid.shape;
+    if (mode_ == SampleMode::kBicubic) {
+      return InvalidArgument(node(), "mode 'cubic' is defined for 4-D X "
+                             "only; got ", xs.ToString());
+    }
+    if (gs.rank() != 5 || gs.dim(0) != xs.dim(0) || gs.dim(4) != 3) {
+      return InvalidArgument(node(), "grid ", gs.ToString(),
+                             " must be [N, D_out, H_out, W_out, 3] for X ",
+                             xs.ToString());
+    }
+    const int64_t n = xs.dim(0), channels = xs.dim(1);
+    // Input sizes in the grid's coordinate order: W, H, D.
+    const int64_t size[3] = {xs.dim(4), xs.dim(3), xs.dim(2)};
+    const int64_t dout = gs.dim(1), hout = gs.dim(2), wout = gs.dim(3);
+    const std::vector<double> g = LoadAsDoubles(grid);
+    for (double v : g) {
+      if (!std::isfinite(v)) {
+        return InvalidArgument(node(), "grid holds a non-finite value");
+      }
+    }
+    const int64_t points = dout * hout * wout;
+    if (static_cast<double>(n) * channels * points >
+        static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", n, "x", channels, "x",
+                             points, " elements exceeds 2^31");
+    }
+    if ((size[0] == 0 || size[1] == 0 || size[2] == 0) &&
+        n * channels * points > 0) {
+      return InvalidArgument(node(), "X ", xs.ToString(),
+                             " has no voxels to sample");
+    }
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({n, channels, dout, hout, wout}), dtype_,
+                       node()));
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = align_ ? 0 : -0.5;
+      hi[a] = align_ ? size[a] - 1 : size[a] - 0.5;
+    }
+    const int64_t volume = size[0] * size[1] * size[2];
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      const S* px = x.as<const S>();
+      S* py = y.as<S>();
+      // The voxel at integral c (x, y, z), padded as padding_mode says.
+      auto voxel = [&](const S* vol, double c[3]) -> double {
+        int64_t at[3];
+        for (int a = 0; a < 3; ++a) {
+          double v = c[a];
+          switch (padding_) {
+            case Padding::kZeros:
+              if (v < 0 || v >= size[a]) return 0.0;
+              break;
+            case Padding::kBorder:
+              v = std::clamp(v, 0.0, static_cast<double>(size[a] - 1));
+              break;
+            case Padding::kReflection:
+              v = std::clamp(std::trunc(Reflect(v, lo[a], hi[a])), 0.0,
+                             static_cast<double>(size[a] - 1));
+              break;
+          }
+          at[a] = static_cast<int64_t>(v);
+        }
+        return Load<double>(vol[(at[2] * size[1] + at[1]) * size[0] + at[0]]);
+      };
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t p = 0; p < points; ++p) {
+          const double* gp = &g[(b * points + p) * 3];
+          double c[3];
+          bool outside = false;
+          for (int a = 0; a < 3; ++a) {
+            const double v = gp[a];
+            c[a] = BoundCoordinate(align_ ? (v + 1) / 2 * (size[a] - 1)
+                                          : ((v + 1) * size[a] - 1) / 2);
+            if (mode_ == SampleMode::kNearest) c[a] = std::nearbyint(c[a]);
+            outside = outside || c[a] < lo[a] || c[a] > hi[a];
+          }
+          if (outside) {
+            for (int a = 0; a < 3; ++a) {
+              if (padding_ == Padding::kBorder) {
+                c[a] = std::clamp(c[a], 0.0, static_cast<double>(size[a] - 1));
+              } else if (padding_ == Padding::kReflection) {
+                c[a] = Reflect(c[a], lo[a], hi[a]);
+              }
+            }
+          }
+          for (int64_t ch = 0; ch < channels; ++ch) {
+            const S* vol = px + (b * channels + ch) * volume;
+            double v = 0;
+            if (mode_ == SampleMode::kNearest) {
+              double t[3] = {std::trunc(c[0]), std::trunc(c[1]),
+                             std::trunc(c[2])};
+              v = voxel(vol, t);
+            } else {
+              const double f[3] = {std::floor(c[0]), std::floor(c[1]),
+                                   std::floor(c[2])};
+              for (int corner = 0; corner < 8; ++corner) {
+                double t[3], w = 1;
+                for (int a = 0; a < 3; ++a) {
+                  const bool up = (corner >> a) & 1;
+                  t[a] = f[a] + (up ? 1 : 0);
+                  w *= up ? c[a] - f[a] : f[a] + 1 - c[a];
+                }
+                v += w * voxel(vol, t);
+              }
+            }
+            py[(b * channels + ch) * points + p] = Store<S>(v);
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
   DType dtype_;
   SampleMode mode_;
   Padding padding_;
   bool align_;
+  bool volumes_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
@@ -251,8 +379,9 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
   if (align != 0 && align != 1) {
     return InvalidArgument(node, "align_corners must be 0 or 1, not ", align);
   }
-  return std::unique_ptr<Kernel>(
-      new GridSampleKernel(spec, dtype, m, p, align == 1));
+  return std::unique_ptr<Kernel>(new GridSampleKernel(
+      spec, dtype, m, p, align == 1,
+      spec.opset_version == 0 || spec.opset_version >= 20));
 }
 
 // ----------------------------------------------------------------- Col2Im

@@ -871,5 +871,118 @@ TEST(Opset18Test, DftAxisIsAnInputFromOpset20) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// --------------------------------------------------------- GridSample-20
+
+// GridSample on [N, C, D, H, W] from the spec: the grid's (x, y, z) map
+// [-1, 1] to the volume's W, H, D extents (corner voxel centres with
+// align_corners, else their outer edges); linear weights the 8 voxels
+// around the point, nearest rounds half to even; out-of-range voxels read
+// 0 (zeros) or the clamped edge (border). Grid points stay inside
+// [-1, 1] here, where onnxruntime's extra clamping of the point itself
+// does not apply.
+Floats ReferenceGridSample3D(const Ints& xd, const Floats& x, const Ints& gd,
+                             const Floats& grid, const std::string& mode,
+                             const std::string& padding, bool align) {
+  const int64_t n = xd[0], c = xd[1];
+  const int64_t size[3] = {xd[4], xd[3], xd[2]};
+  const int64_t points = gd[1] * gd[2] * gd[3];
+  Floats y(n * c * points);
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* vol = x.data() + (b * c + ch) * size[0] * size[1] * size[2];
+      auto at = [&](int64_t i, int64_t j, int64_t k) -> double {
+        const int64_t v[3] = {i, j, k};
+        int64_t w[3];
+        for (int a = 0; a < 3; ++a) {
+          if (padding == "zeros" && (v[a] < 0 || v[a] >= size[a])) return 0;
+          w[a] = std::clamp<int64_t>(v[a], 0, size[a] - 1);
+        }
+        return vol[(w[2] * size[1] + w[1]) * size[0] + w[0]];
+      };
+      for (int64_t p = 0; p < points; ++p) {
+        double coord[3];
+        for (int a = 0; a < 3; ++a) {
+          const double g = grid[(b * points + p) * 3 + a];
+          coord[a] = align ? (g + 1) / 2 * (size[a] - 1)
+                           : ((g + 1) * size[a] - 1) / 2;
+        }
+        double v = 0;
+        if (mode == "nearest") {
+          v = at(std::nearbyint(coord[0]), std::nearbyint(coord[1]),
+                 std::nearbyint(coord[2]));
+        } else {
+          const int64_t i0 = std::floor(coord[0]), j0 = std::floor(coord[1]),
+                        k0 = std::floor(coord[2]);
+          const double fx = coord[0] - i0, fy = coord[1] - j0,
+                       fz = coord[2] - k0;
+          for (int dz = 0; dz < 2; ++dz) {
+            for (int dy = 0; dy < 2; ++dy) {
+              for (int dx = 0; dx < 2; ++dx) {
+                v += (dx ? fx : 1 - fx) * (dy ? fy : 1 - fy) *
+                     (dz ? fz : 1 - fz) * at(i0 + dx, j0 + dy, k0 + dz);
+              }
+            }
+          }
+        }
+        y[(b * c + ch) * points + p] = static_cast<float>(v);
+      }
+    }
+  }
+  return y;
+}
+
+TEST(Opset18Test, GridSample5DLinearAndNearest) {
+  const Ints xd = {2, 3, 4, 5, 6};
+  const Ints gd = {2, 3, 2, 4, 3};
+  const Tensor x = RandomTensor(xd, 81);
+  const Tensor grid = RandomTensor(gd, 82, -1, 1);
+  for (const std::string mode : {"linear", "nearest"}) {
+    for (const std::string padding : {"zeros", "border"}) {
+      for (int64_t align : {0, 1}) {
+        auto out = RunKernel(CpuKernelRegistry(),
+                             MakeNode("GridSample", {"x", "g"}, {"y"},
+                                      {{"mode", mode},
+                                       {"padding_mode", padding},
+                                       {"align_corners", align}}),
+                             {x, grid}, Opset(20));
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].shape(), Shape({2, 3, 3, 2, 4}));
+        SCOPED_TRACE(mode + " " + padding + (align ? " align" : ""));
+        ExpectNear((*out)[0],
+                   ReferenceGridSample3D(xd, ToVector<float>(x), gd,
+                                         ToVector<float>(grid), mode, padding,
+                                         align),
+                   1e-5);
+      }
+    }
+  }
+  // Reflection folds points back inside: a grid far outside still samples.
+  auto reflect = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("GridSample", {"x", "g"}, {"y"},
+               {{"mode", std::string("linear")},
+                {"padding_mode", std::string("reflection")}}),
+      {x, RandomTensor(gd, 83, -3, 3)}, Opset(20));
+  ASSERT_TRUE(reflect.ok()) << reflect.status();
+  // cubic is defined for 4-D only; 5-D is GridSample-20's.
+  auto cubic = RunKernel(CpuKernelRegistry(),
+                         MakeNode("GridSample", {"x", "g"}, {"y"},
+                                  {{"mode", std::string("cubic")}}),
+                         {x, grid}, Opset(20));
+  EXPECT_EQ(cubic.status().code(), absl::StatusCode::kInvalidArgument);
+  auto v16 = RunKernel(CpuKernelRegistry(),
+                       MakeNode("GridSample", {"x", "g"}, {"y"}), {x, grid},
+                       Opset(16));
+  EXPECT_EQ(v16.status().code(), absl::StatusCode::kUnimplemented);
+  // The 4-D path takes opset 20's mode names.
+  auto linear4 = RunKernel(CpuKernelRegistry(),
+                           MakeNode("GridSample", {"x", "g"}, {"y"},
+                                    {{"mode", std::string("linear")}}),
+                           {RandomTensor({1, 1, 3, 3}, 84),
+                            RandomTensor({1, 2, 2, 2}, 85)},
+                           Opset(20));
+  EXPECT_TRUE(linear4.ok()) << linear4.status();
+}
+
 }  // namespace
 }  // namespace glint::cpu
