@@ -984,5 +984,147 @@ TEST(Opset18Test, GridSample5DLinearAndNearest) {
   EXPECT_TRUE(linear4.ok()) << linear4.status();
 }
 
+// --------------------------------------- Reduce*-18 axes input, -20 bool
+
+TEST(Opset18Test, ReductionsTakeAxesInputAtOpset18) {
+  const Ints dims = {2, 3, 4};
+  const Tensor x = RandomTensor(dims, 91, 0.5f, 2);
+  const Floats xs = ToVector<float>(x);
+  const std::vector<std::string> ops = {
+      "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+      "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+      "ReduceSumSquare"};
+  // The reduction of a list of values, from each op's definition.
+  auto fold = [](const std::string& op, const std::vector<double>& v) {
+    double acc = op == "ReduceProd" ? 1 : 0;
+    double max = -INFINITY, min = INFINITY;
+    for (double e : v) {
+      max = std::max(max, e);
+      min = std::min(min, e);
+      if (op == "ReduceProd") {
+        acc *= e;
+      } else if (op == "ReduceL1") {
+        acc += std::fabs(e);
+      } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
+        acc += e * e;
+      } else if (op == "ReduceLogSumExp") {
+        acc += std::exp(e);
+      } else {
+        acc += e;
+      }
+    }
+    if (op == "ReduceMax") return max;
+    if (op == "ReduceMin") return min;
+    if (op == "ReduceMean") return acc / v.size();
+    if (op == "ReduceL2") return std::sqrt(acc);
+    if (op == "ReduceLogSum" || op == "ReduceLogSumExp") return std::log(acc);
+    return acc;
+  };
+  for (const std::string& op : ops) {
+    SCOPED_TRACE(op);
+    for (int64_t keepdims : {0, 1}) {
+      // Axes {0, -1} as an input: reduce axes 0 and 2, keep axis 1.
+      Floats want;
+      for (int64_t j = 0; j < 3; ++j) {
+        std::vector<double> v;
+        for (int64_t i = 0; i < 2; ++i) {
+          for (int64_t k = 0; k < 4; ++k) v.push_back(xs[(i * 3 + j) * 4 + k]);
+        }
+        want.push_back(static_cast<float>(fold(op, v)));
+      }
+      auto out = RunKernel(CpuKernelRegistry(),
+                           MakeNode(op, {"x", "a"}, {"y"},
+                                    {{"keepdims", keepdims}}),
+                           {x, MakeTensor<int64_t>({2}, {0, -1})}, Opset(18));
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ((*out)[0].shape(), keepdims ? Shape({1, 3, 1}) : Shape({3}));
+      ExpectNear((*out)[0], want, 1e-5);
+    }
+    // No axes: everything, unless noop_with_empty_axes (then X itself).
+    std::vector<double> all(xs.begin(), xs.end());
+    auto every = RunKernel(CpuKernelRegistry(),
+                           MakeNode(op, {"x"}, {"y"}, {{"keepdims", int64_t{0}}}),
+                           {x}, Opset(18));
+    ASSERT_TRUE(every.ok()) << every.status();
+    EXPECT_EQ((*every)[0].shape(), Shape({}));
+    ExpectNear((*every)[0], {static_cast<float>(fold(op, all))}, 1e-5);
+    auto noop = RunKernel(CpuKernelRegistry(),
+                          MakeNode(op, {"x", "a"}, {"y"},
+                                   {{"noop_with_empty_axes", int64_t{1}}}),
+                          {x, MakeTensor<int64_t>({0}, {})}, Opset(18));
+    ASSERT_TRUE(noop.ok()) << noop.status();
+    EXPECT_EQ((*noop)[0].shape(), Shape(dims));
+    if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" ||
+        op == "ReduceMin" || op == "ReduceProd") {
+      EXPECT_EQ(ToVector<float>((*noop)[0]), xs);
+    }
+    // Before opset 18 (13 here) axes is an attribute.
+    auto v13 = RunKernel(CpuKernelRegistry(),
+                         MakeNode(op, {"x"}, {"y"}, {{"axes", Ints{1}}}),
+                         {x}, Opset(13));
+    ASSERT_TRUE(v13.ok()) << v13.status();
+    EXPECT_EQ((*v13)[0].shape(), Shape({2, 1, 4}));
+  }
+}
+
+TEST(Opset18Test, ReduceMaxMinOnBoolFromOpset20) {
+  std::vector<uint8_t> bits = {1, 0, 0, 0, 1, 1};
+  const Tensor x = Tensor::FromVector(DType::kBool, Shape({2, 3}), bits);
+  auto max = RunKernel(CpuKernelRegistry(), MakeNode("ReduceMax", {"x", "a"}, {"y"}),
+                       {x, MakeTensor<int64_t>({1}, {1})}, Opset(20));
+  ASSERT_TRUE(max.ok()) << max.status();
+  ASSERT_EQ((*max)[0].dtype(), DType::kBool);
+  EXPECT_THAT(ToVector<bool>((*max)[0]), ElementsAre(true, true));
+  auto min = RunKernel(CpuKernelRegistry(), MakeNode("ReduceMin", {"x", "a"}, {"y"},
+                                                     {{"keepdims", int64_t{0}}}),
+                       {x, MakeTensor<int64_t>({1}, {0})}, Opset(20));
+  ASSERT_TRUE(min.ok()) << min.status();
+  EXPECT_THAT(ToVector<bool>((*min)[0]), ElementsAre(false, false, false));
+  auto all = RunKernel(CpuKernelRegistry(), MakeNode("ReduceMin", {"x"}, {"y"}),
+                       {x}, Opset(0));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(ToVector<bool>((*all)[0]), ElementsAre(false));
+  // Empty reductions give the identities: any() false, all() true.
+  const Tensor empty = Tensor::FromVector(DType::kBool, Shape({0, 2}),
+                                          std::vector<uint8_t>{});
+  auto emax = RunKernel(CpuKernelRegistry(), MakeNode("ReduceMax", {"x", "a"}, {"y"}),
+                        {empty, MakeTensor<int64_t>({1}, {0})}, Opset(20));
+  ASSERT_TRUE(emax.ok()) << emax.status();
+  EXPECT_THAT(ToVector<bool>((*emax)[0]), ElementsAre(false, false));
+  // bool is opset 20's, and ReduceSum's never.
+  auto v18 = RunKernel(CpuKernelRegistry(), MakeNode("ReduceMax", {"x"}, {"y"}),
+                       {x}, Opset(18));
+  EXPECT_EQ(v18.status().code(), absl::StatusCode::kUnimplemented);
+  auto sum = RunKernel(CpuKernelRegistry(), MakeNode("ReduceSum", {"x"}, {"y"}),
+                       {x}, Opset(20));
+  EXPECT_EQ(sum.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// ---------------------------------------------------------------- Gelu-20
+
+TEST(Opset18Test, GeluBothForms) {
+  const Floats x = {-6, -2.5f, -1, -0.3f, 0, 0.3f, 1, 2.5f, 6};
+  Floats exact, tanh_form;
+  for (float v : x) {
+    const double d = v;
+    exact.push_back(static_cast<float>(0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
+    tanh_form.push_back(static_cast<float>(
+        0.5 * d *
+        (1 + std::tanh(std::sqrt(2 / M_PI) * (d + 0.044715 * d * d * d)))));
+  }
+  const Tensor xt = MakeTensor<float>({9}, x);
+  for (const std::string approximate : {"", "none", "tanh"}) {
+    std::map<std::string, Attribute> attrs;
+    if (!approximate.empty()) attrs["approximate"] = approximate;
+    auto out = RunKernel(CpuKernelRegistry(),
+                         MakeNode("Gelu", {"x"}, {"y"}, attrs), {xt},
+                         Opset(20));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear((*out)[0], approximate == "tanh" ? tanh_form : exact, 1e-6);
+  }
+  // The registry's Gelu is the default domain's (opset 20).
+  EXPECT_NE(CpuKernelRegistry().Find("Gelu"), nullptr);
+}
+
 }  // namespace
 }  // namespace glint::cpu
