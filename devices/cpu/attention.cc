@@ -385,7 +385,9 @@ class OnnxAttentionKernel final : public KernelBase {
       Operand& op = which == 0 ? k : v;
       const TensorView* past = which == 0 ? past_k : past_v;
       BuildPresent(past, op, g, width, present);
-      if (g.p > 0) op = Operand{present, width, g.t * width, g.hkv * g.t * width};
+      if (g.p > 0) {
+        op = Operand{present, width, g.t * width, g.hkv * g.t * width};
+      }
     }
     float* qk = nullptr;
     if (ctx.num_outputs() > 3 && ctx.output_used(3)) {
@@ -537,7 +539,8 @@ class OnnxAttentionKernel final : public KernelBase {
             for (int64_t r = 0; r < rows; ++r) {
               // Query i sees the past and the new keys up to itself.
               const int64_t first = std::max<int64_t>(0, g.p + i0 + r + 1);
-              for (int64_t j = first; j < g.t; ++j) scores[r * g.t + j] = kNegInf;
+              std::fill(scores + r * g.t + std::min(first, g.t),
+                        scores + (r + 1) * g.t, kNegInf);
             }
           }
           if (qk_rows != nullptr && mode_ == 1) {

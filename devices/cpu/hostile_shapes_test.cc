@@ -295,7 +295,8 @@ std::vector<testing::OnnxNodeCase> OpsetEighteenCases() {
       MakeNode("RotaryEmbedding", {"x", "c", "s", "p"}, {"y"},
                {{"num_heads", int64_t{2}}, {"interleaved", int64_t{1}}}),
       {RandomTensor({2, 3, 8}, 6), RandomTensor({5, 2}, 7),
-       RandomTensor({5, 2}, 8), MakeTensor<int64_t>({2, 3}, {0, 1, 2, 4, 3, 2})});
+       RandomTensor({5, 2}, 8),
+       MakeTensor<int64_t>({2, 3}, {0, 1, 2, 4, 3, 2})});
   add("rotary_caches", 23, MakeNode("RotaryEmbedding", {"x", "c", "s"}, {"y"}),
       {RandomTensor({2, 2, 3, 4}, 6), RandomTensor({2, 3, 2}, 7),
        RandomTensor({2, 3, 2}, 8)});

@@ -467,8 +467,8 @@ class Col2ImKernel final : public KernelBase {
     if (kernel_elements > static_cast<double>(rows) ||
         rows % static_cast<int64_t>(kernel_elements) != 0) {
       return InvalidArgument(node(), "input dimension 1 (", rows,
-                             ") is not C * prod(block_shape) (", kernel_elements,
-                             ")");
+                             ") is not C * prod(block_shape) (",
+                             kernel_elements, ")");
     }
     if (grid_elements != static_cast<double>(cols)) {
       return InvalidArgument(node(), "input dimension 2 (", cols,

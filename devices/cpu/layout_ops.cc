@@ -432,7 +432,8 @@ class PadKernel final : public KernelBase {
       }
       if (dims[d] < 0) return InvalidArgument(node(), "pads remove too much");
       kept[d].lo = std::min(len, std::max<int64_t>(0, -pads[d]));
-      kept[d].hi = std::max(kept[d].lo, len - std::max<int64_t>(0, -pads[d + rank]));
+      kept[d].hi = std::max(kept[d].lo,
+                            len - std::max<int64_t>(0, -pads[d + rank]));
       if (mode_ != PadMode::kConstant && kept[d].hi == kept[d].lo &&
           dims[d] > 0) {
         return InvalidArgument(node(), "cannot ", ModeName(),
