@@ -1,10 +1,10 @@
 // Elementwise kernels, written once over generic ops:
 //   binary with numpy broadcasting: Add, Sub, Mul, Div, Pow, Mod, PRelu,
 //     BitShift, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And,
-//     Or, Xor;
+//     Or, Xor, BitwiseAnd, BitwiseOr, BitwiseXor;
 //   variadic: Max, Min, Sum, Mean;  ternary: Where;
-//   unary: math functions, activations (with their attributes), Not, IsNaN,
-//     IsInf, Clip, Cast, CastLike.
+//   unary: math functions, activations (with their attributes, Mish), Not,
+//     BitwiseNot, IsNaN, IsInf, Clip, Cast, CastLike.
 //
 // Each op states which storage types it accepts (kOk<S>); float16 and
 // bfloat16 are computed in float32 (element_types.h).
@@ -179,6 +179,25 @@ struct OrOp {
 struct XorOp {
   template <typename S> static constexpr bool kOk = kIsBool<S>;
   template <typename C> bool operator()(C a, C b) const { return a != b; }
+};
+// Opset 18's bitwise ops, on the integer types only.
+struct BitwiseAndOp {
+  template <typename S> static constexpr bool kOk = kIsInteger<S>;
+  template <typename C> C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrOp {
+  template <typename S> static constexpr bool kOk = kIsInteger<S>;
+  template <typename C> C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorOp {
+  template <typename S> static constexpr bool kOk = kIsInteger<S>;
+  template <typename C> C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
 };
 // NaN propagates, as numpy's maximum/minimum and onnxruntime do.
 struct MaxOp {
@@ -576,6 +595,10 @@ GLINT_FLOAT_UNARY(SoftplusOp,
                            : std::log1p(std::exp(x)))
 GLINT_FLOAT_UNARY(HardSwishOp,
                   x * std::max(C(0), std::min(C(1), x / C(6) + C(0.5))))
+// Mish (opset 18): x * tanh(softplus(x)), softplus as above.
+GLINT_FLOAT_UNARY(MishOp,
+                  x * std::tanh(x > C(0) ? x + std::log1p(std::exp(-x))
+                                         : std::log1p(std::exp(x))))
 // Split by sign so that exp never overflows.
 GLINT_FLOAT_UNARY(SigmoidOp,
                   x >= C(0) ? C(1) / (C(1) + std::exp(-x))
@@ -617,6 +640,11 @@ struct NotOp {
   explicit NotOp(const Node&) {}
   template <typename S> static constexpr bool kOk = kIsBool<S>;
   template <typename C> bool operator()(C x) const { return !x; }
+};
+struct BitwiseNotOp {
+  explicit BitwiseNotOp(const Node&) {}
+  template <typename S> static constexpr bool kOk = kIsInteger<S>;
+  template <typename C> C operator()(C x) const { return static_cast<C>(~x); }
 };
 struct IsNaNOp {
   explicit IsNaNOp(const Node&) {}
@@ -907,10 +935,47 @@ class CastKernel final : public KernelBase {
   DType from_, to_;
 };
 
+// The ONNX element types Glint has no dtype for (opsets 19-23: float8,
+// int4/uint4, float4), by TensorProto.DataType number; null for others.
+const char* NarrowOnnxTypeName(int64_t onnx_type) {
+  switch (onnx_type) {
+    case 17: return "FLOAT8E4M3FN";
+    case 18: return "FLOAT8E4M3FNUZ";
+    case 19: return "FLOAT8E5M2";
+    case 20: return "FLOAT8E5M2FNUZ";
+    case 21: return "UINT4";
+    case 22: return "INT4";
+    case 23: return "FLOAT4E2M1";
+    default: return nullptr;
+  }
+}
+
+// Cast-19's saturate only changes conversions to float8 (out-of-range
+// values clamp to its largest finite value instead of becoming inf/NaN),
+// and Glint has no float8 dtype: every cast it runs is the same with 0 or
+// 1. The value is still checked, as onnxruntime checks it.
+absl::Status CheckSaturate(const KernelSpec& spec) {
+  if (spec.opset_version > 0 && spec.opset_version < 19) {
+    return absl::OkStatus();
+  }
+  const int64_t saturate = spec.node->GetInt("saturate", 1);
+  if (saturate != 0 && saturate != 1) {
+    return InvalidArgument(spec.node->Describe(),
+                           "saturate must be 0 or 1; got ", saturate);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
   GLINT_ASSIGN_OR_RETURN(DType from, SpecInputDType(spec, 0, kEveryDType));
+  GLINT_RETURN_IF_ERROR(CheckSaturate(spec));
   const int64_t to_attr = spec.node->GetInt("to", 0);
+  if (const char* name = NarrowOnnxTypeName(to_attr)) {
+    return Unimplemented(spec.node->Describe(), "Cast-", spec.opset_version,
+                         " attribute to=", to_attr, " (", name,
+                         ") not supported: Glint has no ", name, " dtype");
+  }
   absl::StatusOr<DType> to = DTypeFromOnnx(static_cast<int32_t>(to_attr));
   if (!to.ok() || !DTypeIn(*to, kEveryDType)) {
     return Unimplemented(spec.node->Describe(), "cannot cast to ONNX type ",
@@ -924,6 +989,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeCastLike(const KernelSpec& spec) {
   GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
   GLINT_ASSIGN_OR_RETURN(DType from, SpecInputDType(spec, 0, kEveryDType));
   GLINT_ASSIGN_OR_RETURN(DType to, SpecInputDType(spec, 1, kEveryDType));
+  GLINT_RETURN_IF_ERROR(CheckSaturate(spec));
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, to).status());
   return std::unique_ptr<Kernel>(new CastKernel(spec, from, to));
 }
@@ -975,6 +1041,7 @@ const std::map<std::string, ChainStepFactory, std::less<>>& UnarySteps() {
           {"HardSigmoid", UnaryStep<HardSigmoidOp>()},
           {"HardSwish", UnaryStep<HardSwishOp>()},
           {"LeakyRelu", UnaryStep<LeakyReluOp>()},
+          {"Mish", UnaryStep<MishOp>()},
           {"Log", UnaryStep<LogOp>()},
           {"Neg", UnaryStep<NegOp>()},
           {"Reciprocal", UnaryStep<ReciprocalOp>()},
@@ -1103,6 +1170,9 @@ void RegisterElementwiseKernels(KernelRegistry* registry) {
   registry->Register("And", BinaryFactory<AndOp>());
   registry->Register("Or", BinaryFactory<OrOp>());
   registry->Register("Xor", BinaryFactory<XorOp>());
+  registry->Register("BitwiseAnd", BinaryFactory<BitwiseAndOp>());
+  registry->Register("BitwiseOr", BinaryFactory<BitwiseOrOp>());
+  registry->Register("BitwiseXor", BinaryFactory<BitwiseXorOp>());
   registry->Register("Pow", MakePow);
   registry->Register("Max", VariadicFactory(Fold::kMax));
   registry->Register("Min", VariadicFactory(Fold::kMin));
@@ -1119,6 +1189,7 @@ void RegisterElementwiseKernels(KernelRegistry* registry) {
   registry->Register("Abs", MakeUnary<AbsOp>);
   registry->Register("Sign", MakeUnary<SignOp>);
   registry->Register("Not", MakeUnary<NotOp>);
+  registry->Register("BitwiseNot", MakeUnary<BitwiseNotOp>);
   registry->Register("IsNaN", MakeUnary<IsNaNOp>);
   registry->Register("IsInf", MakeUnary<IsInfOp>);
   registry->Register("Sigmoid", MakeUnary<SigmoidOp>);
@@ -1144,6 +1215,7 @@ void RegisterElementwiseKernels(KernelRegistry* registry) {
   registry->Register("Round", MakeUnary<RoundOp>);
   registry->Register("Softsign", MakeUnary<SoftsignOp>);
   registry->Register("Softplus", MakeUnary<SoftplusOp>);
+  registry->Register("Mish", MakeUnary<MishOp>);
   registry->Register("HardSwish", MakeUnary<HardSwishOp>);
   registry->Register("LeakyRelu", MakeUnary<LeakyReluOp>);
   registry->Register("Elu", MakeUnary<EluOp>);

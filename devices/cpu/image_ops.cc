@@ -1,5 +1,7 @@
 // Image sampling ops: GridSample (opset 16: bilinear / nearest / bicubic,
-// zeros / border / reflection padding, align_corners) and MaxUnpool.
+// zeros / border / reflection padding, align_corners; opset 20's
+// linear/cubic names and 5-D volumes, linear and nearest), MaxUnpool and
+// Col2Im (opset 18).
 //
 // GridSample follows onnxruntime's CPU kernel step for step (the
 // out-of-bounds handling of the sampling point, then padding again at each
@@ -15,6 +17,7 @@
 
 #include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
+#include "devices/cpu/index_walk.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
 
@@ -71,13 +74,15 @@ void CubicCoefficients(double t, double c[4]) {
 
 class GridSampleKernel final : public KernelBase {
  public:
+  // `volumes`: GridSample-20's 5-D form (X [N, C, D, H, W]) is accepted.
   GridSampleKernel(const KernelSpec& spec, DType dtype, SampleMode mode,
-                   Padding padding, bool align_corners)
+                   Padding padding, bool align_corners, bool volumes)
       : KernelBase(spec),
         dtype_(dtype),
         mode_(mode),
         padding_(padding),
-        align_(align_corners) {}
+        align_(align_corners),
+        volumes_(volumes) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -86,9 +91,12 @@ class GridSampleKernel final : public KernelBase {
                            GetInput(ctx, 1, dtype_, node()));
     const Shape& xs = x->shape;
     const Shape& gs = grid->shape;
+    if (xs.rank() == 5 && volumes_) return Compute3D(ctx, *x, *grid);
     if (xs.rank() != 4) {
-      return Unimplemented(node(), "X ", xs.ToString(),
-                           ": only 4-D [N, C, H, W] inputs are supported");
+      return Unimplemented(node(), "X ", xs.ToString(), ": only 4-D [N, C, H, "
+                           "W] inputs", volumes_ ? " and 5-D [N, C, D, H, W] "
+                           "ones (linear and nearest)" : "",
+                           " are supported");
     }
     if (gs.rank() != 4 || gs.dim(0) != xs.dim(0) || gs.dim(3) != 2) {
       return InvalidArgument(node(), "grid ", gs.ToString(),
@@ -206,10 +214,132 @@ class GridSampleKernel final : public KernelBase {
   }
 
  private:
+  // GridSample-20 on X [N, C, D, H, W] and grid [N, D', H', W', 3] (x, y,
+  // z: W, H, D), linear (trilinear) or nearest, with the 4-D path's
+  // bounds, padding and align_corners rules applied per axis.
+  absl::Status Compute3D(KernelContext& ctx, const TensorView& x,
+                         const TensorView& grid) const {
+    const Shape& xs = x.shape;
+    const Shape& gs = grid.shape;
+    if (mode_ == SampleMode::kBicubic) {
+      return InvalidArgument(node(), "mode 'cubic' is defined for 4-D X "
+                             "only; got ", xs.ToString());
+    }
+    if (gs.rank() != 5 || gs.dim(0) != xs.dim(0) || gs.dim(4) != 3) {
+      return InvalidArgument(node(), "grid ", gs.ToString(),
+                             " must be [N, D_out, H_out, W_out, 3] for X ",
+                             xs.ToString());
+    }
+    const int64_t n = xs.dim(0), channels = xs.dim(1);
+    // Input sizes in the grid's coordinate order: W, H, D.
+    const int64_t size[3] = {xs.dim(4), xs.dim(3), xs.dim(2)};
+    const int64_t dout = gs.dim(1), hout = gs.dim(2), wout = gs.dim(3);
+    const std::vector<double> g = LoadAsDoubles(grid);
+    for (double v : g) {
+      if (!std::isfinite(v)) {
+        return InvalidArgument(node(), "grid holds a non-finite value");
+      }
+    }
+    const int64_t points = dout * hout * wout;
+    if (static_cast<double>(n) * channels * points >
+        static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", n, "x", channels, "x",
+                             points, " elements exceeds 2^31");
+    }
+    if ((size[0] == 0 || size[1] == 0 || size[2] == 0) &&
+        n * channels * points > 0) {
+      return InvalidArgument(node(), "X ", xs.ToString(),
+                             " has no voxels to sample");
+    }
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape({n, channels, dout, hout, wout}), dtype_,
+                       node()));
+    double lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = align_ ? 0 : -0.5;
+      hi[a] = align_ ? size[a] - 1 : size[a] - 0.5;
+    }
+    const int64_t volume = size[0] * size[1] * size[2];
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      const S* px = x.as<const S>();
+      S* py = y.as<S>();
+      // The voxel at integral c (x, y, z), padded as padding_mode says.
+      auto voxel = [&](const S* vol, double c[3]) -> double {
+        int64_t at[3];
+        for (int a = 0; a < 3; ++a) {
+          double v = c[a];
+          switch (padding_) {
+            case Padding::kZeros:
+              if (v < 0 || v >= size[a]) return 0.0;
+              break;
+            case Padding::kBorder:
+              v = std::clamp(v, 0.0, static_cast<double>(size[a] - 1));
+              break;
+            case Padding::kReflection:
+              v = std::clamp(std::trunc(Reflect(v, lo[a], hi[a])), 0.0,
+                             static_cast<double>(size[a] - 1));
+              break;
+          }
+          at[a] = static_cast<int64_t>(v);
+        }
+        return Load<double>(vol[(at[2] * size[1] + at[1]) * size[0] + at[0]]);
+      };
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t p = 0; p < points; ++p) {
+          const double* gp = &g[(b * points + p) * 3];
+          double c[3];
+          bool outside = false;
+          for (int a = 0; a < 3; ++a) {
+            const double v = gp[a];
+            c[a] = BoundCoordinate(align_ ? (v + 1) / 2 * (size[a] - 1)
+                                          : ((v + 1) * size[a] - 1) / 2);
+            if (mode_ == SampleMode::kNearest) c[a] = std::nearbyint(c[a]);
+            outside = outside || c[a] < lo[a] || c[a] > hi[a];
+          }
+          if (outside) {
+            for (int a = 0; a < 3; ++a) {
+              if (padding_ == Padding::kBorder) {
+                c[a] = std::clamp(c[a], 0.0, static_cast<double>(size[a] - 1));
+              } else if (padding_ == Padding::kReflection) {
+                c[a] = Reflect(c[a], lo[a], hi[a]);
+              }
+            }
+          }
+          for (int64_t ch = 0; ch < channels; ++ch) {
+            const S* vol = px + (b * channels + ch) * volume;
+            double v = 0;
+            if (mode_ == SampleMode::kNearest) {
+              double t[3] = {std::trunc(c[0]), std::trunc(c[1]),
+                             std::trunc(c[2])};
+              v = voxel(vol, t);
+            } else {
+              const double f[3] = {std::floor(c[0]), std::floor(c[1]),
+                                   std::floor(c[2])};
+              for (int corner = 0; corner < 8; ++corner) {
+                double t[3], w = 1;
+                for (int a = 0; a < 3; ++a) {
+                  const bool up = (corner >> a) & 1;
+                  t[a] = f[a] + (up ? 1 : 0);
+                  w *= up ? c[a] - f[a] : f[a] + 1 - c[a];
+                }
+                v += w * voxel(vol, t);
+              }
+            }
+            py[(b * channels + ch) * points + p] = Store<S>(v);
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
   DType dtype_;
   SampleMode mode_;
   Padding padding_;
   bool align_;
+  bool volumes_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
@@ -249,8 +379,169 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGridSample(const KernelSpec& spec) {
   if (align != 0 && align != 1) {
     return InvalidArgument(node, "align_corners must be 0 or 1, not ", align);
   }
-  return std::unique_ptr<Kernel>(
-      new GridSampleKernel(spec, dtype, m, p, align == 1));
+  return std::unique_ptr<Kernel>(new GridSampleKernel(
+      spec, dtype, m, p, align == 1,
+      spec.opset_version == 0 || spec.opset_version >= 20));
+}
+
+// ----------------------------------------------------------------- Col2Im
+//
+// Opset 18, the inverse of im2col: input [N, C * prod(block_shape), L]
+// holds, for each of the L sliding-block positions over the padded image
+// (row-major over the block grid) and each block offset k (row-major over
+// block_shape, channel-major), one value; those that land inside the
+// image are summed into Y [N, C, image_shape...] at position
+// grid * stride - pad_begin + k * dilation. image_shape and block_shape are
+// run-time inputs: Y is capped at 2^31 elements and the block product at
+// the input's second dimension, so neither sizes anything without bound.
+
+class Col2ImKernel final : public KernelBase {
+ public:
+  Col2ImKernel(const KernelSpec& spec, DType dtype)
+      : KernelBase(spec),
+        dtype_(dtype),
+        strides_(spec.node->GetInts("strides")),
+        dilations_(spec.node->GetInts("dilations")),
+        pads_(spec.node->GetInts("pads")) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> image,
+        GetInputInt64s(ctx, 1, DType::kInt64, "image_shape", node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> block,
+        GetInputInt64s(ctx, 2, DType::kInt64, "block_shape", node()));
+    const int sd = static_cast<int>(image.size());
+    if (x->shape.rank() != 3) {
+      return InvalidArgument(node(), "input ", x->shape.ToString(),
+                             " must be [N, C * prod(block_shape), L]");
+    }
+    if (sd < 1 || block.size() != image.size()) {
+      return InvalidArgument(node(), "image_shape and block_shape must have "
+                             "one (equal) length >= 1; got ", image.size(),
+                             " and ", block.size());
+    }
+    std::vector<int64_t> strides = strides_, dilations = dilations_,
+                         pads = pads_;
+    if (strides.empty()) strides.assign(sd, 1);
+    if (dilations.empty()) dilations.assign(sd, 1);
+    if (pads.empty()) pads.assign(2 * sd, 0);
+    if (static_cast<int>(strides.size()) != sd ||
+        static_cast<int>(dilations.size()) != sd ||
+        static_cast<int>(pads.size()) != 2 * sd) {
+      return InvalidArgument(node(), "strides, dilations and pads must have ",
+                             sd, ", ", sd, " and ", 2 * sd, " values");
+    }
+    // Block counts per axis, in double first so that no hostile value
+    // overflows int64 arithmetic.
+    const int64_t n = x->shape.dim(0), rows = x->shape.dim(1),
+                  cols = x->shape.dim(2);
+    std::vector<int64_t> grid(sd);
+    double kernel_elements = 1, grid_elements = 1, out_elements = 1;
+    for (int d = 0; d < sd; ++d) {
+      if (image[d] < 1 || block[d] < 1 || strides[d] < 1 ||
+          dilations[d] < 1 || pads[d] < 0 || pads[d + sd] < 0) {
+        return InvalidArgument(node(), "axis ", d, ": image ", image[d],
+                               ", block ", block[d], ", stride ", strides[d],
+                               ", dilation ", dilations[d], " and pads ",
+                               pads[d], "/", pads[d + sd],
+                               " must be positive (pads >= 0)");
+      }
+      const double span =
+          static_cast<double>(dilations[d]) * (block[d] - 1) + 1;
+      const double room = static_cast<double>(image[d]) + pads[d] +
+                          pads[d + sd] - span;
+      if (room < 0 || room > 9e15) {
+        return InvalidArgument(node(), "a block of ", block[d],
+                               " (dilation ", dilations[d],
+                               ") does not fit axis ", d, " of ", image[d],
+                               " padded by ", pads[d], "/", pads[d + sd]);
+      }
+      grid[d] = static_cast<int64_t>(room) / strides[d] + 1;
+      kernel_elements *= static_cast<double>(block[d]);
+      grid_elements *= static_cast<double>(grid[d]);
+      out_elements *= static_cast<double>(image[d]);
+    }
+    if (kernel_elements > static_cast<double>(rows) ||
+        rows % static_cast<int64_t>(kernel_elements) != 0) {
+      return InvalidArgument(node(), "input dimension 1 (", rows,
+                             ") is not C * prod(block_shape) (",
+                             kernel_elements, ")");
+    }
+    if (grid_elements != static_cast<double>(cols)) {
+      return InvalidArgument(node(), "input dimension 2 (", cols,
+                             ") is not the number of blocks, ", grid_elements);
+    }
+    const int64_t k_total = static_cast<int64_t>(kernel_elements);
+    const int64_t channels = rows / k_total;
+    out_elements *= static_cast<double>(n) * static_cast<double>(channels);
+    if (out_elements > static_cast<double>(kMaxGeneratedElements)) {
+      return InvalidArgument(node(), "output of ", out_elements,
+                             " elements exceeds 2^31");
+    }
+    std::vector<int64_t> out_dims = {n, channels};
+    out_dims.insert(out_dims.end(), image.begin(), image.end());
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(out_dims), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    std::memset(y.data, 0, y.num_bytes());
+    if (x->num_elements() == 0) return absl::OkStatus();
+    const std::vector<int64_t> image_stride = RowStrides(image);
+    const int64_t plane = y.num_elements() / (n * channels);
+    return VisitDType(dtype_, [&](auto tag) -> absl::Status {
+      using S = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<S>) {
+        const S* px = x->as<const S>();
+        S* py = y.as<S>();
+        std::vector<int64_t> k(sd, 0), g(sd, 0);
+        for (int64_t nc = 0; nc < n * channels; ++nc) {
+          S* out = py + nc * plane;
+          for (int64_t kk = 0; kk < k_total; ++kk) {
+            // Row kk of this (n, c): block offset k, every grid position.
+            int64_t rest = kk;
+            for (int d = sd - 1; d >= 0; --d) {
+              k[d] = rest % block[d];
+              rest /= block[d];
+            }
+            const S* in = px + (nc * k_total + kk) * cols;
+            std::fill(g.begin(), g.end(), 0);
+            for (int64_t l = 0; l < cols; ++l) {
+              int64_t at = 0;
+              bool inside = true;
+              for (int d = 0; d < sd && inside; ++d) {
+                const int64_t p =
+                    g[d] * strides[d] - pads[d] + k[d] * dilations[d];
+                inside = p >= 0 && p < image[d];
+                at += p * image_stride[d];
+              }
+              if (inside) out[at] += in[l];
+              for (int d = sd - 1; d >= 0; --d) {
+                if (++g[d] < grid[d]) break;
+                g[d] = 0;
+              }
+            }
+          }
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> strides_, dilations_, pads_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCol2Im(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kFloatDTypes));
+  for (int i = 1; i < 3; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kInt64}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(new Col2ImKernel(spec, dtype));
 }
 
 // -------------------------------------------------------------- MaxUnpool
@@ -398,6 +689,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeMaxUnpool(const KernelSpec& spec) {
 void RegisterImageKernels(KernelRegistry* registry) {
   registry->Register("GridSample", MakeGridSample);
   registry->Register("MaxUnpool", MakeMaxUnpool);
+  registry->Register("Col2Im", MakeCol2Im);
 }
 
 }  // namespace glint::cpu

@@ -154,14 +154,18 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSlice(const KernelSpec& spec) {
 
 class SplitKernel final : public KernelBase {
  public:
+  // `num_outputs` (opset 18's attribute, > 0 when given) asks for chunks
+  // of ceil(dim / num_outputs), the last one smaller.
   SplitKernel(const KernelSpec& spec, DType dtype, int64_t axis,
-              bool from_input, std::vector<int64_t> split, int outputs)
+              bool from_input, std::vector<int64_t> split, int outputs,
+              bool num_outputs)
       : KernelBase(spec),
         dtype_(dtype),
         axis_(axis),
         from_input_(from_input),
         split_(std::move(split)),
-        outputs_(outputs) {}
+        outputs_(outputs),
+        num_outputs_(num_outputs) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -175,7 +179,20 @@ class SplitKernel final : public KernelBase {
                                         node()));
     }
     const int64_t n = x->shape.dim(axis);
-    if (split.empty()) {
+    if (num_outputs_) {
+      // As onnxruntime: ceil-sized chunks must leave the last one at least
+      // one element (7 into 4 is 2, 2, 2, 1; 5 into 4 has no such split).
+      const int64_t part = outputs_ > n ? 0 : (n + outputs_ - 1) / outputs_;
+      const int64_t last = n - part * (outputs_ - 1);
+      if (outputs_ > n || last < 1) {
+        return InvalidArgument(node(), "num_outputs=", outputs_,
+                               " cannot split an axis of size ", n,
+                               " into chunks of ceil(", n, "/", outputs_,
+                               ") with a non-empty last one");
+      }
+      split.assign(outputs_, part);
+      split.back() = last;
+    } else if (split.empty()) {
       // Equal parts; the last one smaller when n does not divide.
       const int64_t part = (n + outputs_ - 1) / outputs_;
       for (int i = 0; i < outputs_; ++i) {
@@ -223,6 +240,7 @@ class SplitKernel final : public KernelBase {
   bool from_input_;
   std::vector<int64_t> split_;
   int outputs_;
+  bool num_outputs_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeSplit(const KernelSpec& spec) {
@@ -233,9 +251,25 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSplit(const KernelSpec& spec) {
   for (int i = 0; i < outputs; ++i) {
     GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, i, dtype).status());
   }
+  // Opset 18: num_outputs instead of the split input (never both).
+  const bool num_outputs =
+      (spec.opset_version == 0 || spec.opset_version >= 18) &&
+      spec.node->HasAttribute("num_outputs");
+  if (num_outputs) {
+    const int64_t k = spec.node->GetInt("num_outputs", 0);
+    if (k < 1 || k != outputs) {
+      return InvalidArgument(spec.node->Describe(), "num_outputs=", k,
+                             " must be >= 1 and equal the node's ", outputs,
+                             " outputs");
+    }
+    if (spec.has_input(1)) {
+      return InvalidArgument(spec.node->Describe(),
+                             "takes the split input or num_outputs, not both");
+    }
+  }
   return std::unique_ptr<Kernel>(new SplitKernel(
       spec, dtype, spec.node->GetInt("axis", 0), from_input,
-      spec.node->GetInts("split"), outputs));
+      spec.node->GetInts("split"), outputs, num_outputs));
 }
 
 // ----------------------------------------------------------------- Gather
@@ -356,14 +390,25 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGatherElements(
 
 enum class ScatterReduce { kNone, kAdd, kMul, kMax, kMin };
 
-absl::StatusOr<ScatterReduce> ParseReduction(const Node& node) {
+// ScatterElements/ScatterND's reduction: add and mul from opset 16, max
+// and min from 18 (a node of an older opset naming them is malformed).
+absl::StatusOr<ScatterReduce> ParseReduction(const KernelSpec& spec) {
+  const Node& node = *spec.node;
+  const int64_t v = spec.opset_version;
   const std::string r = node.GetString("reduction", "none");
   if (r == "none") return ScatterReduce::kNone;
+  const int64_t since = r == "max" || r == "min" ? 18 : 16;
+  if (v > 0 && v < since) {
+    return InvalidArgument(node.Describe(), "reduction '", r, "' needs ",
+                           node.op_type, "-", since, "; the node is opset ",
+                           v);
+  }
   if (r == "add") return ScatterReduce::kAdd;
   if (r == "mul") return ScatterReduce::kMul;
   if (r == "max") return ScatterReduce::kMax;
   if (r == "min") return ScatterReduce::kMin;
-  return Unimplemented(node.Describe(), "reduction '", r, "'");
+  return Unimplemented(node.Describe(), node.op_type, "-", v,
+                       " attribute reduction='", r, "' not supported");
 }
 
 template <typename S>
@@ -424,7 +469,7 @@ class ScatterElementsKernel final : public KernelBase {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(
     const KernelSpec& spec) {
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecDataAndIndex(spec, 3, kIndexDTypes));
-  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
+  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(spec));
   return std::unique_ptr<Kernel>(new ScatterElementsKernel(
       spec, dtype, spec.node->GetInt("axis", 0), r));
 }
@@ -562,7 +607,7 @@ class ScatterNDKernel final : public KernelBase {
 absl::StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelSpec& spec) {
   GLINT_ASSIGN_OR_RETURN(DType dtype,
                          SpecDataAndIndex(spec, 3, {DType::kInt64}));
-  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(*spec.node));
+  GLINT_ASSIGN_OR_RETURN(ScatterReduce r, ParseReduction(spec));
   return std::unique_ptr<Kernel>(new ScatterNDKernel(spec, dtype, r));
 }
 

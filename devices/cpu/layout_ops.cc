@@ -1,6 +1,7 @@
 // Shape-changing and generating kernels: Squeeze, Unsqueeze, Dropout
-// (inference, and training mode with ratio 0), Shape, Size, Expand, Tile, Pad, ConstantOfShape, Range,
-// EyeLike, DepthToSpace, SpaceToDepth.
+// (inference, and training mode with ratio 0), Shape, Size, Expand, Tile,
+// Pad, CenterCropPad, ConstantOfShape, Range, EyeLike, DepthToSpace,
+// SpaceToDepth.
 //
 // Axes of Squeeze/Unsqueeze are an attribute before opset 13 and an input
 // from 13; Pad's pads and value are attributes before opset 11.
@@ -355,8 +356,13 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTile(const KernelSpec& spec) {
 }
 
 // -------------------------------------------------------------------- Pad
+//
+// Negative pads crop first, as onnxruntime slices before it pads: reflect
+// and wrap then fold over the kept part of the axis, not the whole input.
+// Each output row (last axis) is one contiguous copy of the kept input row
+// between its two padded ends.
 
-enum class PadMode { kConstant, kReflect, kEdge };
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
 class PadKernel final : public KernelBase {
  public:
@@ -386,16 +392,24 @@ class PadKernel final : public KernelBase {
                              GetOptionalInput(ctx, 3, DType::kUndefined,
                                               node()));
       if (a != nullptr) {
-        // Pads given for some axes only: spread them over all.
+        // Opset 18: pads given for some axes only (negative ones counted
+        // from the back); the others are not padded.
         GLINT_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
                                ReadInt64s(*a, "axes", node()));
         if (pads.size() != 2 * axes.size()) {
-          return InvalidArgument(node(), "pads must have 2 values per axis");
+          return InvalidArgument(node(), "pads has ", pads.size(),
+                                 " values for ", axes.size(),
+                                 " axes; it needs 2 per axis");
         }
         std::vector<int64_t> full(2 * rank, 0);
+        std::vector<bool> seen(rank, false);
         for (size_t i = 0; i < axes.size(); ++i) {
           GLINT_ASSIGN_OR_RETURN(int ax, NormalizeAxis(axes[i], rank, false,
                                                        node()));
+          if (seen[ax]) {
+            return InvalidArgument(node(), "axes repeats axis ", axes[i]);
+          }
+          seen[ax] = true;
           full[ax] = pads[i];
           full[ax + rank] = pads[i + axes.size()];
         }
@@ -407,16 +421,23 @@ class PadKernel final : public KernelBase {
                              " values for an input of rank ", rank);
     }
     std::vector<int64_t> dims(rank);
+    // The kept part [lo, hi) of each input axis, after negative pads.
+    std::vector<Span> kept(rank);
     for (int d = 0; d < rank; ++d) {
+      const int64_t len = x->shape.dim(d);
       // Pads are run-time values: INT64_MAX must refuse, not overflow.
-      if (__builtin_add_overflow(x->shape.dim(d), pads[d], &dims[d]) ||
+      if (__builtin_add_overflow(len, pads[d], &dims[d]) ||
           __builtin_add_overflow(dims[d], pads[d + rank], &dims[d])) {
         return InvalidArgument(node(), "pads overflow axis ", d);
       }
       if (dims[d] < 0) return InvalidArgument(node(), "pads remove too much");
-      if (mode_ != PadMode::kConstant && x->shape.dim(d) == 0 && dims[d] > 0) {
-        return InvalidArgument(node(), "cannot ", "reflect or edge-pad an "
-                               "empty axis");
+      kept[d].lo = std::min(len, std::max<int64_t>(0, -pads[d]));
+      kept[d].hi = std::max(kept[d].lo,
+                            len - std::max<int64_t>(0, -pads[d + rank]));
+      if (mode_ != PadMode::kConstant && kept[d].hi == kept[d].lo &&
+          dims[d] > 0) {
+        return InvalidArgument(node(), "cannot ", ModeName(),
+                               "-pad axis ", d, ", which keeps no elements");
       }
     }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
@@ -429,39 +450,88 @@ class PadKernel final : public KernelBase {
                          : Store<S>(static_cast<ComputeType<S>>(value_));
       const S* px = x->as<const S>();
       S* py = y.as<S>();
+      if (rank == 0) {
+        py[0] = px[0];
+        return absl::OkStatus();
+      }
       const std::vector<int64_t> in_stride = RowStrides(x->shape.dims());
-      IndexWalk walk(dims);
-      const int64_t n = y.num_elements();
-      for (int64_t i = 0; i < n; ++i) {
+      const int last = rank - 1;
+      const int64_t width = dims[last];
+      const int64_t rows = y.num_elements() / width;
+      // The kept input row's columns land at [begin, end) of the output row.
+      const int64_t begin = pads[last] + kept[last].lo;
+      const int64_t end = begin + (kept[last].hi - kept[last].lo);
+      const std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
+      IndexWalk walk(outer);
+      for (int64_t r = 0; r < rows; ++r, walk.Next()) {
+        S* out = py + r * width;
         int64_t src = 0;
         bool inside = true;
-        for (int d = 0; d < rank && inside; ++d) {
-          int64_t j = walk.index(d) - pads[d];
-          const int64_t len = x->shape.dim(d);
-          if (j < 0 || j >= len) {
-            if (mode_ == PadMode::kConstant) {
-              inside = false;
-            } else if (mode_ == PadMode::kEdge) {
-              j = j < 0 ? 0 : len - 1;
-            } else if (len == 1) {
-              j = 0;
-            } else {
-              // Reflect without repeating the edge; period 2 * (len - 1).
-              const int64_t period = 2 * (len - 1);
-              j = ((j % period) + period) % period;
-              if (j >= len) j = period - j;
-            }
-          }
+        for (int d = 0; d < last && inside; ++d) {
+          const int64_t j = Map(walk.index(d) - pads[d], kept[d]);
+          inside = j >= 0;
           src += j * in_stride[d];
         }
-        py[i] = inside ? px[src] : fill;
-        walk.Next();
+        if (!inside) {
+          std::fill_n(out, width, fill);
+          continue;
+        }
+        const S* in = px + src;
+        for (int64_t k = 0; k < begin; ++k) {
+          const int64_t j = Map(k - pads[last], kept[last]);
+          out[k] = j >= 0 ? in[j] : fill;
+        }
+        if (end > begin) {
+          std::copy(in + kept[last].lo, in + kept[last].hi, out + begin);
+        }
+        for (int64_t k = end; k < width; ++k) {
+          const int64_t j = Map(k - pads[last], kept[last]);
+          out[k] = j >= 0 ? in[j] : fill;
+        }
       }
       return absl::OkStatus();
     });
   }
 
  private:
+  struct Span {
+    int64_t lo = 0, hi = 0;
+  };
+
+  const char* ModeName() const {
+    switch (mode_) {
+      case PadMode::kReflect: return "reflect";
+      case PadMode::kEdge: return "edge";
+      case PadMode::kWrap: return "wrap";
+      default: return "constant";
+    }
+  }
+
+  // The input index output position `j` (relative to the input's start)
+  // reads on an axis whose kept part is `s`, or -1 for the constant.
+  int64_t Map(int64_t j, const Span& s) const {
+    if (j >= s.lo && j < s.hi) return j;
+    const int64_t n = s.hi - s.lo;
+    const int64_t t = j - s.lo;
+    switch (mode_) {
+      case PadMode::kConstant:
+        return -1;
+      case PadMode::kEdge:
+        return t < 0 ? s.lo : s.hi - 1;
+      case PadMode::kWrap:
+        return s.lo + ((t % n) + n) % n;
+      case PadMode::kReflect: {
+        if (n == 1) return s.lo;
+        // Reflect without repeating the edge; period 2 * (n - 1).
+        const int64_t period = 2 * (n - 1);
+        int64_t m = ((t % period) + period) % period;
+        if (m >= n) m = period - m;
+        return s.lo + m;
+      }
+    }
+    return -1;
+  }
+
   DType dtype_;
   PadMode mode_;
   bool from_inputs_;
@@ -483,15 +553,117 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelSpec& spec) {
     m = PadMode::kReflect;
   } else if (mode == "edge") {
     m = PadMode::kEdge;
+  } else if (mode == "wrap" &&
+             (spec.opset_version == 0 || spec.opset_version >= 19)) {
+    m = PadMode::kWrap;
   } else {
-    return Unimplemented(spec.node->Describe(), "mode '", mode,
-                         "' is not supported");
+    return Unimplemented(spec.node->Describe(), "Pad-", spec.opset_version,
+                         " attribute mode='", mode, "' is not supported");
   }
   std::vector<int64_t> pads = spec.node->GetInts(
       spec.node->HasAttribute("pads") ? "pads" : "paddings");
   return std::unique_ptr<Kernel>(new PadKernel(
       spec, dtype, m, from_inputs, std::move(pads),
       spec.node->GetFloat("value", 0.0f)));
+}
+
+// ---------------------------------------------------------- CenterCropPad
+//
+// Opset 18: each named axis cropped or zero-padded to its target length,
+// centred; an odd difference leaves the extra element at the end (crop
+// start and pad start are floor(difference / 2)). The output is zeroed,
+// then the overlap of input and output is copied a row (last axis) at a
+// time.
+
+class CenterCropPadKernel final : public KernelBase {
+ public:
+  CenterCropPadKernel(const KernelSpec& spec, DType dtype,
+                      std::vector<int64_t> axes)
+      : KernelBase(spec), dtype_(dtype), axes_(std::move(axes)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(
+        std::vector<int64_t> shape,
+        GetInputInt64s(ctx, 1, DType::kUndefined, "shape", node()));
+    const int rank = x->shape.rank();
+    std::vector<int64_t> axes = axes_;
+    if (axes.empty()) {
+      for (int a = 0; a < rank; ++a) axes.push_back(a);
+    }
+    if (shape.size() != axes.size()) {
+      return InvalidArgument(node(), "shape has ", shape.size(),
+                             " values for ", axes.size(), " axes");
+    }
+    const std::vector<int64_t>& in = x->shape.dims();
+    std::vector<int64_t> out = in;
+    std::vector<bool> seen(rank, false);
+    double total = 1;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      GLINT_ASSIGN_OR_RETURN(int a, NormalizeAxis(axes[i], rank, false,
+                                                  node()));
+      if (seen[a]) return InvalidArgument(node(), "axes repeats ", axes[i]);
+      seen[a] = true;
+      if (shape[i] < 0) {
+        return InvalidArgument(node(), "shape holds ", shape[i]);
+      }
+      out[a] = shape[i];
+    }
+    for (int64_t d : out) total *= static_cast<double>(d);
+    if (total > kMaxGeneratedElements) {
+      return InvalidArgument(node(), "output ", Shape(out).ToString(),
+                             " is too large");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
+        ctx, 0, Shape(out), dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    std::memset(y.data, 0, y.num_bytes());
+    if (rank == 0) {
+      std::memcpy(y.data, x->data, y.num_bytes());
+      return absl::OkStatus();
+    }
+    // Per axis: the overlap's length and where it starts in X and in Y.
+    std::vector<int64_t> len(rank), in_at(rank), out_at(rank);
+    for (int d = 0; d < rank; ++d) {
+      len[d] = std::min(in[d], out[d]);
+      in_at[d] = in[d] > out[d] ? (in[d] - out[d]) / 2 : 0;
+      out_at[d] = out[d] > in[d] ? (out[d] - in[d]) / 2 : 0;
+      if (len[d] == 0) return absl::OkStatus();
+    }
+    const size_t esize = DTypeSize(dtype_);
+    const std::vector<int64_t> in_stride = RowStrides(in);
+    const std::vector<int64_t> out_stride = RowStrides(out);
+    const std::vector<int64_t> outer(len.begin(), len.end() - 1);
+    const char* px = static_cast<const char*>(x->data);
+    char* py = static_cast<char*>(y.data);
+    const int64_t rows = Product(len, 0, rank - 1);
+    IndexWalk walk(outer);
+    for (int64_t r = 0; r < rows; ++r, walk.Next()) {
+      int64_t src = in_at[rank - 1], dst = out_at[rank - 1];
+      for (int d = 0; d < rank - 1; ++d) {
+        src += (in_at[d] + walk.index(d)) * in_stride[d];
+        dst += (out_at[d] + walk.index(d)) * out_stride[d];
+      }
+      std::memcpy(py + dst * esize, px + src * esize, len[rank - 1] * esize);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  std::vector<int64_t> axes_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeCenterCropPad(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, AnyDType(spec, 0));
+  GLINT_RETURN_IF_ERROR(
+      SpecInputDType(spec, 1, {DType::kInt32, DType::kInt64}).status());
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  return std::unique_ptr<Kernel>(
+      new CenterCropPadKernel(spec, dtype, spec.node->GetInts("axes")));
 }
 
 // ------------------------------------------------- ConstantOfShape, Range
@@ -749,6 +921,7 @@ void RegisterLayoutKernels(KernelRegistry* registry) {
   registry->Register("Expand", MakeExpand);
   registry->Register("Tile", MakeTile);
   registry->Register("Pad", MakePad);
+  registry->Register("CenterCropPad", MakeCenterCropPad);
   registry->Register("ConstantOfShape", MakeConstantOfShape);
   registry->Register("Range", MakeRange);
   registry->Register("EyeLike", MakeEyeLike);

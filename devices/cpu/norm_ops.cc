@@ -1,6 +1,8 @@
 // Normalisations over groups of elements: LayerNormalization,
-// InstanceNormalization, MeanVarianceNormalization, LRN. Statistics are
-// computed in double whatever the storage type (float16 included).
+// InstanceNormalization, MeanVarianceNormalization, LRN,
+// GroupNormalization (opsets 18 and 21), RMSNormalization (opset 23).
+// Statistics are computed in double whatever the storage type (float16
+// included).
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -362,6 +364,281 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeLrn(const KernelSpec& spec) {
       spec.node->GetFloat("beta", 0.75f), spec.node->GetFloat("bias", 1.0f)));
 }
 
+// ------------------------------------------------------ GroupNormalization
+//
+// X [N, C, ...]: the C channels form num_groups groups of C / G adjacent
+// channels; each (sample, group) block is contiguous in memory, and is
+// normalised over all its elements. Opset 18 scales and shifts per group
+// (scale, bias [G]); opset 21 per channel ([C]). Statistics accumulate in
+// double (stash_type 1 asks for at least float32's precision); the
+// normalisation is then one multiply-add per element, y = x * a + b with
+// a = scale * inv_std and b = bias - mean * a per channel, and blocks run
+// in parallel.
+
+// Mean and 1/sqrt(var + eps) of n contiguous floats (two passes).
+GLINT_VECTOR_CLONES
+void MeanInvStdF32(const float* p, int64_t n, float epsilon, float* mean,
+                   float* inv) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += p[i];
+  const double m = sum / static_cast<double>(n);
+  const float mf = static_cast<float>(m);
+  double sq = 0;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(p[i] - mf);
+    sq += d * d;
+  }
+  *mean = mf;
+  *inv = static_cast<float>(
+      1.0 / std::sqrt(sq / static_cast<double>(n) + epsilon));
+}
+
+// y[i] = x[i] * a + b over n floats.
+GLINT_VECTOR_CLONES
+void AffineF32(const float* x, int64_t n, float a, float b, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * a + b;
+}
+
+class GroupNormKernel final : public KernelBase {
+ public:
+  GroupNormKernel(const KernelSpec& spec, DType dtype, int64_t groups,
+                  float epsilon, bool per_channel)
+      : KernelBase(spec),
+        dtype_(dtype),
+        groups_(groups),
+        epsilon_(epsilon),
+        per_channel_(per_channel) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* scale,
+                           GetInput(ctx, 1, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* bias,
+                           GetInput(ctx, 2, dtype_, node()));
+    const Shape& xs = x->shape;
+    if (xs.rank() < 2) {
+      return InvalidArgument(node(), "X ", xs.ToString(),
+                             " must be [N, C, ...]");
+    }
+    const int64_t n = xs.dim(0), c = xs.dim(1);
+    if (c % groups_ != 0) {
+      return InvalidArgument(node(), "num_groups=", groups_,
+                             " does not divide the ", c, " channels of X ",
+                             xs.ToString());
+    }
+    const int64_t params = per_channel_ ? c : groups_;
+    for (const TensorView* t : {scale, bias}) {
+      if (t->num_elements() != params || t->shape.rank() != 1) {
+        return InvalidArgument(node(), "scale and bias must be [",
+                               params, "] (", per_channel_ ? "C" : "num_groups",
+                               "); got ", t->shape.ToString());
+      }
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y,
+                           AllocateOutput(ctx, 0, xs, dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    const int64_t per_group = c / groups_;
+    const int64_t spatial = Product(xs.dims(), 2, xs.rank());
+    const int64_t block = per_group * spatial;
+    const int64_t blocks = n * groups_;
+    if (dtype_ == DType::kFloat32) {
+      const float* px = x->as<const float>();
+      const float* ps = scale->as<const float>();
+      const float* pb = bias->as<const float>();
+      float* py = y.as<float>();
+      ParallelFor(blocks, std::max<int64_t>(1, 65536 / block),
+                  [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          const int64_t g = k % groups_;
+          const float* in = px + k * block;
+          float* out = py + k * block;
+          float mean, inv;
+          MeanInvStdF32(in, block, epsilon_, &mean, &inv);
+          for (int64_t j = 0; j < per_group; ++j) {
+            const int64_t p = per_channel_ ? g * per_group + j : g;
+            const float a = ps[p] * inv;
+            AffineF32(in + j * spatial, spatial, a, pb[p] - mean * a,
+                      out + j * spatial);
+          }
+        }
+      });
+      return absl::OkStatus();
+    }
+    const std::vector<double> xv = LoadAsDoubles(*x);
+    const std::vector<double> sv = LoadAsDoubles(*scale);
+    const std::vector<double> bv = LoadAsDoubles(*bias);
+    std::vector<double> yv(xv.size());
+    for (int64_t k = 0; k < blocks; ++k) {
+      const int64_t g = k % groups_;
+      const double* in = xv.data() + k * block;
+      double sum = 0;
+      for (int64_t i = 0; i < block; ++i) sum += in[i];
+      const double mean = sum / static_cast<double>(block);
+      double sq = 0;
+      for (int64_t i = 0; i < block; ++i) sq += (in[i] - mean) * (in[i] - mean);
+      const double inv =
+          1.0 / std::sqrt(sq / static_cast<double>(block) + epsilon_);
+      for (int64_t j = 0; j < per_group; ++j) {
+        const int64_t p = per_channel_ ? g * per_group + j : g;
+        for (int64_t i = 0; i < spatial; ++i) {
+          const int64_t at = k * block + j * spatial + i;
+          yv[at] = (xv[at] - mean) * inv * sv[p] + bv[p];
+        }
+      }
+    }
+    StoreDoubles(yv, y);
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  int64_t groups_;
+  float epsilon_;
+  bool per_channel_;
+};
+
+// stash_type (GroupNormalization-21, RMSNormalization-23): the precision
+// of the statistics. These kernels compute them in double (float32 input:
+// double sums), at least as precise as float32 and float64 ask; float16
+// and bfloat16 statistics are not offered.
+absl::Status CheckStashType(const KernelSpec& spec, absl::string_view op) {
+  const int64_t stash = spec.node->GetInt("stash_type", 1);
+  if (stash != 1 && stash != 11) {
+    return Unimplemented(spec.node->Describe(), op, "-",
+                         spec.opset_version, " attribute stash_type=", stash,
+                         " not supported (1: float32 and 11: float64 are)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeGroupNorm(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 3, 3));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
+  for (int i = 1; i < 3; ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {dtype}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
+  const std::string node = spec.node->Describe();
+  if (!spec.node->HasAttribute("num_groups")) {
+    return InvalidArgument(node, "num_groups is required");
+  }
+  const int64_t groups = spec.node->GetInt("num_groups", 0);
+  if (groups < 1) {
+    return InvalidArgument(node, "num_groups must be >= 1; got ", groups);
+  }
+  const bool per_channel = spec.opset_version == 0 || spec.opset_version >= 21;
+  if (per_channel) {
+    GLINT_RETURN_IF_ERROR(CheckStashType(spec, "GroupNormalization"));
+  }
+  return std::unique_ptr<Kernel>(new GroupNormKernel(
+      spec, dtype, groups, spec.node->GetFloat("epsilon", 1e-5f),
+      per_channel));
+}
+
+// ------------------------------------------------------- RMSNormalization
+//
+// Y = X / sqrt(mean(X^2 over the axes from `axis` on) + epsilon) * scale,
+// scale broadcast to those axes. Y has scale's dtype (V). The float32 rows
+// with a full-length scale (a transformer's RMSNorm) run in parallel, each
+// one vectorised sum of squares (accumulated in double) and one
+// vectorised multiply.
+
+GLINT_VECTOR_CLONES
+void RmsRowF32(const float* x, const float* scale, int64_t n, float epsilon,
+               float* y) {
+  double sq = 0;
+#pragma omp simd reduction(+ : sq)
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    sq += v * v;
+  }
+  const float inv = static_cast<float>(
+      1.0 / std::sqrt(sq / static_cast<double>(n) + epsilon));
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * scale[i];
+}
+
+class RmsNormKernel final : public KernelBase {
+ public:
+  RmsNormKernel(const KernelSpec& spec, DType dtype, DType out_dtype,
+                int64_t axis, float epsilon)
+      : KernelBase(spec),
+        dtype_(dtype),
+        out_dtype_(out_dtype),
+        axis_(axis),
+        epsilon_(epsilon) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, dtype_, node()));
+    GLINT_ASSIGN_OR_RETURN(const TensorView* scale,
+                           GetInput(ctx, 1, out_dtype_, node()));
+    const int rank = x->shape.rank();
+    GLINT_ASSIGN_OR_RETURN(int axis, NormalizeAxis(axis_, rank, false, node()));
+    const std::vector<int64_t>& d = x->shape.dims();
+    const Shape suffix(std::vector<int64_t>(d.begin() + axis, d.end()));
+    absl::StatusOr<Shape> b = BroadcastShapes({scale->shape, suffix});
+    if (!b.ok() || *b != suffix) {
+      return InvalidArgument(node(), "scale ", scale->shape.ToString(),
+                             " does not broadcast to ", suffix.ToString());
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        out_dtype_, node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    const int64_t outer = Product(d, 0, axis);
+    const int64_t inner = suffix.NumElements();
+    if (dtype_ == DType::kFloat32 && out_dtype_ == DType::kFloat32 &&
+        scale->num_elements() == inner) {
+      const float* px = x->as<const float>();
+      const float* ps = scale->as<const float>();
+      float* py = y.as<float>();
+      ParallelFor(outer, std::max<int64_t>(1, 65536 / inner),
+                  [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          RmsRowF32(px + o * inner, ps, inner, epsilon_, py + o * inner);
+        }
+      });
+      return absl::OkStatus();
+    }
+    const std::vector<double> xs = LoadAsDoubles(*x);
+    const std::vector<double> sc = ExpandTo(*scale, suffix);
+    std::vector<double> ys(xs.size());
+    for (int64_t o = 0; o < outer; ++o) {
+      const double* p = xs.data() + o * inner;
+      double sq = 0;
+      for (int64_t i = 0; i < inner; ++i) sq += p[i] * p[i];
+      const double inv =
+          1.0 / std::sqrt(sq / static_cast<double>(inner) + epsilon_);
+      for (int64_t i = 0; i < inner; ++i) {
+        ys[o * inner + i] = p[i] * inv * sc[i];
+      }
+    }
+    StoreDoubles(ys, y);
+    return absl::OkStatus();
+  }
+
+ private:
+  DType dtype_;
+  DType out_dtype_;
+  int64_t axis_;
+  float epsilon_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeRmsNorm(const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 2, 2));
+  GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
+  GLINT_ASSIGN_OR_RETURN(DType out, SpecInputDType(spec, 1, kAllFloatDTypes));
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, out).status());
+  GLINT_RETURN_IF_ERROR(CheckStashType(spec, "RMSNormalization"));
+  return std::unique_ptr<Kernel>(new RmsNormKernel(
+      spec, dtype, out, spec.node->GetInt("axis", -1),
+      spec.node->GetFloat("epsilon", 1e-5f)));
+}
+
 }  // namespace
 
 void RegisterMoreNormalizationKernels(KernelRegistry* registry) {
@@ -369,6 +646,8 @@ void RegisterMoreNormalizationKernels(KernelRegistry* registry) {
   registry->Register("InstanceNormalization", MakeInstanceNorm);
   registry->Register("MeanVarianceNormalization", MakeMvn);
   registry->Register("LRN", MakeLrn);
+  registry->Register("GroupNormalization", MakeGroupNorm);
+  registry->Register("RMSNormalization", MakeRmsNorm);
 }
 
 }  // namespace glint::cpu

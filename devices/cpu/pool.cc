@@ -1,4 +1,4 @@
-// MaxPool, AveragePool and GlobalAveragePool, as direct loops (ONNX's
+// MaxPool, AveragePool, LpPool and GlobalAveragePool, as direct loops (ONNX's
 // padding, ceil_mode, count_include_pad and empty-window rules, every dtype
 // and MaxPool's Indices are easier to get exactly right here than through
 // oneDNN's pooling). Up to 3 spatial axes: shorter ranks are run as 3-D
@@ -17,6 +17,7 @@
 // MaxPool yields the type's lowest value, AveragePool without
 // count_include_pad yields 0/0 = NaN, as onnxruntime does.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -92,10 +93,12 @@ AxisPlan PlanAxis(int64_t in, int64_t out, int64_t kernel, int64_t stride,
                                                    dilation);
     p.lo[o] = std::min(lo, kernel);
     p.hi[o] = std::max(hi, p.lo[o]);
-    // onnxruntime's count_include_pad divisor: the window clipped to the
-    // padded extent (dilation is not an AveragePool attribute here).
+    // onnxruntime's count_include_pad divisor: the taps of the window
+    // clipped to the padded extent (AveragePool-19 dilates them).
+    const int64_t extent = in + pad_end - start;
     p.padded_count[o] =
-        std::min(start + kernel, in + pad_end) - start;
+        extent <= 0 ? 0
+                    : std::min(kernel, (extent + dilation - 1) / dilation);
   }
   return p;
 }
@@ -109,7 +112,7 @@ struct PoolPlan {
   }
 };
 
-enum class PoolKind { kMax, kAverage };
+enum class PoolKind { kMax, kAverage, kLp };
 
 // A oneDNN max pooling for one input shape; `prim` is empty where oneDNN
 // is not used for it.
@@ -123,14 +126,15 @@ class PoolKernel final : public KernelBase {
  public:
   PoolKernel(const KernelSpec& spec, PoolKind kind, DType dtype,
              WindowAttrs attrs, bool count_include_pad, int storage_order,
-             bool channels_last)
+             bool channels_last, int64_t p = 2)
       : KernelBase(spec),
         channels_last_(channels_last),
         kind_(kind),
         dtype_(dtype),
         attrs_(std::move(attrs)),
         count_include_pad_(count_include_pad),
-        storage_order_(storage_order) {}
+        storage_order_(storage_order),
+        p_(p) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
@@ -205,7 +209,11 @@ class PoolKernel final : public KernelBase {
         MaxPool(plan, x->as<const T>(), y.as<T>(),
                 want_indices ? indices.as<int64_t>() : nullptr);
       } else if constexpr (std::is_floating_point_v<T>) {
-        AveragePool(plan, x->as<const T>(), y.as<T>());
+        if (kind_ == PoolKind::kLp) {
+          LpPool(plan, x->as<const T>(), y.as<T>());
+        } else {
+          AveragePool(plan, x->as<const T>(), y.as<T>());
+        }
       }
       return absl::OkStatus();
     });
@@ -386,15 +394,60 @@ class PoolKernel final : public KernelBase {
           for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
             T sum = 0;
             for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
-              const int64_t id = ad.start[od] + kd;
+              const int64_t id = ad.start[od] + kd * ad.dilation;
               for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
-                const T* row = xp + (id * H + ah.start[oh] + kh) * W;
-                for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
-                  sum += row[aw.start[ow] + kw];
+                const T* row =
+                    xp + (id * H + ah.start[oh] + kh * ah.dilation) * W;
+                if (aw.dilation == 1) {
+                  const T* in = row + aw.start[ow];
+                  for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+                    sum += in[kw];
+                  }
+                } else {
+                  for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+                    sum += row[aw.start[ow] + kw * aw.dilation];
+                  }
                 }
               }
             }
             y[o] = sum / static_cast<T>(AverageDivisor(p, od, oh, ow));
+          }
+        }
+      }
+    }
+  }
+
+  // (sum of |x|^p over the window's input elements)^(1/p): padding adds
+  // nothing. Accumulated in double; p = 1 and 2 skip pow.
+  template <typename T>
+  void LpPool(const PoolPlan& p, const T* x, T* y) const {
+    const AxisPlan &ad = p.axes[0], &ah = p.axes[1], &aw = p.axes[2];
+    const int64_t H = ah.in, W = aw.in;
+    const double exponent = static_cast<double>(p_);
+    auto power = [&](double v) {
+      v = std::fabs(v);
+      return p_ == 1 ? v : p_ == 2 ? v * v : std::pow(v, exponent);
+    };
+    for (int64_t plane = 0; plane < p.planes; ++plane) {
+      const T* xp = x + plane * p.in_plane();
+      int64_t o = plane * p.out_plane();
+      for (int64_t od = 0; od < ad.out; ++od) {
+        for (int64_t oh = 0; oh < ah.out; ++oh) {
+          for (int64_t ow = 0; ow < aw.out; ++ow, ++o) {
+            double sum = 0;
+            for (int64_t kd = ad.lo[od]; kd < ad.hi[od]; ++kd) {
+              const int64_t id = ad.start[od] + kd * ad.dilation;
+              for (int64_t kh = ah.lo[oh]; kh < ah.hi[oh]; ++kh) {
+                const T* row =
+                    xp + (id * H + ah.start[oh] + kh * ah.dilation) * W;
+                for (int64_t kw = aw.lo[ow]; kw < aw.hi[ow]; ++kw) {
+                  sum += power(row[aw.start[ow] + kw * aw.dilation]);
+                }
+              }
+            }
+            y[o] = static_cast<T>(p_ == 1   ? sum
+                                  : p_ == 2 ? std::sqrt(sum)
+                                            : std::pow(sum, 1.0 / exponent));
           }
         }
       }
@@ -407,6 +460,7 @@ class PoolKernel final : public KernelBase {
   WindowAttrs attrs_;
   bool count_include_pad_;
   int storage_order_;
+  int64_t p_;  // LpPool's p.
   const dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
   mutable ShapeKeyedCache<DnnlPoolEntry> dnnl_cache_;
 };
@@ -421,6 +475,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
       DType dtype,
       SpecInputDType(spec, 0,
                      kKind == PoolKind::kMax ? kMaxDTypes : kFloatDTypes));
+  const int64_t opset = spec.opset_version;
   GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
   const std::vector<int64_t> kernel = spec.node->GetInts("kernel_shape");
   if (kernel.empty()) {
@@ -441,11 +496,28 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
     if (spec.node->outputs.size() > 1 && !spec.node->outputs[1].empty()) {
       GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 1, DType::kInt64).status());
     }
-  } else {
+  } else if (kKind == PoolKind::kAverage && opset > 0 && opset < 19) {
     for (int64_t d : attrs.dilations) {
       if (d != 1) {
-        return Unimplemented(node, "AveragePool with dilations");
+        return Unimplemented(node, "AveragePool-", opset, " attribute "
+                             "dilations not supported (it is AveragePool-"
+                             "19's)");
       }
+    }
+  }
+  int64_t p = 2;
+  if (kKind == PoolKind::kLp) {
+    // LpPool-1 had a float p; from opset 2 it is an int.
+    p = spec.node->GetInt("p", static_cast<int64_t>(
+                                   spec.node->GetFloat("p", 2.0f)));
+    if (p < 1) return InvalidArgument(node, "p must be >= 1; got ", p);
+    if (opset > 0 && opset < 18 &&
+        (attrs.ceil_mode ||
+         std::any_of(attrs.dilations.begin(), attrs.dilations.end(),
+                     [](int64_t d) { return d != 1; }))) {
+      return Unimplemented(node, "LpPool-", opset, " attributes ceil_mode "
+                           "and dilations not supported (they are "
+                           "LpPool-18's)");
     }
   }
   const bool count_include_pad =
@@ -459,7 +531,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelSpec& spec) {
   }
   return std::unique_ptr<Kernel>(
       new PoolKernel(spec, kKind, dtype, std::move(attrs), count_include_pad,
-                     storage_order, channels_last));
+                     storage_order, channels_last, p));
 }
 
 // GlobalAveragePool / GlobalMaxPool: the mean or maximum over every axis
@@ -554,6 +626,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGlobalPool(
 void RegisterPoolKernels(KernelRegistry* registry) {
   registry->Register("MaxPool", MakePool<PoolKind::kMax>);
   registry->Register("AveragePool", MakePool<PoolKind::kAverage>);
+  registry->Register("LpPool", MakePool<PoolKind::kLp>);
   registry->Register("GlobalAveragePool", MakeGlobalPool<false>);
   registry->Register("GlobalMaxPool", MakeGlobalPool<true>);
   registry->Register(kChannelsLastMaxPoolOp, MakePool<PoolKind::kMax>);

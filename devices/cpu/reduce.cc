@@ -2,6 +2,7 @@
 // ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare;
 // ArgMax, ArgMin; CumSum; TopK.
 //
+// ReduceMax and ReduceMin also take bool from opset 20 (any / all).
 // Axes are an attribute, or (ReduceSum from opset 13, the others from 18)
 // an optional int64 input; with no axes every axis is reduced unless
 // noop_with_empty_axes is set. Floating values accumulate in double, so
@@ -93,6 +94,9 @@ class ReduceKernel final : public KernelBase {
       if constexpr (!std::is_same_v<S, bool>) {
         Run<S>(*x, y, out_stride, count);
         return absl::OkStatus();
+      } else if (op_ == Reduce::kMax || op_ == Reduce::kMin) {
+        RunBool(*x, y, out_stride);
+        return absl::OkStatus();
       } else {
         return Unimplemented(node(), "bool is not supported");
       }
@@ -100,6 +104,24 @@ class ReduceKernel final : public KernelBase {
   }
 
  private:
+  // ReduceMax/ReduceMin-20 on bool: any / all (an empty reduction gives
+  // false / true, the identities, as the numeric ones give -inf / inf).
+  void RunBool(const TensorView& x, const TensorView& y,
+               const std::vector<int64_t>& out_stride) const {
+    const bool max = op_ == Reduce::kMax;
+    bool* py = y.as<bool>();
+    std::fill_n(py, y.num_elements(), !max);
+    const bool* px = x.as<const bool>();
+    const int64_t n = x.num_elements();
+    if (n == 0) return;
+    IndexWalk at(x.shape.dims());
+    int64_t o = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      py[o] = max ? (py[o] || px[i]) : (py[o] && px[i]);
+      at.Next(out_stride, o);
+    }
+  }
+
   template <typename S>
   void Run(const TensorView& x, const TensorView& y,
            const std::vector<int64_t>& out_stride, int64_t count) const {
@@ -224,8 +246,13 @@ KernelFactory ReduceFactory(Reduce op, int64_t axes_input_since) {
     const bool axes_input = spec.opset_version == 0 ||
                             spec.opset_version >= axes_input_since;
     GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, axes_input ? 2 : 1));
-    GLINT_ASSIGN_OR_RETURN(DType dtype,
-                           SpecInputDType(spec, 0, kAllNumericDTypes));
+    // ReduceMax/ReduceMin take bool from opset 20.
+    const bool bool_ok =
+        (op == Reduce::kMax || op == Reduce::kMin) &&
+        (spec.opset_version == 0 || spec.opset_version >= 20);
+    GLINT_ASSIGN_OR_RETURN(
+        DType dtype,
+        SpecInputDType(spec, 0, bool_ok ? kEveryDType : kAllNumericDTypes));
     GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
     return std::unique_ptr<Kernel>(new ReduceKernel(
         spec, dtype, op, spec.node->GetInts("axes"), axes_input,

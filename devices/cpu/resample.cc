@@ -1,13 +1,15 @@
 // Spatial resampling: ConvTranspose (direct loops over float/double; the
 // common CNN path, Conv, goes through oneDNN) and Resize (nearest, linear,
-// cubic; every coordinate transformation mode of opset 11-17) plus its
-// opset-10 form and Upsample.
+// cubic; every coordinate transformation mode of opset 11-19, opset 18's
+// axes, keep_aspect_ratio_policy and antialias) plus its opset-10 form and
+// Upsample.
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/index_walk.h"
@@ -166,35 +168,51 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(
 }
 
 // ----------------------------------------------------------------- Resize
+//
+// Separable: each resized axis in turn is interpolated along its own taps
+// (in double), shrinking axes first so that no intermediate exceeds the
+// larger of input and output. That equals the tensor product of the axes'
+// taps that ONNX's reference evaluates per output element, extrapolated
+// points included (every axis's weights sum to 1).
 
 enum class ResizeMode { kNearest, kLinear, kCubic };
+enum class AspectPolicy { kStretch, kNotLarger, kNotSmaller };
+
+// Resize's outputs come from run-time sizes or scales, so they are capped
+// like the generating ops' (layout_ops.cc).
+constexpr double kMaxResizeElements = static_cast<double>(int64_t{1} << 31);
 
 class ResizeKernel final : public KernelBase {
  public:
   // `scales_input` is the index of the scales input (1 for opset 10 and
-  // Upsample, 2 from 11, where 1 is roi and 3 sizes).
+  // Upsample, 2 from 11, where 1 is roi and 3 sizes). `axes` (opset 18)
+  // are the axes roi, scales and sizes cover, all when empty.
   ResizeKernel(const KernelSpec& spec, DType dtype, ResizeMode mode,
-               int scales_input, std::vector<float> scales_attr)
+               int scales_input, std::vector<float> scales_attr,
+               std::string coord, std::vector<int64_t> axes,
+               AspectPolicy policy, bool antialias)
       : KernelBase(spec),
         dtype_(dtype),
         mode_(mode),
         scales_input_(scales_input),
         scales_attr_(std::move(scales_attr)),
-        coord_(spec.node->GetString(
-            "coordinate_transformation_mode",
-            scales_input == 1 ? "asymmetric" : "half_pixel")),
+        coord_(std::move(coord)),
         // Upsample's nearest is a plain floor of the scaled coordinate.
         nearest_(spec.node->GetString(
             "nearest_mode",
             spec.node->op_type == "Upsample" ? "floor" : "round_prefer_floor")),
         cubic_a_(spec.node->GetFloat("cubic_coeff_a", -0.75f)),
         exclude_outside_(spec.node->GetInt("exclude_outside", 0) != 0),
-        extrapolation_(spec.node->GetFloat("extrapolation_value", 0.0f)) {}
+        extrapolation_(spec.node->GetFloat("extrapolation_value", 0.0f)),
+        axes_(std::move(axes)),
+        policy_(policy),
+        antialias_(antialias) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x,
                            GetInput(ctx, 0, dtype_, node()));
     const int rank = x->shape.rank();
+    const std::vector<int64_t>& in = x->shape.dims();
     std::vector<double> scales(scales_attr_.begin(), scales_attr_.end());
     std::vector<int64_t> sizes;
     std::vector<double> roi;
@@ -215,121 +233,243 @@ class ResizeKernel final : public KernelBase {
                                               DType::kUndefined, node()));
       if (sc != nullptr && sc->num_elements() > 0) scales = LoadAsDoubles(*sc);
     }
-    std::vector<int64_t> out(rank);
-    if (!sizes.empty()) {
-      if (static_cast<int>(sizes.size()) != rank) {
-        return InvalidArgument(node(), "sizes must have one value per axis");
+    // The axes roi, scales and sizes name.
+    std::vector<int> axes;
+    std::vector<bool> named(rank, axes_.empty());
+    if (axes_.empty()) {
+      for (int a = 0; a < rank; ++a) axes.push_back(a);
+    } else {
+      for (int64_t v : axes_) {
+        GLINT_ASSIGN_OR_RETURN(int a, NormalizeAxis(v, rank, false, node()));
+        if (named[a]) return InvalidArgument(node(), "axes repeats ", v);
+        named[a] = true;
+        axes.push_back(a);
       }
-      out = sizes;
-      scales.resize(rank);
-      for (int i = 0; i < rank; ++i) {
-        scales[i] = static_cast<double>(out[i]) / x->shape.dim(i);
+    }
+    const size_t k = axes.size();
+    std::vector<int64_t> out = in;
+    std::vector<double> full_scales(rank, 1.0);
+    if (!sizes.empty()) {
+      if (sizes.size() != k) {
+        return InvalidArgument(node(), "sizes has ", sizes.size(),
+                               " values for ", k, " axes");
+      }
+      for (size_t i = 0; i < k; ++i) {
+        if (sizes[i] < 0) {
+          return InvalidArgument(node(), "sizes holds ", sizes[i]);
+        }
+        out[axes[i]] = sizes[i];
+        full_scales[axes[i]] =
+            in[axes[i]] > 0 ? static_cast<double>(sizes[i]) / in[axes[i]]
+                            : 1.0;
+      }
+      if (policy_ != AspectPolicy::kStretch) {
+        // One scale for every named axis, the smallest or largest, and
+        // sizes rounded half up from it (ONNX's keep_aspect_ratio_policy).
+        double s = full_scales[axes[0]];
+        for (int a : axes) {
+          s = policy_ == AspectPolicy::kNotLarger ? std::min(s, full_scales[a])
+                                                  : std::max(s, full_scales[a]);
+        }
+        for (int a : axes) {
+          full_scales[a] = s;
+          const double o = std::floor(s * static_cast<double>(in[a]) + 0.5);
+          if (!(o <= kMaxResizeElements)) {
+            return InvalidArgument(node(), "output is too large");
+          }
+          out[a] = static_cast<int64_t>(o);
+        }
       }
     } else {
-      if (static_cast<int>(scales.size()) != rank) {
-        return InvalidArgument(node(), "scales must have one value per axis");
+      if (scales.size() != k) {
+        return InvalidArgument(node(), "scales has ", scales.size(),
+                               " values for ", k, " axes");
       }
-      for (int i = 0; i < rank; ++i) {
+      for (size_t i = 0; i < k; ++i) {
         if (!(scales[i] > 0) || scales[i] > 1e6) {
           return InvalidArgument(node(), "scale ", scales[i], " is invalid");
         }
-        out[i] = static_cast<int64_t>(std::floor(x->shape.dim(i) * scales[i]));
+        const int a = axes[i];
+        full_scales[a] = scales[i];
+        const double o = std::floor(static_cast<double>(in[a]) * scales[i]);
+        if (!(o <= kMaxResizeElements)) {
+          return InvalidArgument(node(), "output is too large");
+        }
+        out[a] = static_cast<int64_t>(o);
       }
     }
-    if (!roi.empty() && static_cast<int>(roi.size()) != 2 * rank) roi.clear();
+    double total = 1;
+    for (int64_t o : out) total *= static_cast<double>(o);
+    if (total > kMaxResizeElements) {
+      return InvalidArgument(node(), "output of ", total,
+                             " elements exceeds 2^31");
+    }
+    // roi per axis: [start, end] of the input, default the whole axis.
+    std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+    if (roi.size() == 2 * k) {
+      for (size_t i = 0; i < k; ++i) {
+        roi_start[axes[i]] = roi[i];
+        roi_end[axes[i]] = roi[i + k];
+      }
+    }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape(out),
                                                         dtype_, node()));
-    // Per axis and output index: the contributing input indices and weights
-    // (index -1: the extrapolation value).
-    struct Tap {
-      int64_t index;
-      double weight;
-    };
-    std::vector<std::vector<std::vector<Tap>>> taps(rank);
+    if (y.num_elements() == 0) return absl::OkStatus();
     for (int a = 0; a < rank; ++a) {
-      const int64_t len = x->shape.dim(a);
-      taps[a].resize(out[a]);
-      for (int64_t o = 0; o < out[a]; ++o) {
-        // ONNX scales the length without rounding when scales are given.
-        const double out_len = sizes.empty() ? len * scales[a]
-                                             : static_cast<double>(out[a]);
-        const double orig = Original(o, scales[a], len, out_len, roi, a, rank);
-        std::vector<Tap>& t = taps[a][o];
-        if (coord_ == "tf_crop_and_resize" &&
-            (orig < 0 || orig > len - 1)) {
-          t.push_back({-1, 1.0});
-          continue;
-        }
-        if (out[a] == len && scales[a] == 1.0 && coord_ != "tf_crop_and_resize") {
-          t.push_back({o, 1.0});
-          continue;
-        }
-        if (mode_ == ResizeMode::kNearest) {
-          t.push_back({std::clamp<int64_t>(Nearest(orig, scales[a] < 1), 0,
-                                           len - 1),
-                       1.0});
-        } else if (mode_ == ResizeMode::kLinear) {
-          const double c = std::clamp(orig, 0.0, static_cast<double>(len - 1));
-          const int64_t i0 = static_cast<int64_t>(std::floor(c));
-          const int64_t i1 = std::min(i0 + 1, len - 1);
-          const double f = c - i0;
-          t.push_back({i0, 1 - f});
-          if (f > 0) t.push_back({i1, f});
-        } else {
-          const int64_t i0 = static_cast<int64_t>(std::floor(orig));
-          const double f = orig - i0;
-          double wsum = 0;
-          std::vector<Tap> cubic;
-          for (int64_t j = -1; j <= 2; ++j) {
-            const int64_t idx = i0 + j;
-            const double wgt = Cubic(j - f);
-            if (exclude_outside_ && (idx < 0 || idx >= len)) continue;
-            cubic.push_back({std::clamp<int64_t>(idx, 0, len - 1), wgt});
-            wsum += wgt;
-          }
-          for (Tap& tp : cubic) {
-            if (exclude_outside_ && wsum != 0) tp.weight /= wsum;
-            t.push_back(tp);
+      if (in[a] == 0) {
+        return InvalidArgument(node(), "cannot resize X ",
+                               x->shape.ToString(), " (axis ", a,
+                               " is empty) to ", Shape(out).ToString());
+      }
+    }
+    // ONNX scales the length without rounding when the scale is not
+    // sizes / input (scales given, or one kept aspect ratio).
+    const bool exact_sizes = !sizes.empty() && policy_ == AspectPolicy::kStretch;
+    // Shrinking axes first, so that intermediates stay small.
+    std::vector<int> order;
+    for (int a = 0; a < rank; ++a) {
+      if (out[a] < in[a]) order.push_back(a);
+    }
+    for (int a = 0; a < rank; ++a) {
+      if (out[a] >= in[a]) order.push_back(a);
+    }
+    std::vector<double> cur = LoadAsDoubles(*x), next;
+    std::vector<int64_t> dims = in;
+    for (int a : order) {
+      const double out_len = exact_sizes
+                                 ? static_cast<double>(out[a])
+                                 : static_cast<double>(in[a]) * full_scales[a];
+      const std::vector<std::vector<Tap>> taps =
+          AxisTaps(in[a], out[a], full_scales[a], out_len, roi_start[a],
+                   roi_end[a]);
+      if (taps.empty()) continue;  // The identity.
+      const int64_t outer = Product(dims, 0, a);
+      const int64_t inner = Product(dims, a + 1, rank);
+      next.assign(static_cast<size_t>(outer * out[a] * inner), 0.0);
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t j = 0; j < out[a]; ++j) {
+          double* dst = next.data() + (o * out[a] + j) * inner;
+          for (const Tap& t : taps[j]) {
+            if (t.index < 0) {
+              for (int64_t i = 0; i < inner; ++i) {
+                dst[i] += t.weight * extrapolation_;
+              }
+              continue;
+            }
+            const double* src = cur.data() + (o * in[a] + t.index) * inner;
+            const double w = t.weight;
+            for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
           }
         }
       }
+      cur.swap(next);
+      dims[a] = out[a];
     }
-    const std::vector<double> xs = LoadAsDoubles(*x);
-    std::vector<double> ys(y.num_elements());
-    const std::vector<int64_t> in_stride = RowStrides(x->shape.dims());
-    IndexWalk walk(out);
-    for (int64_t i = 0; i < y.num_elements(); ++i) {
-      // Sum over the tensor product of the axes' taps.
-      double sum = 0;
-      std::vector<size_t> pick(rank, 0);
-      while (true) {
-        double wgt = 1;
-        int64_t src = 0;
-        bool outside = false;
-        for (int a = 0; a < rank; ++a) {
-          const Tap& tp = taps[a][walk.index(a)][pick[a]];
-          if (tp.index < 0) outside = true;
-          wgt *= tp.weight;
-          src += std::max<int64_t>(tp.index, 0) * in_stride[a];
-        }
-        sum += wgt * (outside ? extrapolation_ : xs[src]);
-        int a = rank - 1;
-        for (; a >= 0; --a) {
-          if (++pick[a] < taps[a][walk.index(a)].size()) break;
-          pick[a] = 0;
-        }
-        if (a < 0) break;
-      }
-      ys[i] = sum;
-      walk.Next();
-    }
-    StoreDoubles(ys, y);
+    StoreDoubles(cur, y);
     return absl::OkStatus();
   }
 
  private:
-  double Original(int64_t o, double scale, int64_t len, double out_len,
-                  const std::vector<double>& roi, int axis, int rank) const {
+  // An input index (-1: the extrapolation value) and its weight.
+  struct Tap {
+    int64_t index;
+    double weight;
+  };
+
+  // For each output index of an axis of `len` resized to `out`, the taps
+  // it reads; empty when the axis is left as it is.
+  std::vector<std::vector<Tap>> AxisTaps(int64_t len, int64_t out,
+                                         double scale, double out_len,
+                                         double roi_start,
+                                         double roi_end) const {
+    const bool crop = coord_ == "tf_crop_and_resize";
+    if (out == len && scale == 1.0 && !crop) return {};
+    std::vector<std::vector<Tap>> taps(out);
+    // antialias stretches the linear and cubic filters by 1 / scale when
+    // downscaling, so that every input element contributes.
+    const bool stretch =
+        antialias_ && mode_ != ResizeMode::kNearest && scale < 1.0;
+    for (int64_t o = 0; o < out; ++o) {
+      const double orig =
+          Original(o, scale, len, out, out_len, roi_start, roi_end);
+      std::vector<Tap>& t = taps[o];
+      if (crop && (orig < 0 || orig > len - 1)) {
+        t.push_back({-1, 1.0});
+        continue;
+      }
+      if (out == len && scale == 1.0 && !crop) {
+        t.push_back({o, 1.0});
+        continue;
+      }
+      if (stretch) {
+        StretchedTaps(orig, scale, len, &t);
+      } else if (mode_ == ResizeMode::kNearest) {
+        t.push_back({std::clamp<int64_t>(Nearest(orig), 0, len - 1), 1.0});
+      } else if (mode_ == ResizeMode::kLinear) {
+        const double c = std::clamp(orig, 0.0, static_cast<double>(len - 1));
+        const int64_t i0 = static_cast<int64_t>(std::floor(c));
+        const int64_t i1 = std::min(i0 + 1, len - 1);
+        const double f = c - i0;
+        t.push_back({i0, 1 - f});
+        if (f > 0) t.push_back({i1, f});
+      } else {
+        const int64_t i0 = static_cast<int64_t>(std::floor(orig));
+        const double f = orig - i0;
+        double wsum = 0;
+        std::vector<Tap> cubic;
+        for (int64_t j = -1; j <= 2; ++j) {
+          const int64_t idx = i0 + j;
+          const double wgt = Cubic(j - f);
+          if (exclude_outside_ && (idx < 0 || idx >= len)) continue;
+          cubic.push_back({std::clamp<int64_t>(idx, 0, len - 1), wgt});
+          wsum += wgt;
+        }
+        for (Tap& tp : cubic) {
+          if (exclude_outside_ && wsum != 0) tp.weight /= wsum;
+          t.push_back(tp);
+        }
+      }
+    }
+    return taps;
+  }
+
+  // ONNX's antialiased linear / cubic taps at `orig` for `scale` < 1:
+  // with orig = left + ratio, ratio in (0, 1], the filter stretched by
+  // 1 / scale over input indices left + i, i in [start, 1 - start] for
+  // start = floor(-support / scale) + 1 (support 1 for linear, 2 for
+  // cubic), weights normalised to sum 1; indices outside the axis read its
+  // edge, or are dropped with exclude_outside.
+  void StretchedTaps(double orig, double scale, int64_t len,
+                     std::vector<Tap>* t) const {
+    double left = std::floor(orig);
+    double ratio = orig - left;
+    if (ratio == 0) {
+      ratio = 1;
+      left -= 1;
+    }
+    const double support = mode_ == ResizeMode::kLinear ? 1.0 : 2.0;
+    const int64_t start =
+        static_cast<int64_t>(std::floor(-support / scale)) + 1;
+    double wsum = 0;
+    const size_t first = t->size();
+    for (int64_t i = start; i <= 1 - start; ++i) {
+      const double arg = scale * (static_cast<double>(i) - ratio);
+      const double w = mode_ == ResizeMode::kLinear
+                           ? std::max(0.0, 1.0 - std::fabs(arg))
+                           : Cubic(arg);
+      const int64_t idx = static_cast<int64_t>(left) + i;
+      if (exclude_outside_ && (idx < 0 || idx >= len)) continue;
+      if (w == 0) continue;
+      t->push_back({std::clamp<int64_t>(idx, 0, len - 1), w});
+      wsum += w;
+    }
+    if (wsum != 0) {
+      for (size_t i = first; i < t->size(); ++i) (*t)[i].weight /= wsum;
+    }
+  }
+
+  double Original(int64_t o, double scale, int64_t len, int64_t out,
+                  double out_len, double roi_start, double roi_end) const {
     const double x = static_cast<double>(o);
     if (coord_ == "asymmetric") return x / scale;
     if (coord_ == "pytorch_half_pixel") {
@@ -341,23 +481,27 @@ class ResizeKernel final : public KernelBase {
     }
     if (coord_ == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
     if (coord_ == "tf_crop_and_resize") {
-      const double start = roi.empty() ? 0 : roi[axis];
-      const double end = roi.empty() ? 1 : roi[axis + rank];
       return out_len > 1
-                 ? start * (len - 1) +
-                       x * (end - start) * (len - 1) / (out_len - 1)
-                 : 0.5 * (start + end) * (len - 1);
+                 ? roi_start * (len - 1) +
+                       x * (roi_end - roi_start) * (len - 1) / (out_len - 1)
+                 : 0.5 * (roi_start + roi_end) * (len - 1);
+    }
+    if (coord_ == "half_pixel_symmetric") {
+      // half_pixel about the centre of the input: the rounding of the
+      // output length (out vs out_len) is spread over both ends.
+      const double adjustment = static_cast<double>(out) / out_len;
+      const double offset = 0.5 * static_cast<double>(len) * (1 - adjustment);
+      return offset + (x + 0.5) / scale - 0.5;
     }
     return (x + 0.5) / scale - 0.5;  // half_pixel
   }
 
-  int64_t Nearest(double v, bool downsample) const {
+  int64_t Nearest(double v) const {
     if (nearest_ == "floor") return static_cast<int64_t>(std::floor(v));
     if (nearest_ == "ceil") return static_cast<int64_t>(std::ceil(v));
     if (nearest_ == "round_prefer_ceil") {
       return static_cast<int64_t>(std::floor(v + 0.5));
     }
-    (void)downsample;
     // round_prefer_floor: halves go down.
     return static_cast<int64_t>(std::ceil(v - 0.5));
   }
@@ -379,12 +523,18 @@ class ResizeKernel final : public KernelBase {
   float cubic_a_;
   bool exclude_outside_;
   float extrapolation_;
+  std::vector<int64_t> axes_;
+  AspectPolicy policy_;
+  bool antialias_;
 };
 
 KernelFactory ResizeFactory(bool upsample) {
   return [upsample](const KernelSpec& spec)
              -> absl::StatusOr<std::unique_ptr<Kernel>> {
     const int64_t v = spec.opset_version;
+    const std::string node = spec.node->Describe();
+    const std::string op =
+        absl::StrCat(spec.node->op_type, "-", v == 0 ? "latest" : absl::StrCat(v));
     // Upsample before 9 and Resize never: scales attribute; Upsample 9 and
     // Resize 10: scales input 1; Resize 11+: roi, scales, sizes.
     int scales_input = 2;
@@ -406,10 +556,56 @@ KernelFactory ResizeFactory(bool upsample) {
     } else if (mode == "cubic") {
       m = ResizeMode::kCubic;
     } else {
-      return Unimplemented(spec.node->Describe(), "mode '", mode, "'");
+      return Unimplemented(node, op, " attribute mode='", mode,
+                           "' not supported");
+    }
+    const std::string coord = spec.node->GetString(
+        "coordinate_transformation_mode",
+        scales_input == 1 ? "asymmetric" : "half_pixel");
+    const bool opset19 = !upsample && (v == 0 || v >= 19);
+    if (coord == "half_pixel_symmetric" && !opset19) {
+      return Unimplemented(node, op, " attribute coordinate_transformation_"
+                           "mode='half_pixel_symmetric' not supported (it is "
+                           "Resize-19's)");
+    }
+    if (coord != "half_pixel" && coord != "half_pixel_symmetric" &&
+        coord != "pytorch_half_pixel" && coord != "align_corners" &&
+        coord != "asymmetric" && coord != "tf_half_pixel_for_nn" &&
+        coord != "tf_crop_and_resize") {
+      return InvalidArgument(node, "unknown coordinate_transformation_mode '",
+                             coord, "'");
+    }
+    // Opset 18's attributes.
+    const bool opset18 = !upsample && (v == 0 || v >= 18);
+    std::vector<int64_t> axes;
+    AspectPolicy policy = AspectPolicy::kStretch;
+    bool antialias = false;
+    if (opset18) {
+      axes = spec.node->GetInts("axes");
+      const std::string p =
+          spec.node->GetString("keep_aspect_ratio_policy", "stretch");
+      if (p == "not_larger") {
+        policy = AspectPolicy::kNotLarger;
+      } else if (p == "not_smaller") {
+        policy = AspectPolicy::kNotSmaller;
+      } else if (p != "stretch") {
+        return InvalidArgument(node, "unknown keep_aspect_ratio_policy '", p,
+                               "'");
+      }
+      const int64_t aa = spec.node->GetInt("antialias", 0);
+      if (aa != 0 && aa != 1) {
+        return InvalidArgument(node, "antialias must be 0 or 1, not ", aa);
+      }
+      antialias = aa == 1;
+      if (antialias && m == ResizeMode::kNearest) {
+        // As onnxruntime: the filter is only defined for linear and cubic.
+        return Unimplemented(node, op, " attribute antialias=1 not supported "
+                             "with mode='nearest'");
+      }
     }
     return std::unique_ptr<Kernel>(new ResizeKernel(
-        spec, dtype, m, scales_input, spec.node->GetFloats("scales")));
+        spec, dtype, m, scales_input, spec.node->GetFloats("scales"), coord,
+        std::move(axes), policy, antialias));
   };
 }
 

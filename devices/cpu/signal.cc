@@ -1,5 +1,6 @@
-// Signal processing (opset 17): DFT, STFT, the window generators
-// HannWindow / HammingWindow / BlackmanWindow, and MelWeightMatrix.
+// Signal processing (opset 17): DFT (and DFT-20, whose axis is an input),
+// STFT, the window generators HannWindow / HammingWindow / BlackmanWindow,
+// and MelWeightMatrix.
 //
 // Complex values are ONNX's: a trailing dimension of 2 (real, imaginary);
 // real signals have a trailing dimension of 1. Transforms compute in double
@@ -185,13 +186,16 @@ absl::Status CheckGenerated(int64_t elements, absl::string_view node) {
 
 class DftKernel final : public KernelBase {
  public:
+  // `axis_input`: DFT-20 reads the axis from input 2 (default -2, the last
+  // signal axis) instead of the attribute.
   DftKernel(const KernelSpec& spec, DType dtype, int64_t axis, bool inverse,
-            bool onesided)
+            bool onesided, bool axis_input)
       : KernelBase(spec),
         dtype_(dtype),
         axis_(axis),
         inverse_(inverse),
-        onesided_(onesided) {}
+        onesided_(onesided),
+        axis_input_(axis_input) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* x, GetInput(ctx, 0, dtype_, node()));
@@ -205,10 +209,16 @@ class DftKernel final : public KernelBase {
       return InvalidArgument(node(), "last dimension must be 1 (real) or 2 "
                              "(complex), got ", x->shape.ToString());
     }
-    int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+    int64_t axis_value = axis_;
+    if (axis_input_ && ctx.num_inputs() > 2 && ctx.input(2) != nullptr) {
+      GLINT_ASSIGN_OR_RETURN(axis_value, ScalarInt(ctx, 2, "axis", node()));
+    }
+    // Negative axes count from the back, the complex dimension included
+    // (-2 is the last signal axis).
+    const int64_t axis = axis_value < 0 ? axis_value + rank : axis_value;
     if (axis < 0 || axis >= rank - 1) {
-      return InvalidArgument(node(), "axis ", axis_, " is outside the signal "
-                             "dimensions of ", x->shape.ToString());
+      return InvalidArgument(node(), "axis ", axis_value, " is outside the "
+                             "signal dimensions of ", x->shape.ToString());
     }
     const int64_t in_len = x->shape.dim(axis);
     int64_t n = in_len;
@@ -264,28 +274,31 @@ class DftKernel final : public KernelBase {
   int64_t axis_;
   bool inverse_;
   bool onesided_;
+  bool axis_input_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeDft(const KernelSpec& spec) {
-  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 2));
+  const bool axis_input = spec.opset_version == 0 || spec.opset_version >= 20;
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, axis_input ? 3 : 2));
   const std::string node = spec.node->Describe();
   GLINT_ASSIGN_OR_RETURN(DType dtype, SpecInputDType(spec, 0, kAllFloatDTypes));
   if (spec.has_input(1)) {
     GLINT_RETURN_IF_ERROR(
         SpecInputDType(spec, 1, {DType::kInt32, DType::kInt64}).status());
   }
-  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
-  if (spec.opset_version >= 20) {
-    return Unimplemented(node, "DFT of opset ", spec.opset_version,
-                         " (axis as an input) is not supported");
+  if (axis_input && spec.has_input(2)) {
+    GLINT_RETURN_IF_ERROR(
+        SpecInputDType(spec, 2, {DType::kInt32, DType::kInt64}).status());
   }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, dtype).status());
   const bool inverse = spec.node->GetInt("inverse", 0) != 0;
   const bool onesided = spec.node->GetInt("onesided", 0) != 0;
   if (inverse && onesided) {
     return Unimplemented(node, "an inverse onesided DFT is not supported");
   }
   return std::unique_ptr<Kernel>(new DftKernel(
-      spec, dtype, spec.node->GetInt("axis", 1), inverse, onesided));
+      spec, dtype, axis_input ? -2 : spec.node->GetInt("axis", 1), inverse,
+      onesided, axis_input));
 }
 
 // ------------------------------------------------------------------ STFT
