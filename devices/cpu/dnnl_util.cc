@@ -74,6 +74,8 @@ absl::StatusOr<Activation> ParseActivation(const Node& node) {
     act.alg = dnnl::algorithm::eltwise_tanh;
   } else if (name == "Gelu") {
     act.alg = dnnl::algorithm::eltwise_gelu_erf;
+  } else if (name == "GeluTanh") {
+    act.alg = dnnl::algorithm::eltwise_gelu_tanh;
   } else if (name == "Swish") {
     // SiLU, x * Sigmoid(x): PyTorch exports it as that pair of nodes.
     act.alg = dnnl::algorithm::eltwise_swish;
@@ -105,6 +107,9 @@ float ApplyActivation(const Activation& act, float v) {
       return std::tanh(v);
     case dnnl::algorithm::eltwise_gelu_erf:
       return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f)));
+    case dnnl::algorithm::eltwise_gelu_tanh:
+      return 0.5f * v *
+             (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
     case dnnl::algorithm::eltwise_swish:
       return v / (1.0f + std::exp(-act.alpha * v));
     case dnnl::algorithm::eltwise_hardswish:

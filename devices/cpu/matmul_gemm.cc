@@ -186,6 +186,9 @@ std::shared_ptr<const MatMulEntry> CreateRowGemmEntry(
     case dnnl::algorithm::eltwise_gelu_erf:
       e.activation = Activation::kGeluErf;
       break;
+    case dnnl::algorithm::eltwise_gelu_tanh:
+      e.activation = Activation::kGeluTanh;
+      break;
     default:
       return nullptr;
   }

@@ -753,6 +753,79 @@ absl::Status FuseAttentionProjections(Graph* graph) {
   return absl::OkStatus();
 }
 
+// The end of both Gelu forms: 0.5 * x * t, with t the output of node
+// `from`, in the orders exporters write it: (t * x) * 0.5, (t * 0.5) * x,
+// or t * (x * 0.5) with the half computed by its own node. Appends the
+// nodes it matched to *erase and returns the one whose output is the
+// Gelu's, or -1 when the pattern is not there.
+int MatchHalfXTimes(const Graph& graph, const Uses& uses, int from,
+                    const std::string& x, std::vector<int>* erase) {
+  auto consumer_of = [&](int after, const std::string& v) {
+    return uses.SingleInternalUse(v) ? FindConsumer(graph, after, v) : -1;
+  };
+  const std::string t = graph.nodes[from].outputs[0];
+  const int m1 = consumer_of(from, t);
+  if (m1 < 0 || !IsBinary(graph.nodes[m1], "Mul")) return -1;
+  const std::string o = OtherInput(graph.nodes[m1], t);
+  if (o == x || Near(ScalarConstant(graph, o), 0.5)) {
+    const std::string m1_out = graph.nodes[m1].outputs[0];
+    const int m2 = consumer_of(m1, m1_out);
+    if (m2 < 0 || !IsBinary(graph.nodes[m2], "Mul")) return -1;
+    const std::string o2 = OtherInput(graph.nodes[m2], m1_out);
+    const bool ok = o == x ? Near(ScalarConstant(graph, o2), 0.5) : o2 == x;
+    if (!ok) return -1;
+    erase->push_back(m1);
+    erase->push_back(m2);
+    return m2;
+  }
+  int half = -1;
+  for (int i = 0; i < m1 && half < 0; ++i) {
+    if (!graph.nodes[i].outputs.empty() && graph.nodes[i].outputs[0] == o) {
+      half = i;
+    }
+  }
+  if (half < 0 || !uses.SingleInternalUse(o)) return -1;
+  const Node& hn = graph.nodes[half];
+  if (!IsBinary(hn, "Mul") ||
+      !Near(ScalarConstant(graph, OtherInput(hn, x)), 0.5)) {
+    return -1;
+  }
+  erase->push_back(m1);
+  erase->push_back(half);
+  return m1;
+}
+
+// Replaces the pattern's nodes (`erase`, `scale` among them) by one Gelu
+// node of `approximate` form reading x, at `scale`'s place, producing the
+// output of node `last`. Returns the Gelu's index.
+int ReplaceByGelu(Graph* graph, std::vector<int> erase, int scale, int last,
+                  const std::string& x, const std::string& approximate) {
+  const std::string out = graph->nodes[last].outputs[0];
+  for (int i : erase) {
+    if (graph->nodes[i].outputs[0] != out) {
+      graph->values.erase(graph->nodes[i].outputs[0]);
+    }
+  }
+  if (graph->nodes[scale].outputs[0] != out) {
+    graph->values.erase(graph->nodes[scale].outputs[0]);
+  }
+  Node& gelu = graph->nodes[scale];
+  gelu.op_type = "Gelu";
+  gelu.domain.clear();
+  gelu.inputs = {x};
+  gelu.outputs = {out};
+  gelu.attributes.clear();
+  if (approximate != "none") gelu.attributes["approximate"] = approximate;
+  erase.erase(std::remove(erase.begin(), erase.end(), scale), erase.end());
+  std::sort(erase.begin(), erase.end(), std::greater<int>());
+  int at = scale;
+  for (int i : erase) {
+    graph->nodes.erase(graph->nodes.begin() + i);
+    if (i < scale) --at;
+  }
+  return at;
+}
+
 absl::Status FuseGelu(Graph* graph) {
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
@@ -791,60 +864,91 @@ absl::Status FuseGelu(Graph* graph) {
               1.0)) {
       continue;
     }
-    const std::string t = graph->nodes[add].outputs[0];
-    // 0.5 * x * t, in the orders exporters write it.
-    const int m1 = consumer_of(add, t);
-    if (m1 < 0 || !IsBinary(graph->nodes[m1], "Mul")) continue;
-    const std::string o = OtherInput(graph->nodes[m1], t);
-    std::vector<int> erase = {e, add, m1};
-    int last = -1;  // The node whose output the Gelu takes over.
-    if (o == x || Near(ScalarConstant(*graph, o), 0.5)) {
-      // (t * x) * 0.5 or (t * 0.5) * x.
-      const std::string m1_out = graph->nodes[m1].outputs[0];
-      const int m2 = consumer_of(m1, m1_out);
-      if (m2 < 0 || !IsBinary(graph->nodes[m2], "Mul")) continue;
-      const std::string o2 = OtherInput(graph->nodes[m2], m1_out);
-      const bool ok = o == x ? Near(ScalarConstant(*graph, o2), 0.5) : o2 == x;
-      if (!ok) continue;
-      erase.push_back(m2);
-      last = m2;
-    } else {
-      // t * (x * 0.5), the half computed by its own node.
-      int half = -1;
-      for (int i = 0; i < m1 && half < 0; ++i) {
-        if (!graph->nodes[i].outputs.empty() &&
-            graph->nodes[i].outputs[0] == o) {
-          half = i;
+    std::vector<int> erase = {e, add};
+    const int last = MatchHalfXTimes(*graph, uses, add, x, &erase);
+    if (last < 0) continue;
+    // The scaling node becomes Gelu(x): after x, before every reader of
+    // the old output (they all followed the pattern's last node).
+    e = ReplaceByGelu(graph, erase, scale, last, x, "none");
+  }
+  // The tanh form, as PyTorch exports F.gelu(x, approximate="tanh"):
+  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as
+  // x * (x * x) or Pow(x, 3).
+  constexpr double kSqrt2OverPi = 0.7978845608028654;
+  for (int th = 0; th < static_cast<int>(graph->nodes.size()); ++th) {
+    const Node& tanh = graph->nodes[th];
+    if (!IsDefaultDomain(tanh) || tanh.op_type != "Tanh" ||
+        tanh.inputs.size() != 1 || tanh.outputs.size() != 1) {
+      continue;
+    }
+    const Uses uses(*graph);
+    auto single_producer = [&](int before, const std::string& v) {
+      return uses.SingleInternalUse(v) ? FindProducer(*graph, before, v) : -1;
+    };
+    const int scale = single_producer(th, tanh.inputs[0]);
+    if (scale < 0 || !IsBinary(graph->nodes[scale], "Mul")) continue;
+    std::string b;
+    for (const std::string& in : graph->nodes[scale].inputs) {
+      if (Near(ScalarConstant(*graph, in), kSqrt2OverPi)) {
+        b = OtherInput(graph->nodes[scale], in);
+      }
+    }
+    const int sum = b.empty() ? -1 : single_producer(scale, b);
+    if (sum < 0 || !IsBinary(graph->nodes[sum], "Add")) continue;
+    // x + 0.044715 * x^3: try each operand of the Add as x.
+    std::string x;
+    std::vector<int> cube_nodes;
+    for (const std::string& cand : graph->nodes[sum].inputs) {
+      const std::string a = OtherInput(graph->nodes[sum], cand);
+      const int coef = a.empty() ? -1 : single_producer(sum, a);
+      if (coef < 0 || !IsBinary(graph->nodes[coef], "Mul")) continue;
+      std::string x3;
+      for (const std::string& in : graph->nodes[coef].inputs) {
+        if (Near(ScalarConstant(*graph, in), 0.044715)) {
+          x3 = OtherInput(graph->nodes[coef], in);
         }
       }
-      if (half < 0 || !uses.SingleInternalUse(o)) continue;
-      const Node& hn = graph->nodes[half];
-      if (!IsBinary(hn, "Mul") ||
-          !Near(ScalarConstant(*graph, OtherInput(hn, x)), 0.5)) {
-        continue;
+      const int cube = x3.empty() ? -1 : single_producer(coef, x3);
+      if (cube < 0) continue;
+      const Node& cn = graph->nodes[cube];
+      std::vector<int> nodes = {coef, cube};
+      bool is_cube = false;
+      if (cn.op_type == "Pow" && IsDefaultDomain(cn) && cn.inputs.size() == 2) {
+        is_cube = cn.inputs[0] == cand &&
+                  Near(ScalarConstant(*graph, cn.inputs[1]), 3.0);
+      } else if (IsBinary(cn, "Mul")) {
+        const std::string sq = OtherInput(cn, cand);
+        const int square = sq.empty() ? -1 : single_producer(cube, sq);
+        is_cube = square >= 0 && IsBinary(graph->nodes[square], "Mul") &&
+                  graph->nodes[square].inputs[0] == cand &&
+                  graph->nodes[square].inputs[1] == cand;
+        nodes.push_back(square);
       }
-      erase.push_back(half);
-      last = m1;
-    }
-    const std::string out = graph->nodes[last].outputs[0];
-    // The scaling node becomes Gelu(x); everything else of the pattern goes.
-    for (int i : erase) {
-      if (graph->nodes[i].outputs[0] != out) {
-        graph->values.erase(graph->nodes[i].outputs[0]);
+      if (is_cube) {
+        x = cand;
+        cube_nodes = std::move(nodes);
+        break;
       }
     }
-    graph->values.erase(graph->nodes[scale].outputs[0]);
-    Node& gelu = graph->nodes[scale];
-    gelu.op_type = "Gelu";
-    gelu.domain.clear();
-    gelu.inputs = {x};
-    gelu.outputs = {out};
-    gelu.attributes.clear();
-    std::sort(erase.begin(), erase.end(), std::greater<int>());
-    for (int i : erase) graph->nodes.erase(graph->nodes.begin() + i);
-    // The Gelu sits where x / sqrt(2) was: after x, before every reader of
-    // the old output (they all followed the pattern's last node).
-    e = scale;
+    const ValueInfo* xi = x.empty() ? nullptr : graph->FindValue(x);
+    if (xi == nullptr || xi->dtype != DType::kFloat32) continue;
+    // 1 + tanh(...)
+    const int add = uses.SingleInternalUse(tanh.outputs[0])
+                        ? FindConsumer(*graph, th, tanh.outputs[0])
+                        : -1;
+    if (add < 0 || !IsBinary(graph->nodes[add], "Add") ||
+        !Near(ScalarConstant(*graph,
+                             OtherInput(graph->nodes[add], tanh.outputs[0])),
+              1.0)) {
+      continue;
+    }
+    std::vector<int> erase = {scale, sum, th, add};
+    erase.insert(erase.end(), cube_nodes.begin(), cube_nodes.end());
+    const int last = MatchHalfXTimes(*graph, uses, add, x, &erase);
+    if (last < 0) continue;
+    // The Gelu takes the place of the pattern's first node, after x.
+    const int first = *std::min_element(erase.begin(), erase.end());
+    th = ReplaceByGelu(graph, erase, first, last, x, "tanh");
   }
   return absl::OkStatus();
 }
@@ -932,14 +1036,15 @@ absl::Status FuseActivations(Graph* graph) {
     if (j < 0) continue;
     const Node& act = graph->nodes[j];
     if (!IsDefaultDomain(act) || act.outputs.size() != 1) continue;
-    // Relu and LeakyRelu everywhere; oneDNN's gelu_erf post-op is the exact
-    // form, for MatMul (tanh-approximated Gelu stays a node); the
+    // Relu and LeakyRelu everywhere; Gelu (oneDNN's gelu_erf and
+    // gelu_tanh post-ops, RowGemm's epilogue) for MatMul; the
     // activations of mobile CNNs (Sigmoid, Tanh, HardSwish, Clip as Relu6)
     // for Conv, whose oneDNN post-ops take them all.
     const std::string& op = act.op_type;
     bool fusable = op == "Relu" || op == "LeakyRelu";
+    const std::string approximate = act.GetString("approximate", "none");
     fusable = fusable || (op == "Gelu" && fused_type == kFusedMatMulOp &&
-                          act.GetString("approximate", "none") == "none");
+                          (approximate == "none" || approximate == "tanh"));
     fusable = fusable || (conv && (op == "Sigmoid" || op == "Tanh" ||
                                    op == "HardSwish"));
     std::optional<std::pair<float, float>> clip;
@@ -950,7 +1055,8 @@ absl::Status FuseActivations(Graph* graph) {
     if (!fusable) continue;
     const float alpha =
         op == "LeakyRelu" ? act.GetFloat("alpha", 0.01f) : 0.0f;
-    const std::string act_type = op;
+    const std::string act_type =
+        op == "Gelu" && approximate == "tanh" ? "GeluTanh" : op;
     Node& fused = graph->nodes[i];
     fused.op_type = fused_type;
     fused.attributes["activation"] = act_type;

@@ -260,6 +260,62 @@ TEST(OptimizeTest, DecomposedGeluFusesIntoMatMul) {
   }
 }
 
+// GPT-2's Gelu as PyTorch 1.13 exports F.gelu(x, approximate="tanh"):
+// 0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x^3))), x^3 as x * (x * x)
+// (`pow` 0) or Pow(x, 3) (`pow` 1).
+Graph MatMulGeluTanh(int pow) {
+  const Shape s({3, 4});
+  Graph g = NewGraph("x", Shape({3, 5}), "y", s);
+  AddInitializer(g, "w", Random({5, 4}, 13));
+  AddInitializer(g, "k", Scalar(0.044715f));
+  AddInitializer(g, "r", Scalar(0.7978846f));
+  AddInitializer(g, "three", Scalar(3.0f));
+  AddInitializer(g, "one", Scalar(1.0f));
+  AddInitializer(g, "half", Scalar(0.5f));
+  for (const char* v : {"h", "sq", "cube", "a", "b", "z", "t", "u", "v"}) {
+    AddValue(g, v, s);
+  }
+  g.nodes = {MakeNode("MatMul", {"x", "w"}, {"h"})};
+  if (pow == 0) {
+    g.nodes.push_back(MakeNode("Mul", {"h", "h"}, {"sq"}));
+    g.nodes.push_back(MakeNode("Mul", {"h", "sq"}, {"cube"}));
+  } else {
+    g.nodes.push_back(MakeNode("Pow", {"h", "three"}, {"cube"}));
+  }
+  for (Node n : {MakeNode("Mul", {"k", "cube"}, {"a"}),
+                 MakeNode("Add", {"h", "a"}, {"b"}),
+                 MakeNode("Mul", {"r", "b"}, {"z"}),
+                 MakeNode("Tanh", {"z"}, {"t"}),
+                 MakeNode("Add", {"one", "t"}, {"u"}),
+                 MakeNode("Mul", {"h", "u"}, {"v"}),
+                 MakeNode("Mul", {"v", "half"}, {"y"})}) {
+    g.nodes.push_back(std::move(n));
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = "n" + std::to_string(i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, TanhGeluFusesIntoMatMul) {
+  for (int pow = 0; pow < 2; ++pow) {
+    SCOPED_TRACE(::testing::Message() << "pow " << pow);
+    const Graph opt = OptimizeAndCompare(MatMulGeluTanh(pow), 1e-5f);
+    ASSERT_EQ(opt.nodes.size(), 1u);
+    EXPECT_EQ(opt.nodes[0].op_type, kFusedMatMulOp);
+    EXPECT_EQ(opt.nodes[0].GetString("activation", ""), "GeluTanh");
+    EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
+  }
+}
+
+TEST(OptimizeTest, TanhGeluWithAnotherConstantStaysApart) {
+  Graph g = MatMulGeluTanh(0);
+  g.initializers["k"] = Scalar(0.05f);
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  for (const Node& n : opt.nodes) EXPECT_NE(n.op_type, "Gelu");
+  EXPECT_GT(opt.nodes.size(), 1u);
+}
+
 TEST(OptimizeTest, GeluLookalikesStayAsTheyAre) {
   auto has_gelu = [](const Graph& opt) {
     for (const Node& node : opt.nodes) {

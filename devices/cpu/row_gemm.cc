@@ -69,6 +69,9 @@ float Activate(const RowGemmEpilogue& e, float v) {
       return std::tanh(v);
     case Activation::kGeluErf:
       return 0.5f * v * (1.0f + std::erf(v * static_cast<float>(M_SQRT1_2)));
+    case Activation::kGeluTanh:
+      return 0.5f * v *
+             (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
   }
   return v;
 }

@@ -45,7 +45,14 @@ void RowGemmPackB(const float* b, int64_t k, int64_t n, int64_t stride_k,
 
 // What happens to each sum before it is stored, in this order.
 struct RowGemmEpilogue {
-  enum class Activation { kNone, kRelu, kLogistic, kTanh, kGeluErf };
+  enum class Activation {
+    kNone,
+    kRelu,
+    kLogistic,
+    kTanh,
+    kGeluErf,
+    kGeluTanh,  // Gelu's tanh approximation (GPT-2's).
+  };
 
   float alpha = 1.0f;            // Scales the sum.
   const float* bias = nullptr;   // [N], added to every row.

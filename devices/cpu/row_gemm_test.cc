@@ -142,7 +142,7 @@ TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
   using Activation = RowGemmEpilogue::Activation;
   for (Activation act : {Activation::kNone, Activation::kRelu,
                          Activation::kLogistic, Activation::kTanh,
-                         Activation::kGeluErf}) {
+                         Activation::kGeluErf, Activation::kGeluTanh}) {
     RowGemmEpilogue e;
     e.alpha = 0.5f;
     e.bias = bias.data();
@@ -163,6 +163,11 @@ TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
         case Activation::kTanh: want = std::tanh(v); break;
         case Activation::kGeluErf:
           want = 0.5f * v * (1 + std::erf(v / std::sqrt(2.0f)));
+          break;
+        case Activation::kGeluTanh:
+          want = 0.5f * v *
+                 (1 + std::tanh(std::sqrt(2.0f / static_cast<float>(M_PI)) *
+                                (v + 0.044715f * v * v * v)));
           break;
       }
       ASSERT_NEAR(c[i], want, 1e-6f * (1 + std::abs(want)))
