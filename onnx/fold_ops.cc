@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/tensor.h"
 #include "onnx/fold_value.h"
 
 namespace glint::onnx_internal {
@@ -230,7 +231,9 @@ std::optional<FoldValue> Slice(const FoldValue& data, const Dims& starts,
     if (!a.has_value() || seen[*a] || (*steps)[k] == 0) return std::nullopt;
     seen[*a] = true;
     const int64_t dim = data.dims[*a];
-    const int64_t st = (*steps)[k];
+    // A step beyond the dim takes one element at most: clamp it, so that
+    // the arithmetic below cannot overflow (INT64_MIN has no negation).
+    const int64_t st = std::clamp<int64_t>((*steps)[k], -(dim + 1), dim + 1);
     int64_t s = starts[k], e = ends[k];
     // ONNX's clamping (Slice-13); int64 extremes stand for "to the end".
     if (s < 0) s = s < -dim ? (st > 0 ? 0 : -1) : s + dim;
@@ -294,6 +297,7 @@ std::optional<FoldValue> Concat(const std::vector<const FoldValue*>& ins,
 
 std::optional<FoldValue> Unsqueeze(const FoldValue& x, const Dims& axes) {
   const int64_t rank = static_cast<int64_t>(x.dims.size() + axes.size());
+  if (rank > kMaxTensorRank) return std::nullopt;
   std::vector<bool> inserted(rank, false);
   for (int64_t a : axes) {
     std::optional<int64_t> ax = Axis(a, rank);
@@ -343,8 +347,8 @@ std::optional<FoldValue> Reshape(const FoldValue& x, const Dims& shape,
       if (d >= x.dims.size()) return std::nullopt;
       dims[d] = x.dims[d];
     }
-    if (dims[d] < 0) return std::nullopt;
-    known *= dims[d];
+    if (dims[d] < 0 || dims[d] > kMaxFoldDim) return std::nullopt;
+    known *= dims[d];  // Both at most 2^31 here: no overflow.
     if (known > kMaxFoldElements) return std::nullopt;
   }
   if (infer >= 0) {
@@ -369,7 +373,7 @@ std::optional<FoldValue> Tile(const FoldValue& x, const Dims& repeats) {
   if (repeats.size() != x.dims.size()) return std::nullopt;
   Dims dims = x.dims;
   for (size_t d = 0; d < dims.size(); ++d) {
-    if (repeats[d] < 0) return std::nullopt;
+    if (repeats[d] < 0 || repeats[d] > kMaxFoldElements) return std::nullopt;
     dims[d] *= repeats[d];
     if (CountOf(dims) < 0) return std::nullopt;
   }

@@ -35,11 +35,17 @@ bool IsIntegral(int32_t type) {
 
 bool IsFoldableType(int32_t type) { return IsReal(type) || IsIntegral(type); }
 
-// Elements of `dims`; -1 over kMaxFoldElements or for a negative dim.
+// Elements of `dims`; -1 over kMaxFoldElements, for a negative dim, for
+// a rank over kMaxTensorRank, or for a dim over kMaxFoldDim (possible
+// beside a zero dim: [0, 2^62] holds no element, and sums of such dims
+// would overflow).
 int64_t CountOf(const Dims& dims) {
+  if (dims.size() > static_cast<size_t>(kMaxTensorRank)) return -1;
   int64_t n = 1;
   for (int64_t d : dims) {
-    if (d < 0 || (d > 0 && n > kMaxFoldElements / d)) return -1;
+    if (d < 0 || d > kMaxFoldDim || (d > 0 && n > kMaxFoldElements / d)) {
+      return -1;
+    }
     n *= d;
   }
   return n <= kMaxFoldElements ? n : -1;

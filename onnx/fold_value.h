@@ -25,6 +25,8 @@ using Dims = std::vector<int64_t>;
 // The most elements a folded value (or an input read for one) may have:
 // shape arithmetic works on a few dims; anything larger is data.
 inline constexpr int64_t kMaxFoldElements = 4096;
+// The largest dim a folded value may have (its other dims may be 0).
+inline constexpr int64_t kMaxFoldDim = int64_t{1} << 31;
 
 // FLOAT or DOUBLE.
 bool IsReal(int32_t type);

@@ -226,8 +226,14 @@ bool Iterates(const onnx::NodeProto& node) {
   return node.op_type() == "Loop" || node.op_type() == "Scan";
 }
 
+// Elements a FoldShapeArithmetic call may evaluate (each node costs one
+// plus its inputs' and output's elements): a model of many large folds
+// costs milliseconds, never minutes. What is left unfolded runs at run time.
+constexpr int64_t kFoldBudget = int64_t{1} << 24;
+
 absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
-                         bool iterates, int64_t opset, int depth) {
+                         bool iterates, int64_t opset, int depth,
+                         int64_t* budget) {
   if (depth > kMaxSubgraphDepth) return 0;  // The importer refuses these.
   Scope scope(*graph, parent, iterates);
   absl::flat_hash_set<std::string> outputs;
@@ -258,7 +264,7 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       has_subgraphs = true;
       GLINT_ASSIGN_OR_RETURN(
           int inner, Fold(attr.mutable_g(), &scope, Iterates(node), opset,
-                          depth + 1));
+                          depth + 1, budget));
       folded += inner;
     }
     // A value computed from one that varies per iteration varies too.
@@ -284,8 +290,14 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       }
       continue;
     }
+    if (*budget <= 0) continue;
+    *budget -= 1;
+    for (const std::string& in : node.input()) {
+      if (const FoldValue* v = scope.Find(in)) *budget -= v->size();
+    }
     std::optional<FoldValue> value = Evaluate(node, scope, opset);
     if (!value.has_value() || CountOf(value->dims) != value->size()) continue;
+    *budget -= value->size();
     if (outputs.contains(node.output(0)) || !value->complete()) {
       scope.Learn(node.output(0), *std::move(value));
       continue;
@@ -304,7 +316,8 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
 
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset) {
-  return Fold(graph, nullptr, /*iterates=*/false, opset, 0);
+  int64_t budget = kFoldBudget;
+  return Fold(graph, nullptr, /*iterates=*/false, opset, 0, &budget);
 }
 
 }  // namespace glint::onnx_internal
