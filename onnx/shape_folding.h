@@ -16,13 +16,14 @@
 // the plan.
 //
 // What is "known": initializers and Constant values of at most
-// kMaxFoldElements elements, and the dims of a value's shape that its type
-// fixes (graph inputs are bound to fixed dims at import). A value may be
-// known in part: Shape(x) of an [N, 1] x whose N depends on run-time data
-// is [?, 1], and Gather(Shape(x), 1) is the constant 1. Only ops that move
-// elements (Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Expand,
-// Tile, Transpose, Cast) carry unknown elements; a node is rewritten only
-// when its whole value is known.
+// kMaxFoldElements (fold_value.h) elements, and the dims of a value's
+// shape that its type fixes (graph inputs are bound to fixed dims at
+// import). A value may be known in part: Shape(x) of an [N, 1] x whose N
+// depends on run-time data is [?, 1], and Gather(Shape(x), 1) is the
+// constant 1. Only ops that move elements (Gather, Slice, Concat,
+// Unsqueeze, Squeeze, Reshape, Expand, Tile, Transpose, Cast) carry
+// unknown elements; a node is rewritten only when its whole value is
+// known.
 //
 // An If whose condition folds takes one branch, and its outputs get that
 // branch's types (libonnx merges both; exporters write branches of
@@ -34,6 +35,12 @@
 // of range, an integer division by zero): the node stays and the kernel
 // reports it at run time. Values a graph outputs are not folded.
 //
+// This file holds the driver: what each graph knows (initializers,
+// Constant nodes, folded values, declared shapes), Shape and Size, the If
+// typing and the walk over the graph and its subgraphs. The value the fold
+// computes on is FoldValue (fold_value.h); the per-op evaluators are in
+// fold_ops.h.
+//
 // Internal to //onnx:onnx_importer. Thread-safe on distinct protos.
 #ifndef GLINT_ONNX_SHAPE_FOLDING_H_
 #define GLINT_ONNX_SHAPE_FOLDING_H_
@@ -41,13 +48,10 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "onnx/fold_value.h"  // kMaxFoldElements
 #include "onnx/onnx_pb.h"
 
 namespace glint::onnx_internal {
-
-// The most elements a folded value (or an input read for one) may have:
-// shape arithmetic works on a few dims; anything larger is data.
-inline constexpr int64_t kMaxFoldElements = 4096;
 
 // Folds every node of `graph` (and of its subgraphs) whose value is
 // computable from what is known, rewriting each into a Constant node in
