@@ -423,15 +423,17 @@ class GatedDevice : public FaultInjectingDevice {
  public:
   GatedDevice(std::unique_ptr<DeviceManager> inner, Gate* gate)
       : FaultInjectingDevice(std::move(inner)), gate_(gate) {}
+  using FaultInjectingDevice::Launch;
   void Launch(Stream& stream, const LoadedFunction& function,
               std::vector<const DeviceTensor*> inputs,
-              std::vector<DeviceTensor*> outputs) override {
+              std::vector<DeviceTensor*> outputs,
+              const LaunchOptions& options) override {
     stream.EnqueueHostCallback([gate = gate_] {
       gate->Pass();
       return absl::OkStatus();
     });
     FaultInjectingDevice::Launch(stream, function, std::move(inputs),
-                                 std::move(outputs));
+                                 std::move(outputs), options);
   }
 
  private:
