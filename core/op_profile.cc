@@ -12,8 +12,11 @@ namespace glint {
 namespace {
 
 // Op labels longer than this are cut in the table (with "..."): a kernel
-// description may be long, and the figures should stay on one screen.
-constexpr size_t kMaxLabel = 72;
+// description may be long, and the figures should stay on one line. Long
+// enough for a fused conv with all its traits and oneDNN's implementation
+// ("glint.FusedConv[Relu, channels_last, bias, residual] oneDNN
+// brgconv:avx512_core", 80).
+constexpr size_t kMaxLabel = 96;
 
 bool IsNodeCategory(absl::string_view category) {
   return category == kOpCategory || category == kReorderCategory;

@@ -165,5 +165,18 @@ TEST(OpProfileTest, TableShowsTheTopRowsAndTheReorders) {
   EXPECT_TRUE(absl::StrContains(FormatOpProfile(p, 0), "Transpose (reorder)"));
 }
 
+// A kernel description longer than a line is cut, and says so.
+TEST(OpProfileTest, LongLabelsAreCut) {
+  OpSpan span;
+  span.op_type = "glint.FusedConv";
+  span.kernel = "glint.FusedConv" + std::string(200, 'x');
+  span.duration_us = 5;
+  const std::string table = FormatOpProfile(AggregateOpProfile({span}), 1);
+  const std::vector<std::string> lines = absl::StrSplit(table, '\n');
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_TRUE(absl::StartsWith(lines[1], span.kernel.substr(0, 93) + "... "))
+      << table;
+}
+
 }  // namespace
 }  // namespace glint
