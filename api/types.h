@@ -192,6 +192,16 @@ struct RunOptions {
   // and each partition, copy and wait on its device stream); read it with
   // RunTrace::ToChromeJson() once the run is done.
   std::shared_ptr<RunTrace> trace;
+  // A per-op profile (ONNX Runtime's profiler, Glow's traces): with
+  // `trace`, each partition's launch also records one slice per node it
+  // executes, nested under the partition's slice: the node's name,
+  // category "op" ("reorder" for the layout Transposes the CPU optimiser
+  // inserts) and as args its op type, kernel and run-time shapes
+  // (core/trace.h NodeSliceArgs). A control-flow node is one slice.
+  // Summed by op type with core/op_profile.h. Without `trace` the run is
+  // refused (INVALID_ARGUMENT): the slices would have nowhere to go. Off,
+  // it costs nothing.
+  bool profile = false;
   // Queueing priority: a larger number is more urgent; runs of equal
   // priority are admitted first come, first served. 0 is the default.
   int priority = 0;

@@ -28,9 +28,11 @@
 #include "core/cancellation.h"
 #include "core/dtype.h"
 #include "core/logging.h"
+#include "core/op_profile.h"
 #include "core/precision.h"
 #include "core/tensor.h"
 #include "core/text.h"
+#include "core/trace.h"
 #include "onnx/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
@@ -78,6 +80,13 @@ struct GlintRunOptions {
   glint::RunOptions options;  // Without its deadline: see timeout_us.
   int64_t timeout_us = 0;     // 0: no deadline.
 };
+struct GlintProfile {
+  uint64_t tag;
+  // Shared with the run options given it and their runs, so that the
+  // handle may go while they run.
+  std::shared_ptr<glint::RunTrace> trace;
+  std::string text;  // The last string handed out (borrowed by the caller).
+};
 
 namespace {
 
@@ -91,6 +100,7 @@ constexpr uint64_t kNetworkListTag = 0x474c4d'48414e444cULL;
 constexpr uint64_t kAddOptionsTag = 0x474c41'48414e444cULL;
 constexpr uint64_t kCancelTag = 0x474c43'48414e444cULL;
 constexpr uint64_t kRunOptionsTag = 0x474c4f'48414e444cULL;
+constexpr uint64_t kProfileTag = 0x474c50'48414e444cULL;
 constexpr uint64_t kDeletedTag = 0xdeadbeefdeadbeefULL;
 
 template <typename T>
@@ -104,6 +114,7 @@ template <> constexpr uint64_t TagOf<GlintNetworkList>() { return kNetworkListTa
 template <> constexpr uint64_t TagOf<GlintAddOptions>() { return kAddOptionsTag; }
 template <> constexpr uint64_t TagOf<GlintCancel>() { return kCancelTag; }
 template <> constexpr uint64_t TagOf<GlintRunOptions>() { return kRunOptionsTag; }
+template <> constexpr uint64_t TagOf<GlintProfile>() { return kProfileTag; }
 
 constexpr const char* KindName(const GlintTensor*) { return "GlintTensor"; }
 constexpr const char* KindName(const GlintTensorList*) { return "GlintTensorList"; }
@@ -113,6 +124,7 @@ constexpr const char* KindName(const GlintNetworkList*) { return "GlintNetworkLi
 constexpr const char* KindName(const GlintAddOptions*) { return "GlintAddOptions"; }
 constexpr const char* KindName(const GlintCancel*) { return "GlintCancel"; }
 constexpr const char* KindName(const GlintRunOptions*) { return "GlintRunOptions"; }
+constexpr const char* KindName(const GlintProfile*) { return "GlintProfile"; }
 
 // Whether `p` is a live handle of kind T. The tag is read with memcpy:
 // `p` may point at anything.
@@ -866,6 +878,62 @@ GlintStatus* glint_run_options_add_output(GlintRunOptions* options,
     GLINT_C_CHECK(CheckHandle(kFn, "options", options));
     GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
     options->options.requested_outputs.push_back(name);
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_profile_create(GlintProfile** out) {
+  static constexpr char kFn[] = "glint_profile_create";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckNotNull(kFn, "out", out));
+    *out = new GlintProfile{kProfileTag, std::make_shared<glint::RunTrace>(),
+                            std::string()};
+    return nullptr;
+  });
+}
+
+void glint_profile_delete(GlintProfile* profile) { Delete(profile); }
+
+GlintStatus* glint_run_options_set_profile(GlintRunOptions* options,
+                                           GlintProfile* profile) {
+  static constexpr char kFn[] = "glint_run_options_set_profile";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "options", options));
+    if (profile == nullptr) {
+      options->options.trace = nullptr;
+      options->options.profile = false;
+      return nullptr;
+    }
+    GLINT_C_CHECK(CheckHandle(kFn, "profile", profile));
+    options->options.trace = profile->trace;
+    options->options.profile = true;
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_profile_trace_json(GlintProfile* profile,
+                                      const char** json) {
+  static constexpr char kFn[] = "glint_profile_trace_json";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "profile", profile));
+    GLINT_C_CHECK(CheckNotNull(kFn, "json", json));
+    profile->text = profile->trace->ToChromeJson();
+    *json = profile->text.c_str();
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_profile_summary(GlintProfile* profile, int top,
+                                   const char** text) {
+  static constexpr char kFn[] = "glint_profile_summary";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "profile", profile));
+    GLINT_C_CHECK(CheckNotNull(kFn, "text", text));
+    profile->text = glint::FormatOpProfile(
+        glint::AggregateOpProfile(
+            glint::OpSpansFromSlices(profile->trace->Slices())),
+        top);
+    *text = profile->text.c_str();
     return nullptr;
   });
 }

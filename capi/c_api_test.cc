@@ -135,7 +135,7 @@ class CApiTest : public ::testing::Test {
 
 TEST(CApiVersionTest, LibraryMatchesHeader) {
   EXPECT_EQ(glint_api_version(), static_cast<uint32_t>(GLINT_C_API_VERSION));
-  EXPECT_EQ(GLINT_C_API_VERSION, 100);
+  EXPECT_EQ(GLINT_C_API_VERSION, 200);
   EXPECT_STREQ(glint_code_name(GLINT_DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(glint_code_name(static_cast<GlintCode>(99)), "UNKNOWN_CODE");
   EXPECT_EQ(glint_status_code(nullptr), GLINT_OK);
@@ -316,6 +316,68 @@ TEST_F(CApiTest, CancellationAndDeadlines) {
   EXPECT_GLINT_ERROR(glint_runtime_run(runtime_, "mm", in, 2, options, &outputs),
                      GLINT_INVALID_ARGUMENT, "zz");
   glint_run_options_delete(options);
+}
+
+// glint_run_options_set_profile: runs given a profile record a slice per
+// node (here the case's one MatMul) into it, readable as Chrome trace JSON
+// and as the summary table; runs without one record nothing.
+TEST_F(CApiTest, ProfilesRunsPerOp) {
+  AddCase("mm");
+  const GlintTensor* in[] = {inputs_[0], inputs_[1]};
+  GlintProfile* profile = nullptr;
+  ASSERT_EQ(glint_profile_create(&profile), nullptr);
+  GlintRunOptions* options = nullptr;
+  ASSERT_EQ(glint_run_options_create(&options), nullptr);
+  EXPECT_GLINT_OK(glint_run_options_set_profile(options, profile));
+  for (int i = 0; i < 2; ++i) {
+    GlintTensorList* outputs = nullptr;
+    ASSERT_EQ(glint_runtime_run(runtime_, "mm", in, 2, options, &outputs),
+              nullptr);
+    ExpectExpected(outputs);
+    glint_tensor_list_delete(outputs);
+  }
+  const char* json = nullptr;
+  EXPECT_GLINT_OK(glint_profile_trace_json(profile, &json));
+  ASSERT_NE(json, nullptr);
+  EXPECT_THAT(json, HasSubstr("\"cat\": \"op\""));
+  EXPECT_THAT(json, HasSubstr("\"op_type\": \"MatMul\""));
+  EXPECT_THAT(json, HasSubstr("\"inputs\": \"float32[3,4], float32[4,3]\""));
+  EXPECT_THAT(json, HasSubstr("\"outputs\": \"float32[3,3]\""));
+  const char* text = nullptr;
+  EXPECT_GLINT_OK(glint_profile_summary(profile, 15, &text));
+  ASSERT_NE(text, nullptr);
+  // One row, the MatMul run twice, all of the node time.
+  EXPECT_THAT(text, HasSubstr("MatMul"));
+  EXPECT_THAT(text, HasSubstr("100.0%"));
+  EXPECT_THAT(text, HasSubstr("in 2 node spans"));
+
+  // The options keep the profile; NULL turns profiling off.
+  glint_profile_delete(profile);
+  GlintTensorList* outputs = nullptr;
+  ASSERT_EQ(glint_runtime_run(runtime_, "mm", in, 2, options, &outputs),
+            nullptr);
+  glint_tensor_list_delete(outputs);
+  EXPECT_GLINT_OK(glint_run_options_set_profile(options, nullptr));
+  ASSERT_EQ(glint_runtime_run(runtime_, "mm", in, 2, options, &outputs),
+            nullptr);
+  glint_tensor_list_delete(outputs);
+  glint_run_options_delete(options);
+
+  GlintProfile* unused = nullptr;
+  ASSERT_EQ(glint_profile_create(&unused), nullptr);
+  EXPECT_GLINT_OK(glint_profile_summary(unused, 0, &text));
+  EXPECT_THAT(text, HasSubstr("in 0 node spans"));
+  EXPECT_GLINT_ERROR(glint_profile_create(nullptr), GLINT_INVALID_ARGUMENT,
+                     "out is NULL");
+  EXPECT_GLINT_ERROR(glint_profile_trace_json(unused, nullptr),
+                     GLINT_INVALID_ARGUMENT, "json is NULL");
+  EXPECT_GLINT_ERROR(
+      glint_profile_summary(reinterpret_cast<GlintProfile*>(inputs_[0]), 1,
+                            &text),
+      GLINT_INVALID_ARGUMENT, "profile is not a GlintProfile");
+  EXPECT_GLINT_ERROR(glint_run_options_set_profile(nullptr, unused),
+                     GLINT_INVALID_ARGUMENT, "options is NULL");
+  glint_profile_delete(unused);
 }
 
 TEST_F(CApiTest, RuntimeErrorsCarryCodesAndLeaveNoTrace) {

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -23,6 +24,7 @@
 #include "client/perf.h"
 #include "client/shared_memory.h"
 #include "client/tensor_file.h"
+#include "core/op_profile.h"
 
 namespace glint {
 namespace {
@@ -55,16 +57,19 @@ commands:
                      bfloat16 operands (float32 accumulation, inputs and
                      outputs); fp32 is the default.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
-      [--trace FILE] [--shm]
+      [--trace FILE] [--profile] [--shm]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
                      input name may be left out for a .pb that carries one or
                      a network with a single input. Prints each output;
                      --output-dir also writes OUTPUT.npy per output;
                      --trace writes the run's Chrome trace JSON (Perfetto);
+                     --profile adds a slice per node to that trace (written
+                     to --trace FILE, or glint_profile_NAME.json) and prints
+                     the ops that took longest;
                      --shm passes inputs and outputs through POSIX shared
                      memory (glintd on this host) instead of the message.
   perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N] [--shm]
-      [--protocol glint|oip] [--csv FILE]
+      [--protocol glint|oip] [--csv FILE] [--profile]
                      load test: per concurrency level, keeps that many runs
                      of random inputs in flight for the duration and prints
                      runs/s, p50/p90/p99 latency, errors (failed calls and
@@ -74,8 +79,10 @@ commands:
                      --protocol oip goes through the Open Inference
                      Protocol (ModelInfer, ModelStatistics, Triton's
                      system shared memory with --shm) instead of glint.v1;
-                     --csv also writes the table as CSV. Exit code 1 if any
-                     run failed.
+                     --csv also writes the table as CSV; --profile profiles
+                     every run and then prints the top ops by total time
+                     (count, mean, share) and the layout reorders' total.
+                     Exit code 1 if any run failed.
   list               list the networks
   show NAME [--dot]  inputs, outputs, partitions, devices, memory and
                      estimated costs of a network; --dot prints the DAG as
@@ -101,6 +108,8 @@ errors, 1 otherwise.
 // distinct error messages printed per level.
 constexpr int kMaxPerfConcurrency = 65536;
 constexpr size_t kPerfErrorsShown = 5;
+// Rows of a profile's table (`run --profile`, `perf --profile`).
+constexpr int kTopOps = 15;
 
 // "<CODE>: <message>" on one line (newlines folded into spaces).
 std::string StatusLine(const absl::Status& status) {
@@ -334,12 +343,13 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
        {},
        &Cli::Add},
       {"run",
-       {"input", "output", "output_dir", "trace", "shm"},
-       {"shm"},
+       {"input", "output", "output_dir", "trace", "shm", "profile"},
+       {"shm", "profile"},
        &Cli::RunNetwork},
       {"perf",
-       {"concurrency", "duration", "batch", "shm", "protocol", "csv", "seed"},
-       {"shm"},
+       {"concurrency", "duration", "batch", "shm", "protocol", "csv", "seed",
+        "profile"},
+       {"shm", "profile"},
        &Cli::Perf},
       {"list", {}, {}, &Cli::List},
       {"show", {"dot"}, {"dot"}, &Cli::Show},
@@ -501,15 +511,35 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
     }
     inputs[unnamed[0]].name = info->inputs[0].name;
   }
-  const std::optional<std::string> trace_path = args.Last("trace");
+  const bool profile = args.Last("profile").has_value();
+  std::optional<std::string> trace_path = args.Last("trace");
+  if (profile && !trace_path.has_value()) {
+    trace_path = absl::StrCat("glint_profile_", SafeFileName(name), ".json");
+  }
   std::string trace_json;
   std::string* trace = trace_path.has_value() ? &trace_json : nullptr;
-  absl::StatusOr<std::vector<NamedTensor>> outputs =
-      args.Last("shm").has_value()
-          ? RunNetworkInSharedMemory(**client, name, inputs,
-                                     args.All("output"), run_timeout_, trace)
-          : (*client)->RunNetwork(name, inputs, args.All("output"),
-                                  run_timeout_, trace);
+  absl::StatusOr<std::vector<NamedTensor>> outputs;
+  if (args.Last("shm").has_value()) {
+    outputs = RunNetworkInSharedMemory(**client, name, inputs,
+                                       args.All("output"), run_timeout_, trace,
+                                       profile);
+  } else if (profile) {
+    RunNetworkCall call;
+    call.inputs = std::move(inputs);
+    call.requested_outputs = args.All("output");
+    call.timeout = run_timeout_;
+    call.profile = true;
+    absl::StatusOr<RunNetworkReply> reply = (*client)->Run(name, call);
+    if (reply.ok()) {
+      trace_json = std::move(reply->trace_json);
+      outputs = std::move(reply->outputs);
+    } else {
+      outputs = reply.status();
+    }
+  } else {
+    outputs = (*client)->RunNetwork(name, inputs, args.All("output"),
+                                    run_timeout_, trace);
+  }
   if (!outputs.ok()) return outputs.status();
   if (trace_path.has_value()) {
     std::ofstream file(*trace_path, std::ios::binary | std::ios::trunc);
@@ -531,6 +561,16 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
       if (absl::Status s = WriteNpyFile(path, t.tensor); !s.ok()) return s;
       out_ << "  wrote " << path << "\n";
     }
+  }
+  if (profile) {
+    absl::StatusOr<std::vector<OpSpan>> spans =
+        OpSpansFromChromeJson(trace_json);
+    if (!spans.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "malformed profile from glintd: ", spans.status().message()));
+    }
+    out_ << "top ops by total time:\n"
+         << FormatOpProfile(AggregateOpProfile(*spans), kTopOps);
   }
   return absl::OkStatus();
 }
@@ -578,6 +618,10 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
     return UsageError(absl::StrCat("bad --protocol '", options.protocol,
                                    "' (glint or oip)"));
   }
+  options.profile = args.Last("profile").has_value();
+  if (options.profile && options.protocol != "glint") {
+    return UsageError("--profile needs --protocol glint");
+  }
   const std::optional<std::string> csv_path = args.Last("csv");
   absl::StatusOr<GlintClient*> client = Client();
   if (!client.ok()) return client.status();
@@ -586,7 +630,8 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
        << (options.batch > 0 ? absl::StrCat("batch ", options.batch)
                              : std::string("the network's shapes"))
        << ", protocol " << options.protocol
-       << (options.shared_memory ? ", shared memory" : "") << "\n"
+       << (options.shared_memory ? ", shared memory" : "")
+       << (options.profile ? ", profiled" : "") << "\n"
        << PerfTableHeader() << std::endl;
   uint64_t errors = 0, runs = 0;
   absl::Status first_error;
@@ -629,6 +674,22 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
         runs += level.runs + level.errors;
       });
   if (!levels.ok()) return levels.status();
+  if (options.profile) {
+    OpProfileBuilder all;
+    uint64_t profiled = 0;
+    for (const PerfLevel& level : *levels) {
+      all.Add(level.op_profile);
+      profiled += level.runs;
+    }
+    const OpProfile profile = all.Build();
+    out_ << "\nprofile of " << profiled << " runs: "
+         << absl::StrFormat("%.3f", profiled > 0 ? profile.total_us / 1000.0 /
+                                                      profiled
+                                                : 0.0)
+         << " ms of node time per run; top " << kTopOps
+         << " ops by total time:\n"
+         << FormatOpProfile(profile, kTopOps);
+  }
   if (csv_path.has_value()) {
     std::ofstream file(*csv_path, std::ios::binary | std::ios::trunc);
     file << FormatPerfCsv(*levels);

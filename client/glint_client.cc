@@ -244,6 +244,7 @@ absl::StatusOr<v1::RunNetworkRequest> GlintClient::MakeRunRequest(
   v1::RunNetworkRequest request;
   request.set_name(std::string(name));
   request.set_trace(call.trace);
+  request.set_profile(call.profile);
   for (const NamedTensor& t : call.inputs) {
     absl::Status s = TensorToProto(t, request.add_inputs());
     if (!s.ok()) return s;

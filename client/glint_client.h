@@ -72,6 +72,10 @@ struct RunNetworkCall {
   // Becomes the call's gRPC deadline, which glintd applies to the run.
   absl::Duration timeout = absl::InfiniteDuration();
   bool trace = false;
+  // A per-op profile: the trace (trace_json, whatever `trace` says) with a
+  // slice per node executed (glint.v1 RunNetworkRequest.profile); sum it
+  // with core/op_profile.h.
+  bool profile = false;
 };
 
 // RunNetwork's reply: outputs that came in the message, and those written
@@ -80,7 +84,7 @@ struct RunNetworkCall {
 struct RunNetworkReply {
   std::vector<NamedTensor> outputs;
   std::vector<SharedMemoryTensor> shared_memory_outputs;
-  std::string trace_json;  // With RunNetworkCall::trace.
+  std::string trace_json;  // With RunNetworkCall::trace or profile.
 };
 
 class GlintClient {

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "client/shared_memory.h"
 #include "core/half.h"
+#include "core/status_macros.h"
 #include "proto/inference.grpc.pb.h"
 #include "proto/oip_types.h"
 #include "proto/proto_convert.h"
@@ -416,13 +417,33 @@ absl::StatusOr<std::vector<PerfLevel>> RunGlintPerf(
                                       std::function<void(grpc::Status)> done) {
     glint->stub()->async()->RunNetwork(context, r, response, std::move(done));
   };
-  const Runner::CheckReply check =
-      [&expected, &shm_outputs](const v1::RunNetworkResponse& reply) {
-        return CheckPerfReply(reply, expected, shm_outputs);
-      };
+  if (options.profile) {
+    for (v1::RunNetworkRequest& request : requests) request.set_profile(true);
+  }
   return RunLevels(options, statistics, on_level, [&](int concurrency) {
+    // A profiled level sums its replies' node slices as they come, on
+    // gRPC's threads.
+    absl::Mutex profile_mu;
+    OpProfileBuilder profile;
+    const Runner::CheckReply check =
+        [&](const v1::RunNetworkResponse& reply) -> absl::Status {
+      GLINT_RETURN_IF_ERROR(CheckPerfReply(reply, expected, shm_outputs));
+      if (!options.profile) return absl::OkStatus();
+      absl::StatusOr<std::vector<OpSpan>> spans =
+          OpSpansFromChromeJson(reply.trace_json());
+      if (!spans.ok()) {
+        return absl::InternalError(absl::StrCat(
+            "the reply's profile: ", spans.status().message()));
+      }
+      absl::MutexLock lock(&profile_mu);
+      profile.Add(*spans);
+      return absl::OkStatus();
+    };
     Runner runner(&client, requests, start, check, concurrency);
-    return runner.Run(options.duration);
+    PerfLevel level = runner.Run(options.duration);
+    absl::MutexLock lock(&profile_mu);
+    level.op_profile = std::move(profile);
+    return level;
   });
 }
 
@@ -742,6 +763,11 @@ absl::StatusOr<std::vector<PerfLevel>> RunPerf(
         "the duration must be positive and the batch not negative");
   }
   if (options.protocol == "oip") {
+    if (options.profile) {
+      return absl::InvalidArgumentError(
+          "--profile needs --protocol glint (the inference protocol has no "
+          "per-op profile)");
+    }
     return RunOipPerf(client, options, statistics, on_level);
   }
   return RunGlintPerf(client, options, statistics, on_level);

@@ -25,6 +25,7 @@
 #include "api/types.h"
 #include "client/glint_client.h"
 #include "core/graph.h"
+#include "core/op_profile.h"
 #include "proto/inference.grpc.pb.h"
 
 namespace glint {
@@ -44,6 +45,11 @@ struct PerfOptions {
   std::string protocol = "glint";
   // Seeds the random inputs.
   uint64_t seed = 1;
+  // Profile every run per op (glint.v1 RunNetworkRequest.profile; protocol
+  // "glint" only): each reply's trace is summed into its level's
+  // PerfLevel::op_profile. The figures then include the profiling's own
+  // cost (two clock reads and a slice per node).
+  bool profile = false;
 };
 
 // Runs that failed alike: a status and how often it came.
@@ -71,6 +77,9 @@ struct PerfLevel {
   double server_compute_us = -1;
   // The distinct errors, most frequent first.
   std::vector<PerfError> error_kinds;
+  // With PerfOptions::profile: the node slices of the level's successful
+  // runs, summed (a reply whose trace does not parse counts as an error).
+  OpProfileBuilder op_profile;
 };
 
 // Where statistics come from (glint.v1 GetStatistics, OIP's
@@ -132,7 +141,8 @@ PerfStatisticsSource OipStatisticsSource(GlintClient* client,
 // RunNetwork, RegisterSharedMemory); with "oip" through the inference
 // protocol on the same channel (ModelMetadata, ModelInfer with raw
 // contents or Triton's shared-memory parameters, SystemSharedMemory*).
-// INVALID_ARGUMENT for bad options; errors of the network's description
+// INVALID_ARGUMENT for bad options (profile with protocol "oip" among
+// them); errors of the network's description
 // and of the shared-memory set-up as they come. Failed runs are counted,
 // not returned.
 absl::StatusOr<std::vector<PerfLevel>> RunPerf(

@@ -220,7 +220,7 @@ absl::StatusOr<std::vector<NamedTensor>> RunNetworkInSharedMemory(
     GlintClient& client, absl::string_view name,
     const std::vector<NamedTensor>& inputs,
     const std::vector<std::string>& requested_outputs,
-    absl::Duration timeout, std::string* trace_json) {
+    absl::Duration timeout, std::string* trace_json, bool profile) {
   absl::StatusOr<NetworkInfo> network = client.GetNetwork(name);
   if (!network.ok()) return network.status();
   std::vector<ValueInfo> outputs;
@@ -251,6 +251,7 @@ absl::StatusOr<std::vector<NamedTensor>> RunNetworkInSharedMemory(
   RunNetworkCall call = (*session)->MakeCall(0);
   call.timeout = timeout;
   call.trace = trace_json != nullptr;
+  call.profile = profile;
   absl::StatusOr<RunNetworkReply> reply = client.Run(name, call);
   if (!reply.ok()) return reply.status();
   if (trace_json != nullptr) *trace_json = std::move(reply->trace_json);

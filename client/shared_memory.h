@@ -120,13 +120,15 @@ class SharedMemorySession {
 // One run with every input and every output GetNetwork can size in a
 // fresh region (created, registered, removed, unregistered also on
 // failure): what `glint run --shm` does. Same outputs as
-// GlintClient::RunNetwork (`trace_json`: the same too).
+// GlintClient::RunNetwork (`trace_json`: the same too; with `profile`,
+// the trace is a per-op profile, RunNetworkCall::profile, and `trace_json`
+// must be set).
 absl::StatusOr<std::vector<NamedTensor>> RunNetworkInSharedMemory(
     GlintClient& client, absl::string_view name,
     const std::vector<NamedTensor>& inputs,
     const std::vector<std::string>& requested_outputs = {},
     absl::Duration timeout = absl::InfiniteDuration(),
-    std::string* trace_json = nullptr);
+    std::string* trace_json = nullptr, bool profile = false);
 
 }  // namespace glint
 

@@ -28,15 +28,26 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+bool Completed(const TraceSlice& s) {
+  return s.begin != absl::Time() && s.end != absl::Time();
+}
+
 }  // namespace
+
+std::vector<TraceSlice> RunTrace::Slices() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TraceSlice> out;
+  for (const TraceSlice& s : slices_) {
+    if (Completed(s)) out.push_back(s);
+  }
+  return out;
+}
 
 std::string RunTrace::ToChromeJson() const {
   absl::MutexLock lock(&mu_);
   absl::Time origin = absl::InfiniteFuture();
   for (const TraceSlice& s : slices_) {
-    if (s.begin != absl::Time() && s.end != absl::Time()) {
-      origin = std::min(origin, s.begin);
-    }
+    if (Completed(s)) origin = std::min(origin, s.begin);
   }
   std::string json = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool first = true;
@@ -47,7 +58,7 @@ std::string RunTrace::ToChromeJson() const {
   std::set<std::pair<int, int>> threads;
   std::set<int> processes;
   for (const TraceSlice& s : slices_) {
-    if (s.begin == absl::Time() || s.end == absl::Time()) continue;
+    if (!Completed(s)) continue;
     if (processes.insert(s.process).second) {
       append(absl::StrCat("{\"ph\": \"M\", \"name\": \"process_name\", "
                           "\"pid\": ", s.process, ", \"args\": {\"name\": ",
@@ -59,13 +70,23 @@ std::string RunTrace::ToChromeJson() const {
                           ", \"args\": {\"name\": ",
                           JsonString(s.thread_name), "}}"));
     }
+    std::string args;
+    if (!s.args.empty()) {
+      args = ", \"args\": {";
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        absl::StrAppend(&args, i == 0 ? "" : ", ", JsonString(s.args[i].first),
+                        ": ", JsonString(s.args[i].second));
+      }
+      args += "}";
+    }
     append(absl::StrFormat(
         "{\"ph\": \"X\", \"name\": %s, \"cat\": %s, \"pid\": %d, \"tid\": "
-        "%d, \"ts\": %.3f, \"dur\": %.3f}",
+        "%d, \"ts\": %.3f, \"dur\": %.3f%s}",
         JsonString(s.name), JsonString(s.category), s.process, s.thread,
         absl::ToDoubleMicroseconds(s.begin - origin),
         absl::ToDoubleMicroseconds(std::max(s.end - s.begin,
-                                            absl::ZeroDuration()))));
+                                            absl::ZeroDuration())),
+        args));
   }
   absl::StrAppend(&json, "\n]}\n");
   return json;

@@ -6,12 +6,14 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/device_info.h"
 #include "core/tensor.h"
+#include "core/trace.h"
 #include "devices/compiled_function.h"
 #include "devices/device_memory.h"
 #include "devices/event.h"
@@ -60,6 +62,17 @@ class DeviceLoad {
  private:
   std::atomic<int> active_runs_{0};
   std::atomic<uint64_t> last_placed_{0};
+};
+
+// How one launch is observed. The default observes nothing and costs
+// nothing.
+struct LaunchOptions {
+  // When set (a profiled run: RunOptions::profile), the launch records a
+  // slice per node it executes on this track, with the node's op type,
+  // kernel and run-time shapes (core/trace.h NodeSliceArgs); a device that
+  // cannot see nodes records none. Borrowed: it must outlive the launch
+  // (the executor's run state holds it until the run's streams drain).
+  const TraceTrack* profile = nullptr;
 };
 
 // One device. Every method is thread-safe. All data movement and
@@ -155,10 +168,20 @@ class DeviceManager {
       std::shared_ptr<const CompiledFunction> function) = 0;
   // Runs `function` (loaded on this device) on `inputs` (device tensors of
   // this device, one per function input), filling `outputs` (one per
-  // function output, allocated here when the launch runs).
+  // function output, allocated here when the launch runs), observed as
+  // `options` say.
   virtual void Launch(Stream& stream, const LoadedFunction& function,
                       std::vector<const DeviceTensor*> inputs,
-                      std::vector<DeviceTensor*> outputs) = 0;
+                      std::vector<DeviceTensor*> outputs,
+                      const LaunchOptions& options) = 0;
+  // The same, unobserved. Implementations override the one above only and
+  // bring this one into scope (`using DeviceManager::Launch;`).
+  void Launch(Stream& stream, const LoadedFunction& function,
+              std::vector<const DeviceTensor*> inputs,
+              std::vector<DeviceTensor*> outputs) {
+    Launch(stream, function, std::move(inputs), std::move(outputs),
+           LaunchOptions());
+  }
 
  private:
   DeviceLoad load_;

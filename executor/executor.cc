@@ -63,6 +63,12 @@ struct RunState {
   std::vector<int64_t> partition_ns;
   std::vector<Phase> enqueued_phase;
 
+  // A profiled run's tracks, one per view of a device's stream (indexed as
+  // `streams`), which its launches record their node slices on; empty when
+  // the run is not profiled. Lives until the run finishes, after the last
+  // launch.
+  std::vector<TraceTrack> profile_tracks;
+
   bool timed() const { return request.timings != nullptr; }
   const ReplicaRouting& routing() const { return replica->routing; }
   DeviceTensor* Slot(int slot) { return &state->tensors[slot]; }
@@ -84,6 +90,17 @@ absl::Status CheckRunnable(const ExecutionRequest& request) {
   return absl::OkStatus();
 }
 
+// The track of stream `device`'s slices (see StreamSlice).
+void SetTrack(const RunState& run, int device, int* process,
+              std::string* process_name, int* thread,
+              std::string* thread_name) {
+  DeviceManager* d = run.routing().devices[device];
+  *process = d->id() + 1;
+  *process_name = d->GetDeviceInfo().name;
+  *thread = device;
+  *thread_name = absl::StrCat("stream ", device);
+}
+
 // Brackets work enqueued on one of the run's streams with two host
 // callbacks that time it into a trace slice. Does nothing when the run is
 // not traced; the slice's name is only built when it is, so untraced runs
@@ -98,10 +115,8 @@ class StreamSlice {
     TraceSlice s;
     s.name = name();
     s.category = category;
-    s.process = run.routing().devices[device]->id() + 1;
-    s.process_name = run.routing().devices[device]->GetDeviceInfo().name;
-    s.thread = device;
-    s.thread_name = absl::StrCat("stream ", device);
+    SetTrack(run, device, &s.process, &s.process_name, &s.thread,
+             &s.thread_name);
     slice_ = trace->AddSlice(std::move(s));
     TraceSlice* slice = slice_;
     stream_.EnqueueHostCallback([slice] {
@@ -363,6 +378,19 @@ void StartClocks(RunState& run) {
   run.partition_ns.assign(run.replica->partitions.size(), 0);
 }
 
+// A profiled run's tracks for its launches' node slices: each stream's
+// own, so that they nest under its partition slices.
+void StartProfile(RunState& run) {
+  if (!run.request.profile || run.request.trace == nullptr) return;
+  run.profile_tracks.resize(run.streams.size());
+  for (size_t d = 0; d < run.streams.size(); ++d) {
+    TraceTrack& track = run.profile_tracks[d];
+    track.trace = run.request.trace.get();
+    SetTrack(run, static_cast<int>(d), &track.process, &track.process_name,
+             &track.thread, &track.thread_name);
+  }
+}
+
 // Ends the phase each stream's work leaves open, behind all of it.
 void StopClocks(RunState& run) {
   for (size_t d = 0; d < run.streams.size(); ++d) {
@@ -443,7 +471,12 @@ void EnqueuePartitions(RunState& run) {
           return absl::OkStatus();
         });
       }
-      device->Launch(stream, *p.function, std::move(args), std::move(results));
+      LaunchOptions launch;
+      if (!run.profile_tracks.empty()) {
+        launch.profile = &run.profile_tracks[d];
+      }
+      device->Launch(stream, *p.function, std::move(args), std::move(results),
+                     launch);
     }
     stream.Record(*state.done_events[i]);
   }
@@ -561,6 +594,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   }
   AcquireState(*run);
   StartClocks(*run);
+  StartProfile(*run);
   EnqueuePartitions(*run);
   EnqueueOutputs(*run);
   StopClocks(*run);

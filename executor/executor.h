@@ -68,6 +68,9 @@ struct ExecutionRequest {
   // When set, the run adds a slice per partition, copy and wait on each
   // device stream's track, and one for the host's enqueueing.
   std::shared_ptr<RunTrace> trace;
+  // With `trace`: each launch also adds a slice per node it executes, under
+  // its partition's slice (LaunchOptions::profile). Ignored without one.
+  bool profile = false;
   // When set, the run measures its phases into it (see RunTimings); a few
   // host callbacks per partition. Read it once `done` is called.
   std::shared_ptr<RunTimings> timings;

@@ -197,4 +197,24 @@ std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers) {
   return m.Serialize();
 }
 
+std::string MakeConvNetModel() {
+  std::vector<float> w(4 * 3 * 3 * 3), b(4), w2(256 * 10);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = (i % 5) * 0.1f - 0.2f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = 0.05f * i;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = (i % 7) * 0.01f - 0.03f;
+  OnnxModelBuilder m;
+  m.Input("x", onnx::TensorProto::FLOAT, {1, 3, 8, 8})
+      .FloatInitializer("w", {4, 3, 3, 3}, w)
+      .FloatInitializer("b", {4}, b)
+      .FloatInitializer("w2", {256, 10}, w2)
+      .Output("y", onnx::TensorProto::FLOAT, {1, 10});
+  onnx::NodeProto& conv = m.Node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  SetAttribute(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  SetAttribute(conv, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.Node("Relu", {"c"}, {"r"}, "relu");
+  m.Node("Flatten", {"r"}, {"f"}, "flatten");
+  m.Node("MatMul", {"f", "w2"}, {"y"}, "matmul");
+  return m.Serialize();
+}
+
 }  // namespace glint::testing

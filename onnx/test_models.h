@@ -53,6 +53,13 @@ std::vector<float> MlpReference(const std::vector<float>& x, int64_t batch,
 // Weights are fixed pseudo-random values scaled to keep activations O(1).
 std::string MakeDeepMlpModel(int64_t batch, int64_t width, int layers);
 
+// A small CNN for profiles: x float[1, 3, 8, 8] -> Conv "conv" (4 filters
+// 3x3, pads 1, bias) -> Relu "relu" -> Flatten "flatten" -> MatMul
+// "matmul" by [256, 10] -> y float[1, 10], fixed weights. Glint's CPU
+// optimiser runs it as a channels-last glint.FusedConv with Relu between
+// two layout reorders, then Flatten and MatMul.
+std::string MakeConvNetModel();
+
 // A Loop with its trip count a run-time input: inputs trip_count
 // (int64 scalar) and x (float[2]); node "double" computes d = x + x, and
 // node "loop"'s body adds d, which it reads from the outer graph, to the

@@ -302,7 +302,10 @@ void Batcher::Start(Formed batch) {
   for (const Waiting& w : batch.members) {
     execution.deadline = std::max(execution.deadline, w.request.deadline);
     execution.priority = std::max(execution.priority, w.request.priority);
-    if (execution.trace == nullptr) execution.trace = w.request.trace;
+    if (execution.trace == nullptr && w.request.trace != nullptr) {
+      execution.trace = w.request.trace;
+      execution.profile = w.request.profile;
+    }
   }
   // The smallest compiled size that holds the rows.
   execution.size = options_.sizes.back();

@@ -112,6 +112,7 @@ struct BatchExecution {
   absl::Time deadline = absl::InfiniteFuture();
   int priority = 0;  // The most urgent member's (RunOptions::priority).
   std::shared_ptr<RunTrace> trace;  // The first traced member's, if any.
+  bool profile = false;             // That member's RunOptions::profile.
   // Never null; the executor fills it (see BatchMeasures).
   std::shared_ptr<BatchMeasures> measures;
 };
@@ -133,6 +134,7 @@ struct BatchRequest {
   std::shared_ptr<const CancellationToken> cancel;
   int priority = 0;
   std::shared_ptr<RunTrace> trace;  // Records its batch's execution.
+  bool profile = false;             // With trace: per-node slices too.
   // Called exactly once, without the batcher's lock: the requested outputs
   // (in `outputs` order), each with this request's rows only, or the error;
   // and its batch's measures (default ones if it never joined a batch).

@@ -956,6 +956,11 @@ absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
     const NetworkInfo& info, std::vector<NamedTensor> inputs,
     const RunOptions& options,
     std::shared_ptr<const CancellationToken> shutdown) {
+  if (options.profile && options.trace == nullptr) {
+    return absl::InvalidArgumentError(
+        "RunOptions::profile records into RunOptions::trace, which is not "
+        "set");
+  }
   GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> bound,
                          BindInputs(info, std::move(inputs)));
   GLINT_ASSIGN_OR_RETURN(std::vector<int> outputs,
@@ -977,6 +982,7 @@ absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
   request->cancel = options.cancel;
   request->shutdown = std::move(shutdown);
   request->trace = options.trace;
+  request->profile = options.profile;
   request->priority = options.priority;
   return request;
 }
@@ -1298,6 +1304,7 @@ absl::StatusOr<std::shared_ptr<Batcher>> HostManager::MakeBatcher(
     request.deadline = batch.deadline;
     request.shutdown = shutdown_token_;
     request.trace = std::move(batch.trace);
+    request.profile = batch.profile;
     request.priority = batch.priority;
     request.timings =
         std::shared_ptr<RunTimings>(measures, &measures->timings);
@@ -1369,6 +1376,7 @@ void HostManager::EnqueueBatched(
   batched.cancel = request->cancel;
   batched.priority = priority;
   batched.trace = request->trace;
+  batched.profile = request->profile;
   batched.done = [finish, measures](absl::StatusOr<std::vector<Tensor>> result,
                                     const BatchMeasures& batch) {
     measures->batch_admitted = batch.admitted;

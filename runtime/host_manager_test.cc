@@ -1,6 +1,7 @@
 #include "runtime/host_manager.h"
 
 #include <atomic>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -162,6 +163,70 @@ TEST(HostManagerTest, AddRunAndDescribe) {
 
   ASSERT_EQ(host->ListNetworks().size(), 1u);
   EXPECT_TRUE(host->GetNetwork("mlp").ok());
+}
+
+// RunOptions::profile: with a trace, every launch adds one slice per node
+// it executes on its partition's track, inside the partition's slice; a
+// traced run without it has none, and profiling without a trace is refused.
+TEST(HostManagerTest, ProfiledRunsRecordASlicePerNodeInsideTheirPartition) {
+  auto host = MakeHost(64 * kMiB, 2);
+  AddNetworkOptions add;
+  add.partition.strategy = PartitionStrategy::kLoadBalanced;
+  add.partition.plan_devices = 2;
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("deep", testing::MakeDeepMlpModel(2, 8, 4), add);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 2u);
+  std::vector<float> x;
+
+  RunOptions traced;
+  traced.trace = std::make_shared<RunTrace>();
+  ASSERT_TRUE(
+      host->RunNetwork("deep", {{"x", Input(2, 8, 0.25f, &x)}}, traced).ok());
+  for (const TraceSlice& s : traced.trace->Slices()) {
+    EXPECT_NE(s.category, "op") << s.name;
+    EXPECT_NE(s.category, "reorder") << s.name;
+  }
+
+  RunOptions profiled;
+  profiled.trace = std::make_shared<RunTrace>();
+  profiled.profile = true;
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      host->RunNetwork("deep", {{"x", Input(2, 8, 0.25f, &x)}}, profiled);
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<TraceSlice> partitions, nodes;
+  for (const TraceSlice& s : profiled.trace->Slices()) {
+    if (s.category == "compute") partitions.push_back(s);
+    if (s.category == "op") nodes.push_back(s);
+  }
+  ASSERT_EQ(partitions.size(), 2u);
+  // 4 MatMuls and 3 Relus: 4 nodes where each Relu fuses into its MatMul,
+  // more where the partition boundary falls between the two.
+  EXPECT_GE(nodes.size(), 4u);
+  EXPECT_LE(nodes.size(), 7u);
+  std::set<int> devices;
+  for (const TraceSlice& node : nodes) {
+    EXPECT_FALSE(node.args.empty());
+    EXPECT_EQ(node.args[0].first, NodeSliceArgs::kOpType);
+    int inside = 0;
+    for (const TraceSlice& p : partitions) {
+      if (p.process == node.process && p.thread == node.thread &&
+          p.begin <= node.begin && node.end <= p.end) {
+        ++inside;
+      }
+    }
+    EXPECT_EQ(inside, 1) << node.name;
+    devices.insert(node.process);
+  }
+  EXPECT_EQ(devices.size(), 2u);
+
+  RunOptions untraced;
+  untraced.profile = true;
+  EXPECT_EQ(host->RunNetwork("deep", {{"x", Input(2, 8, 0.25f, &x)}},
+                             untraced)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // RunOptions::output_buffers: an output that fits is written straight
@@ -423,15 +488,17 @@ class GatedDevice : public FaultInjectingDevice {
  public:
   GatedDevice(std::unique_ptr<DeviceManager> inner, Gate* gate)
       : FaultInjectingDevice(std::move(inner)), gate_(gate) {}
+  using FaultInjectingDevice::Launch;
   void Launch(Stream& stream, const LoadedFunction& function,
               std::vector<const DeviceTensor*> inputs,
-              std::vector<DeviceTensor*> outputs) override {
+              std::vector<DeviceTensor*> outputs,
+              const LaunchOptions& options) override {
     stream.EnqueueHostCallback([gate = gate_] {
       gate->Pass();
       return absl::OkStatus();
     });
     FaultInjectingDevice::Launch(stream, function, std::move(inputs),
-                                 std::move(outputs));
+                                 std::move(outputs), options);
   }
 
  private:

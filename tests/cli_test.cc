@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "onnx/test_models.h"
 #include "tests/process_util.h"
 #include "tests/test_util.h"
 
@@ -257,6 +258,69 @@ TEST_F(CliTest, AddWithPrecision) {
               2, "INVALID_ARGUMENT",
               "precision 'fp8' is not one of: fp32 (the default), bf16");
   ASSERT_EQ(Glint({"remove", "relu_bf16"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace glint
+
+namespace glint {
+namespace {
+
+// run --profile writes the trace with its node slices and prints the top
+// ops; perf --profile profiles every run and prints the top ops by total
+// time with the reorders' total.
+TEST_F(CliTest, ProfileRunAndPerf) {
+  const std::string dir = testing::NewTempDir("cli_profile");
+  const std::string model = dir + "/cnn.onnx";
+  std::ofstream(model, std::ios::binary) << testing::MakeConvNetModel();
+  const std::string npy = dir + "/x.npy";
+  ASSERT_TRUE(WriteNpyFile(npy, Tensor::FromVector(
+                                    DType::kFloat32, Shape({1, 3, 8, 8}),
+                                    std::vector<float>(192, 0.25f)))
+                  .ok());
+  CommandResult r = Glint({"add", "cnn", model});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+
+  const std::string trace = dir + "/profile.json";
+  r = Glint({"run", "cnn", "--input", npy, "--profile", "--trace", trace});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("trace written to " + trace));
+  EXPECT_THAT(r.stdout_text, HasSubstr("y: float32[1, 10]"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("top ops by total time:\nop "));
+  EXPECT_THAT(r.stdout_text,
+              HasSubstr("glint.FusedConv[Relu, channels_last, bias] oneDNN"));
+  EXPECT_THAT(r.stdout_text, ContainsRegex("\nMatMul[^\n]* +1 +[0-9.]+ "));
+  EXPECT_THAT(r.stdout_text, HasSubstr("Transpose (reorder)"));
+  EXPECT_THAT(r.stdout_text,
+              ContainsRegex("\nreorders: 2 spans, [0-9.]+ ms, [0-9.]+% of "
+                            "[0-9.]+ ms in 5 node spans\n"));
+  std::ifstream trace_file(trace);
+  const nlohmann::json json = nlohmann::json::parse(trace_file);
+  int ops = 0;
+  for (const auto& e : json["traceEvents"]) {
+    if (e["ph"] == "X" && (e["cat"] == "op" || e["cat"] == "reorder")) {
+      ++ops;
+      EXPECT_TRUE(e["args"].contains("op_type")) << e.dump();
+      EXPECT_TRUE(e["args"].contains("inputs")) << e.dump();
+    }
+  }
+  EXPECT_EQ(ops, 5);
+
+  r = Glint({"perf", "cnn", "--concurrency", "1,2", "--duration", "500ms",
+             "--profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr(", profiled\n"));
+  EXPECT_THAT(r.stdout_text,
+              ContainsRegex("\nprofile of [1-9][0-9]* runs: [0-9.]+ ms of "
+                            "node time per run; top 15 ops by total time:\n"
+                            "op +count +total_ms +mean_us +share\n"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("glint.FusedConv[Relu"));
+  EXPECT_THAT(r.stdout_text, ContainsRegex("\nMatMul[^\n]*%\n"));
+  EXPECT_THAT(r.stdout_text, ContainsRegex("\nreorders: [1-9][0-9]* spans"));
+
+  ExpectError(Glint({"perf", "cnn", "--profile", "--protocol", "oip"}), 2,
+              "INVALID_ARGUMENT", "--profile needs --protocol glint");
+  ASSERT_EQ(Glint({"remove", "cnn"}).exit_code, 0);
 }
 
 }  // namespace

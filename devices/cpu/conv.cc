@@ -63,6 +63,9 @@ struct ConvEntry {
   // A non-constant W in another type or layout than the primitive's.
   bool reorder_weights = false;
   dnnl::reorder src_reorder, dst_reorder, weights_reorder;
+  // The implementation oneDNN chose (impl_info_str, e.g. "brg:avx512_core"),
+  // with " bf16" when it computes in bfloat16: for Describe.
+  std::string impl;
 };
 
 // Also runs glint.FusedConv: Conv + addend + activation (oneDNN post-ops).
@@ -93,8 +96,17 @@ class ConvKernel final : public KernelBase {
                              cw->shape().ToString(), " but is declared ",
                              w.ToString());
     }
-    return GetEntry(x, w, b, cw != nullptr ? cw->raw_data() : nullptr)
-        .status();
+    GLINT_ASSIGN_OR_RETURN(
+        std::shared_ptr<const ConvEntry> entry,
+        GetEntry(x, w, b, cw != nullptr ? cw->raw_data() : nullptr));
+    if (entry != nullptr) impl_ = entry->impl;
+    return absl::OkStatus();
+  }
+
+  // The implementation is known when the shapes were static at build time.
+  std::string Describe(const Node& node) const override {
+    return DescribeKernel(
+        node, impl_.empty() ? "oneDNN" : absl::StrCat("oneDNN ", impl_));
   }
 
   absl::Status Compute(KernelContext& ctx) const override {
@@ -302,6 +314,8 @@ class ConvKernel final : public KernelBase {
       const dnnl::convolution_forward::primitive_desc pd(desc, attr,
                                                          engine_);
       entry->prim = dnnl::convolution_forward(pd);
+      entry->impl = pd.impl_info_str();
+      if (precision == Precision::kBFloat16) entry->impl += " bf16";
       entry->src = pd.src_desc();
       entry->src_user = src;
       entry->weights = pd.weights_desc();
@@ -348,6 +362,9 @@ class ConvKernel final : public KernelBase {
   Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<ConvEntry> cache_;
+  // The build-time entry's ConvEntry::impl; empty if shapes were dynamic.
+  // Written by Prepare only, before any Compute or Describe.
+  std::string impl_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelSpec& spec) {

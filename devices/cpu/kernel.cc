@@ -54,6 +54,9 @@ class OneThreadKernel final : public Kernel {
     kernel_->UsePackedConstant(input);
   }
   void ReleasePackedConstants() override { kernel_->ReleasePackedConstants(); }
+  std::string Describe(const Node& node) const override {
+    return kernel_->Describe(node);
+  }
 
  private:
   const std::unique_ptr<Kernel> kernel_;

@@ -115,6 +115,14 @@ class Kernel {
   // those it was told to read from their input. Never concurrent with
   // Compute.
   virtual void ReleasePackedConstants() {}
+
+  // What runs `node` (the node the kernel was built for), for per-op
+  // profiles: the op type by default. A kernel that chose how to run it
+  // says so, e.g. "glint.FusedConv[Relu, channels_last] oneDNN
+  // brg:avx512_core" or "glint.FusedMatMul[bias] RowGemm", so that a
+  // profile tells the implementations apart. Asked once, after the build
+  // (the compiled function keeps the answer); thread-safe like Compute.
+  virtual std::string Describe(const Node& node) const { return node.op_type; }
 };
 
 // Runs kernel.Compute(ctx) and turns a C++ exception escaping it into a

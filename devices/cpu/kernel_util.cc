@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "devices/cpu/element_types.h"
 
@@ -212,6 +213,31 @@ void SetKernelThreads(int threads) {
 #if defined(_OPENMP)
   omp_set_num_threads(std::max(threads, 1));
 #endif
+}
+
+std::string DescribeKernel(const Node& node, absl::string_view engine) {
+  const bool fused = absl::StartsWith(node.op_type, "glint.Fused");
+  std::vector<std::string> traits;
+  const std::string activation = node.GetString("activation", "");
+  if (!activation.empty()) traits.push_back(activation);
+  if (node.HasAttribute("alpha") && fused &&
+      node.GetFloat("alpha", 1.0f) != 1.0f) {
+    traits.push_back(absl::StrCat("alpha=", node.GetFloat("alpha", 1.0f)));
+  }
+  if (node.GetInt("channels_last", 0) != 0) traits.push_back("channels_last");
+  auto has_input = [&node](int i) {
+    return i < node.num_inputs() && !node.inputs[i].empty();
+  };
+  if (fused && node.op_type != "glint.FusedGemm") {
+    if (has_input(2)) traits.push_back("bias");
+    if (has_input(3)) traits.push_back("residual");
+  }
+  std::string out = node.op_type;
+  if (!traits.empty()) {
+    absl::StrAppend(&out, "[", absl::StrJoin(traits, ", "), "]");
+  }
+  if (!engine.empty()) absl::StrAppend(&out, " ", engine);
+  return out;
 }
 
 }  // namespace glint::cpu

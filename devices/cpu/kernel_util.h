@@ -106,6 +106,15 @@ class KernelBase : public Kernel {
   std::string node_;
 };
 
+// Kernel::Describe as the kernels that choose how to run a node spell it:
+// "OP[trait, ...] ENGINE". The traits are what the CPU optimiser fused
+// into the node (optimize.h): its activation ("Relu", "LeakyRelu"...),
+// "alpha=A" when not 1, "channels_last", "bias" (a fused MatMul/Conv's
+// input 2) and "residual" (its input 3, the addend); no brackets without
+// any. ENGINE is what computes it ("oneDNN brg:avx512_core", "RowGemm",
+// with " bf16" at that precision); left out when empty.
+std::string DescribeKernel(const Node& node, absl::string_view engine);
+
 // Build-time checks.
 //
 // The dtype of input `i` as declared by the spec; INVALID_ARGUMENT if the

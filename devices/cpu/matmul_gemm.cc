@@ -90,6 +90,10 @@ struct MatMulEntry {
     RowGemmEpilogue epilogue;  // Without the bias, which comes per call.
   };
   std::optional<RowPlan> row;
+  // What computes it, for Kernel::Describe: "RowGemm", or "oneDNN " and
+  // the implementation oneDNN chose (impl_info_str), " bf16" at that
+  // precision.
+  std::string impl;
 };
 
 // Constant B packed at build time for the one shape the node sees, which
@@ -212,6 +216,7 @@ std::shared_ptr<const MatMulEntry> CreateRowGemmEntry(
     entry->packed = true;
   }
   entry->row = std::move(plan);
+  entry->impl = "RowGemm";
   return entry;
 }
 
@@ -259,6 +264,8 @@ std::shared_ptr<const MatMulEntry> CreateMatMulEntry(
   const dnnl::matmul::primitive_desc pd(desc, attr, engine);
   auto entry = std::make_shared<MatMulEntry>();
   entry->prim = dnnl::matmul(pd);
+  entry->impl = absl::StrCat("oneDNN ", pd.impl_info_str(),
+                             config.bf16 ? " bf16" : "");
   entry->src = src_md;
   entry->src_user = config.src;
   entry->weights_user = config.weights;
@@ -495,8 +502,14 @@ class MatMulKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(
         std::shared_ptr<const MatMulEntry> entry,
         GetEntry(a, b, wb != nullptr ? wb->raw_data() : nullptr));
+    if (entry != nullptr) impl_ = entry->impl;
     packed_b_.Remember(std::move(entry));
     return absl::OkStatus();
+  }
+
+  // The engine is known when the shapes were static at build time.
+  std::string Describe(const Node& node) const override {
+    return DescribeKernel(node, impl_);
   }
 
   std::vector<PackedConstant> PackedConstants() const override {
@@ -604,6 +617,9 @@ class MatMulKernel final : public KernelBase {
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
   PackedB packed_b_;
+  // The build-time entry's MatMulEntry::impl; empty if shapes were
+  // dynamic. Written by Prepare only, before any Compute or Describe.
+  std::string impl_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelSpec& spec) {
@@ -664,8 +680,14 @@ class GemmKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(
         std::shared_ptr<const MatMulEntry> entry,
         GetEntry(a, b, c, wb != nullptr ? wb->raw_data() : nullptr));
+    if (entry != nullptr) impl_ = entry->impl;
     packed_b_.Remember(std::move(entry));
     return absl::OkStatus();
+  }
+
+  // The engine is known when the shapes were static at build time.
+  std::string Describe(const Node& node) const override {
+    return DescribeKernel(node, impl_);
   }
 
   std::vector<PackedConstant> PackedConstants() const override {
@@ -811,6 +833,9 @@ class GemmKernel final : public KernelBase {
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
   PackedB packed_b_;
+  // The build-time entry's MatMulEntry::impl; empty if shapes were
+  // dynamic. Written by Prepare only, before any Compute or Describe.
+  std::string impl_;
 };
 
 absl::StatusOr<std::unique_ptr<Kernel>> MakeGemm(const KernelSpec& spec) {

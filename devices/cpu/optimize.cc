@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -1225,8 +1226,8 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
       auto it = nhwc.find(in);
       if (it == nhwc.end()) {  // An NCHW value entering through a Conv.
         const std::string name = add_nhwc_value(in);
-        nodes.push_back(TransposeNode(fresh_node_name(in + "__to_nhwc"), in,
-                                      name, {0, 2, 3, 1}));
+        nodes.push_back(TransposeNode(fresh_node_name(in + kToNhwcSuffix),
+                                      in, name, {0, 2, 3, 1}));
         in = name;
       } else {
         in = it->second;
@@ -1251,7 +1252,7 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
     node.outputs[0] = out_nhwc;
     nodes.push_back(std::move(node));
     if (leaves.contains(out)) {
-      nodes.push_back(TransposeNode(fresh_node_name(out + "__to_nchw"),
+      nodes.push_back(TransposeNode(fresh_node_name(out + kToNchwSuffix),
                                     out_nhwc, out, {0, 3, 1, 2}));
     } else {
       graph->values.erase(out);
@@ -1259,6 +1260,12 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
   }
   graph->nodes = std::move(nodes);
   return absl::OkStatus();
+}
+
+bool IsLayoutReorder(const Node& node) {
+  return node.op_type == "Transpose" &&
+         (absl::StrContains(node.name, kToNhwcSuffix) ||
+          absl::StrContains(node.name, kToNchwSuffix));
 }
 
 absl::Status FuseResidualAdd(Graph* graph) {

@@ -145,8 +145,18 @@ absl::Status FuseElementwiseChains(Graph* graph);
 // where NCHW costs a reorder on the way in and out of every Conv. A
 // Transpose enters the region where an NCHW value feeds a Conv and leaves
 // it where a value is read outside or is a graph output; value names
-// inside the region get the suffix "__nhwc".
+// inside the region get the suffix "__nhwc", and the Transposes are named
+// after the value they convert with the suffix kToNhwcSuffix or
+// kToNchwSuffix (then "_N" if the name is taken).
 absl::Status ConvertToChannelsLast(Graph* graph);
+inline constexpr char kToNhwcSuffix[] = "__to_nhwc";
+inline constexpr char kToNchwSuffix[] = "__to_nchw";
+
+// Whether `node` is one of the layout reorders ConvertToChannelsLast
+// inserts (a Transpose named with its suffixes), which profiles count
+// apart from the model's own ops. A model's own Transpose named so would
+// count too: the names are all a compiled partition has to go by.
+bool IsLayoutReorder(const Node& node);
 
 // MatMul / glint.FusedMatMul / Conv / glint.FusedConv without an activation
 // whose output only feeds Add(output, Z), Z of the same shape (a residual

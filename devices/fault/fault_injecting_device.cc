@@ -291,7 +291,8 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> FaultInjectingDevice::Load(
 void FaultInjectingDevice::Launch(Stream& stream,
                                   const LoadedFunction& function,
                                   std::vector<const DeviceTensor*> inputs,
-                                  std::vector<DeviceTensor*> outputs) {
+                                  std::vector<DeviceTensor*> outputs,
+                                  const LaunchOptions& options) {
   int64_t n = 0;
   FaultOptions faults;
   {
@@ -353,7 +354,8 @@ void FaultInjectingDevice::Launch(Stream& stream,
       return Charge(output_bytes, "launch outputs");
     });
   }
-  inner_->Launch(stream, function, std::move(inputs), std::move(outputs));
+  inner_->Launch(stream, function, std::move(inputs), std::move(outputs),
+                 options);
 }
 
 absl::Status RegisterFaultInjectingDeviceType(DeviceRegistry& registry) {

@@ -139,9 +139,11 @@ class FaultInjectingDevice : public DeviceManager {
 
   absl::StatusOr<std::unique_ptr<LoadedFunction>> Load(
       std::shared_ptr<const CompiledFunction> function) override;
+  using DeviceManager::Launch;
   void Launch(Stream& stream, const LoadedFunction& function,
               std::vector<const DeviceTensor*> inputs,
-              std::vector<DeviceTensor*> outputs) override;
+              std::vector<DeviceTensor*> outputs,
+              const LaunchOptions& options) override;
 
  private:
   // Charges `bytes` against the allocation limit (RESOURCE_EXHAUSTED if

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/op_cost.h"
 #include "core/status_macros.h"
 #include "devices/cpu/kernel_util.h"
@@ -183,6 +184,27 @@ class StepContext : public cpu::KernelContext {
   std::vector<std::unique_ptr<DeviceBuffer>>& dynamic_buffers_;
 };
 
+// "float32[1,3,8,8], -, int64[2]": the dtypes and shapes of the views of
+// `slot_ids` (a profiled step's inputs or outputs) as the run has them;
+// "-" for an absent input or an output not produced.
+std::string DescribeViews(const std::vector<cpu::TensorView>& views,
+                          const std::vector<bool>& produced,
+                          const std::vector<int>& slot_ids) {
+  std::string out;
+  for (size_t i = 0; i < slot_ids.size(); ++i) {
+    if (i > 0) out += ", ";
+    const int id = slot_ids[i];
+    if (id < 0 || !produced[id]) {
+      out += "-";
+      continue;
+    }
+    const cpu::TensorView& v = views[id];
+    absl::StrAppend(&out, DTypeName(v.dtype), "[",
+                    absl::StrJoin(v.shape.dims(), ","), "]");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
@@ -305,6 +327,9 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
       step.outputs.push_back(id);
     }
     GLINT_ASSIGN_OR_RETURN(step.kernel, cpu::BuildNoThrow(*factory, spec));
+    step.slice_name = node.name.empty() ? node.op_type : node.name;
+    step.category = cpu::IsLayoutReorder(node) ? "reorder" : "op";
+    step.kernel_description = step.kernel->Describe(node);
     f->flops_ += EstimateOpCost(node, g).flops;
     f->steps_.push_back(std::move(step));
   }
@@ -387,7 +412,8 @@ void CpuFunction::ReleaseHostConstants() const {
 absl::Status CpuFunction::Execute(
     const CpuExecutionMemory& memory,
     const std::vector<const DeviceTensor*>& inputs,
-    const std::vector<DeviceTensor*>& outputs) const {
+    const std::vector<DeviceTensor*>& outputs,
+    const TraceTrack* profile) const {
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return absl::InternalError("launch with the wrong number of arguments");
   }
@@ -410,12 +436,11 @@ absl::Status CpuFunction::Execute(
       produced[s] = true;
     }
   }
-  for (const Step& step : steps_) {
+  auto run_step = [&](const Step& step) -> absl::Status {
     StepContext ctx(*step.node, step.inputs, step.outputs, slots_, views,
                     produced, memory, outputs, dynamic_buffers);
-    absl::Status s =
-        cpu::ComputeNoThrow(*step.kernel, ctx, step.node->Describe());
-    if (!s.ok()) return s;
+    GLINT_RETURN_IF_ERROR(
+        cpu::ComputeNoThrow(*step.kernel, ctx, step.node->Describe()));
     for (int out : step.outputs) {
       if (out >= 0 && !produced[out]) {
         return absl::InternalError(absl::StrCat(
@@ -423,6 +448,37 @@ absl::Status CpuFunction::Execute(
             slots_[out].info.name, "'"));
       }
     }
+    return absl::OkStatus();
+  };
+  if (profile == nullptr) {
+    for (const Step& step : steps_) GLINT_RETURN_IF_ERROR(run_step(step));
+  } else {
+    // Slices go to the trace together at the end: one lock per launch.
+    std::vector<TraceSlice> slices;
+    slices.reserve(steps_.size());
+    absl::Status status;
+    for (const Step& step : steps_) {
+      TraceSlice slice;
+      slice.begin = absl::Now();
+      status = run_step(step);
+      slice.end = absl::Now();
+      slice.name = step.slice_name;
+      slice.category = step.category;
+      slice.process = profile->process;
+      slice.process_name = profile->process_name;
+      slice.thread = profile->thread;
+      slice.thread_name = profile->thread_name;
+      slice.args = {
+          {NodeSliceArgs::kOpType, step.node->op_type},
+          {NodeSliceArgs::kKernel, step.kernel_description},
+          {NodeSliceArgs::kInputs, DescribeViews(views, produced, step.inputs)},
+          {NodeSliceArgs::kOutputs,
+           DescribeViews(views, produced, step.outputs)}};
+      slices.push_back(std::move(slice));
+      if (!status.ok()) break;
+    }
+    profile->trace->AddSlices(std::move(slices));
+    GLINT_RETURN_IF_ERROR(status);
   }
   for (const auto& [index, slot_id] : passthrough_outputs_) {
     const cpu::TensorView& src = views[slot_id];

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/graph.h"
+#include "core/trace.h"
 #include "devices/compiled_function.h"
 #include "devices/cpu/kernel.h"
 #include "devices/device_memory.h"
@@ -68,9 +69,19 @@ class CpuFunction : public CompiledFunction {
   void ReleaseHostConstants() const override;
 
   // Runs every kernel. `inputs` and `outputs` match inputs()/outputs().
+  // With `profile` (a profiled run's launch, LaunchOptions::profile), adds
+  // one slice per step to profile->trace on its track: the node's name,
+  // category "op" ("reorder" for a layout Transpose the optimiser
+  // inserted, cpu::IsLayoutReorder), and as args its op type, kernel
+  // (cpu::Kernel::Describe) and run-time input and output shapes
+  // (NodeSliceArgs); the steps that ran before a failure included. A
+  // control-flow node is one step, its subgraphs inside its slice. Without
+  // it, no clock is read and nothing is formatted: the choice is made once
+  // per call.
   absl::Status Execute(const CpuExecutionMemory& memory,
                        const std::vector<const DeviceTensor*>& inputs,
-                       const std::vector<DeviceTensor*>& outputs) const;
+                       const std::vector<DeviceTensor*>& outputs,
+                       const TraceTrack* profile = nullptr) const;
 
  private:
   struct Step {
@@ -78,6 +89,11 @@ class CpuFunction : public CompiledFunction {
     std::unique_ptr<cpu::Kernel> kernel;
     std::vector<int> inputs;   // Slot ids; -1 for an absent input.
     std::vector<int> outputs;  // Slot ids; -1 for an unused output.
+    // For profiled runs, fixed at compile time: the slice's name (the
+    // node's, or its op type when unnamed), category and kernel.
+    std::string slice_name;
+    const char* category = "op";
+    std::string kernel_description;
   };
 
   CpuFunction() = default;

@@ -536,12 +536,14 @@ absl::StatusOr<std::unique_ptr<LoadedFunction>> SimDevice::Load(
 
 void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
                        std::vector<const DeviceTensor*> inputs,
-                       std::vector<DeviceTensor*> outputs) {
+                       std::vector<DeviceTensor*> outputs,
+                       const LaunchOptions& options) {
   const auto* loaded = dynamic_cast<const SimLoadedFunction*>(&function);
   const int priority = stream.priority();
   StreamInternal::EnqueueLaunch(
       stream,
-      [this, &stream, loaded, priority, inputs = std::move(inputs),
+      [this, &stream, loaded, priority, profile = options.profile,
+       inputs = std::move(inputs),
        outputs = std::move(outputs)]() -> absl::Status {
         if (loaded == nullptr) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -558,8 +560,8 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
             compute_engine_.Run(priority, [&]() -> absl::Status {
               GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
               const absl::Time start = absl::Now();
-              absl::Status result =
-                  loaded->cpu_function().Execute(memory, inputs, outputs);
+              absl::Status result = loaded->cpu_function().Execute(
+                  memory, inputs, outputs, profile);
               WaitOutModel(start,
                            timing_.ComputeTime(loaded->cpu_function().flops()));
               return result;

@@ -103,9 +103,11 @@ class SimDevice : public DeviceManager {
 
   absl::StatusOr<std::unique_ptr<LoadedFunction>> Load(
       std::shared_ptr<const CompiledFunction> function) override;
+  using DeviceManager::Launch;
   void Launch(Stream& stream, const LoadedFunction& function,
               std::vector<const DeviceTensor*> inputs,
-              std::vector<DeviceTensor*> outputs) override;
+              std::vector<DeviceTensor*> outputs,
+              const LaunchOptions& options) override;
 
   // The real address behind a simulated device's buffer, for the device's
   // own engines; null for buffers of other device types.

@@ -29,7 +29,10 @@ absl::StatusOr<DecodedRunRequest> DecodeRunRequest(const v1::RunNetworkRequest& 
   }
   run.options.requested_outputs.assign(request.requested_outputs().begin(),
                                        request.requested_outputs().end());
-  if (request.trace()) run.options.trace = std::make_shared<RunTrace>();
+  if (request.trace() || request.profile()) {
+    run.options.trace = std::make_shared<RunTrace>();
+  }
+  run.options.profile = request.profile();
   const std::vector<std::string>& requested = run.options.requested_outputs;
   for (const auto& [output, ref_proto] : request.output_shared_memory()) {
     const std::string what = absl::StrCat("output '", output, "'");

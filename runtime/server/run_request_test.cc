@@ -83,6 +83,23 @@ TEST_F(RunRequestTest, InputsComeFromBytesAndSharedMemory) {
   EXPECT_EQ(run->inputs[1].tensor.data<float>()[0], 7.0f);
   EXPECT_EQ(run->options.requested_outputs, std::vector<std::string>{"y"});
   EXPECT_NE(run->options.trace, nullptr);
+  EXPECT_FALSE(run->options.profile);
+}
+
+// profile implies a trace to hold the node slices.
+TEST_F(RunRequestTest, ProfileTracesTheRun) {
+  v1::RunNetworkRequest request;
+  request.set_name("n");
+  request.set_profile(true);
+  absl::StatusOr<DecodedRunRequest> run = DecodeRunRequest(request, registry_);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->options.profile);
+  EXPECT_NE(run->options.trace, nullptr);
+  request.set_profile(false);
+  run = DecodeRunRequest(request, registry_);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_FALSE(run->options.profile);
+  EXPECT_EQ(run->options.trace, nullptr);
 }
 
 TEST_F(RunRequestTest, BadInputWindowsAreInvalidArgument) {

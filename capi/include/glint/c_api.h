@@ -60,7 +60,7 @@ extern "C" {
 
 /* The version of this header: major * 10000 + minor * 100 + patch. */
 #define GLINT_C_API_VERSION_MAJOR 0
-#define GLINT_C_API_VERSION_MINOR 1
+#define GLINT_C_API_VERSION_MINOR 2
 #define GLINT_C_API_VERSION_PATCH 0
 #define GLINT_C_API_VERSION                                        \
   (GLINT_C_API_VERSION_MAJOR * 10000 + GLINT_C_API_VERSION_MINOR * 100 + \
@@ -312,6 +312,34 @@ GLINT_EXPORT GlintStatus* glint_run_options_set_priority(
  * per output wanted, in the order wanted. */
 GLINT_EXPORT GlintStatus* glint_run_options_add_output(
     GlintRunOptions* options, const char* name);
+
+/* A per-op profile (since 0.2): runs given it through their run options
+ * record, besides their partitions, copies and waits, one slice per node
+ * each partition executes, with the node's op type, the kernel that ran it
+ * and its input and output shapes, as `glint run --profile` does. Many
+ * runs may record into one profile at once; read it once they have
+ * finished. Costs nothing to runs not given one. */
+typedef struct GlintProfile GlintProfile;
+
+GLINT_EXPORT GlintStatus* glint_profile_create(GlintProfile** out);
+GLINT_EXPORT void glint_profile_delete(GlintProfile* profile);
+/* Runs given these options record into `profile` (the options keep a
+ * reference, as do the runs: it may be deleted while they run; NULL: runs
+ * are not profiled). */
+GLINT_EXPORT GlintStatus* glint_run_options_set_profile(
+    GlintRunOptions* options, GlintProfile* profile);
+/* Everything the runs recorded, as Chrome trace JSON (open it in Perfetto
+ * or chrome://tracing). *json is borrowed from `profile` until the next
+ * glint_profile_trace_json or glint_profile_summary on it, or its delete
+ * (which, writing the handle, need the caller's exclusion). */
+GLINT_EXPORT GlintStatus* glint_profile_trace_json(GlintProfile* profile,
+                                                   const char** json);
+/* The runs' node time summed by op type and kernel: the `top` longest
+ * (every one if top <= 0), one line each with count, total ms, mean us
+ * and share, then the layout reorders' total, as `glint perf --profile`
+ * prints it. *text is borrowed as for glint_profile_trace_json. */
+GLINT_EXPORT GlintStatus* glint_profile_summary(GlintProfile* profile,
+                                                int top, const char** text);
 
 /* Runs network `name` on inputs[0..num_inputs) (each graph input once, by
  * the tensor's name, with its declared dtype and shape; the tensors are
