@@ -15,6 +15,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -514,6 +515,8 @@ GlintStatus* glint_runtime_create(const char* device_spec,
                                    ? absl::string_view(device_spec)
                                    : glint::kDefaultDeviceSpec);
     if (!configs.ok()) return FromStatus(kFn, configs.status());
+    glint::ShareHostCores(
+        static_cast<int>(std::thread::hardware_concurrency()), &*configs);
     absl::StatusOr<std::unique_ptr<glint::HostManager>> host =
         glint::HostManager::CreateFromConfigs({}, *configs);
     if (!host.ok()) return FromStatus(kFn, host.status());

@@ -1,5 +1,6 @@
 #include "runtime/server/device_spec.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -137,6 +138,23 @@ absl::StatusOr<std::vector<DeviceConfig>> ParseDeviceSpec(
         kMaxDeviceCount));
   }
   return configs;
+}
+
+void ShareHostCores(int cores, std::vector<DeviceConfig>* configs) {
+  auto on_host_cores = [](const DeviceConfig& c) {
+    if (c.params.count("threads") > 0) return false;
+    if (c.type == "sim") return true;
+    auto inner = c.params.find("inner");
+    return c.type == "faulty" &&
+           (inner == c.params.end() || inner->second == "sim");
+  };
+  int n = 0;
+  for (const DeviceConfig& c : *configs) n += on_host_cores(c) ? 1 : 0;
+  if (n == 0) return;
+  const int each = std::max(1, cores / n);
+  for (DeviceConfig& c : *configs) {
+    if (on_host_cores(c)) c.params["threads"] = std::to_string(each);
+  }
 }
 
 }  // namespace glint

@@ -57,6 +57,25 @@ TEST(ParseDeviceSpecTest, SeveralEntriesAndParams) {
   EXPECT_EQ((*c)[3].memory_bytes, DeviceConfig().memory_bytes);
 }
 
+TEST(ShareHostCoresTest, HostDevicesSplitTheCoresUnlessTheySayOtherwise) {
+  absl::StatusOr<std::vector<DeviceConfig>> configs = ParseDeviceSpec(
+      "sim*2,sim:threads=5,faulty:kill_at_launch=3,faulty:inner=other,sim");
+  ASSERT_TRUE(configs.ok()) << configs.status();
+  ShareHostCores(16, &*configs);
+  // sim, sim, faulty (wrapping sim) and the last sim: 16 / 4 each.
+  EXPECT_EQ((*configs)[0].params.at("threads"), "4");
+  EXPECT_EQ((*configs)[1].params.at("threads"), "4");
+  EXPECT_EQ((*configs)[2].params.at("threads"), "5");  // Given.
+  EXPECT_EQ((*configs)[3].params.at("threads"), "4");
+  EXPECT_EQ((*configs)[4].params.count("threads"), 0u);  // Not a host one.
+  EXPECT_EQ((*configs)[5].params.at("threads"), "4");
+  // More devices than cores: one thread each, never zero.
+  absl::StatusOr<std::vector<DeviceConfig>> many = ParseDeviceSpec("sim*8");
+  ASSERT_TRUE(many.ok());
+  ShareHostCores(2, &*many);
+  for (const DeviceConfig& c : *many) EXPECT_EQ(c.params.at("threads"), "1");
+}
+
 TEST(ParseDeviceSpecTest, ErrorsNameTheEntry) {
   struct Case {
     const char* spec;

@@ -393,6 +393,8 @@ int Run() {
     GLINT_LOG_ERROR("{}", configs.status().ToString());
     return 1;
   }
+  ShareHostCores(static_cast<int>(std::thread::hardware_concurrency()),
+                 &*configs);
   absl::StatusOr<uint64_t> import_memory =
       ParseByteSize(absl::GetFlag(FLAGS_import_memory_limit));
   if (!import_memory.ok()) {
