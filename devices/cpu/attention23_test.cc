@@ -30,11 +30,7 @@ using Ints = std::vector<int64_t>;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-RunKernelOptions Opset(int64_t v) {
-  RunKernelOptions o;
-  o.opset_version = v;
-  return o;
-}
+using testing::Opset;
 
 Tensor BoolTensor(Ints dims, const std::vector<int>& values) {
   std::vector<uint8_t> bytes(values.begin(), values.end());

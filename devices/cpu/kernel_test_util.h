@@ -83,6 +83,13 @@ struct RunKernelOptions {
   Precision precision = Precision::kFloat32;
 };
 
+// RunKernelOptions for a node of `opset` (the opset 18-23 tests).
+inline RunKernelOptions Opset(int64_t opset) {
+  RunKernelOptions options;
+  options.opset_version = opset;
+  return options;
+}
+
 // The dtype an importer would infer for `node`'s output `i` given its
 // input dtypes, for the ops the CPU kernels implement: Constant's value,
 // int64 for MaxPool's Indices, else the first present input's dtype.

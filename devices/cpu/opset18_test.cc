@@ -34,11 +34,7 @@ using testing::ToVector;
 using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
 
-RunKernelOptions Opset(int64_t v) {
-  RunKernelOptions o;
-  o.opset_version = v;
-  return o;
-}
+using testing::Opset;
 
 Floats Ramp(int64_t n, float start = 0.0f) {
   Floats v(n);
