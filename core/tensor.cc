@@ -83,6 +83,12 @@ void* AlignedAlloc(size_t bytes) {
 }
 
 absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape) {
+  absl::StatusOr<Tensor> t = CreateUninitialized(dtype, std::move(shape));
+  if (t.ok()) std::memset(t->raw_data(), 0, t->num_bytes());
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::CreateUninitialized(DType dtype, Shape shape) {
   if (!shape.IsStatic()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot allocate a tensor of shape ", shape.ToString()));
@@ -101,7 +107,6 @@ absl::StatusOr<Tensor> Tensor::Create(DType dtype, Shape shape) {
     return absl::ResourceExhaustedError(
         absl::StrCat("host allocation of ", bytes, " bytes failed"));
   }
-  std::memset(p, 0, bytes);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   t.data_ = p;
   return t;
@@ -135,7 +140,8 @@ absl::StatusOr<Tensor> Tensor::FromBytes(DType dtype, Shape shape,
         " needs ", shape.NumElements() * DTypeSize(dtype), " bytes, got ",
         bytes.size()));
   }
-  auto t = Create(dtype, std::move(shape));
+  // Every byte is copied in below (the sizes match, checked above).
+  auto t = CreateUninitialized(dtype, std::move(shape));
   if (!t.ok()) return t.status();
   if (!bytes.empty()) std::memcpy(t->raw_data(), bytes.data(), bytes.size());
   return t;

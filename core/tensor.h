@@ -82,6 +82,11 @@ class Tensor {
   // over the ceilings (CheckTensorSize); RESOURCE_EXHAUSTED when the host
   // has no memory for it.
   static absl::StatusOr<Tensor> Create(DType dtype, Shape shape);
+  // As Create, but the bytes are left as the allocator gives them: for a
+  // caller that writes every byte before anything reads them (the
+  // destination of a copy). Zeroing a large buffer first costs a pass over
+  // it, and its page faults, for nothing.
+  static absl::StatusOr<Tensor> CreateUninitialized(DType dtype, Shape shape);
   // Wraps memory owned by the caller, which must outlive the tensor and
   // every copy of it. `data` need not be aligned.
   static Tensor Borrow(DType dtype, Shape shape, void* data);

@@ -76,6 +76,33 @@ TEST(TensorTest, CreateRefusesSizesThatDoNotFit) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The uninitialized form checks as Create does and gives a buffer of the
+// shape's bytes, which FromBytes fills exactly.
+TEST(TensorTest, CreateUninitializedChecksAsCreateDoes) {
+  EXPECT_EQ(Tensor::CreateUninitialized(DType::kInt64,
+                                        Shape({int64_t{1} << 61}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::CreateUninitialized(DType::kFloat32,
+                                        Shape({2, Shape::kUnknownDim}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Tensor> t =
+      Tensor::CreateUninitialized(DType::kFloat32, Shape({3, 5}));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->num_bytes(), 60u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % kTensorAlignment, 0u);
+  const std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  absl::StatusOr<Tensor> from = Tensor::FromBytes(
+      DType::kFloat32, Shape({2, 3}),
+      absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()),
+                                v.size() * sizeof(float)));
+  ASSERT_TRUE(from.ok()) << from.status();
+  EXPECT_EQ(std::vector<float>(from->data<float>(), from->data<float>() + 6), v);
+}
+
 TEST(ShapeTest, ElementCountsSaturateInsteadOfOverflowing) {
   const int64_t big = int64_t{1} << 31;
   EXPECT_EQ(Shape({3, big, big}).NumElements(),

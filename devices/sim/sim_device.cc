@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -71,23 +72,23 @@ namespace {
 // SimDevice::kMappedBufferBytes).
 bool IsMapped(size_t bytes) { return bytes >= SimDevice::kMappedBufferBytes; }
 
-// Host memory backing `bytes` of device memory; null when the host has
-// none left.
-void* HostAlloc(size_t bytes) {
-  if (!IsMapped(bytes)) return AlignedAlloc(bytes);
-  // Pages are untouched (and cost no RSS) until written; munmap gives them
-  // back to the OS at once, whatever else the heap holds.
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
+// The length of the mapping behind a mapped buffer of `bytes`: rounded up
+// to its 3 most significant bits (at most 12.5% over), so that buffers of
+// nearby sizes share a size class in the transient cache, and to whole
+// pages.
+size_t MappedLength(size_t bytes) {
+  int shift = 0;
+  while ((bytes >> shift) >= 8) ++shift;
+  const size_t unit = std::max<size_t>(size_t{1} << shift, 4096);
+  return (bytes + unit - 1) / unit * unit;
 }
 
-void HostFree(void* data, size_t bytes) {
-  if (IsMapped(bytes)) {
-    munmap(data, bytes);
-  } else {
-    std::free(data);
-  }
+void* MapAnonymous(size_t length) {
+  // Pages are untouched (and cost no RSS) until written; munmap gives them
+  // back to the OS at once, whatever else the heap holds.
+  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
 }
 
 }  // namespace
@@ -96,10 +97,10 @@ void HostFree(void* data, size_t bytes) {
 // engines touch. Host code sees a tagged (non-canonical) address.
 class SimDevice::SimBuffer : public DeviceBuffer {
  public:
-  SimBuffer(SimDevice* device, void* data, size_t size)
-      : device_(device), data_(data), size_(size) {}
+  SimBuffer(SimDevice* device, void* data, size_t size, bool transient)
+      : device_(device), data_(data), size_(size), transient_(transient) {}
   ~SimBuffer() override {
-    HostFree(data_, size_);
+    device_->HostRelease(data_, size_, transient_);
     device_->ReturnMemory(size_);
   }
   int device_id() const override { return device_->id(); }
@@ -111,6 +112,7 @@ class SimDevice::SimBuffer : public DeviceBuffer {
   SimDevice* const device_;
   void* const data_;
   const size_t size_;
+  const bool transient_;
 };
 
 void* SimDevice::HostAddress(const DeviceBuffer& buffer) {
@@ -257,7 +259,11 @@ SimDevice::SimDevice(int id, DeviceConfig config, SimDeviceOptions options,
   default_stream_ = NewStream(kDefaultStreamPriority);
 }
 
-SimDevice::~SimDevice() { Stop(); }
+SimDevice::~SimDevice() {
+  Stop();
+  absl::MutexLock lock(&cache_mu_);
+  for (const auto& [length, data] : cached_mappings_) munmap(data, length);
+}
 
 DeviceInfo SimDevice::GetDeviceInfo() const {
   DeviceInfo info;
@@ -381,6 +387,50 @@ void SimDevice::ReleaseStream(Stream* stream) {
   free_pool_.push_back(host);
 }
 
+void* SimDevice::HostAllocate(size_t bytes, bool transient) {
+  if (!IsMapped(bytes)) return AlignedAlloc(bytes);
+  const size_t length = MappedLength(bytes);
+  if (transient) {
+    absl::MutexLock lock(&cache_mu_);
+    auto it = cached_mappings_.find(length);
+    if (it != cached_mappings_.end()) {
+      void* data = it->second;
+      cached_mappings_.erase(it);
+      cached_bytes_ -= length;
+      return data;
+    }
+  }
+  return MapAnonymous(length);
+}
+
+void SimDevice::HostRelease(void* data, size_t bytes, bool transient) {
+  if (!IsMapped(bytes)) {
+    std::free(data);
+    return;
+  }
+  const size_t length = MappedLength(bytes);
+  if (transient) {
+    const size_t cap =
+        std::min<size_t>(kTransientCacheBytes, config_.memory_bytes / 8);
+    absl::MutexLock lock(&cache_mu_);
+    // Room is made by unmapping the largest cached mappings first: the
+    // sizes a network asks for recur run after run, so what the last run
+    // freed is what the next one wants.
+    while (cached_bytes_ + length > cap && !cached_mappings_.empty()) {
+      auto largest = std::prev(cached_mappings_.end());
+      munmap(largest->second, largest->first);
+      cached_bytes_ -= largest->first;
+      cached_mappings_.erase(largest);
+    }
+    if (cached_bytes_ + length <= cap) {
+      cached_mappings_.emplace(length, data);
+      cached_bytes_ += length;
+      return;
+    }
+  }
+  munmap(data, length);
+}
+
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
     size_t bytes) {
   if (stopped()) return StoppedError();
@@ -394,13 +444,37 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
     }
     used_bytes_ += bytes;
   }
-  void* data = HostAlloc(bytes);
+  void* data = HostAllocate(bytes, /*transient=*/false);
   if (data == nullptr) {
     ReturnMemory(bytes);
     return absl::ResourceExhaustedError(absl::StrCat(
         "host memory backing device ", config_.name, " is exhausted"));
   }
-  return std::unique_ptr<DeviceBuffer>(new SimBuffer(this, data, bytes));
+  return std::unique_ptr<DeviceBuffer>(
+      new SimBuffer(this, data, bytes, /*transient=*/false));
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateTransient(
+    size_t bytes) {
+  if (stopped()) return StoppedError();
+  {
+    absl::MutexLock lock(&memory_mu_);
+    if (bytes > config_.memory_bytes - used_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", config_.name, " is out of memory: ", bytes,
+          " bytes requested, ", config_.memory_bytes - used_bytes_, " of ",
+          config_.memory_bytes, " available"));
+    }
+    used_bytes_ += bytes;
+  }
+  void* data = HostAllocate(bytes, /*transient=*/true);
+  if (data == nullptr) {
+    ReturnMemory(bytes);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "host memory backing device ", config_.name, " is exhausted"));
+  }
+  return std::unique_ptr<DeviceBuffer>(
+      new SimBuffer(this, data, bytes, /*transient=*/true));
 }
 
 void SimDevice::ReturnMemory(size_t bytes) {
@@ -427,7 +501,7 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
   StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr) {
-      GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
+      GLINT_ASSIGN_OR_RETURN(dst->buffer, AllocateTransient(bytes));
     } else if (dst->buffer->size() < bytes) {
       return absl::InternalError("copy to a device buffer that is too small");
     }
@@ -453,7 +527,8 @@ void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
     if (from == nullptr) {
       return absl::InternalError("copy from a buffer of another device type");
     }
-    GLINT_ASSIGN_OR_RETURN(*dst, Tensor::Create(src->dtype, src->shape));
+    GLINT_ASSIGN_OR_RETURN(
+            *dst, Tensor::CreateUninitialized(src->dtype, src->shape));
     const size_t bytes = dst->num_bytes();
     return TimedCopy(bytes, [&] {
       if (bytes > 0) std::memcpy(dst->raw_data(), from, bytes);
@@ -480,7 +555,8 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
         if (view.ok()) {
           *dst = *std::move(view);
         } else {
-          GLINT_ASSIGN_OR_RETURN(*dst, Tensor::Create(src->dtype, src->shape));
+          GLINT_ASSIGN_OR_RETURN(
+            *dst, Tensor::CreateUninitialized(src->dtype, src->shape));
         }
         const size_t bytes = dst->num_bytes();
         return TimedCopy(bytes, [&] {
@@ -502,7 +578,7 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
     }
     const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr || dst->buffer->size() < bytes) {
-      GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(bytes));
+      GLINT_ASSIGN_OR_RETURN(dst->buffer, AllocateTransient(bytes));
     }
     dst->dtype = src->dtype;
     dst->shape = src->shape;
@@ -554,7 +630,9 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
         CpuExecutionMemory memory;
         memory.constants = loaded->constants();
         memory.arena = HostAddress(*arena);
-        memory.allocate = [this](size_t bytes) { return Allocate(bytes); };
+        memory.allocate = [this](size_t bytes) {
+          return AllocateTransient(bytes);
+        };
         memory.resolve = &SimDevice::HostAddress;
         const absl::Status s =
             compute_engine_.Run(priority, [&]() -> absl::Status {

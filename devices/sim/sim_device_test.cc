@@ -301,6 +301,43 @@ TEST(SimDeviceTest, LargeBuffersGoBackToTheOsWhenFreed) {
   EXPECT_EQ(device->AvailableMemory(), (1ull << 30) - 2 * 4096);
 }
 
+// A run's own mapped buffers (here a copy to the device) stay mapped when
+// freed and serve the next one of their size class; weights and arenas
+// (Allocate) are unmapped, so a new one starts from zeroed pages. The
+// cached bytes count as free device memory.
+TEST(SimDeviceTest, TransientMappingsAreReusedOthersAreNot) {
+  constexpr uint64_t kMemory = 64 << 20;
+  auto device = MakeDevice(0, kMemory);
+  constexpr int64_t kFloats = (2 << 20) / 4;  // 2 MiB: mapped.
+  std::vector<float> values(kFloats, 7.0f);
+  Tensor host = Tensor::FromVector(DType::kFloat32, Shape({kFloats}), values);
+  Stream* stream = *device->AcquireStream();
+  void* first = nullptr;
+  for (int round = 0; round < 2; ++round) {
+    DeviceTensor on_device;
+    device->CopyToDevice(*stream, &host, &on_device);
+    ASSERT_TRUE(stream->Synchronize().ok());
+    void* address = SimDevice::HostAddress(*on_device.buffer);
+    EXPECT_EQ(static_cast<float*>(address)[kFloats - 1], 7.0f);
+    if (round == 0) {
+      first = address;
+    } else {
+      EXPECT_EQ(address, first) << "the freed mapping was not reused";
+    }
+  }
+  EXPECT_EQ(device->AvailableMemory(), kMemory);
+  device->ReleaseStream(stream);
+
+  auto weights = device->Allocate(2 << 20);
+  ASSERT_TRUE(weights.ok());
+  std::memset(SimDevice::HostAddress(**weights), 1, 2 << 20);
+  weights->reset();
+  auto again = device->Allocate(2 << 20);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(static_cast<const char*>(SimDevice::HostAddress(**again))[0], 0)
+      << "a weights-sized buffer came back from a cache";
+}
+
 TEST(SimDeviceTest, LoadThatDoesNotFitIsResourceExhausted) {
   auto device = MakeDevice(0, 100);
   auto compiled = device->backend().Compile(ReluGraph());
