@@ -34,6 +34,7 @@
 #include "bench/timing.h"
 #include "core/device_info.h"
 #include "runtime/host_manager.h"
+#include "runtime/server/kernel_threads.h"
 #include "tests/corpus_util.h"
 #include "tests/process_util.h"
 
@@ -197,8 +198,11 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
       failed.empty() ? "none" : absl::StrJoin(failed, ", ").c_str());
   std::printf(
       "threads %d, %d rounds of %d timed runs each way (ORT: its p50 per "
-      "round), medians; load average at end: %s\n",
-      threads, rounds, iters, LoadAverage().c_str());
+      "round), medians; GOMP_SPINCOUNT %s; load average at end: %s\n",
+      threads, rounds, iters,
+      std::getenv("GOMP_SPINCOUNT") != nullptr ? std::getenv("GOMP_SPINCOUNT")
+                                               : "libgomp's default",
+      LoadAverage().c_str());
   return failed.empty() ? 0 : 1;
 }
 
@@ -219,8 +223,13 @@ int main(int argc, char** argv) {
   const std::string want = std::to_string(threads);
   const char* omp = std::getenv("OMP_NUM_THREADS");
   if (omp == nullptr || want != omp) {
-    // OpenMP reads its thread count once, at start-up.
+    // OpenMP reads its thread count once, at start-up; in-process runs get
+    // the spin count glintd (the child) gives itself, unless one is set.
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+      setenv("GOMP_SPINCOUNT",
+             std::to_string(glint::kDefaultOmpSpinCount).c_str(), 0);
+    }
     execv("/proc/self/exe", argv);
   }
   return glint::Run(argv[1], threads, iters, rounds, only);

@@ -3,10 +3,15 @@
 //
 //   bazel run //bench:serving_bench -- [iters] [rounds] [kib,kib,...]
 //
-// For each tensor size, four ways run the same request:
-//  - echo:      a gRPC server (a child process) whose RunNetwork returns
-//               the request's tensors as outputs; no runtime. The floor:
-//               gRPC, HTTP/2 over loopback and protobuf on both sides.
+// For each tensor size (default 4 KiB, 64 KiB, 1 MiB, 16 MiB), five ways
+// move the same bytes:
+//  - tcp:       the tensor's bytes alone, there and back over a loopback TCP
+//               connection: what the machine's loopback moves.
+//  - echo:      bench/echo_server, a gRPC server process built as glintd
+//               builds its own (same ServerBuilder settings, callback API,
+//               exec'd) whose RunNetwork returns the request's tensors as
+//               outputs; no runtime. The floor: gRPC, HTTP/2 over loopback
+//               and protobuf on both sides, as glintd pays them.
 //  - glintd:    a real glintd (one sim device) running y = Relu(x), through
 //               glint.v1 (GlintClient::RunNetwork, as the echo).
 //  - oip:       the same glintd and network through the inference protocol
@@ -18,9 +23,10 @@
 // `overhead` = glintd - echo: the daemon's own cost per call (conversions,
 // admission, the executor, device copies and the Relu itself, which
 // `in-process` bounds); `oip/v1` = oip / glintd.
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,11 +35,14 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "bench/timing.h"
 #include "client/glint_client.h"
@@ -52,18 +61,6 @@ namespace {
 using bench::Median;
 using bench::TimeRuns;
 
-// RunNetwork answers with the request's tensors; nothing else is served.
-class EchoService final : public v1::HostManager::Service {
- public:
-  grpc::Status RunNetwork(grpc::ServerContext* /*context*/,
-                          const v1::RunNetworkRequest* request,
-                          v1::RunNetworkResponse* response) override {
-    *response->mutable_outputs() = request->inputs();
-    for (v1::Tensor& t : *response->mutable_outputs()) t.set_name("y");
-    return grpc::Status::OK;
-  }
-};
-
 // The one output must be x (the echo) or Relu(x).
 absl::Status CheckOutput(const std::vector<NamedTensor>& out, const Tensor& x,
                          bool relu) {
@@ -80,44 +77,120 @@ absl::Status CheckOutput(const std::vector<NamedTensor>& out, const Tensor& x,
   return absl::OkStatus();
 }
 
-// Serves EchoService on a loopback port in a child process of its own, as
-// glintd is one: a server in the client's process would share its gRPC
-// threads. Forked before this process creates any gRPC state; the child
-// writes its port to a pipe and dies with its parent.
-pid_t StartEchoServer(int* port) {
-  int fds[2];
-  if (pipe(fds) != 0) return -1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    close(fds[0]);
-    EchoService echo;
-    grpc::ServerBuilder builder;
-    int echo_port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &echo_port);
-    builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-    builder.SetMaxSendMessageSize(kMaxMessageBytes);
-    builder.RegisterService(&echo);
-    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    if (server == nullptr) echo_port = 0;
-    if (write(fds[1], &echo_port, sizeof(echo_port)) != sizeof(echo_port) ||
-        server == nullptr) {
-      _exit(1);
+// Starts bench/echo_server (the floor: glintd's server settings and model,
+// no runtime) and reads the port it prints.
+absl::StatusOr<std::unique_ptr<testing::ChildProcess>> StartEchoServer(
+    int* port) {
+  const std::string log = testing::NewTempDir("echo") + "/echo.log";
+  absl::StatusOr<std::unique_ptr<testing::ChildProcess>> echo =
+      testing::ChildProcess::Start({testing::RunfilePath("bench/echo_server")},
+                                   log);
+  if (!echo.ok()) return echo.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline && !(*echo)->Exited()) {
+    const std::string text = (*echo)->Log();
+    const size_t at = text.find("port ");
+    const size_t end = text.find('\n', at);
+    if (at != std::string::npos && end != std::string::npos &&
+        absl::SimpleAtoi(text.substr(at + 5, end - at - 5), port)) {
+      return echo;
     }
-    close(fds[1]);
-    server->Wait();
-    _exit(0);
+    absl::SleepFor(absl::Milliseconds(20));
   }
-  close(fds[1]);
-  if (pid < 0 || read(fds[0], port, sizeof(*port)) != sizeof(*port) ||
-      *port == 0) {
-    close(fds[0]);
-    return -1;
-  }
-  close(fds[0]);
-  return pid;
+  return absl::UnavailableError(
+      absl::StrCat("echo_server did not start: ", (*echo)->Log()));
 }
+
+// A TCP echo over 127.0.0.1 inside this process, no gRPC and no protobuf:
+// what the loopback itself moves. Each round trip sends an 8-byte length
+// and the bytes, and reads the same bytes back. Thread-compatible: one
+// caller at a time.
+class LoopbackEcho {
+ public:
+  static absl::StatusOr<std::unique_ptr<LoopbackEcho>> Start() {
+    auto echo = std::unique_ptr<LoopbackEcho>(new LoopbackEcho());
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (listener < 0 ||
+        bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(listener, 1) != 0 ||
+        getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (listener >= 0) close(listener);
+      return absl::UnavailableError("cannot listen on 127.0.0.1");
+    }
+    echo->fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (echo->fd_ < 0 ||
+        connect(echo->fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) !=
+            0) {
+      close(listener);
+      return absl::UnavailableError("cannot connect to 127.0.0.1");
+    }
+    const int peer = accept(listener, nullptr, nullptr);
+    close(listener);
+    if (peer < 0) return absl::UnavailableError("accept failed");
+    const int one = 1;
+    setsockopt(echo->fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(peer, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    echo->server_ = std::thread([peer] {
+      std::string buf;
+      uint64_t n = 0;
+      while (ReadAll(peer, &n, sizeof(n))) {
+        buf.resize(n);
+        if (!ReadAll(peer, buf.data(), n) || !WriteAll(peer, buf.data(), n)) {
+          break;
+        }
+      }
+      close(peer);
+    });
+    return echo;
+  }
+
+  ~LoopbackEcho() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    if (server_.joinable()) server_.join();
+  }
+
+  absl::Status RoundTrip(const std::string& bytes, std::string* back) {
+    const uint64_t n = bytes.size();
+    back->resize(n);
+    if (!WriteAll(fd_, &n, sizeof(n)) || !WriteAll(fd_, bytes.data(), n) ||
+        !ReadAll(fd_, back->data(), n)) {
+      return absl::UnavailableError("loopback echo failed");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  LoopbackEcho() = default;
+
+  static bool ReadAll(int fd, void* data, size_t n) {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+      const ssize_t got = read(fd, p, n);
+      if (got <= 0) return false;
+      p += got;
+      n -= static_cast<size_t>(got);
+    }
+    return true;
+  }
+  static bool WriteAll(int fd, const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t put = write(fd, p, n);
+      if (put <= 0) return false;
+      p += put;
+      n -= static_cast<size_t>(put);
+    }
+    return true;
+  }
+
+  int fd_ = -1;
+  std::thread server_;
+};
 
 // One ModelInfer of `x` (FP32, raw) through the inference protocol, its
 // output as a NamedTensor: the request built and the reply converted on
@@ -157,9 +230,16 @@ absl::StatusOr<std::vector<NamedTensor>> InferOip(
 
 int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
   int echo_port = 0;
-  const pid_t echo_pid = StartEchoServer(&echo_port);
-  if (echo_pid < 0) {
-    std::cerr << "cannot start the echo server\n";
+  absl::StatusOr<std::unique_ptr<testing::ChildProcess>> echo_server =
+      StartEchoServer(&echo_port);
+  if (!echo_server.ok()) {
+    std::cerr << echo_server.status() << "\n";
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<LoopbackEcho>> loopback =
+      LoopbackEcho::Start();
+  if (!loopback.ok()) {
+    std::cerr << loopback.status() << "\n";
     return 1;
   }
   absl::StatusOr<std::unique_ptr<GlintClient>> echo_client =
@@ -192,9 +272,9 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
     return 1;
   }
 
-  std::printf("%9s %9s %9s %9s %11s %11s %7s %7s\n", "size_kib", "echo_us",
-              "glintd_us", "oip_us", "in_proc_us", "overhead_us", "ratio",
-              "oip/v1");
+  std::printf("%9s %9s %9s %9s %9s %11s %11s %7s %7s %9s %9s\n", "size_kib",
+              "tcp_us", "echo_us", "glintd_us", "oip_us", "in_proc_us",
+              "overhead_us", "ratio", "oip/v1", "glintd_MBs", "tcp_MBs");
   for (int64_t kib : sizes_kib) {
     const int64_t n = kib * 1024 / sizeof(float);
     const std::string name = absl::StrCat("relu", kib);
@@ -215,11 +295,22 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       x.data<float>()[i] = static_cast<float>(i % 7) - 3;
     }
     const std::vector<NamedTensor> inputs = {{"x", x}};
-    std::vector<double> echo_us, glintd_us, oip_us, local_us;
+    std::string raw_bytes(static_cast<const char*>(x.raw_data()),
+                          x.num_bytes());
+    std::string raw_back;
+    std::vector<double> tcp_us, echo_us, glintd_us, oip_us, local_us;
     std::vector<NamedTensor> echo_out, glintd_out, oip_out, local_out;
     absl::Status status;
     // The ways take turns so that this machine's slow spells fall on each.
     for (int r = 0; r < rounds && status.ok(); ++r) {
+      status.Update(TimeRuns(
+          iters,
+          [&]() -> absl::StatusOr<std::vector<NamedTensor>> {
+            absl::Status s = (*loopback)->RoundTrip(raw_bytes, &raw_back);
+            if (!s.ok()) return s;
+            return std::vector<NamedTensor>{};
+          },
+          nullptr, &tcp_us));
       status.Update(TimeRuns(
           iters, [&] { return (*echo_client)->RunNetwork(name, inputs); },
           &echo_out, &echo_us));
@@ -233,6 +324,9 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
           &local_out, &local_us));
     }
     if (status.ok()) {
+      if (raw_back != raw_bytes) {
+        status.Update(absl::InternalError("the loopback echo changed bytes"));
+      }
       status.Update(CheckOutput(echo_out, x, /*relu=*/false));
       status.Update(CheckOutput(glintd_out, x, /*relu=*/true));
       status.Update(CheckOutput(oip_out, x, /*relu=*/true));
@@ -242,22 +336,28 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
       std::cerr << name << ": " << status << "\n";
       return 1;
     }
-    const double e = Median(echo_us), g = Median(glintd_us),
-                 o = Median(oip_us);
-    std::printf("%9lld %9.0f %9.0f %9.0f %11.0f %11.0f %7.2f %7.2f\n",
-                static_cast<long long>(kib), e, g, o, Median(local_us), g - e,
-                g / e, o / g);
+    const double t = Median(tcp_us), e = Median(echo_us),
+                 g = Median(glintd_us), o = Median(oip_us);
+    // MB/s of the tensor's bytes: one round trip carries them each way.
+    const double mb = static_cast<double>(x.num_bytes()) / 1e6;
+    std::printf(
+        "%9lld %9.0f %9.0f %9.0f %9.0f %11.0f %11.0f %7.2f %7.2f %9.0f "
+        "%9.0f\n",
+        static_cast<long long>(kib), t, e, g, o, Median(local_us), g - e,
+        g / e, o / g, mb / (g / 1e6), mb / (t / 1e6));
     (void)(*host)->RemoveNetwork(name);
     (void)(*glintd)->client().RemoveNetwork(name);
   }
   std::printf(
-      "%d rounds of %d calls each way, median latency; overhead = glintd - "
-      "echo, ratio = glintd / echo (same client, same bytes each way); "
+      "%d rounds of %d calls each way, median latency; tcp = the bytes "
+      "alone over a loopback TCP connection; echo = bench/echo_server (gRPC "
+      "server built as glintd's, answering with the request); overhead = "
+      "glintd - echo, ratio = glintd / echo (same client, same bytes each "
+      "way; aim <= 1.3 at 4 KiB, <= 1.1 above); MB/s = tensor bytes / "
+      "latency; "
       "oip/v1 = ModelInfer (inference protocol) / RunNetwork (glint.v1), "
       "same daemon and network\n",
       rounds, iters);
-  kill(echo_pid, SIGKILL);
-  waitpid(echo_pid, nullptr, 0);
   return 0;
 }
 
@@ -267,7 +367,7 @@ int Run(int iters, int rounds, const std::vector<int64_t>& sizes_kib) {
 int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::max(1, std::atoi(argv[1])) : 200;
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
-  std::vector<int64_t> sizes = {4, 64, 1024, 4096};
+  std::vector<int64_t> sizes = {4, 64, 1024, 16384};
   if (argc > 3) {
     sizes.clear();
     for (absl::string_view s : absl::StrSplit(argv[3], ',')) {

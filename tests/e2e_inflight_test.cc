@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -18,7 +19,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
@@ -64,6 +67,61 @@ std::vector<float> InputOf(int i) {
 // dynamic batching (max_batch_size 8), each with its own input: all succeed
 // with MlpReference of their input, and while they are out glintd's
 // threads stay within a constant of its thread count at rest.
+// Variable `key` of process `pid`'s environment (/proc/PID/environ);
+// "<unset>" when it has none.
+std::string EnvironmentOf(pid_t pid, const std::string& key) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/environ"), std::ios::binary);
+  std::string entry;
+  while (std::getline(in, entry, '\0')) {
+    if (absl::StartsWith(entry, key + "=")) return entry.substr(key.size() + 1);
+  }
+  return "<unset>";
+}
+
+// How long the kernels' idle OpenMP threads spin (--omp_spin_count,
+// runtime/server/kernel_threads.h) reaches glintd's environment, where
+// libgomp reads it when glintd (re-executed) loads it; an operator's own
+// GOMP_SPINCOUNT wins; -1 leaves libgomp's default. Each glintd serves.
+TEST(InflightTest, KernelThreadsSpinAsConfigured) {
+  ASSERT_EQ(std::getenv("GOMP_SPINCOUNT"), nullptr);
+  ASSERT_EQ(std::getenv("OMP_WAIT_POLICY"), nullptr);
+  struct Case {
+    std::vector<std::string> args;
+    const char* environment;  // GOMP_SPINCOUNT set by the operator.
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{}, nullptr, "10000"},
+      {{"--omp_spin_count=250"}, nullptr, "250"},
+      {{"--omp_spin_count=0"}, nullptr, "0"},
+      {{"--omp_spin_count=-1"}, nullptr, "<unset>"},
+      {{"--omp_spin_count=250"}, "77", "77"},
+  };
+  for (const Case& c : cases) {
+    if (c.environment != nullptr) setenv("GOMP_SPINCOUNT", c.environment, 1);
+    std::vector<std::string> args = c.args;
+    args.push_back("--devices=sim");
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> glintd =
+        GlintdProcess::Start(args);
+    unsetenv("GOMP_SPINCOUNT");
+    ASSERT_TRUE(glintd.ok()) << glintd.status();
+    EXPECT_EQ(EnvironmentOf((*glintd)->pid(), "GOMP_SPINCOUNT"), c.want)
+        << absl::StrJoin(c.args, " ");
+    testing::OnnxModelBuilder b;
+    b.Input("x", 1, {4}).Output("y", 1, {4});
+    b.Node("Relu", {"x"}, {"y"});
+    ASSERT_TRUE((*glintd)->client().AddNetwork("relu", b.Serialize()).ok());
+    Tensor x = *Tensor::Create(DType::kFloat32, Shape({4}));
+    for (int i = 0; i < 4; ++i) x.data<float>()[i] = static_cast<float>(i) - 2;
+    absl::StatusOr<std::vector<NamedTensor>> y =
+        (*glintd)->client().RunNetwork("relu", {{"x", x}});
+    ASSERT_TRUE(y.ok()) << y.status();
+    ASSERT_EQ(y->size(), 1u);
+    EXPECT_EQ((*y)[0].tensor.data<float>()[0], 0.0f);
+    EXPECT_EQ((*y)[0].tensor.data<float>()[3], 1.0f);
+  }
+}
+
 TEST(InflightTest, ThousandCallsAtOnceCompleteCorrectlyOnFlatThreads) {
   constexpr int kCalls = 1024;
   absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon = GlintdProcess::Start(

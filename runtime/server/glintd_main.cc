@@ -60,6 +60,7 @@
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"
+#include "runtime/server/kernel_threads.h"
 #include "runtime/server/model_repository.h"
 #include "runtime/server/network_journal.h"
 #include "runtime/server/request_budget.h"
@@ -130,6 +131,15 @@ ABSL_FLAG(int, grpc_max_threads, 8,
           "gRPC's resource quota for threads of synchronous services (only "
           "reflection is one; calls of glint.v1 run on gRPC's callback "
           "pool and never wait on a run).");
+ABSL_FLAG(int64_t, omp_spin_count, glint::kDefaultOmpSpinCount,
+          "How long the kernels' OpenMP threads busy-wait for more work "
+          "before they sleep, in libgomp's spin iterations (GOMP_SPINCOUNT; "
+          "see runtime/server/kernel_threads.h): low values give the cores "
+          "back to gRPC, other runs and other processes soon; 0 sleeps at "
+          "once (slow on small ops); -1 keeps libgomp's default (300000, "
+          "milliseconds). GOMP_SPINCOUNT or OMP_WAIT_POLICY in the "
+          "environment win over this flag. Applied by re-executing glintd "
+          "once at start.");
 ABSL_FLAG(int, blocking_call_threads, 2,
           "Threads for calls that block (AddNetwork, RemoveNetwork).");
 ABSL_FLAG(int, blocking_call_queue, 64,
@@ -692,6 +702,13 @@ int main(int argc, char** argv) {
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   if (positional.size() > 1) {
     std::fprintf(stderr, "glintd: unexpected argument '%s'\n", positional[1]);
+    return 1;
+  }
+  // Returns only when nothing is to be done (or the re-execution failed).
+  const absl::Status spin =
+      glint::ApplyOmpSpinCount(absl::GetFlag(FLAGS_omp_spin_count), argv);
+  if (!spin.ok()) {
+    std::fprintf(stderr, "glintd: %s\n", spin.ToString().c_str());
     return 1;
   }
   return glint::Run();
