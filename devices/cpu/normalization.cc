@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "core/status_macros.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {
@@ -21,15 +23,21 @@ namespace {
 // done once at build time. training_mode=1 (opset 14+) normalises with the
 // batch's own mean and (biased) variance instead and writes the running
 // statistics input * momentum + batch * (1 - momentum) to outputs 1 and 2.
+// As glint.BatchNormChannelsLast (inference only; the CPU optimiser's
+// channels-last region, optimize.h) X is [N, ..., C]: the channel is the
+// last axis, and attribute activation="Relu" applies a Relu after.
 class BatchNormKernel final : public KernelBase {
  public:
   BatchNormKernel(const KernelSpec& spec, DType dtype, double epsilon,
-                  bool training, double momentum)
+                  bool training, double momentum, bool channels_last,
+                  bool relu)
       : KernelBase(spec),
         dtype_(dtype),
         epsilon_(epsilon),
         training_(training),
-        momentum_(momentum) {}
+        momentum_(momentum),
+        channels_last_(channels_last),
+        relu_(relu) {}
 
   absl::Status Prepare(const KernelSpec& spec) {
     if (training_) return absl::OkStatus();
@@ -51,7 +59,7 @@ class BatchNormKernel final : public KernelBase {
       return InvalidArgument(node(), "X has shape ", x->shape.ToString(),
                              "; expected [N, C, ...]");
     }
-    const int64_t c = x->shape.dim(1);
+    const int64_t c = x->shape.dim(channels_last_ ? x->shape.rank() - 1 : 1);
     Folded computed;
     const Folded* f = &folded_;
     if (!have_folded_) {
@@ -76,20 +84,47 @@ class BatchNormKernel final : public KernelBase {
     }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
                                                         dtype_, node()));
-    const int64_t n = x->shape.dim(0);
-    const int64_t plane = Product(x->shape.dims(), 2, x->shape.rank());
     return VisitNumeric(dtype_, [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       const T* px = x->as<const T>();
       T* py = y.as<T>();
-      for (int64_t i = 0; i < n; ++i) {
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const T a = static_cast<T>(f->a[ch]);
-          const T b = static_cast<T>(f->b[ch]);
-          const int64_t base = (i * c + ch) * plane;
-          for (int64_t j = 0; j < plane; ++j) py[base + j] = px[base + j] * a + b;
-        }
+      std::vector<T> a(c), b(c);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        a[ch] = static_cast<T>(f->a[ch]);
+        b[ch] = static_cast<T>(f->b[ch]);
       }
+      if (channels_last_) {
+        // Rows of C channels, one per pixel.
+        const int64_t rows = c == 0 ? 0 : x->num_elements() / c;
+        ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        const T* in = px + r * c;
+                        T* out = py + r * c;
+                        for (int64_t ch = 0; ch < c; ++ch) {
+                          out[ch] = in[ch] * a[ch] + b[ch];
+                        }
+                        if (relu_) {
+                          for (int64_t ch = 0; ch < c; ++ch) {
+                            out[ch] = std::max(out[ch], static_cast<T>(0));
+                          }
+                        }
+                      }
+                    });
+        return absl::OkStatus();
+      }
+      // Planes of one channel of one image.
+      const int64_t plane = Product(x->shape.dims(), 2, x->shape.rank());
+      const int64_t planes = x->shape.dim(0) * c;
+      ParallelFor(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(plane, 1)),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t p = begin; p < end; ++p) {
+                      const T ap = a[p % c], bp = b[p % c];
+                      const T* in = px + p * plane;
+                      T* out = py + p * plane;
+                      for (int64_t j = 0; j < plane; ++j) out[j] = in[j] * ap + bp;
+                    }
+                  });
       return absl::OkStatus();
     });
   }
@@ -193,6 +228,8 @@ class BatchNormKernel final : public KernelBase {
   double epsilon_;
   bool training_;
   double momentum_;
+  bool channels_last_;
+  bool relu_;
   bool have_folded_ = false;
   Folded folded_;
 };
@@ -234,9 +271,19 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
     GLINT_RETURN_IF_ERROR(
         SpecOutputDType(spec, static_cast<int>(i), dtype).status());
   }
+  const bool channels_last = spec.node->op_type == kChannelsLastBatchNormOp;
+  if (channels_last && training) {
+    return Unimplemented(node, "training_mode=1 has no channels-last form");
+  }
+  const std::string activation = spec.node->GetString("activation", "");
+  if (!activation.empty() && (!channels_last || activation != "Relu")) {
+    return Unimplemented(node, "activation '", activation,
+                         "' (only Relu, after glint.BatchNormChannelsLast)");
+  }
   auto kernel = std::make_unique<BatchNormKernel>(
       spec, dtype, spec.node->GetFloat("epsilon", 1e-5f), training,
-      spec.node->GetFloat("momentum", 0.9f));
+      spec.node->GetFloat("momentum", 0.9f), channels_last,
+      activation == "Relu");
   GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
   return std::unique_ptr<Kernel>(std::move(kernel));
 }
@@ -403,6 +450,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
 
 void RegisterNormalizationKernels(KernelRegistry* registry) {
   registry->Register("BatchNormalization", MakeBatchNorm);
+  registry->Register(kChannelsLastBatchNormOp, MakeBatchNorm);
   registry->Register("Softmax", MakeSoftmax<SoftmaxMode::kSoftmax>);
   registry->Register("LogSoftmax", MakeSoftmax<SoftmaxMode::kLogSoftmax>);
   registry->Register("Hardmax", MakeSoftmax<SoftmaxMode::kHardmax>);

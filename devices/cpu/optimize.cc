@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -280,7 +282,23 @@ std::vector<int> ActivationInputs(const Node& node) {
       node.op_type == "Mul" || node.op_type == "Div") {
     return {0, 1};
   }
+  if (node.op_type == "Concat") {
+    std::vector<int> all(node.inputs.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+    return all;
+  }
   return {0};
+}
+
+// A constant 4-element initializer of Resize (scales, sizes), its
+// 8-element roi or Pad's 8 pads, or no operand at all: what
+// ConvertToChannelsLast can permute to NHWC.
+bool PermutableOperand(const Graph& graph, const std::string& name,
+                             int64_t elements) {
+  if (name.empty()) return true;
+  const Tensor* t = graph.FindInitializer(name);
+  return t != nullptr && (t->num_elements() == 0 ||
+                          (t->num_elements() == elements && t->shape().rank() == 1));
 }
 
 LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
@@ -330,6 +348,40 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
     // block's [N, C, 1, 1] scale stays channels last with its features.
     return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
                                                   : LayoutRole::kNone;
+  }
+  if (op == "Concat") {
+    // Along the channels (DenseNet's blocks, ASPP and FPN heads): axis 3
+    // in NHWC. Every input is a region value, so 4-D.
+    const int64_t axis = node.GetInt("axis", 1);
+    return axis == 1 || axis == -3 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "BatchNormalization") {
+    // Inference only; one after a Concat (DenseNet's pre-activation
+    // blocks) cannot fold into a Conv.
+    return node.GetInt("training_mode", 0) == 0 && node.inputs.size() == 5
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
+  }
+  if (op == "Pad" && node.inputs.size() >= 2 && node.inputs.size() <= 3 &&
+      PermutableOperand(graph, node.inputs[1], 8) &&
+      !node.inputs[1].empty()) {
+    // Pad-11+ with constant pads (a transition's Pad before AveragePool,
+    // as PyTorch exports a padded pool); the kernel pads any axes. Pad-18's
+    // axes input is not taken.
+    return LayoutRole::kFollower;
+  }
+  if (op == "Resize" && node.inputs.size() >= 3 &&
+      !node.HasAttribute("axes") &&
+      node.GetString("coordinate_transformation_mode", "") !=
+          "tf_crop_and_resize") {
+    // Resize-11+ (X, roi, scales[, sizes]) with constant operands, which
+    // ConvertToChannelsLast permutes; the kernel resizes any axes.
+    const bool constant =
+        PermutableOperand(graph, node.inputs[1], 8) &&
+        PermutableOperand(graph, node.inputs[2], 4) &&
+        (node.inputs.size() < 4 ||
+         PermutableOperand(graph, node.inputs[3], 4));
+    return constant ? LayoutRole::kFollower : LayoutRole::kNone;
   }
   return LayoutRole::kNone;
 }
@@ -1024,6 +1076,9 @@ absl::Status FuseActivations(Graph* graph) {
       fused_type = kFusedGemmOp;
     } else if (p.op_type == "Conv" || p.op_type == kFusedConvOp) {
       fused_type = kFusedConvOp;
+    } else if (p.op_type == kChannelsLastBatchNormOp) {
+      // DenseNet's pre-activation BatchNormalization -> Relu.
+      fused_type = kChannelsLastBatchNormOp;
     } else {
       continue;
     }
@@ -1053,7 +1108,9 @@ absl::Status FuseActivations(Graph* graph) {
       clip = ClipBounds(*graph, act);
       fusable = clip.has_value();
     }
-    if (!fusable) continue;
+    if (!fusable || (fused_type == kChannelsLastBatchNormOp && op != "Relu")) {
+      continue;
+    }
     const float alpha =
         op == "LeakyRelu" ? act.GetFloat("alpha", 0.01f) : 0.0f;
     const std::string act_type =
@@ -1155,6 +1212,35 @@ absl::Status FuseElementwiseChains(Graph* graph) {
   return absl::OkStatus();
 }
 
+// Replaces the constant per-axis operands of a Resize (roi, scales, sizes)
+// or a Pad (pads), in NCHW order, by NHWC copies: [a, b, c, d] ->
+// [a, c, d, b], and each half of roi and pads likewise. Pad's scalar
+// constant_value (input 2) is left as it is.
+void PermuteConstantOperands(Graph* graph, Node* node) {
+  const size_t last = node->op_type == "Pad" ? 1 : 3;
+  for (size_t k = 1; k < node->inputs.size() && k <= last; ++k) {
+    const Tensor* t = node->inputs[k].empty()
+                          ? nullptr
+                          : graph->FindInitializer(node->inputs[k]);
+    if (t == nullptr || t->num_elements() == 0) continue;
+    Tensor permuted = t->Clone();
+    const size_t width = DTypeSize(t->dtype());
+    const int64_t halves = t->num_elements() / 4;
+    const auto* from = static_cast<const uint8_t*>(t->raw_data());
+    auto* to = static_cast<uint8_t*>(permuted.raw_data());
+    static constexpr int kFrom[4] = {0, 2, 3, 1};
+    for (int64_t h = 0; h < halves; ++h) {
+      for (int d = 0; d < 4; ++d) {
+        std::memcpy(to + (h * 4 + d) * width, from + (h * 4 + kFrom[d]) * width,
+                    width);
+      }
+    }
+    const std::string name = FreshName(*graph, node->inputs[k] + "__nhwc");
+    AddInitializer(graph, name, std::move(permuted));
+    node->inputs[k] = name;
+  }
+}
+
 absl::Status ConvertToChannelsLast(Graph* graph) {
   // Which nodes join: every eligible Conv, then whatever follows a region
   // value with an eligible op, in topological order.
@@ -1177,6 +1263,21 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
     region_values.insert(node.outputs[0]);
   }
   if (!any_conv) return absl::OkStatus();
+  // A Resize whose output no region node reads stays NCHW: it is cheaper
+  // to bring its (smaller) input back than its output (a segmentation
+  // head's final upsampling to the image's size).
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (!joins[i] || graph->nodes[i].op_type != "Resize") continue;
+    const std::string& out = graph->nodes[i].outputs[0];
+    bool read_inside = false;
+    for (size_t j = i + 1; j < graph->nodes.size() && !read_inside; ++j) {
+      read_inside = joins[j] && absl::c_linear_search(graph->nodes[j].inputs, out);
+    }
+    if (!read_inside) {
+      joins[i] = false;
+      region_values.erase(out);
+    }
+  }
 
   // Region values read outside it (or graph outputs) leave through a
   // Transpose that produces the original NCHW name.
@@ -1245,6 +1346,12 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
       node.op_type = kChannelsLastAveragePoolOp;
     } else if (op == "GlobalAveragePool") {
       node.op_type = kChannelsLastGlobalAveragePoolOp;
+    } else if (op == "BatchNormalization") {
+      node.op_type = kChannelsLastBatchNormOp;
+    } else if (op == "Concat") {
+      node.attributes["axis"] = int64_t{3};
+    } else if (op == "Resize" || op == "Pad") {
+      PermuteConstantOperands(graph, &node);
     }
     node.outputs.resize(1);
     const std::string out = node.outputs[0];

@@ -67,6 +67,8 @@ inline constexpr char kChannelsLastAveragePoolOp[] =
     "glint.AveragePoolChannelsLast";
 inline constexpr char kChannelsLastGlobalAveragePoolOp[] =
     "glint.GlobalAveragePoolChannelsLast";
+inline constexpr char kChannelsLastBatchNormOp[] =
+    "glint.BatchNormChannelsLast";
 
 // Constant folding refuses results larger than this, so that a generating
 // op (Expand, Tile...) cannot bloat the constant block.

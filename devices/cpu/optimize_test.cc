@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "devices/cpu/kernel_test_util.h"
 #include "gtest/gtest.h"
@@ -428,6 +429,149 @@ TEST(OptimizeTest, ConvChainsRunChannelsLast) {
       EXPECT_EQ(opt.FindValue(gone), nullptr) << gone;
     }
     EXPECT_EQ(opt.FindValue("r1")->shape, Shape({2, 5, 11, 9}));
+  }
+}
+
+// A DenseNet block (Conv outputs concatenated along the channels, then a
+// BatchNormalization that no Conv precedes) and a segmentation head (a
+// Resize between Convs, then the final upsampling to a graph output): the
+// block and the inner Resize stay channels last; the final Resize reads
+// the head's smaller output brought back to NCHW.
+Graph DenseBlockAndHead() {
+  Graph g = NewGraph("x", Shape({1, 4, 6, 6}), "y", Shape({1, 2, 24, 24}));
+  AddInitializer(g, "w1", Random({4, 4, 3, 3}, 51));
+  AddInitializer(g, "w2", Random({3, 4, 1, 1}, 52));
+  AddInitializer(g, "w3", Random({5, 7, 1, 1}, 53));
+  AddInitializer(g, "w4", Random({2, 5, 3, 3}, 54));
+  AddInitializer(g, "scale", Random({7}, 55));
+  AddInitializer(g, "bias", Random({7}, 56));
+  AddInitializer(g, "mean", Random({7}, 57));
+  Tensor var = Random({7}, 58);
+  for (int i = 0; i < 7; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
+  AddInitializer(g, "var", var);
+  AddInitializer(g, "up2",
+                 Tensor::FromVector(DType::kFloat32, Shape({4}),
+                                    std::vector<float>{1, 1, 2, 2}));
+  AddValue(g, "c1", Shape({1, 4, 6, 6}));
+  AddValue(g, "c2", Shape({1, 3, 6, 6}));
+  for (const char* v : {"cat", "bn", "r"}) AddValue(g, v, Shape({1, 7, 6, 6}));
+  AddValue(g, "c3", Shape({1, 5, 6, 6}));
+  AddValue(g, "up", Shape({1, 5, 12, 12}));
+  AddValue(g, "c4", Shape({1, 2, 12, 12}));
+  g.nodes = {
+      MakeNode("Conv", {"x", "w1"}, {"c1"},
+               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+      MakeNode("Conv", {"c1", "w2"}, {"c2"}),
+      MakeNode("Concat", {"c1", "c2"}, {"cat"}, {{"axis", int64_t{1}}}),
+      MakeNode("BatchNormalization", {"cat", "scale", "bias", "mean", "var"},
+               {"bn"}),
+      MakeNode("Relu", {"bn"}, {"r"}),
+      MakeNode("Conv", {"r", "w3"}, {"c3"}),
+      MakeNode("Resize", {"c3", "", "up2"}, {"up"},
+               {{"mode", std::string("nearest")}}),
+      MakeNode("Conv", {"up", "w4"}, {"c4"},
+               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+      MakeNode("Resize", {"c4", "", "up2"}, {"y"},
+               {{"mode", std::string("linear")}}),
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = absl::StrCat("n", i);
+  }
+  return g;
+}
+
+TEST(OptimizeTest, ConcatBatchNormAndInnerResizeStayChannelsLast) {
+  const Graph opt = OptimizeAndCompare(DenseBlockAndHead(), 1e-4f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "Transpose", kFusedConvOp, kFusedConvOp, "Concat",
+                     kChannelsLastBatchNormOp, kFusedConvOp, "Resize",
+                     kFusedConvOp, "Transpose", "Resize"}));
+  EXPECT_EQ(opt.nodes[4].GetString("activation", ""), "Relu");
+  const Node& concat = opt.nodes[3];
+  EXPECT_EQ(concat.GetInt("axis", 0), 3);
+  EXPECT_EQ(concat.outputs, std::vector<std::string>{"cat__nhwc"});
+  // The inner Resize scales H and W of NHWC; the final one keeps NCHW.
+  const Node& inner = opt.nodes[6];
+  ASSERT_EQ(inner.inputs.size(), 3u);
+  EXPECT_EQ(inner.inputs[0], "c3__nhwc");
+  const Tensor* scales = opt.FindInitializer(inner.inputs[2]);
+  ASSERT_NE(scales, nullptr);
+  EXPECT_EQ(std::vector<float>(scales->data<float>(),
+                               scales->data<float>() + 4),
+            (std::vector<float>{1, 2, 2, 1}));
+  const Node& last = opt.nodes[9];
+  EXPECT_EQ(last.inputs, (std::vector<std::string>{"c4", "", "up2"}));
+  EXPECT_EQ(opt.FindValue("up__nhwc")->shape, Shape({1, 12, 12, 5}));
+}
+
+// DenseNet's transition as PyTorch exports a padded pool: Conv, Pad, then
+// AveragePool; the Pad joins the region with its pads permuted to NHWC.
+TEST(OptimizeTest, PadBetweenConvAndPoolStaysChannelsLast) {
+  Graph g = NewGraph("x", Shape({1, 3, 6, 6}), "y", Shape({1, 2, 4, 4}));
+  AddInitializer(g, "w1", Random({4, 3, 1, 1}, 61));
+  AddInitializer(g, "w2", Random({2, 4, 1, 1}, 62));
+  AddInitializer(g, "pads", Tensor::FromVector(
+                                DType::kInt64, Shape({8}),
+                                std::vector<int64_t>{0, 0, 1, 1, 0, 0, 1, 1}));
+  AddValue(g, "c", Shape({1, 4, 6, 6}));
+  AddValue(g, "p", Shape({1, 4, 8, 8}));
+  AddValue(g, "a", Shape({1, 4, 4, 4}));
+  g.nodes = {MakeNode("Conv", {"x", "w1"}, {"c"}),
+             MakeNode("Pad", {"c", "pads"}, {"p"},
+                      {{"mode", std::string("reflect")}}),
+             MakeNode("AveragePool", {"p"}, {"a"},
+                      {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                       {"strides", std::vector<int64_t>{2, 2}}}),
+             MakeNode("Conv", {"a", "w2"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = absl::StrCat("n", i);
+  }
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "Transpose", kFusedConvOp, "Pad",
+                     kChannelsLastAveragePoolOp, kFusedConvOp, "Transpose"}));
+  const Tensor* pads = opt.FindInitializer(opt.nodes[2].inputs[1]);
+  ASSERT_NE(pads, nullptr);
+  EXPECT_EQ(std::vector<int64_t>(pads->data<int64_t>(),
+                                 pads->data<int64_t>() + 8),
+            (std::vector<int64_t>{0, 1, 1, 0, 0, 1, 1, 0}));
+}
+
+// Resizes whose scales come at run time, or that crop (roi), keep NCHW.
+TEST(OptimizeTest, ResizeWithRunTimeScalesOrCropStaysNchw) {
+  for (bool crop : {false, true}) {
+    SCOPED_TRACE(crop ? "crop" : "run-time scales");
+    Graph g = DenseBlockAndHead();
+    Graph opt;
+    if (crop) {
+      g.nodes[6].attributes["coordinate_transformation_mode"] =
+          std::string("tf_crop_and_resize");
+      AddInitializer(g, "roi",
+                     Tensor::FromVector(DType::kFloat32, Shape({8}),
+                                        std::vector<float>{0, 0, 0, 0, 1, 1,
+                                                           1, 1}));
+      g.nodes[6].inputs[1] = "roi";
+      opt = OptimizeAndCompare(g, 1e-4f);
+    } else {
+      // A graph input: only the layout is checked, not the outputs.
+      g.inputs.push_back({"scales", DType::kFloat32, Shape({4})});
+      AddValue(g, "scales", Shape({4}));
+      g.nodes[6].inputs[2] = "scales";
+      opt = g;
+      ASSERT_TRUE(OptimizeGraphForCpu(&opt, CpuKernelRegistry()).ok());
+    }
+    int nchw_resizes = 0;
+    for (const Node& node : opt.nodes) {
+      if (node.op_type == "Resize" &&
+          !absl::StrContains(node.inputs[0], "__nhwc")) {
+        ++nchw_resizes;
+      }
+    }
+    EXPECT_EQ(nchw_resizes, 2);
   }
 }
 
