@@ -124,6 +124,26 @@ class SliceKernel final : public KernelBase {
         py[0] = px[0];
         return absl::OkStatus();
       }
+      if (step[rank - 1] == 1) {
+        // Contiguous rows along the last axis (a channels-last Slice of
+        // the channels, most slices of real models): one copy per row.
+        const int64_t row = dims[rank - 1];
+        const int64_t rows = y.num_elements() / row;
+        ParallelFor(rows, std::max<int64_t>(1, 4096 / row),
+                    [&](int64_t first, int64_t last) {
+                      for (int64_t r = first; r < last; ++r) {
+                        int64_t src = begin[rank - 1] * st[rank - 1];
+                        int64_t rest = r;
+                        for (int d = rank - 2; d >= 0; --d) {
+                          const int64_t index = rest % dims[d];
+                          rest /= dims[d];
+                          src += (begin[d] + index * step[d]) * st[d];
+                        }
+                        std::memcpy(py + r * row, px + src, row * sizeof(T));
+                      }
+                    });
+        return absl::OkStatus();
+      }
       do {
         int64_t src = 0;
         for (int d = 0; d < rank; ++d) {

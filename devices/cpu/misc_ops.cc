@@ -1,8 +1,10 @@
 // Det (determinants of square matrices, by LU decomposition with partial
-// pivoting in double precision) and TfIdfVectorizer (n-gram counts of
-// integer token sequences, with skips, weighted as TF, IDF or TF-IDF).
+// pivoting in double precision), TfIdfVectorizer (n-gram counts of
+// integer token sequences, with skips, weighted as TF, IDF or TF-IDF) and
+// the CPU optimiser's glint.ChannelShuffle (optimize.h).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 #include "core/status_macros.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {
@@ -299,11 +302,94 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeTfIdfVectorizer(
       std::move(column_weights), num_columns));
 }
 
+// --------------------------------------------------------- ChannelShuffle
+
+// glint.ChannelShuffle (attribute groups = g): ShuffleNet's Reshape to
+// [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4] and Reshape back to
+// [N, C, H, W], fused by the CPU optimiser: output channel j * g + i is
+// input channel i * (C / g) + j. As glint.ChannelShuffleChannelsLast, X is
+// [N, H, W, C] and each pixel's channels are permuted so. float32.
+class ChannelShuffleKernel final : public KernelBase {
+ public:
+  ChannelShuffleKernel(const KernelSpec& spec, int64_t groups,
+                       bool channels_last)
+      : KernelBase(spec), groups_(groups), channels_last_(channels_last) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, 0, DType::kFloat32, node()));
+    const int rank = x->shape.rank();
+    if (rank < 2) {
+      return InvalidArgument(node(), "X has shape ", x->shape.ToString(),
+                             "; expected rank 2 or more");
+    }
+    const int64_t c = x->shape.dim(channels_last_ ? rank - 1 : 1);
+    if (c % groups_ != 0) {
+      return InvalidArgument(node(), c, " channels do not split into ",
+                             groups_, " groups");
+    }
+    GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, x->shape,
+                                                        DType::kFloat32,
+                                                        node()));
+    if (y.num_elements() == 0) return absl::OkStatus();
+    const float* in = x->as<const float>();
+    float* out = y.as<float>();
+    const int64_t g = groups_, per = c / g;
+    if (channels_last_) {
+      const int64_t rows = y.num_elements() / c;
+      ParallelFor(rows, std::max<int64_t>(1, 4096 / c),
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t r = begin; r < end; ++r) {
+                      const float* src = in + r * c;
+                      float* dst = out + r * c;
+                      for (int64_t i = 0; i < g; ++i) {
+                        for (int64_t j = 0; j < per; ++j) {
+                          dst[j * g + i] = src[i * per + j];
+                        }
+                      }
+                    }
+                  });
+      return absl::OkStatus();
+    }
+    const int64_t plane = Product(x->shape.dims(), 2, rank);
+    const int64_t planes = x->shape.dim(0) * c;
+    ParallelFor(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(plane, 1)),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t p = begin; p < end; ++p) {
+                    const int64_t image = p / c, oc = p % c;
+                    const int64_t ic = (oc % g) * per + oc / g;
+                    std::memcpy(out + p * plane, in + (image * c + ic) * plane,
+                                plane * sizeof(float));
+                  }
+                });
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t groups_;
+  bool channels_last_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeChannelShuffle(
+    const KernelSpec& spec) {
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1));
+  GLINT_RETURN_IF_ERROR(SpecInputDType(spec, 0, {DType::kFloat32}).status());
+  const int64_t groups = spec.node->GetInt("groups", 0);
+  if (groups < 1) {
+    return InvalidArgument(spec.node->Describe(), "groups ", groups,
+                           " must be positive");
+  }
+  return std::unique_ptr<Kernel>(new ChannelShuffleKernel(
+      spec, groups, spec.node->op_type == kChannelsLastChannelShuffleOp));
+}
+
 }  // namespace
 
 void RegisterMiscKernels(KernelRegistry* registry) {
   registry->Register("Det", MakeDet);
   registry->Register("TfIdfVectorizer", MakeTfIdfVectorizer);
+  registry->Register(kChannelShuffleOp, MakeChannelShuffle);
+  registry->Register(kChannelsLastChannelShuffleOp, MakeChannelShuffle);
 }
 
 }  // namespace glint::cpu

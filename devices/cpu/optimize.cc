@@ -349,6 +349,21 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
     return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
                                                   : LayoutRole::kNone;
   }
+  if (op == kChannelShuffleOp) return LayoutRole::kFollower;
+  if (op == "Slice" && node.inputs.size() >= 4) {
+    // Along the channels only (ShuffleNet's chunk into two branches): axes
+    // [1] becomes [3]; starts, ends and steps apply to that axis as they
+    // are.
+    const Tensor* axes = graph.FindInitializer(node.inputs[3]);
+    if (axes == nullptr || axes->num_elements() != 1 ||
+        (axes->dtype() != DType::kInt64 && axes->dtype() != DType::kInt32)) {
+      return LayoutRole::kNone;
+    }
+    const int64_t axis = axes->dtype() == DType::kInt64
+                             ? axes->data<int64_t>()[0]
+                             : axes->data<int32_t>()[0];
+    return axis == 1 || axis == -3 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
   if (op == "Concat") {
     // Along the channels (DenseNet's blocks, ASPP and FPN heads): axis 3
     // in NHWC. Every input is a region value, so 4-D.
@@ -1241,6 +1256,59 @@ void PermuteConstantOperands(Graph* graph, Node* node) {
   }
 }
 
+absl::Status FuseChannelShuffle(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& split = graph->nodes[i];
+    if (!IsDefaultDomain(split) || split.op_type != "Reshape" ||
+        split.outputs.size() != 1 || !IsStatic4DFloat(*graph, split.inputs[0])) {
+      continue;
+    }
+    const ValueInfo* in = graph->FindValue(split.inputs[0]);
+    const ValueInfo* grouped = graph->FindValue(split.outputs[0]);
+    if (grouped == nullptr || !grouped->shape.IsStatic() ||
+        grouped->shape.rank() != 5) {
+      continue;
+    }
+    const Shape& x = in->shape;
+    const Shape& s5 = grouped->shape;
+    if (s5.dim(0) != x.dim(0) || s5.dim(1) * s5.dim(2) != x.dim(1) ||
+        s5.dim(3) != x.dim(2) || s5.dim(4) != x.dim(3) || s5.dim(1) < 1) {
+      continue;
+    }
+    const int t = SoleConsumer(*graph, i);
+    if (t < 0) continue;
+    const Node& transpose = graph->nodes[t];
+    if (!IsDefaultDomain(transpose) || transpose.op_type != "Transpose" ||
+        transpose.outputs.size() != 1 ||
+        TransposePerm(transpose) != std::vector<int64_t>{0, 2, 1, 3, 4}) {
+      continue;
+    }
+    const int r = SoleConsumer(*graph, t);
+    if (r < 0) continue;
+    const Node& merge = graph->nodes[r];
+    const ValueInfo* out =
+        merge.outputs.size() == 1 ? graph->FindValue(merge.outputs[0]) : nullptr;
+    if (!IsDefaultDomain(merge) || merge.op_type != "Reshape" ||
+        merge.inputs[0] != transpose.outputs[0] || out == nullptr ||
+        out->dtype != DType::kFloat32 || out->shape != x) {
+      continue;
+    }
+    Node fused;
+    fused.name = merge.name;
+    fused.op_type = kChannelShuffleOp;
+    fused.inputs = {split.inputs[0]};
+    fused.outputs = merge.outputs;
+    fused.attributes["groups"] = s5.dim(1);
+    graph->values.erase(split.outputs[0]);
+    graph->values.erase(transpose.outputs[0]);
+    graph->nodes[r] = std::move(fused);
+    graph->nodes.erase(graph->nodes.begin() + t);
+    graph->nodes.erase(graph->nodes.begin() + i);
+    --i;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ConvertToChannelsLast(Graph* graph) {
   // Which nodes join: every eligible Conv, then whatever follows a region
   // value with an eligible op, in topological order.
@@ -1352,6 +1420,18 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
       node.attributes["axis"] = int64_t{3};
     } else if (op == "Resize" || op == "Pad") {
       PermuteConstantOperands(graph, &node);
+    } else if (op == kChannelShuffleOp) {
+      node.op_type = kChannelsLastChannelShuffleOp;
+    } else if (op == "Slice") {
+      const Tensor* axes = graph->FindInitializer(node.inputs[3]);
+      Tensor last = axes->dtype() == DType::kInt64
+                        ? Tensor::FromVector(DType::kInt64, Shape({1}),
+                                             std::vector<int64_t>{3})
+                        : Tensor::FromVector(DType::kInt32, Shape({1}),
+                                             std::vector<int32_t>{3});
+      const std::string name = FreshName(*graph, node.inputs[3] + "__nhwc");
+      AddInitializer(graph, name, std::move(last));
+      node.inputs[3] = name;
     }
     node.outputs.resize(1);
     const std::string out = node.outputs[0];
@@ -1727,6 +1807,7 @@ absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels) {
   GLINT_RETURN_IF_ERROR(FuseGelu(graph));
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph));
+  GLINT_RETURN_IF_ERROR(FuseChannelShuffle(graph));
   GLINT_RETURN_IF_ERROR(ConvertToChannelsLast(graph));
   GLINT_RETURN_IF_ERROR(FuseResidualAdd(graph));
   // A Relu after a residual Add now follows the fused node.

@@ -69,6 +69,9 @@ inline constexpr char kChannelsLastGlobalAveragePoolOp[] =
     "glint.GlobalAveragePoolChannelsLast";
 inline constexpr char kChannelsLastBatchNormOp[] =
     "glint.BatchNormChannelsLast";
+inline constexpr char kChannelShuffleOp[] = "glint.ChannelShuffle";
+inline constexpr char kChannelsLastChannelShuffleOp[] =
+    "glint.ChannelShuffleChannelsLast";
 
 // Constant folding refuses results larger than this, so that a generating
 // op (Expand, Tile...) cannot bloat the constant block.
@@ -139,6 +142,14 @@ bool IsChainableScalarOp(absl::string_view op);
 // instead of one per node. Runs after FuseGelu and FuseActivations, which
 // make better use of the patterns they know.
 absl::Status FuseElementwiseChains(Graph* graph);
+
+// ShuffleNet's channel shuffle as exporters write it — Reshape of
+// [N, C, H, W] to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape
+// back to [N, C, H, W] (float32, static shapes, the intermediates read by
+// nothing else) — becomes one glint.ChannelShuffle (groups g), which the
+// channels-last region then takes in: one pass over memory instead of
+// three, and no reorder out of and back into NHWC around it.
+absl::Status FuseChannelShuffle(Graph* graph);
 
 // 2-D convolutions (float32, static shapes) and what lies between them —
 // pools, global average pools, unary activations, and elementwise binary

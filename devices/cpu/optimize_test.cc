@@ -541,6 +541,89 @@ TEST(OptimizeTest, PadBetweenConvAndPoolStaysChannelsLast) {
             (std::vector<int64_t>{0, 1, 1, 0, 0, 1, 1, 0}));
 }
 
+// ShuffleNet's unit as PyTorch exports it: chunk into two halves along the
+// channels (Slices), a branch of Convs on one half, Concat, then the
+// channel shuffle (Reshape, Transpose, Reshape): all of it channels last,
+// the shuffle one node.
+TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
+  Graph g = NewGraph("x", Shape({1, 3, 5, 5}), "y", Shape({1, 4, 5, 5}));
+  AddInitializer(g, "w0", Random({8, 3, 1, 1}, 71));
+  AddInitializer(g, "w1", Random({4, 4, 1, 1}, 72));
+  auto ints = [](std::vector<int64_t> v) {
+    return Tensor::FromVector(DType::kInt64,
+                              Shape({static_cast<int64_t>(v.size())}), v);
+  };
+  AddInitializer(g, "zero", ints({0}));
+  AddInitializer(g, "four", ints({4}));
+  AddInitializer(g, "eight", ints({8}));
+  AddInitializer(g, "axis1", ints({1}));
+  AddInitializer(g, "split_shape", ints({1, 2, 4, 5, 5}));
+  AddInitializer(g, "merge_shape", ints({1, 8, 5, 5}));
+  AddInitializer(g, "w2", Random({4, 8, 1, 1}, 73));
+  AddValue(g, "c0", Shape({1, 8, 5, 5}));
+  for (const char* v : {"left", "right", "b"}) AddValue(g, v, Shape({1, 4, 5, 5}));
+  AddValue(g, "cat", Shape({1, 8, 5, 5}));
+  AddValue(g, "g5", Shape({1, 2, 4, 5, 5}));
+  AddValue(g, "t5", Shape({1, 4, 2, 5, 5}));
+  AddValue(g, "shuffled", Shape({1, 8, 5, 5}));
+  g.nodes = {
+      MakeNode("Conv", {"x", "w0"}, {"c0"}),
+      MakeNode("Slice", {"c0", "zero", "four", "axis1"}, {"left"}),
+      MakeNode("Slice", {"c0", "four", "eight", "axis1"}, {"right"}),
+      MakeNode("Conv", {"right", "w1"}, {"b"}),
+      MakeNode("Concat", {"left", "b"}, {"cat"}, {{"axis", int64_t{1}}}),
+      MakeNode("Reshape", {"cat", "split_shape"}, {"g5"}),
+      MakeNode("Transpose", {"g5"}, {"t5"},
+               {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}),
+      MakeNode("Reshape", {"t5", "merge_shape"}, {"shuffled"}),
+      MakeNode("Conv", {"shuffled", "w2"}, {"y"}),
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = absl::StrCat("n", i);
+  }
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  std::vector<std::string> ops;
+  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  EXPECT_EQ(ops, (std::vector<std::string>{
+                     "Transpose", kFusedConvOp, "Slice", "Slice",
+                     kFusedConvOp, "Concat", kChannelsLastChannelShuffleOp,
+                     kFusedConvOp, "Transpose"}));
+  for (const Node& node : opt.nodes) {
+    if (node.op_type == kChannelsLastChannelShuffleOp) {
+      EXPECT_EQ(node.GetInt("groups", 0), 2);
+    }
+    if (node.op_type == "Slice") {
+      const Tensor* axes = opt.FindInitializer(node.inputs[3]);
+      ASSERT_NE(axes, nullptr);
+      EXPECT_EQ(axes->data<int64_t>()[0], 3);
+    }
+  }
+}
+
+// The shuffle alone, in NCHW (no Conv near it), against the three ops.
+TEST(OptimizeTest, ChannelShuffleOutsideARegionComputesTheSame) {
+  Graph g = NewGraph("x", Shape({2, 6, 3, 2}), "y", Shape({2, 6, 3, 2}));
+  auto ints = [](std::vector<int64_t> v) {
+    return Tensor::FromVector(DType::kInt64,
+                              Shape({static_cast<int64_t>(v.size())}), v);
+  };
+  AddInitializer(g, "split_shape", ints({2, 3, 2, 3, 2}));
+  AddInitializer(g, "merge_shape", ints({2, 6, 3, 2}));
+  AddValue(g, "g5", Shape({2, 3, 2, 3, 2}));
+  AddValue(g, "t5", Shape({2, 2, 3, 3, 2}));
+  g.nodes = {MakeNode("Reshape", {"x", "split_shape"}, {"g5"}),
+             MakeNode("Transpose", {"g5"}, {"t5"},
+                      {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}),
+             MakeNode("Reshape", {"t5", "merge_shape"}, {"y"})};
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    g.nodes[i].name = absl::StrCat("n", i);
+  }
+  const Graph opt = OptimizeAndCompare(g, 0.0f);
+  ASSERT_EQ(opt.nodes.size(), 1u);
+  EXPECT_EQ(opt.nodes[0].op_type, kChannelShuffleOp);
+  EXPECT_EQ(opt.nodes[0].GetInt("groups", 0), 3);
+}
+
 // Resizes whose scales come at run time, or that crop (roi), keep NCHW.
 TEST(OptimizeTest, ResizeWithRunTimeScalesOrCropStaysNchw) {
   for (bool crop : {false, true}) {
