@@ -90,12 +90,14 @@ TEST(InflightTest, KernelThreadsSpinAsConfigured) {
     const char* environment;  // GOMP_SPINCOUNT set by the operator.
     std::string want;
   };
+  // The operator's own setting first: the environment is changed before
+  // this process has any gRPC thread that could read it.
   const std::vector<Case> cases = {
+      {{"--omp_spin_count=250"}, "77", "77"},
       {{}, nullptr, "10000"},
       {{"--omp_spin_count=250"}, nullptr, "250"},
       {{"--omp_spin_count=0"}, nullptr, "0"},
       {{"--omp_spin_count=-1"}, nullptr, "<unset>"},
-      {{"--omp_spin_count=250"}, "77", "77"},
   };
   for (const Case& c : cases) {
     if (c.environment != nullptr) setenv("GOMP_SPINCOUNT", c.environment, 1);
