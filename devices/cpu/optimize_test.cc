@@ -541,6 +541,12 @@ TEST(OptimizeTest, PadBetweenConvAndPoolStaysChannelsLast) {
             (std::vector<int64_t>{0, 1, 1, 0, 0, 1, 1, 0}));
 }
 
+// A 1-D int64 initializer's value (shapes, axes, starts).
+Tensor Int64s(std::vector<int64_t> v) {
+  return Tensor::FromVector(DType::kInt64,
+                            Shape({static_cast<int64_t>(v.size())}), v);
+}
+
 // ShuffleNet's unit as PyTorch exports it: chunk into two halves along the
 // channels (Slices), a branch of Convs on one half, Concat, then the
 // channel shuffle (Reshape, Transpose, Reshape): all of it channels last,
@@ -549,16 +555,12 @@ TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
   Graph g = NewGraph("x", Shape({1, 3, 5, 5}), "y", Shape({1, 4, 5, 5}));
   AddInitializer(g, "w0", Random({8, 3, 1, 1}, 71));
   AddInitializer(g, "w1", Random({4, 4, 1, 1}, 72));
-  auto ints = [](std::vector<int64_t> v) {
-    return Tensor::FromVector(DType::kInt64,
-                              Shape({static_cast<int64_t>(v.size())}), v);
-  };
-  AddInitializer(g, "zero", ints({0}));
-  AddInitializer(g, "four", ints({4}));
-  AddInitializer(g, "eight", ints({8}));
-  AddInitializer(g, "axis1", ints({1}));
-  AddInitializer(g, "split_shape", ints({1, 2, 4, 5, 5}));
-  AddInitializer(g, "merge_shape", ints({1, 8, 5, 5}));
+  AddInitializer(g, "zero", Int64s({0}));
+  AddInitializer(g, "four", Int64s({4}));
+  AddInitializer(g, "eight", Int64s({8}));
+  AddInitializer(g, "axis1", Int64s({1}));
+  AddInitializer(g, "split_shape", Int64s({1, 2, 4, 5, 5}));
+  AddInitializer(g, "merge_shape", Int64s({1, 8, 5, 5}));
   AddInitializer(g, "w2", Random({4, 8, 1, 1}, 73));
   AddValue(g, "c0", Shape({1, 8, 5, 5}));
   for (const char* v : {"left", "right", "b"}) AddValue(g, v, Shape({1, 4, 5, 5}));
@@ -603,12 +605,8 @@ TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
 // The shuffle alone, in NCHW (no Conv near it), against the three ops.
 TEST(OptimizeTest, ChannelShuffleOutsideARegionComputesTheSame) {
   Graph g = NewGraph("x", Shape({2, 6, 3, 2}), "y", Shape({2, 6, 3, 2}));
-  auto ints = [](std::vector<int64_t> v) {
-    return Tensor::FromVector(DType::kInt64,
-                              Shape({static_cast<int64_t>(v.size())}), v);
-  };
-  AddInitializer(g, "split_shape", ints({2, 3, 2, 3, 2}));
-  AddInitializer(g, "merge_shape", ints({2, 6, 3, 2}));
+  AddInitializer(g, "split_shape", Int64s({2, 3, 2, 3, 2}));
+  AddInitializer(g, "merge_shape", Int64s({2, 6, 3, 2}));
   AddValue(g, "g5", Shape({2, 3, 2, 3, 2}));
   AddValue(g, "t5", Shape({2, 2, 3, 3, 2}));
   g.nodes = {MakeNode("Reshape", {"x", "split_shape"}, {"g5"}),

@@ -433,29 +433,11 @@ void SimDevice::HostRelease(void* data, size_t bytes, bool transient) {
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
     size_t bytes) {
-  if (stopped()) return StoppedError();
-  {
-    absl::MutexLock lock(&memory_mu_);
-    if (bytes > config_.memory_bytes - used_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "device ", config_.name, " is out of memory: ", bytes,
-          " bytes requested, ", config_.memory_bytes - used_bytes_, " of ",
-          config_.memory_bytes, " available"));
-    }
-    used_bytes_ += bytes;
-  }
-  void* data = HostAllocate(bytes, /*transient=*/false);
-  if (data == nullptr) {
-    ReturnMemory(bytes);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "host memory backing device ", config_.name, " is exhausted"));
-  }
-  return std::unique_ptr<DeviceBuffer>(
-      new SimBuffer(this, data, bytes, /*transient=*/false));
+  return AllocateBuffer(bytes, /*transient=*/false);
 }
 
-absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateTransient(
-    size_t bytes) {
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateBuffer(
+    size_t bytes, bool transient) {
   if (stopped()) return StoppedError();
   {
     absl::MutexLock lock(&memory_mu_);
@@ -467,14 +449,14 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateTransient(
     }
     used_bytes_ += bytes;
   }
-  void* data = HostAllocate(bytes, /*transient=*/true);
+  void* data = HostAllocate(bytes, transient);
   if (data == nullptr) {
     ReturnMemory(bytes);
     return absl::ResourceExhaustedError(absl::StrCat(
         "host memory backing device ", config_.name, " is exhausted"));
   }
   return std::unique_ptr<DeviceBuffer>(
-      new SimBuffer(this, data, bytes, /*transient=*/true));
+      new SimBuffer(this, data, bytes, transient));
 }
 
 void SimDevice::ReturnMemory(size_t bytes) {
@@ -501,7 +483,8 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
   StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr) {
-      GLINT_ASSIGN_OR_RETURN(dst->buffer, AllocateTransient(bytes));
+      GLINT_ASSIGN_OR_RETURN(dst->buffer,
+                             AllocateBuffer(bytes, /*transient=*/true));
     } else if (dst->buffer->size() < bytes) {
       return absl::InternalError("copy to a device buffer that is too small");
     }
@@ -578,7 +561,8 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
     }
     const size_t bytes = src->num_bytes();
     if (dst->buffer == nullptr || dst->buffer->size() < bytes) {
-      GLINT_ASSIGN_OR_RETURN(dst->buffer, AllocateTransient(bytes));
+      GLINT_ASSIGN_OR_RETURN(dst->buffer,
+                             AllocateBuffer(bytes, /*transient=*/true));
     }
     dst->dtype = src->dtype;
     dst->shape = src->shape;
@@ -631,7 +615,7 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
         memory.constants = loaded->constants();
         memory.arena = HostAddress(*arena);
         memory.allocate = [this](size_t bytes) {
-          return AllocateTransient(bytes);
+          return AllocateBuffer(bytes, /*transient=*/true);
         };
         memory.resolve = &SimDevice::HostAddress;
         const absl::Status s =

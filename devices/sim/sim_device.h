@@ -139,10 +139,10 @@ class SimDevice : public DeviceManager {
             int threads);
 
   void ReturnMemory(size_t bytes) ABSL_LOCKS_EXCLUDED(memory_mu_);
-  // Allocate for a run's own buffers: a mapped one may come from, and goes
-  // back to, the transient cache (kTransientCacheBytes).
-  absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateTransient(
-      size_t bytes);
+  // Allocate's work; `transient` for a run's own buffers (a mapped one may
+  // come from, and goes back to, the transient cache: kTransientCacheBytes).
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateBuffer(
+      size_t bytes, bool transient);
   // Host memory for a buffer of `bytes`; `transient` ones of mapped size
   // are taken from the cache when it has their size class.
   void* HostAllocate(size_t bytes, bool transient)
