@@ -4,8 +4,9 @@
 // differ only by what glintd does per call:
 //  - the same ServerBuilder settings (ConfigureServerBuilder: message
 //    limits, resource quota) on 127.0.0.1 with a free port;
-//  - the same server model: gRPC's callback API, answering from the
-//    reactor's thread (glintd's reactors finish from its own threads);
+//  - the same server model: gRPC's callback API, each call finished from
+//    a thread of the server's own (glintd's reactors finish from the
+//    runtime's threads);
 //  - a process of its own, started the same way (exec'd, not forked from
 //    the client), with glintd's malloc settings (allocator_policy.h),
 //    which decide whether a large message's buffers are reused or mapped
@@ -22,7 +23,6 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
-
 #include "proto/glint.grpc.pb.h"
 #include "runtime/server/allocator_policy.h"
 #include "runtime/server/server_setup.h"
@@ -31,7 +31,8 @@ namespace glint {
 namespace {
 
 // Answers each call from a thread of its own, as glintd's reactors finish
-// from the runtime's threads rather than gRPC's.
+// from the runtime's threads rather than gRPC's. Thread-safe: gRPC's
+// threads queue calls, the finisher thread answers them.
 class EchoService final : public v1::HostManager::CallbackService {
  public:
   EchoService() : finisher_([this] { FinishLoop(); }) {}
