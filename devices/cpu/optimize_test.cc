@@ -49,6 +49,20 @@ Graph NewGraph(const std::string& input, Shape in_shape,
   return g;
 }
 
+// Names the nodes n0, n1, ... in order.
+void NameNodes(Graph* g) {
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    g->nodes[i].name = absl::StrCat("n", i);
+  }
+}
+
+// The op types of `g`'s nodes, in order.
+std::vector<std::string> OpTypes(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const Node& node : g.nodes) ops.push_back(node.op_type);
+  return ops;
+}
+
 // Runs `g` node by node with the CPU kernels: the reference the optimised
 // graph must agree with.
 std::map<std::string, Tensor> Run(const Graph& g,
@@ -474,16 +488,13 @@ Graph DenseBlockAndHead() {
       MakeNode("Resize", {"c4", "", "up2"}, {"y"},
                {{"mode", std::string("linear")}}),
   };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    g.nodes[i].name = absl::StrCat("n", i);
-  }
+  NameNodes(&g);
   return g;
 }
 
 TEST(OptimizeTest, ConcatBatchNormAndInnerResizeStayChannelsLast) {
   const Graph opt = OptimizeAndCompare(DenseBlockAndHead(), 1e-4f);
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   EXPECT_EQ(ops, (std::vector<std::string>{
                      "Transpose", kFusedConvOp, kFusedConvOp, "Concat",
                      kChannelsLastBatchNormOp, kFusedConvOp, "Resize",
@@ -525,12 +536,9 @@ TEST(OptimizeTest, PadBetweenConvAndPoolStaysChannelsLast) {
                       {{"kernel_shape", std::vector<int64_t>{2, 2}},
                        {"strides", std::vector<int64_t>{2, 2}}}),
              MakeNode("Conv", {"a", "w2"}, {"y"})};
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    g.nodes[i].name = absl::StrCat("n", i);
-  }
+  NameNodes(&g);
   const Graph opt = OptimizeAndCompare(g, 1e-4f);
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   EXPECT_EQ(ops, (std::vector<std::string>{
                      "Transpose", kFusedConvOp, "Pad",
                      kChannelsLastAveragePoolOp, kFusedConvOp, "Transpose"}));
@@ -580,12 +588,9 @@ TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
       MakeNode("Reshape", {"t5", "merge_shape"}, {"shuffled"}),
       MakeNode("Conv", {"shuffled", "w2"}, {"y"}),
   };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    g.nodes[i].name = absl::StrCat("n", i);
-  }
+  NameNodes(&g);
   const Graph opt = OptimizeAndCompare(g, 1e-4f);
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   EXPECT_EQ(ops, (std::vector<std::string>{
                      "Transpose", kFusedConvOp, "Slice", "Slice",
                      kFusedConvOp, "Concat", kChannelsLastChannelShuffleOp,
@@ -613,9 +618,7 @@ TEST(OptimizeTest, ChannelShuffleOutsideARegionComputesTheSame) {
              MakeNode("Transpose", {"g5"}, {"t5"},
                       {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}),
              MakeNode("Reshape", {"t5", "merge_shape"}, {"y"})};
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    g.nodes[i].name = absl::StrCat("n", i);
-  }
+  NameNodes(&g);
   const Graph opt = OptimizeAndCompare(g, 0.0f);
   ASSERT_EQ(opt.nodes.size(), 1u);
   EXPECT_EQ(opt.nodes[0].op_type, kChannelShuffleOp);
@@ -672,8 +675,7 @@ TEST(OptimizeTest, BroadcastingAndIndicesStayOutsideTheRegion) {
   g.nodes[2].name = "pool";
   Graph opt = g;
   ASSERT_TRUE(OptimizeGraphForCpu(&opt, CpuKernelRegistry()).ok());
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   EXPECT_EQ(ops, (std::vector<std::string>{"Transpose", kFusedConvOp,
                                            "Transpose", "Mul", "MaxPool"}));
 }
@@ -708,16 +710,13 @@ Graph MobileBlock() {
       MakeNode("Mul", {"a", "es"}, {"m"}),
       MakeNode("Conv", {"m", "w4"}, {"y"}),
   };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    g.nodes[i].name = absl::StrCat("n", i);
-  }
+  NameNodes(&g);
   return g;
 }
 
 TEST(OptimizeTest, MobileBlockFusesActivationsAndStaysChannelsLast) {
   const Graph opt = OptimizeAndCompare(MobileBlock(), 1e-4f);
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   // One reorder in, one out: the squeeze-excite Mul broadcasts its
   // [N, C, 1, 1] scale inside the channels-last region.
   EXPECT_EQ(ops, (std::vector<std::string>{
@@ -841,8 +840,7 @@ TEST(OptimizeTest, ResidualAddBecomesMatMulAddend) {
     g.nodes[i].name = "n" + std::to_string(i);
   }
   const Graph opt = OptimizeAndCompare(g, 1e-5f);
-  std::vector<std::string> ops;
-  for (const Node& node : opt.nodes) ops.push_back(node.op_type);
+  const std::vector<std::string> ops = OpTypes(opt);
   EXPECT_EQ(ops, (std::vector<std::string>{
                      kFusedMatMulOp, "Sigmoid", kFusedMatMulOp,
                      kFusedMatMulOp, "Add", "ReduceMean", "MatMul", "Add"}));
