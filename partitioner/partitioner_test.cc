@@ -282,8 +282,10 @@ TEST(PartitionerTest, StrategyNames) {
 // MlpChain ending in Softmax: the network of issue 19.
 Graph MlpWithSoftmax(int layers, int64_t d) {
   Graph g = MlpChain(layers, d);
-  g.values["logits"] = g.values["y"];
-  g.values["logits"].name = "logits";
+  // A copy first: inserting "logits" may rehash `values` and move "y".
+  ValueInfo logits = g.values.at("y");
+  logits.name = "logits";
+  g.values["logits"] = std::move(logits);
   g.nodes.back().outputs = {"logits"};
   g.nodes.push_back(Node{"softmax", "Softmax", "", {"logits"}, {"y"}, {}});
   EXPECT_TRUE(g.Validate().ok()) << g.Validate();
