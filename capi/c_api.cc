@@ -763,8 +763,12 @@ GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
     const glint::ValueInfo& value = values[index];
     if (name != nullptr) *name = value.name.c_str();
     if (dtype != nullptr) *dtype = static_cast<GlintDType>(value.dtype);
-    if (dims != nullptr) *dims = value.shape.dims().data();
-    if (rank != nullptr) *rank = static_cast<size_t>(value.shape.rank());
+    const bool known = value.shape.has_rank();
+    if (dims != nullptr) *dims = known ? value.shape.dims().data() : nullptr;
+    if (rank != nullptr) {
+      *rank = known ? static_cast<size_t>(value.shape.rank())
+                    : GLINT_UNKNOWN_RANK;
+    }
     return nullptr;
   });
 }

@@ -15,12 +15,15 @@
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "onnx/test_models.h"
 
 namespace {
 
 using ::testing::HasSubstr;
 
 constexpr char kCase[] = "/usr/share/libonnx-testdata/data/node/test_matmul_2d";
+// A dims pointer an out-parameter must overwrite.
+constexpr int64_t kSentinelDim = 42;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
@@ -140,6 +143,27 @@ TEST(CApiVersionTest, LibraryMatchesHeader) {
   EXPECT_STREQ(glint_code_name(static_cast<GlintCode>(99)), "UNKNOWN_CODE");
   EXPECT_EQ(glint_status_code(nullptr), GLINT_OK);
   EXPECT_STREQ(glint_status_message(nullptr), "");
+}
+
+// A value whose rank only the run decides reads as GLINT_UNKNOWN_RANK
+// with no dims, not as a scalar; a dim known only at run time as -1.
+TEST_F(CApiTest, ValuesOfUnknownRankSayso) {
+  const std::string model = glint::testing::MakeUnknownRankModel();
+  GlintNetwork* network = nullptr;
+  ASSERT_EQ(glint_runtime_add_network(runtime_, "ranks", model.data(),
+                                      model.size(), nullptr, &network),
+            nullptr);
+  const int64_t* dims = &kSentinelDim;
+  size_t rank = 0;
+  EXPECT_GLINT_OK(
+      glint_network_value(network, 1, 0, nullptr, nullptr, &dims, &rank));
+  EXPECT_EQ(rank, GLINT_UNKNOWN_RANK);
+  EXPECT_EQ(dims, nullptr);
+  EXPECT_GLINT_OK(
+      glint_network_value(network, 1, 2, nullptr, nullptr, &dims, &rank));
+  ASSERT_EQ(rank, 1u);
+  EXPECT_EQ(dims[0], -1);
+  glint_network_delete(network);
 }
 
 TEST_F(CApiTest, AddsListsRunsAndRemoves) {

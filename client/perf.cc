@@ -290,10 +290,8 @@ absl::Status CheckPerfReply(
           want.name, "'"));
     }
     absl::StatusOr<DType> dtype = DTypeFromProto(got.dtype());
-    bool same_shape = got.shape_size() == want.shape.rank();
-    for (int d = 0; same_shape && d < want.shape.rank(); ++d) {
-      same_shape = want.shape.dim(d) < 0 || want.shape.dim(d) == got.shape(d);
-    }
+    const bool same_shape = want.shape.Admits(
+        Shape(std::vector<int64_t>(got.shape().begin(), got.shape().end())));
     if (!dtype.ok() || *dtype != want.dtype || !same_shape) {
       return absl::InternalError(absl::StrCat(
           what, " is ", dtype.ok() ? DTypeName(*dtype) : "of unknown dtype",
@@ -673,10 +671,8 @@ absl::Status CheckOipPerfReply(
                                               want.name, "'"));
     }
     absl::StatusOr<DType> dtype = DTypeFromOipDatatype(got.datatype());
-    bool same_shape = got.shape_size() == want.shape.rank();
-    for (int d = 0; same_shape && d < want.shape.rank(); ++d) {
-      same_shape = want.shape.dim(d) < 0 || want.shape.dim(d) == got.shape(d);
-    }
+    const bool same_shape = want.shape.Admits(
+        Shape(std::vector<int64_t>(got.shape().begin(), got.shape().end())));
     if (!dtype.ok() || *dtype != want.dtype || !same_shape) {
       return absl::InternalError(absl::StrCat(
           what, " is ", got.datatype(), "[", absl::StrJoin(got.shape(), ", "),

@@ -10,7 +10,23 @@
 
 namespace glint {
 
+Shape Shape::UnknownRank() {
+  Shape s;
+  s.unknown_rank_ = true;
+  return s;
+}
+
+bool Shape::Admits(const Shape& computed) const {
+  if (unknown_rank_) return true;
+  if (computed.unknown_rank_ || computed.rank() != rank()) return false;
+  for (int d = 0; d < rank(); ++d) {
+    if (dims_[d] >= 0 && dims_[d] != computed.dims_[d]) return false;
+  }
+  return true;
+}
+
 bool Shape::IsStatic() const {
+  if (unknown_rank_) return false;
   for (int64_t d : dims_) {
     if (d < 0) return false;
   }
@@ -18,6 +34,7 @@ bool Shape::IsStatic() const {
 }
 
 int64_t Shape::NumElements() const {
+  if (unknown_rank_) return -1;
   int64_t n = 1;
   bool saturated = false;
   for (int64_t d : dims_) {
@@ -66,6 +83,7 @@ absl::Status CheckTensorSize(DType dtype, const Shape& shape,
 }
 
 std::string Shape::ToString() const {
+  if (unknown_rank_) return "[...]";
   return absl::StrCat(
       "[",
       absl::StrJoin(dims_, ", ",

@@ -27,6 +27,12 @@ inline constexpr int kMaxTensorRank = 64;
 
 // Dimensions of a tensor. A dimension of kUnknownDim is not known until run
 // time (a symbolic or data-dependent size); a Shape with none is "static".
+//
+// A type may also leave the rank itself unknown (UnknownRank(): an If whose
+// branches differ in rank, a Reshape whose shape is data): such a Shape has
+// no dims, so rank() is 0, but it is not a scalar's: IsStatic() is false,
+// NumElements() is -1, it equals no shape and prints "[...]". Only
+// types (ValueInfo) hold one; a tensor's shape always has a rank.
 class Shape {
  public:
   static constexpr int64_t kUnknownDim = -1;
@@ -35,30 +41,47 @@ class Shape {
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
   explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
 
+  // The shape of a value whose rank is not known until run time.
+  static Shape UnknownRank();
+
+  bool has_rank() const { return !unknown_rank_; }
+  // 0 when the rank is unknown: check has_rank() first where it matters.
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t dim(int i) const { return dims_[i]; }
   const std::vector<int64_t>& dims() const { return dims_; }
+  // Setting dims on an unknown-rank Shape does not give it a rank: assign
+  // a Shape instead.
   std::vector<int64_t>& mutable_dims() { return dims_; }
 
+  // Known rank and every dim known.
   bool IsStatic() const;
-  // Product of the dimensions (1 for a scalar); -1 if any is unknown.
-  // Saturates at INT64_MAX instead of overflowing: such a shape fails
-  // CheckTensorSize, which every shape from outside passes through.
+  // Product of the dimensions (1 for a scalar); -1 if any is unknown, or
+  // the rank. Saturates at INT64_MAX instead of overflowing: such a shape
+  // fails CheckTensorSize, which every shape from outside passes through.
   int64_t NumElements() const;
-  // "[2, 3, ?]".
+  // True if a tensor of shape `computed` (a kernel's output, a request's
+  // input) may be a value of this type: any shape when the rank is unknown,
+  // else the same rank with each known dim equal.
+  bool Admits(const Shape& computed) const;
+  // "[2, 3, ?]"; "[...]" for an unknown rank.
   std::string ToString() const;
 
+  // Equal dims, both ranks known. An unknown rank equals no shape, not even
+  // another unknown rank (as NaN): a pass comparing two types to rule out
+  // broadcasting must not take them for one shape.
   friend bool operator==(const Shape& a, const Shape& b) {
-    return a.dims_ == b.dims_;
+    return !a.unknown_rank_ && !b.unknown_rank_ && a.dims_ == b.dims_;
   }
   friend bool operator!=(const Shape& a, const Shape& b) { return !(a == b); }
 
  private:
   std::vector<int64_t> dims_;
+  bool unknown_rank_ = false;
 };
 
 // OK if a tensor of `dtype` and `shape` may exist: rank at most
-// kMaxTensorRank, no negative dimension other than kUnknownDim, and the
+// kMaxTensorRank (an unknown rank passes), no negative dimension other than
+// kUnknownDim, and the
 // known dimensions' product in bytes at most kMaxTensorBytes (computed
 // with overflow checks). INVALID_ARGUMENT naming the shape otherwise.
 // `what` names the tensor in the message ("input 'x'").

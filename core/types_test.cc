@@ -48,6 +48,27 @@ TEST(DTypeTest, SizesNamesAndOnnxNumbers) {
   EXPECT_EQ(*NumpyDescr(DType::kInt64), "<i8");
 }
 
+// An unknown rank is not a scalar's: nothing about it is known, it admits
+// every computed shape, and it equals no shape (so no pass takes two of them
+// for the same shape).
+TEST(ShapeTest, UnknownRankIsNotAScalar) {
+  const Shape unknown = Shape::UnknownRank();
+  EXPECT_FALSE(unknown.has_rank());
+  EXPECT_TRUE(Shape().has_rank());
+  EXPECT_FALSE(unknown.IsStatic());
+  EXPECT_EQ(unknown.NumElements(), -1);
+  EXPECT_EQ(unknown.ToString(), "[...]");
+  EXPECT_NE(unknown, Shape());
+  EXPECT_NE(unknown, Shape::UnknownRank());
+  EXPECT_TRUE(unknown.Admits(Shape()));
+  EXPECT_TRUE(unknown.Admits(Shape({2, 3})));
+  EXPECT_FALSE(Shape().Admits(Shape({1})));
+  EXPECT_TRUE(Shape({2, Shape::kUnknownDim}).Admits(Shape({2, 7})));
+  EXPECT_FALSE(Shape({2, Shape::kUnknownDim}).Admits(Shape({3, 7})));
+  EXPECT_FALSE(Shape({2, 3}).Admits(unknown));
+  EXPECT_TRUE(CheckTensorSize(DType::kFloat32, unknown).ok());
+}
+
 TEST(ShapeTest, StaticAndElementCounts) {
   EXPECT_EQ(Shape().NumElements(), 1);
   EXPECT_EQ(Shape({2, 3, 4}).NumElements(), 24);

@@ -203,8 +203,8 @@ struct BuiltSubgraph {
 };
 
 // The type of a subgraph's formal input as inference left it: a dtype is
-// needed, the shape may be unknown (then empty: the kernels check shapes
-// at run time).
+// needed, the shape may be unknown (then Shape::UnknownRank(): the kernels
+// check shapes at run time).
 absl::StatusOr<ValueInfo> SubgraphInputInfo(const onnx::ValueInfoProto& in,
                                             const std::string& where) {
   const onnx::TypeProto& type = in.type();
@@ -229,6 +229,8 @@ absl::StatusOr<ValueInfo> SubgraphInputInfo(const onnx::ValueInfoProto& in,
           d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
                                                   : Shape::kUnknownDim);
     }
+  } else {
+    info.shape = Shape::UnknownRank();
   }
   GLINT_RETURN_IF_ERROR(
       CheckTensorSize(info.dtype, info.shape,
@@ -393,10 +395,10 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr,
   }
 }
 
-// The type of a node's output after inference. Unknown rank is kept as an
-// empty Shape and reported through `unknown_rank`: the runtime computes
-// shapes as it goes, so such a value is importable, but passes should not
-// take its Shape for a scalar's.
+// The type of a node's output after inference. An unknown rank is kept as
+// Shape::UnknownRank() and reported through `unknown_rank`: the runtime
+// computes shapes as it goes, so such a value is importable; its kernels
+// are built for the shapes each run brings (devices/cpu/late_kernel.h).
 absl::StatusOr<ValueInfo> NodeOutputInfo(
     const std::string& value, const onnx::NodeProto& node,
     const TypeIndex& types, std::vector<std::string>* unknown_rank) {
@@ -432,6 +434,7 @@ absl::StatusOr<ValueInfo> NodeOutputInfo(
                                                   : Shape::kUnknownDim);
     }
   } else {
+    info.shape = Shape::UnknownRank();
     unknown_rank->push_back(value);
   }
   return info;

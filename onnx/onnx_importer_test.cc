@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/onnx_tensor.h"
+#include "onnx/test_models.h"
 
 namespace glint {
 
@@ -198,6 +199,22 @@ TEST(OnnxImporterTest, ImportsConvWithStridesPadding) {
   EXPECT_TRUE(g->initializers.empty());
   ASSERT_NE(g->FindValue("y"), nullptr);
   EXPECT_EQ(g->FindValue("y")->shape, Shape({1, 1, 4, 3}));
+}
+
+// What inference cannot give a rank stays of unknown rank, never a
+// scalar's shape: the If's branches differ in rank, and so does all that
+// its value feeds; Shape of it is a vector of unknown length.
+TEST(OnnxImporterTest, UnknownRankIsKeptAsUnknown) {
+  absl::StatusOr<Graph> g = ImportOnnxModel(glint::testing::MakeUnknownRankModel());
+  ASSERT_TRUE(g.ok()) << g.status();
+  for (const char* name : {"y0", "y1", "y1t", "gram", "y2"}) {
+    ASSERT_NE(g->FindValue(name), nullptr) << name;
+    EXPECT_FALSE(g->FindValue(name)->shape.has_rank())
+        << name << ": " << g->FindValue(name)->ToString();
+  }
+  EXPECT_EQ(g->FindValue("y2_shape")->shape, Shape({Shape::kUnknownDim}));
+  EXPECT_EQ(g->FindValue("x")->shape, Shape({6}));
+  EXPECT_EQ(g->FindValue("c")->shape, Shape());
 }
 
 TEST(OnnxImporterTest, ImportsReshapeReducedDims) {

@@ -75,6 +75,39 @@ std::string MakeLoopModel() {
   return b.Serialize();
 }
 
+std::string MakeUnknownRankModel() {
+  // A branch: out = Reshape(x, dims), the dims an initializer of its own.
+  auto branch = [](const std::string& name, std::vector<int64_t> dims) {
+    OnnxModelBuilder m(13);
+    m.Node("Reshape", {"x", name + "_dims"}, {name + "_out"}, name);
+    onnx::TensorProto* t = m.mutable_proto().mutable_graph()->add_initializer();
+    t->set_name(name + "_dims");
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(dims.size()));
+    for (int64_t d : dims) t->add_int64_data(d);
+    m.Output(name + "_out", onnx::TensorProto::FLOAT);
+    onnx::GraphProto g = m.proto().graph();
+    g.set_name(name);
+    return g;
+  };
+  OnnxModelBuilder b(13);
+  b.Input("c", onnx::TensorProto::BOOL, {})
+      .Input("x", onnx::TensorProto::FLOAT, {6})
+      .FloatInitializer("two", {}, {2.0f});
+  onnx::NodeProto& node = b.Node("If", {"c"}, {"y0"}, "branch");
+  SetGraphAttribute(node, "then_branch", branch("matrix", {2, 3}));
+  SetGraphAttribute(node, "else_branch", branch("vector", {6}));
+  b.Node("Relu", {"y0"}, {"y1"}, "relu");
+  b.Node("Transpose", {"y1"}, {"y1t"}, "tr");
+  b.Node("MatMul", {"y1", "y1t"}, {"gram"}, "gram");
+  b.Node("Mul", {"y1", "two"}, {"y2"}, "double");
+  b.Node("Shape", {"y2"}, {"y2_shape"}, "shape");
+  b.Output("gram", onnx::TensorProto::FLOAT)
+      .Output("y2", onnx::TensorProto::FLOAT)
+      .Output("y2_shape", onnx::TensorProto::INT64);
+  return b.Serialize();
+}
+
 void SetAttribute(onnx::NodeProto& node, const std::string& name,
                   int64_t value) {
   onnx::AttributeProto* a = node.add_attribute();

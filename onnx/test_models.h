@@ -68,6 +68,15 @@ std::string MakeConvNetModel();
 // Opset 13.
 std::string MakeLoopModel();
 
+// A value whose rank only the run decides: inputs c (bool scalar) and x
+// (float[6]); If node "branch" gives y0 = Reshape(x, [2, 3]) when c, else
+// Reshape(x, [6]) (ONNX's inference leaves y0 without a rank). Then y1 =
+// Relu(y0) (node "relu"), gram = MatMul(y1, Transpose(y1)) (nodes "tr",
+// "gram": [2, 2] or a scalar), y2 = y1 * 2 (node "double") and
+// y2_shape = Shape(y2) (node "shape"). Outputs gram, y2, y2_shape, none of
+// them with a rank the model declares. Opset 13.
+std::string MakeUnknownRankModel();
+
 // Sets graph attribute `name` of `node` to `graph`.
 void SetGraphAttribute(onnx::NodeProto& node, const std::string& name,
                        const onnx::GraphProto& graph);

@@ -292,6 +292,9 @@ void TensorMetadataToProto(
     inference::ModelMetadataResponse::TensorMetadata* proto) {
   proto->set_name(v.name);
   proto->set_datatype(std::string(OipDatatype(v.dtype)));
+  // The protocol has no unknown rank: one variable dim, as Triton answers
+  // for such a tensor.
+  if (!v.shape.has_rank()) proto->add_shape(-1);
   for (int i = 0; i < v.shape.rank(); ++i) {
     const int64_t d = v.shape.dim(i);
     proto->add_shape(d < 0 || (batched && i == 0) ? -1 : d);
@@ -304,6 +307,7 @@ void ConfigTensorToProto(const ValueInfo& v, bool batched, Proto* proto) {
   proto->set_name(v.name);
   proto->set_data_type(
       static_cast<inference::DataType>(TritonDataType(v.dtype)));
+  if (!v.shape.has_rank()) proto->add_dims(-1);  // As in the metadata.
   for (int i = batched ? 1 : 0; i < v.shape.rank(); ++i) {
     proto->add_dims(v.shape.dim(i) < 0 ? -1 : v.shape.dim(i));
   }

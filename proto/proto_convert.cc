@@ -316,9 +316,11 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
 }
 
 void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
+  proto->Clear();
   proto->set_name(info.name);
   proto->set_dtype(DTypeToProto(info.dtype));
   for (int64_t d : info.shape.dims()) proto->add_shape(d);
+  if (!info.shape.has_rank()) proto->set_unknown_rank(true);
 }
 
 void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
@@ -378,8 +380,10 @@ ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
   info.name = proto.name();
   absl::StatusOr<DType> dtype = DTypeFromProto(proto.dtype());
   info.dtype = dtype.ok() ? *dtype : DType::kUndefined;
-  info.shape = Shape(std::vector<int64_t>(proto.shape().begin(),
-                                          proto.shape().end()));
+  info.shape = proto.unknown_rank()
+                   ? Shape::UnknownRank()
+                   : Shape(std::vector<int64_t>(proto.shape().begin(),
+                                                proto.shape().end()));
   return info;
 }
 

@@ -366,6 +366,18 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.precision, Precision::kBFloat16);
 }
 
+// An unknown rank crosses the wire as such, not as a scalar's empty shape.
+TEST(NetworkInfoTest, UnknownRankRoundTrips) {
+  v1::ValueInfo p;
+  ValueInfoToProto(ValueInfo{"v", DType::kFloat32, Shape::UnknownRank()}, &p);
+  EXPECT_TRUE(p.unknown_rank());
+  EXPECT_EQ(p.shape_size(), 0);
+  EXPECT_FALSE(ValueInfoFromProto(p).shape.has_rank());
+  ValueInfoToProto(ValueInfo{"s", DType::kFloat32, Shape()}, &p);
+  EXPECT_FALSE(p.unknown_rank());
+  EXPECT_EQ(ValueInfoFromProto(p).shape, Shape());
+}
+
 TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {
   v1::ValueInfo p;
   p.set_name("future");

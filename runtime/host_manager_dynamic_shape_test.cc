@@ -122,6 +122,68 @@ TEST(HostManagerDynamicShapeTest, NonZeroIndicesCrossTwoBoundaries) {
   ExpectNonZeroRuns(*host, "nz");
 }
 
+// Runs MakeUnknownRankModel's network `name`: the If picks a rank per run,
+// alternating so that each late-built kernel meets both shapes twice.
+void ExpectUnknownRankRuns(HostManager& host, const std::string& name) {
+  const std::vector<float> x = {-3, -2, -1, 0, 1, 2};
+  for (int i = 0; i < 4; ++i) {
+    const bool matrix = i % 2 == 0;
+    std::vector<NamedTensor> inputs = {
+        {"c", Tensor::FromVector(DType::kBool, Shape({}),
+                                 std::vector<uint8_t>{static_cast<uint8_t>(matrix)})},
+        {"x", Tensor::FromVector(DType::kFloat32, Shape({6}), x)}};
+    absl::StatusOr<std::vector<NamedTensor>> out =
+        host.RunNetwork(name, inputs);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->size(), 3u);
+    const Tensor& gram = (*out)[0].tensor;
+    const Tensor& y2 = (*out)[1].tensor;
+    const Tensor& shape = (*out)[2].tensor;
+    // relu(x) = [0, 0, 0, 0, 1, 2]: as [[0, 0, 0], [0, 1, 2]] its Gram
+    // matrix is [[0, 0], [0, 5]]; as a vector, the dot product 5.
+    const Shape want = matrix ? Shape({2, 3}) : Shape({6});
+    EXPECT_EQ(gram.shape(), matrix ? Shape({2, 2}) : Shape({}));
+    EXPECT_THAT(std::vector<float>(gram.data<float>(),
+                                   gram.data<float>() + gram.num_elements()),
+                ElementsAreArray(matrix ? std::vector<float>{0, 0, 0, 5}
+                                        : std::vector<float>{5}));
+    EXPECT_EQ(y2.shape(), want);
+    EXPECT_THAT(std::vector<float>(y2.data<float>(),
+                                   y2.data<float>() + y2.num_elements()),
+                ElementsAreArray({0, 0, 0, 0, 2, 4}));
+    EXPECT_THAT(std::vector<int64_t>(shape.data<int64_t>(),
+                                     shape.data<int64_t>() +
+                                         shape.num_elements()),
+                ElementsAreArray(want.dims()));
+  }
+}
+
+// Values whose rank only the run decides (issue 27: they were typed as
+// scalars and every run failed "computed shape [2, 3] ... but its inferred
+// shape is []"): typed as of unknown rank, their kernels built for each
+// run's shapes, on one device and with the value crossing devices.
+TEST(HostManagerDynamicShapeTest, ValuesOfUnknownRankRunWithEachRunsShapes) {
+  auto host = MakeHost(2);
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("whole", testing::MakeUnknownRankModel(), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->outputs.size(), 3u);
+  EXPECT_FALSE(info->outputs[0].shape.has_rank());  // gram
+  EXPECT_EQ(info->outputs[0].shape.ToString(), "[...]");
+  EXPECT_FALSE(info->outputs[1].shape.has_rank());  // y2
+  EXPECT_EQ(info->outputs[2].shape, Shape({Shape::kUnknownDim}));
+  ExpectUnknownRankRuns(*host, "whole");
+
+  info = host->AddNetwork(
+      "split", testing::MakeUnknownRankModel(),
+      UserPlan({{"branch", 0}, {"relu", 0}, {"tr", 1}, {"gram", 1},
+                {"double", 0}, {"shape", 1}}));
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_GE(info->partitions.size(), 2u);
+  EXPECT_NE(Reader(*info, "y1"), nullptr);  // y1 crosses to device 1.
+  ExpectUnknownRankRuns(*host, "split");
+}
+
 // The cost-driven strategies see the data-dependent values as empty
 // (their size is unknown at planning): whatever plan they make over two
 // devices, and with a replica per device, the runs are exact.

@@ -22,18 +22,6 @@
 namespace glint::cpu {
 namespace {
 
-// Whether a run-time shape fits a declared one. A declared scalar may be a
-// value whose rank inference did not find (core/graph.h keeps those as an
-// empty Shape), so it fits anything.
-bool ShapeFits(const Shape& declared, const Shape& actual) {
-  if (declared.rank() == 0) return true;
-  if (declared.rank() != actual.rank()) return false;
-  for (int d = 0; d < declared.rank(); ++d) {
-    if (declared.dim(d) >= 0 && declared.dim(d) != actual.dim(d)) return false;
-  }
-  return true;
-}
-
 // The subgraph runs left to the outermost control-flow node running on this
 // thread (kMaxSubgraphRuns). A nested node's kernels run inside its
 // parent's Compute, on the same thread, so a thread-local total covers the
@@ -181,7 +169,7 @@ class SubgraphRunner {
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ValueInfo& info = graph_.inputs[i];
       if (inputs[i].dtype != info.dtype ||
-          !ShapeFits(info.shape, inputs[i].shape)) {
+          !info.shape.Admits(inputs[i].shape)) {
         return absl::InvalidArgumentError(absl::StrCat(
             owner_, ": input '", info.name, "' is ", DTypeName(inputs[i].dtype),
             inputs[i].shape.ToString(), ", but the subgraph declares ",
@@ -264,7 +252,7 @@ class SubgraphRunner {
             runner_.owner_, ": computed shape ", shape.ToString(), " for '",
             info.name, "': dimensions must not be negative"));
       }
-      if (!ShapeFits(info.shape, shape)) {
+      if (!info.shape.Admits(shape)) {
         return absl::InvalidArgumentError(absl::StrCat(
             runner_.owner_, ": computed shape ", shape.ToString(), " for '",
             info.name, "', but its inferred shape is ", info.shape.ToString()));

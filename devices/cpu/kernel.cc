@@ -9,6 +9,7 @@
 #endif
 
 #include "absl/strings/str_cat.h"
+#include "devices/cpu/late_kernel.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {
@@ -94,6 +95,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> BuildNoThrow(
     const KernelFactory& factory, const KernelSpec& spec) {
   const std::string node = spec.node->Describe();
   try {
+    if (NeedsRunTimeShapes(spec)) return MakeLateBoundKernel(factory, spec);
     return factory(spec);
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(

@@ -141,7 +141,10 @@ using KernelFactory =
     std::function<absl::StatusOr<std::unique_ptr<Kernel>>(const KernelSpec&)>;
 
 // factory(spec), with ComputeNoThrow's backstop for exceptions (building
-// a kernel allocates too: oneDNN primitives, packed weights).
+// a kernel allocates too: oneDNN primitives, packed weights). Where a
+// present input's rank is unknown (Shape::UnknownRank()), the kernel is
+// built at run time instead, for each run's input shapes (late_kernel.h);
+// the factory's errors then come from Compute.
 absl::StatusOr<std::unique_ptr<Kernel>> BuildNoThrow(
     const KernelFactory& factory, const KernelSpec& spec);
 

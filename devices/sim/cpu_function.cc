@@ -124,13 +124,8 @@ class StepContext : public cpu::KernelContext {
         !s.ok()) {
       return s;
     }
-    // A known inferred dim must match what the kernel computed.
-    bool matches = shape.rank() == slot.info.shape.rank();
-    for (int d = 0; matches && d < shape.rank(); ++d) {
-      const int64_t want = slot.info.shape.dim(d);
-      matches = want < 0 || want == shape.dim(d);
-    }
-    if (!matches) {
+    // A known inferred rank and dims must match what the kernel computed.
+    if (!slot.info.shape.Admits(shape)) {
       return absl::InvalidArgumentError(absl::StrCat(
           node_.Describe(), " computed shape ", shape.ToString(),
           " for output '", slot.info.name, "', but its inferred shape is ",

@@ -262,9 +262,14 @@ GLINT_EXPORT GlintStatus* glint_network_info(const GlintNetwork* network,
                                              size_t* num_partitions,
                                              int* replicas,
                                              const char** strategy);
+/* `rank` of a value whose rank is known only at run time (an output of an
+ * If whose branches differ in rank...); its `dims` are then NULL. */
+#define GLINT_UNKNOWN_RANK ((size_t)-1)
+
 /* Input (is_output 0) or output (is_output 1) number `index`: name, dtype
  * and shape, borrowed from the network (a dimension of -1 is known only at
- * run time). OUT_OF_RANGE past the end. Out-parameters may be NULL. */
+ * run time; a rank of GLINT_UNKNOWN_RANK, the rank too). OUT_OF_RANGE past
+ * the end. Out-parameters may be NULL. */
 GLINT_EXPORT GlintStatus* glint_network_value(const GlintNetwork* network,
                                               int is_output, size_t index,
                                               const char** name,
