@@ -503,6 +503,44 @@ TEST(Opset18Test, ResizeMatchesReferenceOnRandomData) {
   }
 }
 
+// The float32 image path (two adjacent resized axes, blended row by row)
+// against the reference wherever the resized axes sit: H and W of NHWC
+// (channels inner, as the channels-last region runs it), one axis alone,
+// the last axis alone, and three axes (the general path).
+TEST(Opset18Test, ResizeOfAnyAxesMatchesReference) {
+  const Ints dims = {2, 5, 4, 3};
+  const Tensor x = RandomTensor(dims, 12);
+  const Floats xs = ToVector<float>(x);
+  struct Case {
+    std::string mode;
+    std::vector<double> scales;
+  };
+  const std::vector<Case> cases = {
+      // Scales exact in float, so that the output sizes agree.
+      {"linear", {1, 2.0, 1.5, 1}},     {"cubic", {1, 0.625, 2.5, 1}},
+      {"nearest", {1, 1.75, 0.5, 1}},   {"linear", {1, 1, 2.0, 1}},
+      {"linear", {1, 1, 1, 2.25}},      {"linear", {1, 1.375, 1, 1.625}},
+      {"linear", {1, 0.75, 1.5, 2.0}},  {"linear", {1.5, 1, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    ResizeRef ref;
+    ref.mode = c.mode;
+    ref.coord = "half_pixel";
+    Ints out = dims;
+    Floats scales;
+    for (int a = 0; a < 4; ++a) {
+      out[a] = static_cast<int64_t>(std::floor(dims[a] * c.scales[a]));
+      scales.push_back(static_cast<float>(c.scales[a]));
+    }
+    const Floats want = ref.Run(dims, xs, out, c.scales);
+    auto got = RunResize(x, {{"mode", c.mode}}, scales, {});
+    SCOPED_TRACE(c.mode + " " + ::testing::PrintToString(c.scales));
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].shape(), Shape(out));
+    ExpectNear((*got)[0], want, 1e-4);
+  }
+}
+
 TEST(Opset18Test, ResizeKeepAspectRatioPolicies) {
   // resize_downsample_sizes_*_not_larger / not_smaller: X 1x1x2x4 to
   // sizes (1, 3) on axes 2 and 3; the scales are 1/2 and 3/4.

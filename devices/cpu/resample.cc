@@ -333,23 +333,29 @@ class ResizeKernel final : public KernelBase {
     for (int a = 0; a < rank; ++a) {
       if (out[a] >= in[a]) order.push_back(a);
     }
-    std::vector<double> cur = LoadAsDoubles(*x), next;
-    std::vector<int64_t> dims = in;
-    for (int a : order) {
+    std::vector<std::vector<std::vector<Tap>>> taps(rank);
+    for (int a = 0; a < rank; ++a) {
       const double out_len = exact_sizes
                                  ? static_cast<double>(out[a])
                                  : static_cast<double>(in[a]) * full_scales[a];
-      const std::vector<std::vector<Tap>> taps =
-          AxisTaps(in[a], out[a], full_scales[a], out_len, roi_start[a],
-                   roi_end[a]);
-      if (taps.empty()) continue;  // The identity.
+      taps[a] = AxisTaps(in[a], out[a], full_scales[a], out_len, roi_start[a],
+                         roi_end[a]);
+    }
+    if (dtype_ == DType::kFloat32 && ResizePlanar(*x, taps, y)) {
+      return absl::OkStatus();
+    }
+    std::vector<double> cur = LoadAsDoubles(*x), next;
+    std::vector<int64_t> dims = in;
+    for (int a : order) {
+      const std::vector<std::vector<Tap>>& axis_taps = taps[a];
+      if (axis_taps.empty()) continue;  // The identity.
       const int64_t outer = Product(dims, 0, a);
       const int64_t inner = Product(dims, a + 1, rank);
       next.assign(static_cast<size_t>(outer * out[a] * inner), 0.0);
       for (int64_t o = 0; o < outer; ++o) {
         for (int64_t j = 0; j < out[a]; ++j) {
           double* dst = next.data() + (o * out[a] + j) * inner;
-          for (const Tap& t : taps[j]) {
+          for (const Tap& t : axis_taps[j]) {
             if (t.index < 0) {
               for (int64_t i = 0; i < inner; ++i) {
                 dst[i] += t.weight * extrapolation_;
@@ -375,6 +381,119 @@ class ResizeKernel final : public KernelBase {
     int64_t index;
     double weight;
   };
+
+  // One axis's taps with float weights, flattened: output index j reads
+  // index[k] with weight[k] for k in [begin[j], begin[j + 1]).
+  struct FlatTaps {
+    std::vector<int64_t> begin;
+    std::vector<int64_t> index;
+    std::vector<float> weight;
+  };
+
+  // `taps` of an axis of length `len`, flattened; the identity when empty.
+  static FlatTaps Flatten(const std::vector<std::vector<Tap>>& taps,
+                          int64_t len) {
+    FlatTaps f;
+    if (taps.empty()) {
+      for (int64_t j = 0; j < len; ++j) {
+        f.begin.push_back(j);
+        f.index.push_back(j);
+        f.weight.push_back(1.0f);
+      }
+      f.begin.push_back(len);
+      return f;
+    }
+    for (const std::vector<Tap>& t : taps) {
+      f.begin.push_back(static_cast<int64_t>(f.index.size()));
+      for (const Tap& tap : t) {
+        f.index.push_back(tap.index);
+        f.weight.push_back(static_cast<float>(tap.weight));
+      }
+    }
+    f.begin.push_back(static_cast<int64_t>(f.index.size()));
+    return f;
+  }
+
+  // The float32 path of the common case, images: at most two resized
+  // axes, adjacent (H and W of NCHW, or of NHWC with the channels inner),
+  // no extrapolated point. Each output row [o, j, :, :] is one pass: the
+  // rows of X its taps on the first axis read are blended into a row of
+  // X's width (in float, as ONNX Runtime computes), then each output
+  // element blends that row's taps on the second axis; rows are split
+  // over the kernel threads. The general path walks every axis in double
+  // and was 1.1-1.4 ms for DeepLabV3's 21 x 160 x 160 outputs. Returns
+  // false, writing nothing, where the case does not apply.
+  bool ResizePlanar(const TensorView& x,
+                    const std::vector<std::vector<std::vector<Tap>>>& taps,
+                    const TensorView& y) const {
+    const int rank = x.shape.rank();
+    int first = -1, last = -1;
+    for (int a = 0; a < rank; ++a) {
+      if (taps[a].empty()) continue;
+      if (first < 0) first = a;
+      last = a;
+      for (const std::vector<Tap>& t : taps[a]) {
+        for (const Tap& tap : t) {
+          if (tap.index < 0) return false;
+        }
+      }
+    }
+    if (first < 0 || last - first > 1) return false;
+    // Axes a (rows) and a + 1 (columns); a lone resized last axis has the
+    // identity for rows above it.
+    const int a = last == first && first == rank - 1 ? first - 1 : first;
+    if (a < 0) return false;
+    const std::vector<int64_t>& in = x.shape.dims();
+    const std::vector<int64_t>& out = y.shape.dims();
+    const FlatTaps rows = Flatten(taps[a], in[a]);
+    const FlatTaps cols = Flatten(taps[a + 1], in[a + 1]);
+    const int64_t outer = Product(in, 0, a);
+    const int64_t inner = Product(in, a + 2, rank);
+    const int64_t in_rows = in[a], in_row = in[a + 1] * inner;
+    const int64_t out_rows = out[a], out_row = out[a + 1] * inner;
+    const float* src = x.as<float>();
+    float* dst = y.as<float>();
+    ParallelFor(
+        outer * out_rows, std::max<int64_t>(1, 16384 / (out_row + in_row)),
+        [&](int64_t begin, int64_t end) {
+          std::vector<float> blended(static_cast<size_t>(in_row));
+          for (int64_t r = begin; r < end; ++r) {
+            const int64_t o = r / out_rows, j = r % out_rows;
+            const float* plane = src + o * in_rows * in_row;
+            const float* row = plane + rows.index[rows.begin[j]] * in_row;
+            if (rows.begin[j + 1] - rows.begin[j] != 1 ||
+                rows.weight[rows.begin[j]] != 1.0f) {
+              std::fill(blended.begin(), blended.end(), 0.0f);
+              for (int64_t t = rows.begin[j]; t < rows.begin[j + 1]; ++t) {
+                const float w = rows.weight[t];
+                const float* s = plane + rows.index[t] * in_row;
+                for (int64_t i = 0; i < in_row; ++i) blended[i] += w * s[i];
+              }
+              row = blended.data();
+            }
+            float* d = dst + r * out_row;
+            for (int64_t k = 0; k < out[a + 1]; ++k) {
+              float* dk = d + k * inner;
+              const int64_t t0 = cols.begin[k], t1 = cols.begin[k + 1];
+              if (inner == 1) {
+                float v = 0.0f;
+                for (int64_t t = t0; t < t1; ++t) {
+                  v += cols.weight[t] * row[cols.index[t]];
+                }
+                *dk = v;
+                continue;
+              }
+              std::fill(dk, dk + inner, 0.0f);
+              for (int64_t t = t0; t < t1; ++t) {
+                const float w = cols.weight[t];
+                const float* s = row + cols.index[t] * inner;
+                for (int64_t i = 0; i < inner; ++i) dk[i] += w * s[i];
+              }
+            }
+          }
+        });
+    return true;
+  }
 
   // For each output index of an axis of `len` resized to `out`, the taps
   // it reads; empty when the axis is left as it is.
