@@ -4,11 +4,8 @@
 #include <new>
 #include <utility>
 
-#if defined(_OPENMP) && defined(GLINT_SANITIZER)
-#include <omp.h>
-#endif
-
 #include "absl/strings/str_cat.h"
+#include "devices/cpu/kernel_util.h"
 #include "devices/cpu/late_kernel.h"
 #include "devices/cpu/register.h"
 
@@ -26,24 +23,14 @@ namespace {
 // created (it keeps that work split) and when it runs, and with one thread
 // it runs them inline. The setting is per thread (OpenMP's nthreads-var) and
 // a device may have raised it (SetKernelThreads), so it is set around every
-// build and every Compute, on whichever thread calls them, and restored.
-class OneOpenMpThread {
- public:
-  OneOpenMpThread() : saved_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~OneOpenMpThread() { omp_set_num_threads(saved_); }
-  OneOpenMpThread(const OneOpenMpThread&) = delete;
-  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
-
- private:
-  const int saved_;
-};
-
+// build and every Compute, on whichever thread calls them, and restored
+// (ScopedKernelThreads).
 class OneThreadKernel final : public Kernel {
  public:
   explicit OneThreadKernel(std::unique_ptr<Kernel> kernel)
       : kernel_(std::move(kernel)) {}
   absl::Status Compute(KernelContext& ctx) const override {
-    OneOpenMpThread one;
+    ScopedKernelThreads one(1);
     return kernel_->Compute(ctx);
   }
   // Forwarded, so that sanitizer builds hold packed weights as the others
@@ -66,7 +53,7 @@ class OneThreadKernel final : public Kernel {
 KernelFactory OneThreadFactory(KernelFactory factory) {
   return [factory = std::move(factory)](const KernelSpec& spec)
              -> absl::StatusOr<std::unique_ptr<Kernel>> {
-    OneOpenMpThread one;
+    ScopedKernelThreads one(1);
     absl::StatusOr<std::unique_ptr<Kernel>> kernel = factory(spec);
     if (!kernel.ok()) return kernel.status();
     return std::unique_ptr<Kernel>(new OneThreadKernel(*std::move(kernel)));

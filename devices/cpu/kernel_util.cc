@@ -209,6 +209,17 @@ void ParallelFor(int64_t n, int64_t grain,
   fn(0, n);
 }
 
+#if defined(_OPENMP)
+ScopedKernelThreads::ScopedKernelThreads(int threads)
+    : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(std::max(1, std::min(threads, saved_)));
+}
+ScopedKernelThreads::~ScopedKernelThreads() { omp_set_num_threads(saved_); }
+#else
+ScopedKernelThreads::ScopedKernelThreads(int threads) : saved_(1) {}
+ScopedKernelThreads::~ScopedKernelThreads() = default;
+#endif
+
 void SetKernelThreads(int threads) {
 #if defined(_OPENMP)
   omp_set_num_threads(std::max(threads, 1));

@@ -191,6 +191,22 @@ TensorView ViewOf(const Tensor& t);
 #define GLINT_VECTOR_CLONES
 #endif
 
+// Lowers the calling thread's kernel threads (OpenMP's nthreads-var, which
+// ParallelFor and oneDNN read when a primitive is created and when it runs)
+// to at most `threads` while in scope, and restores them. For work too
+// small to pay for a parallel region, and for sanitizer builds. Not
+// thread-safe to share: one per scope, on the thread that runs the work.
+class ScopedKernelThreads {
+ public:
+  explicit ScopedKernelThreads(int threads);
+  ~ScopedKernelThreads();
+  ScopedKernelThreads(const ScopedKernelThreads&) = delete;
+  ScopedKernelThreads& operator=(const ScopedKernelThreads&) = delete;
+
+ private:
+  const int saved_;
+};
+
 // Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on
 // the OpenMP threads oneDNN's primitives use too (one pool per calling
 // thread), when n is at least 2 * `grain` items; else once, inline. `fn` must

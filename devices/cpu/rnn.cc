@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -307,6 +308,11 @@ class RecurrentKernel final : public KernelBase {
       return absl::OkStatus();
     }
     if (UseDnnlAtAll() && run.full_length) {
+      // Set before the primitive is made (oneDNN fixes its split then) and
+      // kept while it runs; the rule depends on the run's shape only, which
+      // is the primitive cache's key.
+      std::optional<ScopedKernelThreads> serial;
+      if (SmallSteps(run)) serial.emplace(1);
       return CatchDnnl(node(), [&]() -> absl::Status {
         std::shared_ptr<const DnnlEntry> e = GetEntry(run);
         if (e->supported) return RunDnnl(*e, run, outs);
@@ -327,6 +333,21 @@ class RecurrentKernel final : public KernelBase {
  private:
   bool UseDnnlAtAll() const {
     return dnnl_fits_ && path_ != RecurrentPath::kLoop;
+  }
+
+  // Whether each step's recurrent GEMM is too small to share between
+  // threads: oneDNN splits every step over them and joins them before the
+  // next, and for a small batch and hidden size that join costs more than
+  // the step. rnn_bench on this 2-core VM (LSTM, seq 20): batch 1, hidden
+  // 128 took 92 us on one thread and 152 us on two; batch 4, hidden 128,
+  // 144 against 281; while batch 32 (hidden 128), batch 8 (hidden 256)
+  // and batch 1 with hidden 256 (1 MiB of recurrent weights, which two
+  // cores' caches share) were faster on two. So: at most 2^19 multiply-adds
+  // per step and recurrent weights of at most 512 KiB.
+  bool SmallSteps(const Run& run) const {
+    const int64_t h = cfg_.hidden, g = cfg_.gates;
+    return run.n * g * h * h <= (int64_t{1} << 19) &&
+           g * h * h * static_cast<int64_t>(sizeof(float)) <= (512 << 10);
   }
   bool AllConstant() const {
     return constant_[kW] && constant_[kR] && constant_[kB] && constant_[kP];
