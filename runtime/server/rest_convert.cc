@@ -11,7 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/half.h"
+#include "core/status_macros.h"
 #include "core/text.h"
+#include "proto/oip_types.h"
 
 namespace glint {
 namespace {
@@ -381,26 +383,6 @@ absl::StatusOr<NamedTensor> ParseInput(const json& input, size_t index) {
   return out;
 }
 
-// Triton's request priority levels, as the gRPC service reads them (to
-// fold into proto/oip_types' RunPriorityFromOip when it lands): 1 is the
-// most urgent, larger numbers less, 0 the default. Glint's
-// RunOptions::priority is "larger = more urgent, 0 default", so level L in
-// [1, kMaxPriorityLevel] becomes kMaxPriorityLevel + 1 - L: every explicit
-// level runs ahead of default requests, level 1 ahead of all.
-constexpr int64_t kMaxPriorityLevel = 1'000'000;
-absl::StatusOr<int> RunPriorityFromTritonLevel(int64_t level) {
-  if (level < 0 || level > kMaxPriorityLevel) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a priority level is in [0, ", kMaxPriorityLevel,
-                     "] (1 the most urgent, 0 the default), not ", level));
-  }
-  return level == 0 ? 0 : static_cast<int>(kMaxPriorityLevel + 1 - level);
-}
-
-// Ten years: beyond it a timeout is a mistake, and absl::Time arithmetic
-// stays far from its limits.
-constexpr int64_t kMaxTimeoutMicros = int64_t{10} * 366 * 24 * 3600 * 1000000;
-
 absl::Status ParseParameters(const json& parameters, absl::Time now,
                              RunOptions* options) {
   if (!parameters.is_object()) {
@@ -413,32 +395,26 @@ absl::Status ParseParameters(const json& parameters, absl::Time now,
           " must be a string, number or boolean, not ", KindOf(value)));
     }
   }
+  // The JSON value is read here; what it means (the levels, the ten-year
+  // ceiling, 0 as "none") is the inference protocol's rule, in
+  // proto/oip_types.h, as for the gRPC service.
   if (const auto it = parameters.find("priority"); it != parameters.end()) {
     int64_t level = 0;
-    absl::Status s = ToInteger<int64_t>(*it, &level);
-    if (s.ok()) {
-      absl::StatusOr<int> priority = RunPriorityFromTritonLevel(level);
-      if (priority.ok()) {
-        options->priority = *priority;
-      } else {
-        s = priority.status();
-      }
-    }
-    if (!s.ok()) {
+    if (absl::Status s = ToInteger<int64_t>(*it, &level); !s.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("parameter 'priority': ", s.message()));
     }
+    GLINT_ASSIGN_OR_RETURN(options->priority, RunPriorityFromOip(level));
   }
   if (const auto it = parameters.find("timeout"); it != parameters.end()) {
     int64_t timeout_us = 0;
-    if (absl::Status s = ToInteger<int64_t>(*it, &timeout_us);
-        !s.ok() || timeout_us < 0 || timeout_us > kMaxTimeoutMicros) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter 'timeout' must be an integer of microseconds in [0, ",
-          kMaxTimeoutMicros, "], got ", Show(*it)));
+    if (absl::Status s = ToInteger<int64_t>(*it, &timeout_us); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("parameter 'timeout': ", s.message()));
     }
-    // 0 is Triton's "no timeout".
-    if (timeout_us > 0) options->deadline = now + absl::Microseconds(timeout_us);
+    GLINT_ASSIGN_OR_RETURN(
+        options->deadline,
+        DeadlineFromOipTimeout(timeout_us, now, options->deadline));
   }
   return absl::OkStatus();
 }

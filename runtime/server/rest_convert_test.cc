@@ -367,6 +367,33 @@ TEST(ParseInferRequestTest, MinimalRequestHasDefaults) {
   EXPECT_EQ(r->options.deadline, absl::InfiniteFuture());
 }
 
+// REST reads the protocol's rules from proto/oip_types.h, as the gRPC
+// service does: the same ten-year ceiling (REST had its own, with 366-day
+// years), the same priority levels.
+TEST(ParseInferRequestTest, TimeoutAndPriorityFollowTheGrpcRules) {
+  const int64_t ten_years_us = int64_t{10} * 365 * 24 * 3600 * 1'000'000;
+  for (const int64_t us : {ten_years_us, ten_years_us + 1}) {
+    const auto r = ParseInferRequest(
+        absl::StrCat(R"({"inputs": [], "parameters": {"timeout": )", us,
+                     "}}"),
+        kNow);
+    const absl::StatusOr<absl::Time> grpc =
+        DeadlineFromOipTimeout(us, kNow, absl::InfiniteFuture());
+    EXPECT_EQ(r.status().code(), grpc.status().code()) << us;
+    if (r.ok() && grpc.ok()) EXPECT_EQ(r->options.deadline, *grpc);
+  }
+  for (const int64_t level : {int64_t{0}, int64_t{1}, kOipMaxPriorityLevel,
+                              kOipMaxPriorityLevel + 1}) {
+    const auto r = ParseInferRequest(
+        absl::StrCat(R"({"inputs": [], "parameters": {"priority": )", level,
+                     "}}"),
+        kNow);
+    const absl::StatusOr<int> grpc = RunPriorityFromOip(level);
+    EXPECT_EQ(r.status().code(), grpc.status().code()) << level;
+    if (r.ok() && grpc.ok()) EXPECT_EQ(r->options.priority, *grpc);
+  }
+}
+
 TEST(ParseInferRequestTest, PriorityLevelsAsTritons) {
   auto priority = [](int64_t level) {
     absl::StatusOr<RestInferRequest> r = ParseInferRequest(
