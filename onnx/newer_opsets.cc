@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/call_once.h"
 #include "onnx/defs/schema.h"
 #include "onnx/newer_opsets_inference.h"
 
@@ -412,8 +411,11 @@ void RegisterAll() {
 }  // namespace
 
 void RegisterNewerOpsetSchemas() {
-  static absl::once_flag once;
-  absl::call_once(once, [] {
+  // A function-local static rather than absl::call_once: a thread that
+  // finds the registration running waits inside libabsl, where TSan cannot
+  // see that it then happens after it (glintd's concurrent AddNetworks
+  // read the registry); the C++ runtime's guard is a wait TSan knows.
+  static const bool registered = [] {
     // libonnx 1.12 accepts schemas only within its domains' version
     // ranges, which have no setter: its own AddDomainToVersion refuses a
     // domain it knows. The range object is a plain, non-const singleton.
@@ -422,7 +424,9 @@ void RegisterNewerOpsetSchemas() {
     std::pair<int, int>& range = ranges[onnx::ONNX_DOMAIN];
     range.second = std::max(range.second, static_cast<int>(kNewestSupportedOpset));
     RegisterAll();
-  });
+    return true;
+  }();
+  (void)registered;
 }
 
 }  // namespace glint::onnx_internal

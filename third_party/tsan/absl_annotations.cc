@@ -38,11 +38,19 @@ void* Real(const char* mangled) {
 void Acquire(const void* p) { __tsan_acquire(const_cast<void*>(p)); }
 void Release(const void* p) { __tsan_release(const_cast<void*>(p)); }
 
-// A condition evaluated (under `mu`) by whichever thread holds it.
+// A condition evaluated (under `mu`) by whichever thread holds it. The
+// waiter builds it on its stack and Abseil may evaluate it on the thread
+// that unlocks (Mutex::UnlockSlow): the release at construction and the
+// acquire in Eval carry the waiter's writes (this struct, its Condition)
+// to that thread, a hand-off Abseil makes inside its own code.
 struct Wrapped {
+  Wrapped(const absl::Condition* c, const absl::Mutex* m) : cond(c), mu(m) {
+    Release(this);
+  }
   const absl::Condition* cond;
   const absl::Mutex* mu;
   static bool Eval(void* arg) {
+    Acquire(arg);
     auto* w = static_cast<Wrapped*>(arg);
     Acquire(w->mu);
     const bool r = w->cond->Eval();
