@@ -325,14 +325,6 @@ class ResizeKernel final : public KernelBase {
     // ONNX scales the length without rounding when the scale is not
     // sizes / input (scales given, or one kept aspect ratio).
     const bool exact_sizes = !sizes.empty() && policy_ == AspectPolicy::kStretch;
-    // Shrinking axes first, so that intermediates stay small.
-    std::vector<int> order;
-    for (int a = 0; a < rank; ++a) {
-      if (out[a] < in[a]) order.push_back(a);
-    }
-    for (int a = 0; a < rank; ++a) {
-      if (out[a] >= in[a]) order.push_back(a);
-    }
     std::vector<std::vector<std::vector<Tap>>> taps(rank);
     for (int a = 0; a < rank; ++a) {
       const double out_len = exact_sizes
@@ -343,6 +335,14 @@ class ResizeKernel final : public KernelBase {
     }
     if (dtype_ == DType::kFloat32 && ResizePlanar(*x, taps, y)) {
       return absl::OkStatus();
+    }
+    // Shrinking axes first, so that intermediates stay small.
+    std::vector<int> order;
+    for (int a = 0; a < rank; ++a) {
+      if (out[a] < in[a]) order.push_back(a);
+    }
+    for (int a = 0; a < rank; ++a) {
+      if (out[a] >= in[a]) order.push_back(a);
     }
     std::vector<double> cur = LoadAsDoubles(*x), next;
     std::vector<int64_t> dims = in;
