@@ -380,7 +380,9 @@ TEST(ParseInferRequestTest, TimeoutAndPriorityFollowTheGrpcRules) {
     const absl::StatusOr<absl::Time> grpc =
         DeadlineFromOipTimeout(us, kNow, absl::InfiniteFuture());
     EXPECT_EQ(r.status().code(), grpc.status().code()) << us;
-    if (r.ok() && grpc.ok()) EXPECT_EQ(r->options.deadline, *grpc);
+    if (r.ok() && grpc.ok()) {
+      EXPECT_EQ(r->options.deadline, *grpc);
+    }
   }
   for (const int64_t level : {int64_t{0}, int64_t{1}, kOipMaxPriorityLevel,
                               kOipMaxPriorityLevel + 1}) {
@@ -390,7 +392,9 @@ TEST(ParseInferRequestTest, TimeoutAndPriorityFollowTheGrpcRules) {
         kNow);
     const absl::StatusOr<int> grpc = RunPriorityFromOip(level);
     EXPECT_EQ(r.status().code(), grpc.status().code()) << level;
-    if (r.ok() && grpc.ok()) EXPECT_EQ(r->options.priority, *grpc);
+    if (r.ok() && grpc.ok()) {
+      EXPECT_EQ(r->options.priority, *grpc);
+    }
   }
 }
 
