@@ -10,17 +10,14 @@
 #define GLINT_RUNTIME_HOST_MANAGER_H_
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -34,68 +31,23 @@
 #include "core/tensor.h"
 #include "core/trace.h"
 #include "onnx/onnx_importer.h"
+#include "runtime/journal.h"
+#include "runtime/statistics.h"
 
 namespace glint {
 
+class AdmissionQueue;
 class BatchTimer;
 class Batcher;
 class DeviceManager;
-class DurationSeries;
+class DeviceMonitor;
+class NetworkBuilder;
 class Executor;
 struct ExecutionRequest;
 struct RunMeasures;
 struct RunTimings;
 struct ExecutableNetwork;
 struct NetworkEntry;
-
-// A network's plan as the plan cache keeps it: the costly, derived parts of
-// an AddNetwork (the seed's "generated code"), replayed when a network is
-// added again for the same model, options, user_config and devices.
-struct CachedPlan {
-  std::string key;  // What it was made for (see AddNetworkOptions::reuse).
-  std::string inferred_types;  // ONNX inference's reply (RunOnnxInference).
-  std::string strategy;
-  std::vector<int> assignment;              // Dag::assignment.
-  std::vector<std::vector<int>> placement;  // ExecutableNetwork::placement.
-};
-
-// Keeps added networks across restarts (glintd backs it with its
-// NetworkStore). HostManager calls it with the network's name held, so the
-// calls for one name never overlap; it must be thread-safe across names.
-class NetworkJournal {
- public:
-  virtual ~NetworkJournal() = default;
-  // Makes the network durable before AddNetwork acknowledges it; an error
-  // fails the AddNetwork, which then leaves no trace.
-  virtual absl::Status Record(absl::string_view name,
-                              absl::string_view onnx_model,
-                              const AddNetworkOptions& options) = 0;
-  // Forgets it (and its cached plan) durably before RemoveNetwork
-  // acknowledges; an error fails the RemoveNetwork, which then leaves the
-  // network serving.
-  virtual absl::Status Erase(absl::string_view name) = 0;
-
-  // Whether LoadModel gives back what Record was given. Then HostManager
-  // keeps no copy of an added network's model in memory (a model is as big
-  // as its weights, which the devices already hold) and reads it back only
-  // to re-provision the network after a device failure.
-  virtual bool KeepsModels() const { return false; }
-  // The model recorded for `name`; NOT_FOUND once erased. Called only when
-  // KeepsModels().
-  virtual absl::StatusOr<std::string> LoadModel(absl::string_view name) {
-    return absl::UnimplementedError("this journal keeps no models");
-  }
-
-  // The plan cache: NOT_FOUND when no plan is kept for `name`. A journal
-  // without one keeps nothing.
-  virtual absl::StatusOr<CachedPlan> LoadPlan(absl::string_view name) {
-    return absl::NotFoundError("no plan cache");
-  }
-  virtual absl::Status SavePlan(absl::string_view name,
-                                const CachedPlan& plan) {
-    return absl::OkStatus();
-  }
-};
 
 struct HostManagerOptions {
   // Runs executing at once; further runs wait in the queue.
@@ -104,14 +56,10 @@ struct HostManagerOptions {
   // RESOURCE_EXHAUSTED rather than blocking.
   int max_queue_size = 1024;
   // The admission queue orders waiting runs by RunOptions::priority (larger
-  // first), first come first served among equals. So that a steady stream
-  // of urgent runs cannot starve the others, a waiting run ages: every
-  // `priority_aging` runs admitted from the queue while it waits raise its
-  // priority by one, and among equal (aged) priorities the older run goes
-  // first. A run of priority p is thus admitted after at most
-  // priority_aging × (P − p) + max_queue_size others, P being the highest
-  // priority that arrives meanwhile. Deterministic (counted in admissions,
-  // not time) so that tests need no clock. Must be >= 1.
+  // first), first come first served among equals, and a waiting run ages
+  // by one priority every `priority_aging` admissions so that urgent runs
+  // cannot starve the others (see AdmissionOptions in runtime/admission.h).
+  // Must be >= 1.
   int priority_aging = 16;
   // Where AddNetwork runs ONNX's checker and shape inference (see
   // ImportOptions::run_inference). Unset: in this process, trusting every
@@ -231,36 +179,30 @@ class HostManager {
   HostManager(HostManagerOptions options,
               std::vector<std::unique_ptr<DeviceManager>> devices);
 
-  // Imports, partitions and provisions a network on the healthy devices;
-  // fills `info`.
-  // `types` (ONNX inference's reply) and `plan` (assignment, placement)
-  // replay a cached plan when set; `made` receives what this build used.
-  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Build(
+  // AddNetwork (journaled), RestoreNetwork (in the journal already) and
+  // ReplaceNetwork (no journal; replaces a network it added).
+  enum class AddMode { kAdd, kRestore, kReplace };
+  absl::StatusOr<NetworkInfo> Add(absl::string_view name,
+                                  absl::string_view onnx_model,
+                                  const AddNetworkOptions& options,
+                                  AddMode mode) ABSL_LOCKS_EXCLUDED(mu_);
+  // Add's steps. Reserves `name` in adding_ (ALREADY_EXISTS when taken as
+  // `mode` forbids, UNAVAILABLE when shutting down)...
+  absl::Status Reserve(absl::string_view name, AddMode mode)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // ...then builds the network's entry (replaying the plan cache as the
+  // options allow, keeping the new plan), not yet visible to runs.
+  absl::StatusOr<std::shared_ptr<NetworkEntry>> BuildEntry(
       absl::string_view name, absl::string_view onnx_model,
-      const AddNetworkOptions& options, NetworkInfo* info,
-      const CachedPlan* types = nullptr, const CachedPlan* plan = nullptr,
-      CachedPlan* made = nullptr) const;
-  // For a batching network: Build at each preferred batch size below
-  // max_batch_size (see runtime/batcher.h), by size.
-  absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
-  BuildSmaller(absl::string_view name, absl::string_view onnx_model,
-               const AddNetworkOptions& options) const;
-  // What a plan of this network would be made for, over today's healthy
-  // devices (CachedPlan::key).
-  std::string PlanKey(absl::string_view onnx_model,
-                      const AddNetworkOptions& options) const;
+      const AddNetworkOptions& options, AddMode mode) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Device failure. A run that fails UNAVAILABLE asks for a check; the
-  // monitor thread then finds devices that died and re-provisions every
-  // network with a partition on one onto the healthy devices (fewer
-  // replicas if all do not fit), swapping it in under its runs; a network
-  // that fits nowhere becomes unavailable, saying why.
-  void RequestDeviceCheck() ABSL_LOCKS_EXCLUDED(monitor_mu_);
-  void MonitorDevices() ABSL_LOCKS_EXCLUDED(monitor_mu_, mu_);
-  // MonitorDevices' wake-up condition.
-  bool MonitorHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(monitor_mu_) {
-    return check_requested_ || monitor_stop_;
-  }
+  // Device failure (the monitor's callback): re-provisions every network
+  // with a partition on a `dead` device onto the healthy ones (fewer
+  // replicas if all do not fit, runtime/reprovision.h), swapping it in
+  // under its runs; a network that fits nowhere becomes unavailable,
+  // saying why.
+  void ReprovisionOnto(const std::vector<const DeviceManager*>& dead,
+                       const std::string& names) ABSL_LOCKS_EXCLUDED(mu_);
   void Reprovision(const std::shared_ptr<NetworkEntry>& entry,
                    const std::string& failed_device) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -288,81 +230,44 @@ class HostManager {
                  absl::StatusOr<std::vector<Tensor>> result, bool started,
                  const RunMeasures& measures, const RunCallback& done)
       ABSL_LOCKS_EXCLUDED(mu_);
-
-  // The batcher of a network added with batching: its batches go through
-  // admission (one slot each, the most urgent member's priority) and run
-  // on the executor like a single run.
-  absl::StatusOr<std::shared_ptr<Batcher>> MakeBatcher(NetworkEntry* entry);
   // RunNetworkAsync's path for a batching network, from step 3 (the request
-  // is checked): queues it in the network's batcher.
+  // is checked): queues it in the network's batcher
+  // (runtime/network_batcher.h).
   void EnqueueBatched(std::shared_ptr<NetworkEntry> entry,
                       std::shared_ptr<std::shared_ptr<ExecutableNetwork>>
                           executable,
                       std::shared_ptr<ExecutionRequest> request,
                       std::shared_ptr<RunMeasures> measures, int priority,
                       RunCallback done);
-  // Adds a run's (or batch's) partition launches to their devices' series.
-  void RecordDeviceCompute(const RunTimings& timings);
-
-  // AddNetwork (journaled), RestoreNetwork (in the journal already) and
-  // ReplaceNetwork (no journal; replaces a network it added).
-  enum class AddMode { kAdd, kRestore, kReplace };
-  absl::StatusOr<NetworkInfo> Add(absl::string_view name,
-                                  absl::string_view onnx_model,
-                                  const AddNetworkOptions& options,
-                                  AddMode mode);
-
-  // Admission control. Starts `start(true)` now if fewer than
-  // max_active_requests run, else queues it by `priority` (see
-  // HostManagerOptions::priority_aging; never blocking the caller);
-  // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE when shutting
-  // down. A queued run refused by Shutdown gets `start(false)`.
-  absl::Status Admit(int priority, std::function<void(bool admitted)> start)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Ends an admitted run and starts the next queued one.
-  void Release() ABSL_LOCKS_EXCLUDED(mu_);
 
   const HostManagerOptions options_;
   const std::vector<std::unique_ptr<DeviceManager>> devices_;
-  std::unique_ptr<Executor> executor_;
-  // Launches per device, by DeviceManager::id(); fixed at construction.
-  absl::flat_hash_map<int, std::unique_ptr<DurationSeries>> device_compute_;
+  // The parts (see each header).
+  const std::unique_ptr<NetworkBuilder> builder_;
+  const std::unique_ptr<Executor> executor_;
+  const std::unique_ptr<AdmissionQueue> admission_;
+  // Launches per device (of successful runs and batches).
+  DeviceComputeStats device_compute_;
 
+  // Lock order: mu_, then a NetworkEntry's mu. The parts' locks are never
+  // held while these are taken.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<NetworkEntry>> networks_
       ABSL_GUARDED_BY(mu_);
-  // Names being added: reserved so that a concurrent duplicate add fails.
+  // Names being added or removed: reserved so that a concurrent add or
+  // remove of the same name fails.
   absl::flat_hash_map<std::string, bool> adding_ ABSL_GUARDED_BY(mu_);
-  int active_ ABSL_GUARDED_BY(mu_) = 0;
-  // The admission queue: one FIFO per priority (see priority_aging).
-  struct Queued {
-    std::function<void(bool)> start;
-    uint64_t seq = 0;       // Arrival order.
-    uint64_t enqueued = 0;  // admitted_ when it arrived: its age's origin.
-  };
-  std::map<int, std::deque<Queued>> pending_ ABSL_GUARDED_BY(mu_);
-  size_t pending_size_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t admitted_ ABSL_GUARDED_BY(mu_) = 0;  // Runs taken off the queue.
-  // Takes the next run to admit off the non-empty queue.
-  std::function<void(bool)> PopPending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   const std::shared_ptr<CancellationToken> shutdown_token_ =
       std::make_shared<CancellationToken>();
 
-  // Lock order: mu_, then a NetworkEntry's mu; monitor_mu_ is never held
-  // with either.
-  absl::Mutex monitor_mu_;
-  bool check_requested_ ABSL_GUARDED_BY(monitor_mu_) = false;
-  bool monitor_stop_ ABSL_GUARDED_BY(monitor_mu_) = false;
-  // Devices found dead, whose networks were re-provisioned.
-  absl::flat_hash_set<const DeviceManager*> failed_devices_
-      ABSL_GUARDED_BY(monitor_mu_);
-  std::thread monitor_;  // Runs MonitorDevices(); joined by the destructor.
   // Wakes the batchers of networks with dynamic batching (one thread for
-  // all, started by the first that waits). Declared last: destroyed (its
-  // thread joined) before anything a batcher's wake-up could touch.
+  // all, started by the first that waits). Destroyed (its thread joined)
+  // by the destructor before anything a batcher's wake-up could touch.
   std::unique_ptr<BatchTimer> batch_timer_;
+  // Started by the constructor, once everything its callback uses exists;
+  // stopped by the destructor first.
+  std::unique_ptr<DeviceMonitor> monitor_;
 };
 
 }  // namespace glint

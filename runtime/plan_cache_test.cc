@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
 #include "runtime/host_manager.h"
+#include "runtime/plan_cache.h"
 
 namespace glint {
 namespace {
@@ -366,6 +367,93 @@ TEST(ModelKeepingJournalTest, ADeadDevicesNetworkIsRebuiltFromTheJournal) {
   ASSERT_EQ(y.num_elements(), 4);
   for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(y.data<float>()[j], want[j]);
   EXPECT_EQ(journal.loads(), 1);
+}
+
+// The key and the reuse decision on their own, without a HostManager.
+
+std::vector<DeviceInfo> TwoDevices() {
+  std::vector<DeviceInfo> devices(2);
+  for (int i = 0; i < 2; ++i) {
+    devices[i].id = i;
+    devices[i].type = "sim";
+    devices[i].memory_bytes = 1 << 30;
+  }
+  return devices;
+}
+
+TEST(PlanKeyTest, SaysEverythingAPlanDependsOn) {
+  const std::string model = testing::MakeMlpModel(1, 4, 4);
+  const AddNetworkOptions options;
+  const std::string key = PlanKey(model, options, TwoDevices());
+  EXPECT_EQ(key.size(), 64u);  // SHA-256, hex.
+  EXPECT_EQ(PlanKey(model, options, TwoDevices()), key);
+  EXPECT_NE(PlanKey(testing::MakeMlpModel(1, 4, 5), options, TwoDevices()),
+            key);
+  AddNetworkOptions replicas = options;
+  replicas.partition.replicas = 2;
+  EXPECT_NE(PlanKey(model, replicas, TwoDevices()), key);
+  AddNetworkOptions config = options;
+  config.user_config = "x";
+  EXPECT_NE(PlanKey(model, config, TwoDevices()), key);
+  AddNetworkOptions bf16 = options;
+  bf16.precision = Precision::kBFloat16;
+  EXPECT_NE(PlanKey(model, bf16, TwoDevices()), key);
+  std::vector<DeviceInfo> one = TwoDevices();
+  one.pop_back();
+  EXPECT_NE(PlanKey(model, options, one), key);
+  std::vector<DeviceInfo> smaller = TwoDevices();
+  smaller[1].memory_bytes /= 2;
+  EXPECT_NE(PlanKey(model, options, smaller), key);
+}
+
+TEST(ChoosePlanTest, NothingKeptPlansAnew) {
+  for (PlanReuse reuse : {PlanReuse::kMatch, PlanReuse::kOverride,
+                          PlanReuse::kMatchOrOverride, PlanReuse::kGraph}) {
+    absl::StatusOr<PlanChoice> choice =
+        ChoosePlan("n", "k", reuse, absl::NotFoundError("none"));
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    EXPECT_FALSE(choice->cached.has_value());
+    EXPECT_FALSE(choice->reuse_types || choice->reuse_plan);
+  }
+  // An unreadable plan is planned anew too (and logged), whatever reuse.
+  absl::StatusOr<PlanChoice> corrupt = ChoosePlan(
+      "n", "k", PlanReuse::kMatch, absl::DataLossError("bad checksum"));
+  ASSERT_TRUE(corrupt.ok()) << corrupt.status();
+  EXPECT_FALSE(corrupt->reuse_types || corrupt->reuse_plan);
+}
+
+TEST(ChoosePlanTest, AMatchingPlanIsReusedAsThePolicySays) {
+  CachedPlan kept;
+  kept.key = "k";
+  struct Case {
+    PlanReuse reuse;
+    bool types, plan;
+  };
+  for (const Case& c : {Case{PlanReuse::kMatch, true, true},
+                        Case{PlanReuse::kMatchOrOverride, true, true},
+                        Case{PlanReuse::kGraph, true, false},
+                        Case{PlanReuse::kOverride, false, false}}) {
+    absl::StatusOr<PlanChoice> choice = ChoosePlan("n", "k", c.reuse, kept);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    EXPECT_EQ(choice->reuse_types, c.types) << PlanReuseName(c.reuse);
+    EXPECT_EQ(choice->reuse_plan, c.plan) << PlanReuseName(c.reuse);
+  }
+}
+
+TEST(ChoosePlanTest, AStalePlanFailsMatchAndIsReplacedOtherwise) {
+  CachedPlan kept;
+  kept.key = "old";
+  absl::StatusOr<PlanChoice> match =
+      ChoosePlan("n", "new", PlanReuse::kMatch, kept);
+  EXPECT_EQ(match.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(match.status().message().find("reuse is MATCH"),
+            absl::string_view::npos);
+  for (PlanReuse reuse : {PlanReuse::kMatchOrOverride, PlanReuse::kGraph,
+                          PlanReuse::kOverride}) {
+    absl::StatusOr<PlanChoice> choice = ChoosePlan("n", "new", reuse, kept);
+    ASSERT_TRUE(choice.ok()) << choice.status();
+    EXPECT_FALSE(choice->reuse_types || choice->reuse_plan);
+  }
 }
 
 }  // namespace

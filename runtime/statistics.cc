@@ -123,4 +123,25 @@ NetworkStatistics NetworkStatsRecorder::Snapshot(
   return stats;
 }
 
+DeviceComputeStats::DeviceComputeStats(const std::vector<int>& device_ids) {
+  for (int id : device_ids) series_[id] = std::make_unique<DurationSeries>();
+}
+
+void DeviceComputeStats::Record(const std::vector<int>& partition_device,
+                                const std::vector<int64_t>& partition_ns) {
+  for (size_t i = 0; i < partition_device.size() && i < partition_ns.size();
+       ++i) {
+    auto series = series_.find(partition_device[i]);
+    if (series != series_.end()) {
+      series->second->Record(absl::Nanoseconds(partition_ns[i]));
+    }
+  }
+}
+
+DurationStats DeviceComputeStats::Snapshot(int device_id) const {
+  auto series = series_.find(device_id);
+  return series == series_.end() ? DurationStats{}
+                                 : series->second->Snapshot();
+}
+
 }  // namespace glint

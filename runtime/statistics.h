@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "api/types.h"
@@ -111,6 +112,26 @@ class NetworkStatsRecorder {
   mutable absl::Mutex partitions_mu_;
   std::vector<std::unique_ptr<DurationSeries>> partitions_
       ABSL_GUARDED_BY(partitions_mu_);
+};
+
+// Each device's compute: the launches of the partitions placed on it, by
+// DeviceManager::id(). The devices are fixed at construction.
+// Thread-safe; Record is lock-free.
+class DeviceComputeStats {
+ public:
+  explicit DeviceComputeStats(const std::vector<int>& device_ids);
+  DeviceComputeStats(const DeviceComputeStats&) = delete;
+  DeviceComputeStats& operator=(const DeviceComputeStats&) = delete;
+
+  // Adds partition i's launch, partition_ns[i], to the series of device
+  // partition_device[i] (see RunTimings); an unknown id is ignored.
+  void Record(const std::vector<int>& partition_device,
+              const std::vector<int64_t>& partition_ns);
+  // Empty stats for an unknown id.
+  DurationStats Snapshot(int device_id) const;
+
+ private:
+  absl::flat_hash_map<int, std::unique_ptr<DurationSeries>> series_;
 };
 
 }  // namespace glint

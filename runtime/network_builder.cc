@@ -1,0 +1,216 @@
+#include "runtime/network_builder.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "core/text.h"
+#include "partitioner/partitioner.h"
+#include "provisioner/provisioner.h"
+
+namespace glint {
+namespace {
+
+NetworkInfo DescribeNetwork(absl::string_view name, const Dag& dag,
+                            const ExecutableNetwork& network) {
+  NetworkInfo info;
+  info.name = std::string(name);
+  info.inputs = network.inputs;
+  info.outputs = network.outputs;
+  info.strategy = dag.strategy;
+  info.replicas = static_cast<int>(network.replicas.size());
+  info.dot = DagToDot(dag, name);
+  const auto& first = network.replicas.front()->partitions;
+  for (size_t i = 0; i < first.size(); ++i) {
+    const ProvisionedPartition& p = first[i];
+    const DagNode& node = dag.nodes[i];
+    PartitionInfo pi;
+    pi.name = p.name;
+    pi.device_id = p.device->id();
+    pi.device_name = p.device->GetDeviceInfo().name;
+    for (size_t r = 1; r < network.replicas.size(); ++r) {
+      pi.replica_devices.push_back(
+          network.replicas[r]->partitions[i].device->GetDeviceInfo().name);
+    }
+    const CompiledFunction& f = p.function->function();
+    for (const ValueInfo& v : f.inputs()) pi.inputs.push_back(v.name);
+    for (const ValueInfo& v : f.outputs()) pi.outputs.push_back(v.name);
+    pi.num_nodes = p.num_nodes;
+    pi.weight_bytes = f.constant_bytes();
+    pi.activation_bytes = f.arena_bytes();
+    pi.memory_bytes = node.memory_bytes;
+    pi.input_bytes = node.input_bytes;
+    pi.flops = f.flops();
+    pi.estimated_seconds = node.estimated_seconds;
+    pi.device_class = node.device_class;
+    pi.placement_reason = node.placement_reason;
+    info.partitions.push_back(std::move(pi));
+  }
+  return info;
+}
+
+}  // namespace
+
+std::vector<int> CompiledBatchSizes(const DynamicBatching& batching) {
+  std::vector<int> sizes = batching.preferred_batch_sizes;
+  sizes.push_back(batching.max_batch_size);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+NetworkBuilder::NetworkBuilder(std::vector<DeviceManager*> devices,
+                               InferenceRunner run_onnx_inference)
+    : devices_(std::move(devices)),
+      run_onnx_inference_(std::move(run_onnx_inference)) {}
+
+std::vector<DeviceInfo> NetworkBuilder::HealthyDevices() const {
+  std::vector<DeviceInfo> healthy;
+  for (const DeviceManager* d : devices_) {
+    DeviceInfo info = d->GetDeviceInfo();
+    if (info.unhealthy_reason.empty()) healthy.push_back(std::move(info));
+  }
+  return healthy;
+}
+
+size_t NetworkBuilder::HealthyCount() const {
+  size_t n = 0;
+  for (const DeviceManager* d : devices_) n += d->healthy() ? 1 : 0;
+  return n;
+}
+
+absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
+                                             const AddNetworkOptions& options,
+                                             const CachedPlan* types,
+                                             std::string* inferred) const {
+  ImportOptions import;
+  import.input_shapes = options.input_shapes;
+  // A batching network is compiled at its largest batch (see batcher.h).
+  import.batch_size = options.batching.max_batch_size;
+  import.run_inference = run_onnx_inference_;
+  if (types != nullptr) {
+    // Replayed: neither a helper process nor ONNX's inference runs. The
+    // importer still checks that the reply fits the model.
+    import.run_inference = [types](const std::string&) {
+      return absl::StatusOr<std::string>(types->inferred_types);
+    };
+  } else if (inferred != nullptr) {
+    // Kept for the cache: the same step, its reply recorded.
+    InferenceRunner run = run_onnx_inference_;
+    import.run_inference = [run, inferred](const std::string& request) {
+      absl::StatusOr<std::string> reply =
+          run ? run(request) : RunOnnxInference(request);
+      if (reply.ok()) *inferred = *reply;
+      return reply;
+    };
+  }
+  import.is_supported = [this](absl::string_view op) {
+    for (const DeviceManager* d : devices_) {
+      if (d->backend().IsOpSupported(op)) return true;
+    }
+    return false;
+  };
+  GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
+  if (const int batch = options.batching.max_batch_size; batch > 0) {
+    // Every output must carry the batch too, to be split back.
+    if (graph.inputs.empty()) {
+      return absl::InvalidArgumentError(
+          "dynamic batching needs a network with inputs");
+    }
+    for (const ValueInfo& out : graph.outputs) {
+      if (out.shape.rank() < 1 || !out.shape.IsStatic() ||
+          out.shape.dim(0) != batch) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "output '", Clip(out.name), "' has shape ", out.shape.ToString(),
+            " at max_batch_size ", batch,
+            ": dynamic batching needs the batch dimension first in every "
+            "input and output"));
+      }
+    }
+  }
+  return graph;
+}
+
+absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
+    absl::string_view name, absl::string_view onnx_model,
+    const AddNetworkOptions& options, NetworkInfo* info,
+    const CachedPlan* types, const CachedPlan* plan, CachedPlan* made) const {
+  std::string inferred;
+  const absl::Time start = absl::Now();
+  GLINT_ASSIGN_OR_RETURN(
+      Graph graph,
+      Import(onnx_model, options, types, made != nullptr ? &inferred : nullptr));
+  const absl::Time imported = absl::Now();
+  // Only healthy devices are planned for and placed on.
+  std::vector<DeviceInfo> infos;
+  std::vector<DeviceManager*> devices;
+  for (DeviceManager* d : devices_) {
+    DeviceInfo info = d->GetDeviceInfo();
+    if (!info.unhealthy_reason.empty()) continue;
+    infos.push_back(std::move(info));
+    devices.push_back(d);
+  }
+  if (devices.empty()) {
+    return absl::UnavailableError("no healthy device is left");
+  }
+  PartitionOptions partition = options.partition;
+  if (plan != nullptr) partition.fixed_assignment = plan->assignment;
+  GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, infos, partition));
+  if (plan != nullptr) {
+    dag.strategy = plan->strategy;
+    dag.placement = plan->placement;
+  }
+  const absl::Time planned = absl::Now();
+  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
+                         Provisioner(std::move(devices))
+                             .Provision(dag, CompileOptions{options.precision}));
+  *info = DescribeNetwork(name, dag, *executable);
+  info->batching = options.batching;
+  info->precision = options.precision;
+  GLINT_LOG_INFO(
+      "network '{}' built in {}: import {}{}, partition {}{}, compile and "
+      "load {}",
+      Clip(name), absl::FormatDuration(absl::Now() - start),
+      absl::FormatDuration(imported - start),
+      types != nullptr ? " (cached types)" : "",
+      absl::FormatDuration(planned - imported),
+      plan != nullptr ? " (cached plan)" : "",
+      absl::FormatDuration(absl::Now() - planned));
+  if (made != nullptr) {
+    made->inferred_types =
+        types != nullptr ? types->inferred_types : std::move(inferred);
+    made->strategy = dag.strategy;
+    made->assignment = dag.assignment;
+    made->placement = executable->placement;
+  }
+  return executable;
+}
+
+absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
+NetworkBuilder::BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+                          const AddNetworkOptions& options) const {
+  std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
+  if (options.batching.max_batch_size <= 0) return smaller;
+  for (int size : CompiledBatchSizes(options.batching)) {
+    if (size == options.batching.max_batch_size) continue;
+    AddNetworkOptions at = options;
+    at.batching.max_batch_size = size;
+    at.batching.preferred_batch_sizes.clear();
+    NetworkInfo info;
+    absl::StatusOr<std::unique_ptr<ExecutableNetwork>> built =
+        Build(name, onnx_model, at, &info);
+    if (!built.ok()) {
+      return absl::Status(
+          built.status().code(),
+          absl::StrCat("at preferred batch size ", size, ": ",
+                       built.status().message()));
+    }
+    smaller[size] = *std::move(built);
+  }
+  return smaller;
+}
+
+}  // namespace glint

@@ -1,0 +1,53 @@
+// Binding a run request to a network: the caller's named inputs matched to
+// the network's (dtype and shape checked), the requested outputs resolved to
+// indices, and the executor's ExecutionRequest made from them. Every
+// mismatch is INVALID_ARGUMENT naming the input or output and what was
+// expected. Pure functions; thread-safe.
+#ifndef GLINT_RUNTIME_REQUEST_BINDING_H_
+#define GLINT_RUNTIME_REQUEST_BINDING_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "api/types.h"
+#include "core/cancellation.h"
+#include "core/tensor.h"
+#include "core/trace.h"
+#include "executor/executor.h"
+
+namespace glint {
+
+// `inputs` in the network's input order. Each input must be given exactly
+// once with the declared dtype and shape; a network with dynamic batching
+// (info.batching) takes 1..max_batch_size rows, the same for every input.
+absl::StatusOr<std::vector<Tensor>> BindInputs(const NetworkInfo& info,
+                                               std::vector<NamedTensor> inputs);
+
+// The indices (into info.outputs) of `requested`, or of every output when
+// it is empty.
+absl::StatusOr<std::vector<int>> BindOutputs(
+    const NetworkInfo& info, const std::vector<std::string>& requested);
+
+// The run's answer: `result` (the executor's, for the outputs `outputs`
+// indexes in info.outputs, in that order) with the outputs' names.
+absl::StatusOr<std::vector<NamedTensor>> NameOutputs(
+    const NetworkInfo& info, const std::vector<int>& outputs,
+    absl::StatusOr<std::vector<Tensor>> result);
+
+// The executor's request for a run of the network `info` describes: bound
+// inputs and outputs, output buffers, deadline, cancellation, `shutdown`,
+// trace and priority from `options`.
+absl::StatusOr<std::shared_ptr<ExecutionRequest>> BindRequest(
+    const NetworkInfo& info, std::vector<NamedTensor> inputs,
+    const RunOptions& options,
+    std::shared_ptr<const CancellationToken> shutdown);
+
+// A traced run's slice for its time in the admission queue, to be ended
+// when the run starts or is refused; null when the run is not traced.
+TraceSlice* TraceAdmission(const RunOptions& options);
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_REQUEST_BINDING_H_
