@@ -24,9 +24,9 @@ def tracked_sources():
 
 
 def functions(path):
-    """Yields (name, first_line, length) of each function body at file or
-    namespace level (member functions defined in a class body count with
-    their class)."""
+    """Yields (name, first_line, length) of each function body: at file or
+    namespace level, in extern "C" blocks and in class bodies (a member
+    defined inline counts alone, not with its class)."""
     with open(os.path.join(ROOT, path), encoding="utf-8",
               errors="replace") as f:
         text = f.read()
@@ -35,48 +35,54 @@ def functions(path):
                   r"'(?:\\.|[^'\\\n])*'",
                   lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     lines = text.split("\n")
-    header = []  # Lines since the last statement at namespace level.
-    depth = 0
-    start = name = None
-    for i, line in enumerate(lines):
-        if start is None:
-            stripped = line.strip()
-            if stripped.startswith("#") or not stripped:
-                header = [] if not stripped else header
-                continue
-            if re.match(r"(namespace\b.*|extern \"C\")\s*\{", stripped) or \
-                    stripped.startswith("}  // namespace") or stripped == "}":
+    scopes = []  # Open namespace, extern and class bodies.
+    header = []  # Lines since the last statement in the current scope.
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            header = []
+            i += 1
+            continue
+        opens = line.count("{") - line.count("}")
+        if opens < 0 or stripped.startswith("}"):
+            if scopes:
+                scopes.pop()
+            header = []
+            i += 1
+            continue
+        header.append((i, line))
+        joined = " ".join(l.strip() for _, l in header)
+        if opens == 0:
+            if stripped.endswith((";", "}", ":")):
                 header = []
-                continue
-            header.append((i, line))
-            opens = line.count("{") - line.count("}")
-            joined = " ".join(l for _, l in header)
-            if opens > 0:
-                first = joined.split("(")[0]
-                if ("(" in joined and not re.search(
-                        r"\b(class|struct|enum|union)\b", first)
-                        and "=" not in first):
-                    m = re.search(r"([A-Za-z_~][\w:~<>]*)\s*\(", joined)
-                    name = m.group(1) if m else stripped
-                    start = next(j for j, l in header if "(" in l)
-                    depth = opens
-                    if depth == 0:
-                        start = None
-                else:
-                    # A class or initialiser: skip to its end.
-                    depth = opens
-                    name = None
-                    start = header[0][0]
-                header = []
-            elif stripped.endswith(";") or stripped.endswith("}"):
-                header = []
-        else:
-            depth += line.count("{") - line.count("}")
-            if depth <= 0:
-                if name is not None:
-                    yield name, start + 1, i - start + 1
-                start = None
-                depth = 0
+            i += 1
+            continue
+        before_paren = joined.split("(")[0]
+        if re.match(r"(namespace\b|extern\s*\{)", joined) or re.search(
+                r"\b(class|struct|union)\b", before_paren) and \
+                "(" not in joined.split("{")[0]:
+            scopes.append(i)  # A body whose members are parsed in turn.
+            header = []
+            i += 1
+            continue
+        # A function when its header has a parameter list; anything else
+        # (an enum, an initialiser) is skipped whole.
+        is_function = "(" in joined and "=" not in before_paren and \
+            not re.search(r"\benum\b", before_paren)
+        first = next((j for j, l in header if "(" in l), header[0][0])
+        m = re.search(r"([A-Za-z_~][\w:~<>]*)\s*\(", joined)
+        name = m.group(1) if m else stripped
+        depth = opens
+        j = i
+        while depth > 0 and j + 1 < len(lines):
+            j += 1
+            depth += lines[j].count("{") - lines[j].count("}")
+        if is_function:
+            yield name, first + 1, j - first + 1
+        header = []
+        i = j + 1
 
 
 def main():

@@ -5,8 +5,9 @@
 # its report counts as one failed case) plus one per fuzz target run and
 # one for the clang thread-safety build.
 #
-#   scripts/test.sh                 the whole suite, as CI runs it:
+#   scripts/test.sh                 the plain suite, what a newcomer runs:
 #     1. bazel test //...           (gcc; every corpus replayed as a test)
+#   scripts/test.sh --full          the full run, as CI runs it: 1, then
 #     2. scripts/fuzz.sh            each libFuzzer target for
 #                                   $GLINT_FUZZ_SECONDS (default 15) s
 #     3. bazel test --config=tsan   the concurrency-heavy targets under
@@ -16,8 +17,23 @@
 #   scripts/test.sh ARGS...         only step 1, with ARGS given to
 #                                   `bazel test` (e.g. --config=asan or
 #                                   --config=tsan for the whole suite)
+#
+# Each stage prints how long it took ("stage ...: N s"); steps 2-4 build
+# with other compilers or flags, each in an output base of its own, so a
+# cold full run builds the tree four times.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+full=0
+if [ "${1:-}" = --full ]; then
+  full=1
+  shift
+  if [ $# -ne 0 ]; then
+    echo "scripts/test.sh --full takes no other arguments" >&2
+    echo "0 passed, 1 failed"
+    exit 2
+  fi
+fi
 
 scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 
@@ -83,13 +99,21 @@ count_bazel() {
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
+# Prints how long the stage that began at $1 (epoch seconds) took.
+stage_took() {
+  echo "stage $2: $(( $(date +%s) - $1 )) s"
+}
+
 # 1. Everything. Two local jobs: the machines that run this have two cores.
+began=$(date +%s)
 bazel test --jobs=2 --local_test_jobs=2 "$@" //... 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 count_bazel "$log" "$status" "$(bazel info "$@" bazel-testlogs 2>/dev/null)"
+stage_took "$began" "1 (bazel test //...)"
 
-if [ $# -eq 0 ]; then
+if [ "$full" -eq 1 ]; then
   # 2. Fuzzing, bounded (the clang build has its own output base).
+  began=$(date +%s)
   scripts/fuzz.sh all "${GLINT_FUZZ_SECONDS:-15}" 2>&1 | tee "$log"
   fuzz_line=$(tail -1 "$log")
   if [[ "$fuzz_line" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
@@ -98,21 +122,25 @@ if [ $# -eq 0 ]; then
   else
     failed=$((failed + 1))
   fi
+  stage_took "$began" "2 (fuzz)"
 
   # 3. ThreadSanitizer over the concurrency-heavy targets, in an output base
   # of its own so that the gcc build above keeps its cache.
+  began=$(date +%s)
   tsan_base=${GLINT_TSAN_OUTPUT_BASE:-$HOME/.cache/glint-tsan-bazel}
   bazel --output_base="$tsan_base" test --config=tsan --symlink_prefix=/ \
     --jobs=2 --local_test_jobs=2 "${TSAN_TARGETS[@]}" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   count_bazel "$log" "$status" \
     "$(bazel --output_base="$tsan_base" info --config=tsan bazel-testlogs 2>/dev/null)"
+  stage_took "$began" "3 (TSan)"
 
   # 4. Clang's thread-safety analysis over everything (-Werror=thread-safety:
   # every ABSL_GUARDED_BY and lock annotation holds). A build, counted as one
   # case; its own output base, as the compiler differs.
   # Its packages come from the gcc build's server: a second output base
   # would walk //... into this checkout's bazel-* links to the first one.
+  began=$(date +%s)
   clang_base=${GLINT_CLANG_OUTPUT_BASE:-$HOME/.cache/glint-clang-bazel}
   targets=$(mktemp)
   bazel query //... --output=package 2>/dev/null | sed 's|^|//|; s|$|:all|' > "$targets"
@@ -128,6 +156,7 @@ if [ $# -eq 0 ]; then
     failed=$((failed + 1))
   fi
   rm -f "$targets"
+  stage_took "$began" "4 (clang thread-safety build)"
 fi
 
 echo "${passed} passed, ${failed} failed"
