@@ -1,4 +1,6 @@
-// The C API over HostManager (include/glint/c_api.h).
+// The C API over HostManager (include/glint/c_api.h): status, runtime,
+// networks and runs; tensors are in c_api_tensors.cc, the handles in
+// handles.h.
 //
 // Every exported function is a boundary: it checks its pointers and handle
 // tags, converts, calls the C++ runtime, and turns every failure (an
@@ -26,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "api/types.h"
+#include "capi/handles.h"
 #include "core/cancellation.h"
 #include "core/dtype.h"
 #include "core/logging.h"
@@ -37,211 +40,31 @@
 #include "onnx/onnx_tensor.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/device_spec.h"
+#include "devices/device_spec.h"
 
-// The handles. Each begins with its kind's tag, checked on entry (Is<T>)
-// and overwritten on delete, so that a handle of another kind is refused
-// rather than misread.
-struct GlintStatus {
-  uint64_t tag;
-  GlintCode code;
-  std::string message;
-};
-struct GlintTensor {
-  uint64_t tag;
-  glint::NamedTensor named;
-};
-struct GlintTensorList {
-  uint64_t tag;
-  // unique_ptr: the borrowed GlintTensor* handed out stay put.
-  std::vector<std::unique_ptr<GlintTensor>> tensors;
-};
-struct GlintRuntime {
-  uint64_t tag;
-  std::unique_ptr<glint::HostManager> host;
-};
-struct GlintNetwork {
-  uint64_t tag;
-  glint::NetworkInfo info;
-};
-struct GlintNetworkList {
-  uint64_t tag;
-  std::vector<std::unique_ptr<GlintNetwork>> networks;
-};
-struct GlintAddOptions {
-  uint64_t tag;
-  glint::AddNetworkOptions options;
-};
-struct GlintCancel {
-  uint64_t tag;
-  std::shared_ptr<glint::CancellationToken> token;
-};
-struct GlintRunOptions {
-  uint64_t tag;
-  glint::RunOptions options;  // Without its deadline: see timeout_us.
-  int64_t timeout_us = 0;     // 0: no deadline.
-};
-struct GlintProfile {
-  uint64_t tag;
-  // Shared with the run options given it and their runs, so that the
-  // handle may go while they run.
-  std::shared_ptr<glint::RunTrace> trace;
-  std::string text;  // The last string handed out (borrowed by the caller).
-};
+using glint::capi_internal::CheckHandle;
+using glint::capi_internal::CheckNotNull;
+using glint::capi_internal::Delete;
+using glint::capi_internal::Error;
+using glint::capi_internal::FromStatus;
+using glint::capi_internal::Guard;
+using glint::capi_internal::Is;
+using glint::capi_internal::kAddOptionsTag;
+using glint::capi_internal::kCancelTag;
+using glint::capi_internal::kDeletedTag;
+using glint::capi_internal::kNetworkListTag;
+using glint::capi_internal::kProfileTag;
+using glint::capi_internal::kRunOptionsTag;
+using glint::capi_internal::kRuntimeTag;
+using glint::capi_internal::MakeList;
+using glint::capi_internal::MakeNetwork;
+using glint::capi_internal::OutOfMemory;
 
 namespace {
-
-// "GL" + a kind letter + "HANDLE" in ASCII, distinct per kind.
-constexpr uint64_t kStatusTag = 0x474c53'48414e444cULL;
-constexpr uint64_t kTensorTag = 0x474c54'48414e444cULL;
-constexpr uint64_t kTensorListTag = 0x474c4c'48414e444cULL;
-constexpr uint64_t kRuntimeTag = 0x474c52'48414e444cULL;
-constexpr uint64_t kNetworkTag = 0x474c4e'48414e444cULL;
-constexpr uint64_t kNetworkListTag = 0x474c4d'48414e444cULL;
-constexpr uint64_t kAddOptionsTag = 0x474c41'48414e444cULL;
-constexpr uint64_t kCancelTag = 0x474c43'48414e444cULL;
-constexpr uint64_t kRunOptionsTag = 0x474c4f'48414e444cULL;
-constexpr uint64_t kProfileTag = 0x474c50'48414e444cULL;
-constexpr uint64_t kDeletedTag = 0xdeadbeefdeadbeefULL;
-
-template <typename T>
-constexpr uint64_t TagOf();
-template <> constexpr uint64_t TagOf<GlintStatus>() { return kStatusTag; }
-template <> constexpr uint64_t TagOf<GlintTensor>() { return kTensorTag; }
-template <> constexpr uint64_t TagOf<GlintTensorList>() { return kTensorListTag; }
-template <> constexpr uint64_t TagOf<GlintRuntime>() { return kRuntimeTag; }
-template <> constexpr uint64_t TagOf<GlintNetwork>() { return kNetworkTag; }
-template <> constexpr uint64_t TagOf<GlintNetworkList>() { return kNetworkListTag; }
-template <> constexpr uint64_t TagOf<GlintAddOptions>() { return kAddOptionsTag; }
-template <> constexpr uint64_t TagOf<GlintCancel>() { return kCancelTag; }
-template <> constexpr uint64_t TagOf<GlintRunOptions>() { return kRunOptionsTag; }
-template <> constexpr uint64_t TagOf<GlintProfile>() { return kProfileTag; }
-
-constexpr const char* KindName(const GlintTensor*) { return "GlintTensor"; }
-constexpr const char* KindName(const GlintTensorList*) { return "GlintTensorList"; }
-constexpr const char* KindName(const GlintRuntime*) { return "GlintRuntime"; }
-constexpr const char* KindName(const GlintNetwork*) { return "GlintNetwork"; }
-constexpr const char* KindName(const GlintNetworkList*) { return "GlintNetworkList"; }
-constexpr const char* KindName(const GlintAddOptions*) { return "GlintAddOptions"; }
-constexpr const char* KindName(const GlintCancel*) { return "GlintCancel"; }
-constexpr const char* KindName(const GlintRunOptions*) { return "GlintRunOptions"; }
-constexpr const char* KindName(const GlintProfile*) { return "GlintProfile"; }
-
-// Whether `p` is a live handle of kind T. The tag is read with memcpy:
-// `p` may point at anything.
-template <typename T>
-bool Is(const T* p) {
-  if (p == nullptr) return false;
-  uint64_t tag;
-  std::memcpy(&tag, p, sizeof(tag));
-  return tag == TagOf<T>();
-}
-
-template <typename T>
-void Delete(T* p) {
-  if (!Is(p)) return;
-  p->tag = kDeletedTag;
-  delete p;
-}
-
-// What an allocation failure returns: preallocated, never freed.
-GlintStatus* OutOfMemory() {
-  static GlintStatus* const status = new GlintStatus{
-      kStatusTag, GLINT_RESOURCE_EXHAUSTED, "glint: out of host memory"};
-  return status;
-}
-
-GlintStatus* Error(GlintCode code, absl::string_view function,
-                   absl::string_view message) {
-  return new GlintStatus{kStatusTag, code, absl::StrCat(function, ": ", message)};
-}
-
-GlintStatus* FromStatus(absl::string_view function, const absl::Status& s) {
-  if (s.ok()) return nullptr;
-  return Error(static_cast<GlintCode>(s.code()), function, s.message());
-}
-
-// The boundary: runs `body`, turning any exception into a status.
-template <typename F>
-GlintStatus* Guard(const char* function, F&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::bad_alloc&) {
-    return OutOfMemory();
-  } catch (const std::exception& e) {
-    try {
-      return Error(GLINT_INTERNAL, function,
-                   absl::StrCat("unexpected exception: ", e.what()));
-    } catch (...) {
-      return OutOfMemory();
-    }
-  } catch (...) {
-    try {
-      return Error(GLINT_INTERNAL, function, "unexpected exception");
-    } catch (...) {
-      return OutOfMemory();
-    }
-  }
-}
-
-// INVALID_ARGUMENT unless `p` is a live handle of kind T.
-template <typename T>
-GlintStatus* CheckHandle(const char* function, const char* param, const T* p) {
-  if (p == nullptr) {
-    return Error(GLINT_INVALID_ARGUMENT, function,
-                 absl::StrCat(param, " is NULL"));
-  }
-  if (!Is(p)) {
-    return Error(GLINT_INVALID_ARGUMENT, function,
-                 absl::StrCat(param, " is not a ", KindName(p),
-                              " (a handle of another kind, or one deleted)"));
-  }
-  return nullptr;
-}
-
-GlintStatus* CheckNotNull(const char* function, const char* param,
-                          const void* p) {
-  if (p != nullptr) return nullptr;
-  return Error(GLINT_INVALID_ARGUMENT, function,
-               absl::StrCat(param, " is NULL"));
-}
-
-#define GLINT_C_CHECK(expr)                  \
-  do {                                       \
-    if (GlintStatus* check_ = (expr)) return check_; \
-  } while (0)
 
 // Set while a run's completion callback runs on this thread: deleting the
 // runtime there would wait for the very run that calls it.
 thread_local int callback_depth = 0;
-
-bool KnownDType(GlintDType dtype) {
-  switch (dtype) {
-    case GLINT_DTYPE_FLOAT32: case GLINT_DTYPE_UINT8: case GLINT_DTYPE_INT8:
-    case GLINT_DTYPE_UINT16: case GLINT_DTYPE_INT16: case GLINT_DTYPE_INT32:
-    case GLINT_DTYPE_INT64: case GLINT_DTYPE_BOOL: case GLINT_DTYPE_FLOAT16:
-    case GLINT_DTYPE_FLOAT64: case GLINT_DTYPE_UINT32: case GLINT_DTYPE_UINT64:
-    case GLINT_DTYPE_BFLOAT16:
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::unique_ptr<GlintTensorList> MakeList(
-    std::vector<glint::NamedTensor> tensors) {
-  auto list = std::make_unique<GlintTensorList>();
-  list->tag = kTensorListTag;
-  for (glint::NamedTensor& t : tensors) {
-    list->tensors.push_back(
-        std::make_unique<GlintTensor>(GlintTensor{kTensorTag, std::move(t)}));
-  }
-  return list;
-}
-
-GlintNetwork* MakeNetwork(glint::NetworkInfo info) {
-  return new GlintNetwork{kNetworkTag, std::move(info)};
-}
 
 // Checks and converts a run's arguments.
 GlintStatus* PrepareRun(const char* function, GlintRuntime* runtime,
@@ -333,175 +156,6 @@ const char* glint_code_name(GlintCode code) {
   }
   return "UNKNOWN_CODE";
 }
-
-// ---- Tensors ------------------------------------------------------------
-
-GlintStatus* glint_tensor_create(const char* name, GlintDType dtype,
-                                 const int64_t* dims, size_t rank,
-                                 const void* data, size_t byte_size,
-                                 GlintTensor** out) {
-  static constexpr char kFn[] = "glint_tensor_create";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
-    GLINT_C_CHECK(CheckNotNull(kFn, "out", out));
-    if (!KnownDType(dtype)) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("dtype ", static_cast<int>(dtype),
-                                " is not a GlintDType"));
-    }
-    if (rank > 0) GLINT_C_CHECK(CheckNotNull(kFn, "dims", dims));
-    if (rank > static_cast<size_t>(glint::kMaxTensorRank)) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("rank ", rank, " is over the limit of ",
-                                glint::kMaxTensorRank));
-    }
-    std::vector<int64_t> shape_dims(dims, dims + rank);
-    for (size_t i = 0; i < rank; ++i) {
-      if (shape_dims[i] < 0) {
-        return Error(GLINT_INVALID_ARGUMENT, kFn,
-                     absl::StrCat("dims[", i, "] is ", shape_dims[i],
-                                  "; dimensions must be >= 0"));
-      }
-    }
-    const glint::DType type = static_cast<glint::DType>(dtype);
-    glint::Shape shape(std::move(shape_dims));
-    const std::string what =
-        absl::StrCat("tensor '", glint::Clip(name), "'");
-    GLINT_C_CHECK(FromStatus(kFn, glint::CheckTensorSize(type, shape, what)));
-    const size_t expected =
-        static_cast<size_t>(shape.NumElements()) * glint::DTypeSize(type);
-    if (data == nullptr && byte_size != 0) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("data is NULL but byte_size is ", byte_size));
-    }
-    if (data != nullptr && byte_size != expected) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("byte_size is ", byte_size, " but ", what,
-                                " of ", glint::DTypeName(type),
-                                shape.ToString(), " needs ", expected));
-    }
-    absl::StatusOr<glint::Tensor> tensor = glint::Tensor::Create(type, shape);
-    if (!tensor.ok()) return FromStatus(kFn, tensor.status());
-    if (data != nullptr && expected > 0) {
-      std::memcpy(tensor->raw_data(), data, expected);
-    }
-    *out = new GlintTensor{kTensorTag, {name, *std::move(tensor)}};
-    return nullptr;
-  });
-}
-
-GlintStatus* glint_tensor_create_from_onnx(const void* proto, size_t size,
-                                           GlintTensor** out) {
-  static constexpr char kFn[] = "glint_tensor_create_from_onnx";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckNotNull(kFn, "out", out));
-    if (size > 0) GLINT_C_CHECK(CheckNotNull(kFn, "proto", proto));
-    if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("size ", size,
-                                " is over protobuf's 2 GiB message limit"));
-    }
-    onnx::TensorProto message;
-    if (!message.ParseFromArray(proto, static_cast<int>(size))) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("the ", size,
-                                " bytes are not a serialized ONNX "
-                                "TensorProto"));
-    }
-    absl::StatusOr<glint::Tensor> tensor = glint::TensorFromOnnxProto(message);
-    if (!tensor.ok()) return FromStatus(kFn, tensor.status());
-    *out = new GlintTensor{kTensorTag, {message.name(), *std::move(tensor)}};
-    return nullptr;
-  });
-}
-
-GlintStatus* glint_tensor_info(const GlintTensor* tensor, const char** name,
-                               GlintDType* dtype, const int64_t** dims,
-                               size_t* rank, const void** data,
-                               size_t* byte_size) {
-  static constexpr char kFn[] = "glint_tensor_info";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "tensor", tensor));
-    const glint::Tensor& t = tensor->named.tensor;
-    if (name != nullptr) *name = tensor->named.name.c_str();
-    if (dtype != nullptr) *dtype = static_cast<GlintDType>(t.dtype());
-    if (dims != nullptr) *dims = t.shape().dims().data();
-    if (rank != nullptr) *rank = static_cast<size_t>(t.shape().rank());
-    if (data != nullptr) *data = t.raw_data();
-    if (byte_size != nullptr) *byte_size = t.num_bytes();
-    return nullptr;
-  });
-}
-
-GlintStatus* glint_tensor_copy_data(const GlintTensor* tensor, void* dst,
-                                    size_t dst_size) {
-  static constexpr char kFn[] = "glint_tensor_copy_data";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "tensor", tensor));
-    const glint::Tensor& t = tensor->named.tensor;
-    if (dst_size != t.num_bytes()) {
-      return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("dst_size is ", dst_size, " but tensor '",
-                                glint::Clip(tensor->named.name), "' holds ",
-                                t.num_bytes(), " bytes"));
-    }
-    if (dst_size == 0) return nullptr;
-    GLINT_C_CHECK(CheckNotNull(kFn, "dst", dst));
-    std::memcpy(dst, t.raw_data(), dst_size);
-    return nullptr;
-  });
-}
-
-void glint_tensor_delete(GlintTensor* tensor) { Delete(tensor); }
-
-GlintStatus* glint_tensor_list_size(const GlintTensorList* list,
-                                    size_t* size) {
-  static constexpr char kFn[] = "glint_tensor_list_size";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "list", list));
-    GLINT_C_CHECK(CheckNotNull(kFn, "size", size));
-    *size = list->tensors.size();
-    return nullptr;
-  });
-}
-
-GlintStatus* glint_tensor_list_get(const GlintTensorList* list, size_t index,
-                                   const GlintTensor** tensor) {
-  static constexpr char kFn[] = "glint_tensor_list_get";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "list", list));
-    GLINT_C_CHECK(CheckNotNull(kFn, "tensor", tensor));
-    if (index >= list->tensors.size()) {
-      return Error(GLINT_OUT_OF_RANGE, kFn,
-                   absl::StrCat("index ", index, " is past the list's ",
-                                list->tensors.size(), " tensors"));
-    }
-    *tensor = list->tensors[index].get();
-    return nullptr;
-  });
-}
-
-GlintStatus* glint_tensor_list_find(const GlintTensorList* list,
-                                    const char* name,
-                                    const GlintTensor** tensor) {
-  static constexpr char kFn[] = "glint_tensor_list_find";
-  return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "list", list));
-    GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
-    GLINT_C_CHECK(CheckNotNull(kFn, "tensor", tensor));
-    for (const auto& t : list->tensors) {
-      if (t->named.name == name) {
-        *tensor = t.get();
-        return nullptr;
-      }
-    }
-    return Error(GLINT_NOT_FOUND, kFn,
-                 absl::StrCat("no tensor named '", glint::Clip(name),
-                              "' in the list"));
-  });
-}
-
-void glint_tensor_list_delete(GlintTensorList* list) { Delete(list); }
 
 // ---- Runtime ------------------------------------------------------------
 

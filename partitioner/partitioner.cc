@@ -20,41 +20,11 @@
 namespace glint {
 namespace {
 
+using partitioner_internal::ClassName;
 using partitioner_internal::Mib;
+using partitioner_internal::Ms;
 using partitioner_internal::Supports;
-
-// Devices of one type with the same unsupported ops and the same rates
-// are interchangeable (they differ at most in free memory): a class.
-std::string TypeKey(const DeviceInfo& device) {
-  std::vector<std::string> ops = device.unsupported_ops;
-  std::sort(ops.begin(), ops.end());
-  return absl::StrCat(device.type, "|", absl::StrJoin(ops, "+"), "|",
-                      device.compute_flops, "|", device.link_bytes_per_second);
-}
-
-// How `glint show` and errors name a class: "sim without Softmax,
-// 50 GFLOP/s, 10 GB/s link".
-std::string ClassName(const DeviceInfo& d) {
-  std::vector<std::string> ops = d.unsupported_ops;
-  std::sort(ops.begin(), ops.end());
-  std::string name = d.type;
-  if (!ops.empty()) absl::StrAppend(&name, " without ", absl::StrJoin(ops, ","));
-  if (d.compute_flops > 0) {
-    absl::StrAppend(&name, absl::StrFormat(", %.4g GFLOP/s", d.compute_flops / 1e9));
-  }
-  if (d.link_bytes_per_second > 0) {
-    absl::StrAppend(&name, absl::StrFormat(", %.4g GB/s link",
-                                           d.link_bytes_per_second / 1e9));
-  }
-  if (d.compute_flops <= 0 && d.link_bytes_per_second <= 0) {
-    absl::StrAppend(&name, ", no timing model");
-  }
-  return name;
-}
-
-std::string Ms(double seconds) {
-  return absl::StrFormat("%.3g ms", seconds * 1e3);
-}
+using partitioner_internal::TypeKey;
 
 double Rate(const DeviceInfo& d) {
   return d.compute_flops > 0 ? d.compute_flops : kNominalFlops;

@@ -39,6 +39,18 @@ inline std::string Mib(uint64_t bytes) {
   return absl::StrCat(bytes, " bytes (", bytes / kMiB, " MiB)");
 }
 
+// Devices of one type with the same unsupported ops and the same rates
+// are interchangeable (they differ at most in free memory): a class. Its
+// key.
+std::string TypeKey(const DeviceInfo& device);
+
+// How `glint show` and errors name a class: "sim without Softmax,
+// 50 GFLOP/s, 10 GB/s link".
+std::string ClassName(const DeviceInfo& d);
+
+// "1.23 ms".
+std::string Ms(double seconds);
+
 }  // namespace glint::partitioner_internal
 
 #endif  // GLINT_PARTITIONER_PLAN_UTIL_H_

@@ -26,7 +26,7 @@ cd "$(dirname "$0")/.."
 TARGETS=(
   "npy_fuzzer //client:npy_fuzzer 4096"
   "tensor_proto_fuzzer //client:tensor_proto_fuzzer 4096"
-  "device_spec_fuzzer //runtime/server:device_spec_fuzzer 256"
+  "device_spec_fuzzer //devices:device_spec_fuzzer 256"
   "run_request_fuzzer //proto:run_request_fuzzer 4096"
   "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
   "rest_request_fuzzer //runtime/server:rest_request_fuzzer 4096"

@@ -56,7 +56,7 @@
 #include "runtime/host_manager.h"
 #include "runtime/server/allocator_policy.h"
 #include "runtime/server/auth.h"
-#include "runtime/server/device_spec.h"
+#include "devices/device_spec.h"
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"

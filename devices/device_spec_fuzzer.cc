@@ -12,7 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
-#include "runtime/server/device_spec.h"
+#include "devices/device_spec.h"
 
 namespace {
 

@@ -7,8 +7,8 @@
 // KB, MB or GB (KiB = 1024 bytes, KB = 1000 bytes; no unit means bytes).
 // Every other key goes to DeviceConfig::params, for the device type's factory
 // to check. Examples: "sim*2:memory=2GiB", "sim:memory=512MiB,sim:memory=4GiB".
-#ifndef GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_
-#define GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_
+#ifndef GLINT_DEVICES_DEVICE_SPEC_H_
+#define GLINT_DEVICES_DEVICE_SPEC_H_
 
 #include <cstdint>
 #include <vector>
@@ -47,4 +47,4 @@ absl::StatusOr<uint64_t> ParseByteSize(absl::string_view text);
 
 }  // namespace glint
 
-#endif  // GLINT_RUNTIME_SERVER_DEVICE_SPEC_H_
+#endif  // GLINT_DEVICES_DEVICE_SPEC_H_

@@ -1,4 +1,4 @@
-#include "runtime/server/device_spec.h"
+#include "devices/device_spec.h"
 
 #include <string>
 
