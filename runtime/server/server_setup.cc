@@ -36,6 +36,10 @@ void ConfigureServerBuilder(const GrpcServerOptions& options,
                                 ? options.credentials
                                 : grpc::InsecureServerCredentials(),
                             port);
+  // gRPC sets SO_REUSEPORT by default: a second glintd on the same port
+  // would then bind too and the kernel would spread connections over both.
+  // Off, the second one fails to start (as the HTTP port does).
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder->SetMaxReceiveMessageSize(options.max_message_bytes);
   builder->SetMaxSendMessageSize(options.max_message_bytes);
   // The builder copies the quota's reference; this object may go.

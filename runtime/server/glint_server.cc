@@ -1,0 +1,416 @@
+#include "runtime/server/glint_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/logging.h"
+#include "core/status_macros.h"
+#include "core/thread_name.h"
+#include "onnx/import_sandbox.h"
+#include "runtime/server/auth.h"
+#include "runtime/server/grpc_auth.h"
+#include "runtime/server/http_server.h"
+#include "runtime/server/inference_service.h"
+#include "runtime/server/network_journal.h"
+#include "runtime/server/request_budget.h"
+#include "runtime/server/rest_api.h"
+#include "runtime/server/server_setup.h"
+#include "runtime/server/service.h"
+#include "runtime/server/shared_memory.h"
+#include "runtime/server/worker_pool.h"
+#include "store/network_store.h"
+
+namespace glint {
+namespace {
+
+// gRPC binds a wildcard host such as 0.0.0.0 once per address family, and
+// with port 0 each bind picks its own port, of which only one is reported.
+// So a free port is chosen here first and the same one bound everywhere.
+// (Another process could take it in between; the bind then fails loudly.)
+absl::StatusOr<std::string> ChooseListenPort(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || listen.substr(colon + 1) != "0") {
+    return listen;
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.empty() ? nullptr : host.c_str(), "0", &hints, &found) !=
+          0 ||
+      found == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve the --listen host '", host, "'"));
+  }
+  int port = 0;
+  for (addrinfo* a = found; a != nullptr && port == 0; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    sockaddr_storage bound{};
+    socklen_t size = sizeof(bound);
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size) == 0) {
+      port = ntohs(bound.ss_family == AF_INET6
+                       ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                       : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  if (port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("no free port to listen on at ", listen));
+  }
+  return absl::StrCat(listen.substr(0, colon), ":", port);
+}
+
+std::string DescribeDevices(const std::vector<DeviceInfo>& devices) {
+  return absl::StrJoin(devices, ", ", [](std::string* out,
+                                         const DeviceInfo& d) {
+    absl::StrAppend(out, d.id, "=", d.name, " (", d.type, ", ",
+                    d.memory_bytes / kMiB, " MiB)");
+  });
+}
+
+// A banner rather than a line, so that it stands out in a scrolling log.
+void WarnIfExposed(const std::string& listen, const SecurityOptions& options) {
+  const std::vector<std::string> warnings = ExposureWarnings(listen, options);
+  if (warnings.empty()) return;
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
+  for (const std::string& w : warnings) GLINT_LOG_WARN("!! {}", w);
+  GLINT_LOG_WARN("{}", std::string(72, '!'));
+}
+
+// The HostManager's options: admission limits, and every model imported by
+// the helper under the import limits (or in-process without one).
+absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
+    const GlintServerOptions& options,
+    std::shared_ptr<const CancellationToken> cancel) {
+  if (options.import_time_limit <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--import_time_limit must be positive");
+  }
+  HostManagerOptions host;
+  host.max_active_requests = options.max_active_runs;
+  host.max_queue_size = options.max_queued_runs;
+  if (!options.import_helper_argv.empty()) {
+    ImportSandboxOptions sandbox;
+    sandbox.argv = options.import_helper_argv;
+    sandbox.max_address_space_bytes = options.import_memory_limit_bytes;
+    sandbox.max_cpu_time = options.import_time_limit;
+    sandbox.max_wall_time = options.import_time_limit;
+    sandbox.cancel = std::move(cancel);
+    host.run_onnx_inference = [sandbox](const std::string& request) {
+      return RunImportHelper(sandbox, request);
+    };
+  }
+  return host;
+}
+
+// The repository of `options` and its mode; null without a repository.
+absl::StatusOr<std::unique_ptr<ModelRepository>> MakeModelRepository(
+    const GlintServerOptions& options, HostManager* host) {
+  if (options.model_repository.empty()) {
+    if (options.model_control_mode != ModelControlMode::kNone) {
+      return absl::InvalidArgumentError(
+          "--model_control_mode needs --model_repository");
+    }
+    return nullptr;
+  }
+  if (options.repository_poll <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--repository_poll_secs must be positive");
+  }
+  // A repository that is not there is a deployment error, not an empty one.
+  if (absl::StatusOr<std::vector<RepositoryModel>> scan =
+          ScanModelRepository(options.model_repository);
+      !scan.ok()) {
+    return absl::Status(
+        scan.status().code(),
+        absl::StrCat("--model_repository: ", scan.status().message()));
+  }
+  return std::make_unique<ModelRepository>(
+      host, ModelRepositoryOptions{options.model_repository,
+                                   options.model_control_mode});
+}
+
+void SyncRepository(ModelRepository& repository) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<RepositorySyncReport> report = repository.Sync();
+  if (!report.ok()) {
+    GLINT_LOG_ERROR("model repository: {}", report.status().ToString());
+    return;
+  }
+  if (report->loaded + report->reloaded + report->unloaded + report->failed ==
+      0) {
+    return;  // A poll that found nothing new says nothing.
+  }
+  GLINT_LOG_INFO(
+      "model repository {}: {} loaded, {} reloaded, {} unloaded, {} failed, "
+      "{} unchanged in {}",
+      repository.options().dir, report->loaded, report->reloaded,
+      report->unloaded, report->failed, report->unchanged,
+      absl::FormatDuration(absl::Now() - start));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GlintServer>> GlintServer::BuildAndStart(
+    GlintServerOptions options) {
+  std::unique_ptr<GlintServer> server(new GlintServer(std::move(options)));
+  // A failed step leaves the server to its destructor, which shuts down
+  // whatever the steps before started.
+  GLINT_RETURN_IF_ERROR(server->CreateHostManager());
+  GLINT_RETURN_IF_ERROR(server->StartGrpc());
+  GLINT_RETURN_IF_ERROR(server->StartHttp());
+  server->StartBackgroundThreads();
+  return server;
+}
+
+GlintServer::GlintServer(GlintServerOptions options)
+    : options_(std::move(options)) {}
+
+GlintServer::~GlintServer() {
+  Shutdown();
+  if (server_ != nullptr) server_->Wait();
+  if (restore_thread_.joinable()) restore_thread_.join();
+  if (poll_thread_.joinable()) poll_thread_.join();
+  if (host_manager_ != nullptr) host_manager_->Shutdown();
+}
+
+absl::Status GlintServer::CreateHostManager() {
+  absl::StatusOr<std::vector<DeviceConfig>> configs =
+      ParseDeviceSpec(options_.devices);
+  if (!configs.ok()) {
+    return absl::Status(configs.status().code(),
+                        absl::StrCat("--devices: ", configs.status().message()));
+  }
+  ShareHostCores(static_cast<int>(std::thread::hardware_concurrency()),
+                 &*configs);
+  if (!options_.security.auth_tokens_file.empty()) {
+    absl::StatusOr<std::unique_ptr<Authorizer>> parsed =
+        Authorizer::FromFile(options_.security.auth_tokens_file);
+    if (!parsed.ok()) {
+      return absl::Status(parsed.status().code(),
+                          absl::StrCat("--auth_tokens: ",
+                                       parsed.status().message()));
+    }
+    authorizer_ = *std::move(parsed);
+  }
+  GLINT_ASSIGN_OR_RETURN(HostManagerOptions host,
+                         MakeHostManagerOptions(options_, stopping_));
+  if (!options_.store_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<NetworkStore>> opened =
+        NetworkStore::Open(options_.store_dir);
+    if (!opened.ok()) {
+      return absl::Status(opened.status().code(),
+                          absl::StrCat("--store_dir: ",
+                                       opened.status().message()));
+    }
+    store_ = *std::move(opened);
+    journal_ = std::make_unique<StoreJournal>(store_.get());
+    host.journal = journal_.get();
+  }
+  absl::StatusOr<std::unique_ptr<HostManager>> created =
+      HostManager::CreateFromConfigs(std::move(host), *configs);
+  if (!created.ok()) {
+    return absl::Status(created.status().code(),
+                        absl::StrCat("cannot create the devices: ",
+                                     created.status().message()));
+  }
+  host_manager_ = *std::move(created);
+  GLINT_ASSIGN_OR_RETURN(repository_,
+                         MakeModelRepository(options_, host_manager_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status GlintServer::StartGrpc() {
+  GLINT_ASSIGN_OR_RETURN(tls_, LoadTlsMaterial(options_.security.tls));
+  GrpcServerOptions grpc_options;
+  grpc_options.memory_quota_bytes = options_.grpc_memory_limit_bytes;
+  grpc_options.max_threads = options_.grpc_max_threads;
+  grpc_options.credentials = MakeServerCredentials(tls_);
+  // glintd's own bound below gRPC's best-effort quota (request_budget.h).
+  uint64_t request_bytes = options_.max_request_bytes_in_flight;
+  if (request_bytes == 0) request_bytes = options_.grpc_memory_limit_bytes / 2;
+  if (request_bytes > options_.grpc_memory_limit_bytes) {
+    return absl::InvalidArgumentError(
+        "--max_request_bytes_in_flight must be at most --grpc_memory_limit");
+  }
+  WorkerPoolOptions blocking;
+  blocking.threads = options_.blocking_call_threads;
+  blocking.max_queued = options_.blocking_call_queue;
+  blocking.name = "glint-blocking";
+  GLINT_RETURN_IF_ERROR(ValidateGrpcServerOptions(grpc_options));
+  GLINT_RETURN_IF_ERROR(WorkerPool::Validate(blocking));
+  GLINT_ASSIGN_OR_RETURN(listen_, ChooseListenPort(options_.listen));
+  grpc_options.listen = listen_;
+
+  request_budget_ =
+      std::make_unique<RequestBudget>(static_cast<int64_t>(request_bytes));
+  blocking_ = std::make_unique<WorkerPool>(blocking);
+  shared_memory_ = std::make_unique<SharedMemoryRegistry>();
+  // Same HostManager, same port, same pool, authorizer, regions and
+  // budget: a network added through either protocol serves through both.
+  glint_service_ = std::make_unique<GlintServiceImpl>(
+      host_manager_.get(), blocking_.get(), authorizer_.get(),
+      shared_memory_.get(), request_budget_.get());
+  inference_service_ = std::make_unique<InferenceServiceImpl>(
+      host_manager_.get(), blocking_.get(), authorizer_.get(),
+      shared_memory_.get(), request_budget_.get());
+  inference_service_->SetModelRepository(repository_.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(grpc_options, &builder, &port_);
+  builder.RegisterService(glint_service_.get());
+  builder.RegisterService(inference_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen_));
+  }
+  const SecurityOptions& security = options_.security;
+  GLINT_LOG_INFO("glintd listening on {} (port {}, {}, {}); devices: {}",
+                 listen_, port_,
+                 !security.tls.enabled() ? "plaintext"
+                 : security.tls.mutual() ? "mutual TLS"
+                                         : "TLS",
+                 authorizer_ == nullptr
+                     ? std::string("no tokens")
+                     : absl::StrCat(authorizer_->num_tokens(), " tokens"),
+                 DescribeDevices(host_manager_->GetDevices()));
+  WarnIfExposed(listen_, security);
+  // NOT_SERVING until the stored networks and the repository are loaded
+  // (clients and load balancers wait), while calls are already answered.
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  health->SetServingStatus(false);
+  // Live while loading: a liveness probe must not restart a daemon that is
+  // only slow to load its networks.
+  if (!options_.liveness_service.empty()) {
+    health->SetServingStatus(options_.liveness_service, true);
+  }
+  return absl::OkStatus();
+}
+
+int GlintServer::http_port() const {
+  return http_server_ != nullptr ? http_server_->port() : 0;
+}
+
+absl::Status GlintServer::StartHttp() {
+  // REST and /metrics are ready as the gRPC health says SERVING.
+  RestApiOptions rest;
+  rest.ready = [this] { return ready_.load(); };
+  rest.authorizer = authorizer_.get();
+  rest_api_ = std::make_unique<RestApi>(host_manager_.get(), std::move(rest));
+  if (options_.http_listen.empty()) return absl::OkStatus();
+  HttpServerOptions http;
+  http.listen = options_.http_listen;
+  http.tls = tls_;
+  http.threads = options_.http_threads;
+  http.max_request_bytes = options_.http_max_request_bytes;
+  absl::StatusOr<std::unique_ptr<HttpServer>> started =
+      HttpServer::Start(http, rest_api_.get());
+  if (!started.ok()) {
+    return absl::Status(started.status().code(),
+                        absl::StrCat("--http_listen: ",
+                                     started.status().message()));
+  }
+  http_server_ = *std::move(started);
+  GLINT_LOG_INFO("glintd serving {} (KServe v2 REST, /metrics) on {} "
+                 "(port {})",
+                 tls_.has_value() ? "HTTPS" : "HTTP", options_.http_listen,
+                 http_server_->port());
+  WarnIfExposed(options_.http_listen, options_.security);
+  return absl::OkStatus();
+}
+
+void GlintServer::StartBackgroundThreads() {
+  restore_thread_ = std::thread([this] {
+    SetCurrentThreadName("glint-restore");
+    if (store_ != nullptr) {
+      const absl::Time start = absl::Now();
+      const RestoreReport report = RestoreNetworks(*store_, *host_manager_);
+      GLINT_LOG_INFO(
+          "restored {} networks from {} in {} ({} unavailable, {} unreadable)",
+          report.restored, store_->dir(),
+          absl::FormatDuration(absl::Now() - start), report.unavailable,
+          report.unreadable);
+    }
+    // The repository's models load before the daemon says it is ready:
+    // a replica behind a load balancer gets runs only once it serves them.
+    if (repository_ != nullptr &&
+        repository_->options().mode != ModelControlMode::kExplicit) {
+      SyncRepository(*repository_);
+    }
+    absl::MutexLock lock(&shutdown_mu_);
+    if (!shut_down_) {
+      server_->GetHealthCheckService()->SetServingStatus(true);
+      ready_.store(true);
+      inference_service_->SetReady();
+    }
+    restored_.Notify();
+  });
+  // Poll mode: rescans until shutdown (a scan in progress finishes first).
+  if (repository_ != nullptr &&
+      repository_->options().mode == ModelControlMode::kPoll) {
+    poll_thread_ = std::thread([this] {
+      SetCurrentThreadName("glint-repo-poll");
+      restored_.WaitForNotification();
+      while (!stop_polling_.WaitForNotificationWithTimeout(
+          options_.repository_poll)) {
+        SyncRepository(*repository_);
+      }
+    });
+  }
+}
+
+void GlintServer::WaitUntilReady() { restored_.WaitForNotification(); }
+
+void GlintServer::Shutdown() {
+  {
+    absl::MutexLock lock(&shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  const absl::Time start = absl::Now();
+  if (!stop_polling_.HasBeenNotified()) stop_polling_.Notify();
+  ready_.store(false);
+  if (server_ != nullptr) {
+    server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now.
+  }
+  if (inference_service_ != nullptr) inference_service_->Shutdown();
+  // No new work; queued runs fail, in-flight ones stop before their next
+  // partition and imports in progress are killed, all UNAVAILABLE, so
+  // their RPCs end well within the grace period.
+  stopping_->Cancel();
+  if (host_manager_ != nullptr) host_manager_->Shutdown();
+  // HTTP stops alongside gRPC: its requests in progress end with the runs,
+  // idle keep-alive connections within its keep-alive timeout.
+  std::thread http_stop([this] {
+    if (http_server_ != nullptr) http_server_->Stop();
+  });
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      absl::ToChronoMilliseconds(options_.shutdown_grace));
+  }
+  http_stop.join();
+  GLINT_LOG_INFO("stopped serving in {}",
+                 absl::FormatDuration(absl::Now() - start));
+}
+
+}  // namespace glint

@@ -1,0 +1,180 @@
+// GlintServer: glintd as an object. It owns everything the daemon serves
+// with (the HostManager on its devices, the store, the model repository,
+// the gRPC services on one port, the HTTP port) and wires them in the order
+// that keeps the daemon's promises: durable networks come back, and the
+// repository loads, before health says SERVING; a shutdown refuses new
+// work, stops runs and imports, and lets RPCs in progress end within a
+// grace period.
+//
+// glintd's main parses its flags into GlintServerOptions, calls
+// BuildAndStart, writes its port files and waits for a signal; tests start
+// a whole server in-process the same way.
+//
+// Thread-safe: every method may be called from any thread; Shutdown is
+// idempotent.
+#ifndef GLINT_RUNTIME_SERVER_GLINT_SERVER_H_
+#define GLINT_RUNTIME_SERVER_GLINT_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "core/cancellation.h"
+#include "devices/device_spec.h"
+#include "runtime/host_manager.h"
+#include "runtime/server/model_repository.h"
+#include "runtime/server/security_options.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace glint {
+
+class Authorizer;
+class GlintServiceImpl;
+class HttpServer;
+class InferenceServiceImpl;
+class NetworkStore;
+class RequestBudget;
+class RestApi;
+class SharedMemoryRegistry;
+class StoreJournal;
+class WorkerPool;
+
+// What glintd serves and how; each field is the flag of the same name
+// (glintd --help), and errors name the flag.
+struct GlintServerOptions {
+  // gRPC address, host:port; port 0 picks a free one (see port()).
+  std::string listen = "127.0.0.1:50051";
+  // HTTP address for KServe v2 REST and /metrics; empty: no HTTP.
+  std::string http_listen = "127.0.0.1:8000";
+  int http_threads = 8;
+  uint64_t http_max_request_bytes = uint64_t{32} << 20;
+  // The device spec (devices/device_spec.h).
+  std::string devices = kDefaultDeviceSpec;
+  // Where added networks are kept across restarts (a path, ~ expanded by
+  // the caller); empty: nowhere.
+  std::string store_dir;
+  // The import helper: the command line of a program that serves
+  // ServeImportHelper (glintd itself with --serve_import_helper), run
+  // under these limits for every added model. Empty: ONNX's checker and
+  // inference run in this process (tests).
+  std::vector<std::string> import_helper_argv;
+  uint64_t import_memory_limit_bytes = uint64_t{8} << 30;
+  absl::Duration import_time_limit = absl::Seconds(120);
+  int max_active_runs = 64;
+  int max_queued_runs = 1024;
+  uint64_t grpc_memory_limit_bytes = uint64_t{4} << 30;
+  // Bytes of inference requests held at once (request_budget.h); 0: half
+  // of grpc_memory_limit_bytes. At most grpc_memory_limit_bytes.
+  uint64_t max_request_bytes_in_flight = 0;
+  int grpc_max_threads = 8;
+  int blocking_call_threads = 2;
+  int blocking_call_queue = 64;
+  SecurityOptions security;
+  // A model repository in Triton's layout; empty: none.
+  std::string model_repository;
+  ModelControlMode model_control_mode = ModelControlMode::kNone;
+  absl::Duration repository_poll = absl::Seconds(15);
+  // The grpc.health.v1 service that is SERVING while the process answers
+  // (liveness); empty: none.
+  std::string liveness_service = "liveness";
+  // How long RPCs in progress get to finish once Shutdown begins.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+};
+
+class GlintServer {
+ public:
+  // Creates the devices, opens the store, starts the gRPC port and the
+  // HTTP port, and starts restoring the stored networks (then loading the
+  // repository) in the background; returns once both ports accept
+  // connections. Errors: INVALID_ARGUMENT for options that make no sense
+  // (naming the flag), and the store's, the devices' or the ports' own
+  // (UNAVAILABLE when a port cannot be bound). Nothing keeps running after
+  // a failure.
+  static absl::StatusOr<std::unique_ptr<GlintServer>> BuildAndStart(
+      GlintServerOptions options);
+
+  // Shutdown(), then waits for the background threads.
+  ~GlintServer();
+  GlintServer(const GlintServer&) = delete;
+  GlintServer& operator=(const GlintServer&) = delete;
+
+  // The bound ports; http_port() is 0 without HTTP.
+  int port() const { return port_; }
+  int http_port() const;
+  // host:port as bound (port 0 replaced by the chosen one).
+  const std::string& listen() const { return listen_; }
+
+  HostManager& host_manager() { return *host_manager_; }
+
+  // Blocks until the stored networks are back and the repository is
+  // loaded: health says SERVING from then until Shutdown.
+  void WaitUntilReady();
+  bool ready() const { return ready_.load(); }
+
+  // What SIGINT/SIGTERM do: health says NOT_SERVING, new calls and runs are
+  // refused, queued runs fail, runs in flight stop before their next
+  // partition and imports in progress are killed (all UNAVAILABLE); calls
+  // in progress get `shutdown_grace` to end, then are cancelled. Returns
+  // once both ports have stopped. Idempotent.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(shutdown_mu_);
+
+ private:
+  explicit GlintServer(GlintServerOptions options);
+
+  // BuildAndStart's steps.
+  absl::Status CreateHostManager();
+  absl::Status StartGrpc();
+  absl::Status StartHttp();
+  void StartBackgroundThreads();
+
+  const GlintServerOptions options_;
+  // Cancelled when Shutdown begins: an import in progress stops at once.
+  const std::shared_ptr<CancellationToken> stopping_ =
+      std::make_shared<CancellationToken>();
+
+  // Declared in the order they are built; destroyed in reverse.
+  std::unique_ptr<Authorizer> authorizer_;
+  std::unique_ptr<NetworkStore> store_;
+  std::unique_ptr<StoreJournal> journal_;
+  std::unique_ptr<HostManager> host_manager_;
+  std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<RequestBudget> request_budget_;
+  // Outlives the server: its tasks answer calls.
+  std::unique_ptr<WorkerPool> blocking_;
+  // Shared-memory regions of local clients, one registry for every
+  // service (a region registered through one is usable through another).
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
+  std::unique_ptr<GlintServiceImpl> glint_service_;
+  std::unique_ptr<InferenceServiceImpl> inference_service_;
+  std::optional<TlsMaterial> tls_;  // Of both ports; none: plaintext.
+  std::unique_ptr<grpc::Server> server_;
+  std::string listen_;
+  int port_ = 0;
+  std::atomic<bool> ready_{false};
+  std::unique_ptr<RestApi> rest_api_;
+  std::unique_ptr<HttpServer> http_server_;
+
+  absl::Notification restored_;      // The restore thread finished.
+  absl::Notification stop_polling_;  // Shutdown began.
+  std::thread restore_thread_;
+  std::thread poll_thread_;
+
+  absl::Mutex shutdown_mu_;
+  bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
+};
+
+}  // namespace glint
+
+#endif  // GLINT_RUNTIME_SERVER_GLINT_SERVER_H_
