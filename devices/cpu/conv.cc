@@ -39,13 +39,6 @@ namespace {
 
 using dnnl::memory;
 
-struct ConvGeometry {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  std::vector<int64_t> in, kernel;  // Spatial sizes.
-  WindowGeometry window;
-  Shape out;
-};
-
 struct ConvEntry {
   dnnl::convolution_forward prim;
   // src/dst: the primitive's layouts; *_user: the plain NC... tensors.
@@ -194,44 +187,8 @@ class ConvKernel final : public KernelBase {
  private:
   absl::StatusOr<ConvGeometry> Geometry(const Shape& x, const Shape& w,
                                         const Shape* b) const {
-    const int sd = static_cast<int>(attrs_.strides.size());
-    if (x.rank() != sd + 2 || w.rank() != sd + 2) {
-      return InvalidArgument(node(), "expected X and W of rank ", sd + 2,
-                             "; got ", x.ToString(), " and ", w.ToString());
-    }
-    ConvGeometry g;
-    g.n = x.dim(0);
-    g.c = channels_last_ ? x.dim(sd + 1) : x.dim(1);
-    g.m = w.dim(0);
-    g.group = group_;
-    if (g.c % group_ != 0 || w.dim(1) * group_ != g.c ||
-        g.m % group_ != 0) {
-      return InvalidArgument(node(), "X ", x.ToString(), " and W ",
-                             w.ToString(), " do not match group=", group_);
-    }
-    if (channels_last_) {
-      g.in.assign(x.dims().begin() + 1, x.dims().end() - 1);
-    } else {
-      g.in.assign(x.dims().begin() + 2, x.dims().end());
-    }
-    g.kernel.assign(w.dims().begin() + 2, w.dims().end());
-    if (!attrs_.kernel.empty() && attrs_.kernel != g.kernel) {
-      return InvalidArgument(node(), "kernel_shape disagrees with W ",
-                             w.ToString());
-    }
-    if (b != nullptr && (b->rank() != 1 || b->dim(0) != g.m)) {
-      return InvalidArgument(node(), "B has shape ", b->ToString(),
-                             "; expected [", g.m, "]");
-    }
-    WindowAttrs a = attrs_;
-    a.kernel = g.kernel;
-    GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node()));
-    std::vector<int64_t> out = {g.n};
-    if (!channels_last_) out.push_back(g.m);
-    out.insert(out.end(), g.window.out.begin(), g.window.out.end());
-    if (channels_last_) out.push_back(g.m);
-    g.out = Shape(out);
-    return g;
+    return ComputeConvGeometry(x, w, b, attrs_, group_, channels_last_,
+                               node());
   }
 
   absl::StatusOr<std::shared_ptr<const ConvEntry>> GetEntry(

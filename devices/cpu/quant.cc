@@ -612,13 +612,6 @@ absl::StatusOr<QuantOpKind> ParseQuantOp(const KernelSpec& spec,
   return k;
 }
 
-struct QConvGeometry {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  std::vector<int64_t> in, kernel;
-  WindowGeometry window;
-  Shape out;
-};
-
 struct QConvEntry {
   dnnl::convolution_forward prim;
   memory::desc src, src_user, weights, weights_user, bias, dst, dst_user,
@@ -664,7 +657,7 @@ class QConvKernel final : public KernelBase {
                            GetInput(ctx, q.w, DType::kUndefined, node()));
     GLINT_ASSIGN_OR_RETURN(const TensorView* b,
                            OptionalAt(ctx, q.bias, node()));
-    GLINT_ASSIGN_OR_RETURN(QConvGeometry g, Geometry(x->shape, w->shape));
+    GLINT_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x->shape, w->shape));
     GLINT_ASSIGN_OR_RETURN(QuantRun r, ReadQuantRun(ctx, q, g.m, kind_.out,
                                                     kind_.relu, b, node()));
     GLINT_ASSIGN_OR_RETURN(TensorView y,
@@ -742,39 +735,10 @@ class QConvKernel final : public KernelBase {
     return w->shape == const_w_.shape();
   }
 
-  absl::StatusOr<QConvGeometry> Geometry(const Shape& x, const Shape& w) const {
-    const int sd = static_cast<int>(attrs_.strides.size());
-    if (x.rank() != sd + 2 || w.rank() != sd + 2) {
-      return InvalidArgument(node(), "expected X and W of rank ", sd + 2,
-                             "; got ", x.ToString(), " and ", w.ToString());
-    }
-    QConvGeometry g;
-    g.n = x.dim(0);
-    g.c = channels_last_ ? x.dim(sd + 1) : x.dim(1);
-    g.m = w.dim(0);
-    g.group = group_;
-    if (g.c % group_ != 0 || w.dim(1) * group_ != g.c || g.m % group_ != 0) {
-      return InvalidArgument(node(), "X ", x.ToString(), " and W ",
-                             w.ToString(), " do not match group=", group_);
-    }
-    if (channels_last_) {
-      g.in.assign(x.dims().begin() + 1, x.dims().end() - 1);
-    } else {
-      g.in.assign(x.dims().begin() + 2, x.dims().end());
-    }
-    g.kernel.assign(w.dims().begin() + 2, w.dims().end());
-    if (!attrs_.kernel.empty() && attrs_.kernel != g.kernel) {
-      return InvalidArgument(node(), "kernel_shape disagrees with W ",
-                             w.ToString());
-    }
-    WindowAttrs a = attrs_;
-    a.kernel = g.kernel;
-    GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node()));
-    std::vector<int64_t> out = {g.n};
-    if (!channels_last_) out.push_back(g.m);
-    out.insert(out.end(), g.window.out.begin(), g.window.out.end());
-    if (channels_last_) out.push_back(g.m);
-    g.out = Shape(out);
+  absl::StatusOr<ConvGeometry> Geometry(const Shape& x, const Shape& w) const {
+    GLINT_ASSIGN_OR_RETURN(
+        ConvGeometry g, ComputeConvGeometry(x, w, nullptr, attrs_, group_,
+                                            channels_last_, node()));
     if (g.out.NumElements() > kMaxElements) {
       return InvalidArgument(node(), "output ", g.out.ToString(),
                              " has more than 2^31 elements");
@@ -786,7 +750,7 @@ class QConvKernel final : public KernelBase {
   // oneDNN has none (the caller then uses the reference loop),
   // FAILED_PRECONDITION when constant W' does not fit int8.
   absl::StatusOr<std::shared_ptr<const QConvEntry>> GetEntry(
-      const QConvGeometry& g, const Shape& x, const Shape& w,
+      const ConvGeometry& g, const Shape& x, const Shape& w,
       QuantRun& r) const {
     if (!CpuInt8ProductsAreExact()) {
       return absl::UnimplementedError(
@@ -934,7 +898,7 @@ class QConvKernel final : public KernelBase {
   }
 
   // Plain int32 loops: where oneDNN cannot take the operands.
-  absl::Status Reference(const QConvGeometry& g, const TensorView& x,
+  absl::Status Reference(const ConvGeometry& g, const TensorView& x,
                          const TensorView& w, QuantRun& r, TensorView& y,
                          int64_t plane, int64_t e_outer,
                          int64_t e_inner) const {

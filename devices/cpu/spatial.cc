@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "devices/cpu/kernel_util.h"
 
 namespace glint::cpu {
@@ -112,6 +113,52 @@ absl::StatusOr<WindowGeometry> ComputeWindowGeometry(
     g.pad_begin[i] = pb;
     g.pad_end[i] = pe;
   }
+  return g;
+}
+
+absl::StatusOr<ConvGeometry> ComputeConvGeometry(const Shape& x,
+                                                 const Shape& w,
+                                                 const Shape* b,
+                                                 const WindowAttrs& attrs,
+                                                 int64_t group,
+                                                 bool channels_last,
+                                                 absl::string_view node) {
+  const int sd = static_cast<int>(attrs.strides.size());
+  if (x.rank() != sd + 2 || w.rank() != sd + 2) {
+    return InvalidArgument(node, "expected X and W of rank ", sd + 2,
+                           "; got ", x.ToString(), " and ", w.ToString());
+  }
+  ConvGeometry g;
+  g.n = x.dim(0);
+  g.c = channels_last ? x.dim(sd + 1) : x.dim(1);
+  g.m = w.dim(0);
+  g.group = group;
+  if (g.c % group != 0 || w.dim(1) * group != g.c || g.m % group != 0) {
+    return InvalidArgument(node, "X ", x.ToString(), " and W ", w.ToString(),
+                           " do not match group=", group);
+  }
+  if (channels_last) {
+    g.in.assign(x.dims().begin() + 1, x.dims().end() - 1);
+  } else {
+    g.in.assign(x.dims().begin() + 2, x.dims().end());
+  }
+  g.kernel.assign(w.dims().begin() + 2, w.dims().end());
+  if (!attrs.kernel.empty() && attrs.kernel != g.kernel) {
+    return InvalidArgument(node, "kernel_shape disagrees with W ",
+                           w.ToString());
+  }
+  if (b != nullptr && (b->rank() != 1 || b->dim(0) != g.m)) {
+    return InvalidArgument(node, "B has shape ", b->ToString(),
+                           "; expected [", g.m, "]");
+  }
+  WindowAttrs a = attrs;
+  a.kernel = g.kernel;
+  GLINT_ASSIGN_OR_RETURN(g.window, ComputeWindowGeometry(g.in, a, node));
+  std::vector<int64_t> out = {g.n};
+  if (!channels_last) out.push_back(g.m);
+  out.insert(out.end(), g.window.out.begin(), g.window.out.end());
+  if (channels_last) out.push_back(g.m);
+  g.out = Shape(out);
   return g;
 }
 

@@ -1,6 +1,7 @@
 // Window geometry of Conv and the pools: ONNX's kernel_shape, strides,
 // dilations, pads, auto_pad and ceil_mode, turned into output sizes and
-// explicit begin/end padding per spatial axis.
+// explicit begin/end padding per spatial axis; and the one convolution
+// geometry every Conv kernel (float and quantized) checks its shapes with.
 #ifndef GLINT_DEVICES_CPU_SPATIAL_H_
 #define GLINT_DEVICES_CPU_SPATIAL_H_
 
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/graph.h"
+#include "core/tensor.h"
 
 namespace glint::cpu {
 
@@ -44,6 +46,28 @@ struct WindowGeometry {
 absl::StatusOr<WindowGeometry> ComputeWindowGeometry(
     const std::vector<int64_t>& in, const WindowAttrs& attrs,
     absl::string_view node);
+
+// A convolution's shapes, as Conv, ConvInteger and QLinearConv (plain or
+// fused) all see them.
+struct ConvGeometry {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  std::vector<int64_t> in, kernel;  // Spatial sizes.
+  WindowGeometry window;
+  Shape out;
+};
+
+// X is [N, C, spatial...] ([N, spatial..., C] when `channels_last`), W is
+// [M, C / group, kernel...] and B, when given, [M]; the window's strides,
+// dilations and padding come from `attrs` (its kernel, when set, must be
+// W's). INVALID_ARGUMENT naming `node` when ranks, channels, groups,
+// kernel_shape or B disagree, or the window does not fit.
+absl::StatusOr<ConvGeometry> ComputeConvGeometry(const Shape& x,
+                                                 const Shape& w,
+                                                 const Shape* b,
+                                                 const WindowAttrs& attrs,
+                                                 int64_t group,
+                                                 bool channels_last,
+                                                 absl::string_view node);
 
 }  // namespace glint::cpu
 
