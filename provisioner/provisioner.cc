@@ -105,6 +105,27 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
   return routing;
 }
 
+// Whether device `a` suits a logical device planned on `model`, needing
+// `want` bytes, better than `b`: one with room first, then one with the
+// rates it was planned at (a heterogeneous plan put its heavy stages on the
+// fast class), then the least loaded (fewest loaded functions), then the
+// most free memory.
+bool BetterDevice(const DeviceInfo& a, const DeviceInfo& b, uint64_t want,
+                  const DeviceInfo& model) {
+  const bool a_fits = a.available_memory_bytes >= want;
+  const bool b_fits = b.available_memory_bytes >= want;
+  if (a_fits != b_fits) return a_fits;
+  auto same_rates = [&model](const DeviceInfo& d) {
+    return d.compute_flops == model.compute_flops &&
+           d.link_bytes_per_second == model.link_bytes_per_second;
+  };
+  if (same_rates(a) != same_rates(b)) return same_rates(a);
+  if (a_fits && a.loaded_functions != b.loaded_functions) {
+    return a.loaded_functions < b.loaded_functions;
+  }
+  return a.available_memory_bytes > b.available_memory_bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
@@ -114,6 +135,24 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   // partitioner's own validator, before anything indexes by them.
   GLINT_RETURN_IF_ERROR(
       ValidateDeviceCount(dag, static_cast<int>(devices_.size())));
+  GLINT_ASSIGN_OR_RETURN(std::vector<std::vector<DeviceManager*>> physical,
+                         Place(dag));
+  auto network = std::make_unique<ExecutableNetwork>();
+  network->inputs = dag.inputs;
+  network->outputs = dag.outputs;
+  network->constant_outputs = dag.constant_outputs;
+  for (const auto& replica : physical) {
+    std::vector<int>& ids = network->placement.emplace_back();
+    for (DeviceManager* d : replica) ids.push_back(d->id());
+  }
+  // If anything fails, `network` is destroyed on return, evicting every
+  // function this call loaded.
+  GLINT_RETURN_IF_ERROR(Load(dag, physical, options, network.get()));
+  return network;
+}
+
+absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Provisioner::Place(
+    const Dag& dag) const {
   const int logical_count = dag.num_logical_devices;
   const int needed = logical_count * dag.replicas;
   std::vector<std::vector<const DagNode*>> by_logical(logical_count);
@@ -132,23 +171,9 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   }
   std::vector<DeviceInfo> infos;
   for (DeviceManager* d : devices_) infos.push_back(d->GetDeviceInfo());
-  // A device with the rates the logical device was planned at comes
-  // first: a heterogeneous plan put its heavy stages on the fast class.
-  auto same_rates = [&](int d, const DeviceInfo& model) {
-    return infos[d].compute_flops == model.compute_flops &&
-           infos[d].link_bytes_per_second == model.link_bytes_per_second;
-  };
-  auto better = [&](int a, int b, uint64_t want, const DeviceInfo& model) {
-    const bool a_fits = infos[a].available_memory_bytes >= want;
-    const bool b_fits = infos[b].available_memory_bytes >= want;
-    if (a_fits != b_fits) return a_fits;
-    if (same_rates(a, model) != same_rates(b, model)) {
-      return same_rates(a, model);
-    }
-    if (a_fits && infos[a].loaded_functions != infos[b].loaded_functions) {
-      return infos[a].loaded_functions < infos[b].loaded_functions;
-    }
-    return infos[a].available_memory_bytes > infos[b].available_memory_bytes;
+  auto better = [&infos](int a, int b, uint64_t want,
+                        const DeviceInfo& model) {
+    return BetterDevice(infos[a], infos[b], want, model);
   };
   std::vector<std::vector<DeviceManager*>> physical(
       dag.replicas, std::vector<DeviceManager*>(logical_count, nullptr));
@@ -197,18 +222,13 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
       physical[r][l] = devices_[best];
     }
   }
+  return physical;
+}
 
-  auto network = std::make_unique<ExecutableNetwork>();
-  network->inputs = dag.inputs;
-  network->outputs = dag.outputs;
-  network->constant_outputs = dag.constant_outputs;
-  for (const auto& replica : physical) {
-    std::vector<int>& ids = network->placement.emplace_back();
-    for (DeviceManager* d : replica) ids.push_back(d->id());
-  }
+absl::Status Provisioner::Load(
+    const Dag& dag, const std::vector<std::vector<DeviceManager*>>& physical,
+    const CompileOptions& options, ExecutableNetwork* network) const {
   // Each partition compiles once per backend; replicas share the result.
-  // If anything fails, `network` is destroyed on return, evicting every
-  // function this call loaded.
   std::map<std::pair<size_t, const Backend*>,
            std::shared_ptr<const CompiledFunction>>
       compiled;
@@ -250,7 +270,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   // Every replica is loaded: the devices hold the constants, and the host
   // copies would only double the network's footprint.
   for (const auto& [key, function] : compiled) function->ReleaseHostConstants();
-  return network;
+  return absl::OkStatus();
 }
 
 }  // namespace glint

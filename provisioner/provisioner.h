@@ -34,6 +34,17 @@ class Provisioner {
       const Dag& dag, const CompileOptions& options = CompileOptions()) const;
 
  private:
+  // Provision's steps. Logical → physical device, per replica: distinct
+  // capable devices (RESOURCE_EXHAUSTED when too few).
+  absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Place(
+      const Dag& dag) const;
+  // Compiles each partition once per backend and loads it on its device in
+  // every replica, into `network`.
+  absl::Status Load(const Dag& dag,
+                    const std::vector<std::vector<DeviceManager*>>& physical,
+                    const CompileOptions& options,
+                    ExecutableNetwork* network) const;
+
   const std::vector<DeviceManager*> devices_;
 };
 

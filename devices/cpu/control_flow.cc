@@ -16,6 +16,7 @@
 #include "core/tensor.h"
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/compile_steps.h"
 #include "devices/cpu/optimize.h"
 #include "devices/cpu/register.h"
 
@@ -96,54 +97,25 @@ class SubgraphRunner {
       r->constants_.emplace_back(static_cast<int>(r->slots_.size()), &tensor);
       add(ValueInfo{name, tensor.dtype(), tensor.shape()});
     }
+    // Every node output's slot, in node order (Validate() checked that
+    // each is typed), then the kernels.
     for (const Node& node : g.nodes) {
-      if (!node.domain.empty() && node.domain != "ai.onnx") {
-        return absl::UnimplementedError(
-            absl::StrCat(r->owner_, ": op '", node.op_type, "' of domain '",
-                         node.domain, "' is not supported"));
-      }
-      const KernelFactory* factory = registry.Find(node.op_type);
-      if (factory == nullptr) {
-        return absl::UnimplementedError(
-            absl::StrCat(r->owner_, ": op '", node.op_type, "' (node '",
-                         node.name, "') has no CPU kernel"));
-      }
-      KernelSpec spec;
-      spec.node = &node;
-      spec.opset_version = g.opset_version;
-      spec.precision = precision;
-      Step step;
-      for (const std::string& in : node.inputs) {
-        if (in.empty()) {
-          spec.inputs.push_back(ValueInfo{});
-          spec.constant_inputs.push_back(nullptr);
-          step.inputs.push_back(-1);
-          continue;
-        }
-        const int id = slot_of.at(in);  // Validate() checked it exists.
-        spec.inputs.push_back(r->slots_[id]);
-        spec.constant_inputs.push_back(g.FindInitializer(in));
-        step.inputs.push_back(id);
-      }
       for (const std::string& out : node.outputs) {
-        if (out.empty()) {
-          spec.outputs.push_back(ValueInfo{});
-          step.outputs.push_back(-1);
-          continue;
-        }
-        add(*g.FindValue(out));  // Validate() checked it is typed.
-        spec.outputs.push_back(r->slots_.back());
-        step.outputs.push_back(static_cast<int>(r->slots_.size()) - 1);
+        if (!out.empty()) add(*g.FindValue(out));
       }
-      absl::StatusOr<std::unique_ptr<Kernel>> kernel =
-          BuildNoThrow(*factory, spec);
-      if (!kernel.ok()) {
-        return absl::Status(
-            kernel.status().code(),
-            absl::StrCat(r->owner_, ": ", kernel.status().message()));
-      }
-      step.kernel = *std::move(kernel);
-      r->steps_.push_back(std::move(step));
+    }
+    absl::StatusOr<std::vector<CompiledStep>> compiled = CompileSteps(
+        g, slot_of,
+        [&r](int slot) -> const ValueInfo& { return r->slots_[slot]; },
+        registry, precision);
+    if (!compiled.ok()) {
+      return absl::Status(
+          compiled.status().code(),
+          absl::StrCat(r->owner_, ": ", compiled.status().message()));
+    }
+    for (CompiledStep& c : *compiled) {
+      r->steps_.push_back(
+          {std::move(c.kernel), std::move(c.inputs), std::move(c.outputs)});
     }
     for (const ValueInfo& out : g.outputs) {
       r->output_slots_.push_back(slot_of.at(out.name));

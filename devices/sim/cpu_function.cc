@@ -10,6 +10,7 @@
 #include "core/op_cost.h"
 #include "core/status_macros.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/compile_steps.h"
 #include "devices/cpu/optimize.h"
 
 namespace glint {
@@ -212,10 +213,24 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
   f->outputs_ = g.outputs;
 
   absl::flat_hash_map<std::string, int> slot_of;
+  GLINT_RETURN_IF_ERROR(f->AssignSlots(&slot_of));
+  GLINT_RETURN_IF_ERROR(f->BuildSteps(kernels, precision, slot_of));
+  f->PlaceConstants(slot_of);
+  // Kernels borrowed the constants only while they were built: constants_
+  // now holds the function's one reference to each plain value (packed
+  // ones are dropped here), until ReleaseHostConstants.
+  f->graph_.initializers.clear();
+  return std::shared_ptr<const CpuFunction>(std::move(f));
+}
+
+absl::Status CpuFunction::AssignSlots(
+    absl::flat_hash_map<std::string, int>* slot_of_out) {
+  const Graph& g = graph_;
+  absl::flat_hash_map<std::string, int>& slot_of = *slot_of_out;
   auto add_slot = [&](ValueSlot slot) {
-    const int id = static_cast<int>(f->slots_.size());
+    const int id = static_cast<int>(slots_.size());
     slot_of[slot.info.name] = id;
-    f->slots_.push_back(std::move(slot));
+    slots_.push_back(std::move(slot));
     return id;
   };
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -255,7 +270,7 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
         slot.kind = ValueSlot::Kind::kArena;
       }
       const int id = add_slot(std::move(slot));
-      if (f->slots_[id].kind == ValueSlot::Kind::kArena) {
+      if (slots_[id].kind == ValueSlot::Kind::kArena) {
         interval_of[id] = intervals.size();
         intervals.push_back({id, s, s, StaticBytes(*info)});
       }
@@ -269,66 +284,50 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     }
   }
   GLINT_RETURN_IF_ERROR(g.Validate());
-  f->arena_bytes_ = PlanArena(intervals);
-  for (const Interval& v : intervals) f->slots_[v.slot].offset = v.offset;
+  arena_bytes_ = PlanArena(intervals);
+  for (const Interval& v : intervals) slots_[v.slot].offset = v.offset;
 
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const int id = slot_of.at(g.outputs[i].name);
-    const ValueSlot::Kind kind = f->slots_[id].kind;
+    const ValueSlot::Kind kind = slots_[id].kind;
     if (kind == ValueSlot::Kind::kInput || kind == ValueSlot::Kind::kConstant) {
-      f->passthrough_outputs_.emplace_back(i, id);
+      passthrough_outputs_.emplace_back(i, id);
     }
   }
 
+  return absl::OkStatus();
+}
+
+absl::Status CpuFunction::BuildSteps(
+    const cpu::KernelRegistry& kernels, Precision precision,
+    const absl::flat_hash_map<std::string, int>& slot_of) {
+  const Graph& g = graph_;
   // Kernels, built once with everything known at compile time.
-  for (const Node& node : g.nodes) {
-    if (!node.domain.empty() && node.domain != "ai.onnx") {
-      return absl::UnimplementedError(
-          absl::StrCat("op '", node.op_type, "' of domain '", node.domain,
-                       "' (", node.Describe(), ") is not supported"));
-    }
-    const cpu::KernelFactory* factory = kernels.Find(node.op_type);
-    if (factory == nullptr) {
-      return absl::UnimplementedError(
-          absl::StrCat("op '", node.op_type, "' (node '", node.name,
-                       "') has no CPU kernel"));
-    }
-    cpu::KernelSpec spec;
-    spec.node = &node;
-    spec.opset_version = g.opset_version;
-    spec.precision = precision;
+  GLINT_ASSIGN_OR_RETURN(
+      std::vector<cpu::CompiledStep> compiled,
+      cpu::CompileSteps(
+          g, slot_of,
+          [this](int slot) -> const ValueInfo& { return slots_[slot].info; },
+          kernels, precision));
+  for (cpu::CompiledStep& c : compiled) {
     Step step;
-    step.node = &node;
-    for (const std::string& in : node.inputs) {
-      if (in.empty()) {
-        spec.inputs.push_back(ValueInfo{});
-        spec.constant_inputs.push_back(nullptr);
-        step.inputs.push_back(-1);
-        continue;
-      }
-      const int id = slot_of.at(in);
-      spec.inputs.push_back(f->slots_[id].info);
-      spec.constant_inputs.push_back(g.FindInitializer(in));
-      step.inputs.push_back(id);
-    }
-    for (const std::string& out : node.outputs) {
-      if (out.empty()) {
-        spec.outputs.push_back(ValueInfo{});
-        step.outputs.push_back(-1);
-        continue;
-      }
-      const int id = slot_of.at(out);
-      spec.outputs.push_back(f->slots_[id].info);
-      step.outputs.push_back(id);
-    }
-    GLINT_ASSIGN_OR_RETURN(step.kernel, cpu::BuildNoThrow(*factory, spec));
-    step.slice_name = node.name.empty() ? node.op_type : node.name;
-    step.category = cpu::IsLayoutReorder(node) ? "reorder" : "op";
-    step.kernel_description = step.kernel->Describe(node);
-    f->flops_ += EstimateOpCost(node, g).flops;
-    f->steps_.push_back(std::move(step));
+    step.node = c.node;
+    step.kernel = std::move(c.kernel);
+    step.inputs = std::move(c.inputs);
+    step.outputs = std::move(c.outputs);
+    step.slice_name = c.node->name.empty() ? c.node->op_type : c.node->name;
+    step.category = cpu::IsLayoutReorder(*c.node) ? "reorder" : "op";
+    step.kernel_description = step.kernel->Describe(*c.node);
+    flops_ += EstimateOpCost(*c.node, g).flops;
+    steps_.push_back(std::move(step));
   }
 
+  return absl::OkStatus();
+}
+
+void CpuFunction::PlaceConstants(
+    const absl::flat_hash_map<std::string, int>& slot_of) {
+  const Graph& g = graph_;
   // The constant block. A constant that a single kernel reads, and only in
   // the form it packed at build time, is held packed: the plain value is
   // then needed by nobody, and the weights exist once (on the device, in
@@ -341,21 +340,21 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
   }
   for (const ValueInfo& out : g.outputs) ++uses[out.name];
   absl::flat_hash_map<std::string, cpu::PackedConstant> packed;
-  for (Step& step : f->steps_) {
+  for (Step& step : steps_) {
     for (const cpu::PackedConstant& p : step.kernel->PackedConstants()) {
       if (p.input < 0 || p.input >= step.node->num_inputs()) continue;
       const std::string& name = step.node->inputs[p.input];
       if (g.FindInitializer(name) == nullptr || uses[name] != 1) continue;
       step.kernel->UsePackedConstant(p.input);
       packed[name] = p;
-      f->packing_kernels_.push_back(step.kernel.get());
+      packing_kernels_.push_back(step.kernel.get());
     }
   }
   {
-    absl::MutexLock lock(&f->constants_mu_);
+    absl::MutexLock lock(&constants_mu_);
     for (const auto& [name, tensor] : g.initializers) {
       HostConstant c;
-      c.offset = f->constant_bytes_;
+      c.offset = constant_bytes_;
       auto it = packed.find(name);
       if (it != packed.end()) {
         c.packed = it->second.data;
@@ -364,16 +363,11 @@ absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
         c.plain = tensor;
         c.bytes = tensor.num_bytes();
       }
-      f->slots_[slot_of.at(name)].offset = c.offset;
-      f->constant_bytes_ += AlignUp(c.bytes);
-      f->constants_.push_back(std::move(c));
+      slots_[slot_of.at(name)].offset = c.offset;
+      constant_bytes_ += AlignUp(c.bytes);
+      constants_.push_back(std::move(c));
     }
   }
-  // Kernels borrowed the constants only while they were built: constants_
-  // now holds the function's one reference to each plain value (packed
-  // ones are dropped here), until ReleaseHostConstants.
-  f->graph_.initializers.clear();
-  return std::shared_ptr<const CpuFunction>(std::move(f));
 }
 
 absl::Status CpuFunction::WriteConstants(void* dst) const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/graph.h"
@@ -97,6 +98,17 @@ class CpuFunction : public CompiledFunction {
   };
 
   CpuFunction() = default;
+
+  // Create's steps. Gives every value a slot (inputs, constants, node
+  // outputs: arena ones placed by liveness) and fills `slot_of`.
+  absl::Status AssignSlots(absl::flat_hash_map<std::string, int>* slot_of);
+  // Builds the steps' kernels at `precision`.
+  absl::Status BuildSteps(const cpu::KernelRegistry& kernels,
+                          Precision precision,
+                          const absl::flat_hash_map<std::string, int>& slot_of);
+  // Lays out the constant block, holding packed the constants a single
+  // kernel reads only in its packed form.
+  void PlaceConstants(const absl::flat_hash_map<std::string, int>& slot_of);
 
   Graph graph_;  // Owns the nodes the steps point to.
   std::vector<ValueInfo> inputs_;
