@@ -58,6 +58,10 @@ TSAN_TARGETS=(
   //tests:glintd_shutdown_test
   //tests:e2e_inflight_test
   //runtime:plan_cache_test
+  //runtime:admission_test
+  //runtime:device_monitor_test
+  //runtime:reprovision_test
+  //runtime/server:glint_server_test
   //runtime:host_manager_dynamic_shape_test
   //devices/cpu:control_flow_test
   //capi:c_api_test
