@@ -388,7 +388,7 @@ void GlintServer::Shutdown() {
     shut_down_ = true;
   }
   const absl::Time start = absl::Now();
-  if (!stop_polling_.HasBeenNotified()) stop_polling_.Notify();
+  stop_polling_.Notify();  // Once: shut_down_ guards this whole body.
   ready_.store(false);
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now.
