@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/text.h"
+#include "proto/oip_parameters.h"
 
 namespace glint {
 namespace {
@@ -17,30 +18,6 @@ namespace {
 using inference::InferParameter;
 using inference::InferTensorContents;
 using inference::ModelInferRequest;
-
-// The parameter names of Triton's shared-memory extension, on inputs and
-// outputs alike.
-bool IsSharedMemoryParameter(absl::string_view key) {
-  return absl::StartsWith(key, "shared_memory_");
-}
-
-absl::StatusOr<int64_t> IntParameter(const InferParameter& p,
-                                     absl::string_view what) {
-  switch (p.parameter_choice_case()) {
-    case InferParameter::kInt64Param:
-      return p.int64_param();
-    case InferParameter::kUint64Param:
-      if (p.uint64_param() >
-          static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        break;
-      }
-      return static_cast<int64_t>(p.uint64_param());
-    default:
-      break;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "parameter '", what, "' must be an int64 or uint64 parameter"));
-}
 
 // The typed-contents fields that hold values, as (name, count).
 std::vector<std::pair<absl::string_view, int>> FilledFields(
@@ -166,125 +143,35 @@ absl::StatusOr<Tensor> TensorFromContents(const InferTensorContents& c,
   return t;
 }
 
-// Triton's shared-memory parameters of one input or output: the window
-// where its bytes lie. Absent (nullopt) when none is given;
-// INVALID_ARGUMENT when they are incomplete (byte size or offset without a
-// region, a region without a byte size), of the wrong type or negative.
-// Other parameters are left to the caller.
-template <typename Parameters>
-absl::StatusOr<std::optional<SharedMemoryRef>> SharedMemoryWindowOf(
-    const Parameters& parameters, const std::string& what) {
-  const auto region = parameters.find("shared_memory_region");
-  const auto offset = parameters.find("shared_memory_offset");
-  const auto size = parameters.find("shared_memory_byte_size");
-  for (const auto& [key, value] : parameters) {
-    if (IsSharedMemoryParameter(key) && key != "shared_memory_region" &&
-        key != "shared_memory_offset" && key != "shared_memory_byte_size") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
+// A protobuf parameter map as the transport-neutral parameter list.
+OipParameters ParametersOf(
+    const google::protobuf::Map<std::string, InferParameter>& map) {
+  OipParameters parameters;
+  parameters.reserve(map.size());
+  for (const auto& [key, p] : map) {
+    OipParameterValue value;
+    switch (p.parameter_choice_case()) {
+      case InferParameter::kBoolParam:
+        value = p.bool_param();
+        break;
+      case InferParameter::kInt64Param:
+        value = p.int64_param();
+        break;
+      case InferParameter::kUint64Param:
+        value = p.uint64_param();
+        break;
+      case InferParameter::kDoubleParam:
+        value = p.double_param();
+        break;
+      case InferParameter::kStringParam:
+        value = p.string_param();
+        break;
+      case InferParameter::PARAMETER_CHOICE_NOT_SET:
+        break;
     }
+    parameters.push_back({key, std::move(value)});
   }
-  if (region == parameters.end()) {
-    if (offset != parameters.end() || size != parameters.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what,
-          ": shared_memory_offset and shared_memory_byte_size need "
-          "shared_memory_region"));
-    }
-    return std::optional<SharedMemoryRef>();
-  }
-  if (region->second.parameter_choice_case() != InferParameter::kStringParam ||
-      region->second.string_param().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what,
-        ": parameter 'shared_memory_region' must be a non-empty string "
-        "parameter"));
-  }
-  if (size == parameters.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": shared_memory_region needs shared_memory_byte_size"));
-  }
-  SharedMemoryRef ref;
-  ref.region = region->second.string_param();
-  const std::pair<const char*, decltype(size)> numbers[] = {
-      {"shared_memory_byte_size", size}, {"shared_memory_offset", offset}};
-  for (const auto& [key, it] : numbers) {
-    if (it == parameters.end()) continue;  // The offset: 0.
-    absl::StatusOr<int64_t> v = IntParameter(it->second, key);
-    if (!v.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": ", v.status().message()));
-    }
-    if (*v < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": parameter '", key, "' is ", *v));
-    }
-    (it == size ? ref.byte_size : ref.offset) = static_cast<uint64_t>(*v);
-  }
-  return std::optional<SharedMemoryRef>(std::move(ref));
-}
-
-absl::Status CheckInputParameters(
-    const ModelInferRequest::InferInputTensor& input, const std::string& what) {
-  for (const auto& [key, value] : input.parameters()) {
-    if (IsSharedMemoryParameter(key)) continue;  // SharedMemoryWindowOf's.
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckOutputParameters(
-    const ModelInferRequest::InferRequestedOutputTensor& output) {
-  const std::string what = absl::StrCat("output '", Clip(output.name()), "'");
-  for (const auto& [key, value] : output.parameters()) {
-    if (key == "binary_data") {
-      if (value.parameter_choice_case() != InferParameter::kBoolParam) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": parameter 'binary_data' must be a bool parameter"));
-      }
-      continue;  // Over gRPC every output travels as bytes anyway.
-    }
-    if (key == "classification") {
-      return absl::UnimplementedError(absl::StrCat(
-          what, ": the classification extension is not supported by glintd"));
-    }
-    if (IsSharedMemoryParameter(key)) continue;  // SharedMemoryWindowOf's.
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": unknown parameter '", Clip(key), "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ApplyRequestParameters(const ModelInferRequest& request,
-                                    absl::Time now, absl::Time grpc_deadline,
-                                    RunOptions* options) {
-  options->deadline = grpc_deadline;
-  for (const auto& [key, value] : request.parameters()) {
-    if (key == "priority") {
-      absl::StatusOr<int64_t> level = IntParameter(value, key);
-      if (!level.ok()) return level.status();
-      absl::StatusOr<int> priority = RunPriorityFromOip(*level);
-      if (!priority.ok()) return priority.status();
-      options->priority = *priority;
-    } else if (key == "timeout") {
-      absl::StatusOr<int64_t> us = IntParameter(value, key);
-      if (!us.ok()) return us.status();
-      absl::StatusOr<absl::Time> deadline =
-          DeadlineFromOipTimeout(*us, now, grpc_deadline);
-      if (!deadline.ok()) return deadline.status();
-      options->deadline = *deadline;
-    } else if (absl::StartsWith(key, "sequence_")) {
-      return absl::UnimplementedError(absl::StrCat(
-          "parameter '", Clip(key),
-          "': sequence batching is not supported by glintd"));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown request parameter '", Clip(key),
-          "' (glintd knows: priority, timeout)"));
-    }
-  }
-  return absl::OkStatus();
+  return parameters;
 }
 
 void TensorMetadataToProto(
@@ -346,8 +233,8 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
   int in_messages = 0;
   for (const ModelInferRequest::InferInputTensor& in : request.inputs()) {
     absl::StatusOr<std::optional<SharedMemoryRef>> window =
-        SharedMemoryWindowOf(in.parameters(),
-                             absl::StrCat("input '", Clip(in.name()), "'"));
+        ParseOipInputParameters(ParametersOf(in.parameters()),
+                                absl::StrCat("input '", Clip(in.name()), "'"));
     if (!window.ok()) return window.status();
     if (!window->has_value()) ++in_messages;
     windows.push_back(*std::move(window));
@@ -381,7 +268,6 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
     if (absl::Status s = CheckTensorSize(*dtype, shape, what); !s.ok()) {
       return s;
     }
-    if (absl::Status s = CheckInputParameters(in, what); !s.ok()) return s;
     if (windows[i].has_value()) {
       if (!FilledFields(in.contents()).empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -434,18 +320,19 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
       return absl::InvalidArgumentError(absl::StrCat(
           "output '", Clip(out.name()), "' is requested twice"));
     }
-    if (absl::Status s = CheckOutputParameters(out); !s.ok()) return s;
     absl::StatusOr<std::optional<SharedMemoryRef>> window =
-        SharedMemoryWindowOf(out.parameters(),
-                             absl::StrCat("output '", Clip(out.name()), "'"));
+        ParseOipOutputParameters(
+            ParametersOf(out.parameters()),
+            absl::StrCat("output '", Clip(out.name()), "'"));
     if (!window.ok()) return window.status();
     if (window->has_value()) {
       call.output_windows.push_back({out.name(), *std::move(*window)});
     }
     call.options.requested_outputs.push_back(out.name());
   }
-  if (absl::Status s =
-          ApplyRequestParameters(request, now, grpc_deadline, &call.options);
+  if (absl::Status s = ApplyOipRequestParameters(
+          ParametersOf(request.parameters()), now, grpc_deadline,
+          &call.options);
       !s.ok()) {
     return s;
   }

@@ -64,12 +64,13 @@ struct OipInferCall {
 //    FP64 fp64_contents) with exactly product(shape) values, each within
 //    its datatype's range, and no other field set. FP16 and BF16 have no
 //    typed field: raw only;
-//  - request parameters: `priority` (RunPriorityFromOip) and `timeout`
-//    in µs (DeadlineFromOipTimeout), as int64 or uint64 parameters;
-//  - requested outputs: names without duplicates; output parameter
-//    `binary_data` (a bool, meaningless over gRPC) is accepted, and the
-//    shared-memory parameters as for inputs (the byte size is the
-//    window's: the output must fit in it, checked once it is known).
+//  - request parameters, input and output parameters: the protocol's one
+//    parser, shared with the REST port (proto/oip_parameters.h):
+//    `priority`, `timeout` (merged with `grpc_deadline`, the call's),
+//    `binary_data_output`; the shared-memory windows; an output's
+//    `binary_data` (a bool, meaningless over gRPC);
+//  - requested outputs: names without duplicates; an output's window
+//    is the byte size it must fit in, checked once the output is known.
 // Whether a region exists and the window lies inside it is the
 // registry's to say (not checked here). INVALID_ARGUMENT naming the
 // offending input, output or parameter for anything else; UNIMPLEMENTED

@@ -171,11 +171,12 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::ModelInfer(
   absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> charge =
       ChargeRequest(request_budget_, request->ByteSizeLong());
   if (!charge.ok()) return Answer(context, charge.status());
+  // The run's deadline: the earlier of the `timeout` parameter and the
+  // call's, merged by the protocol's parameter parser.
   absl::StatusOr<PreparedOipInfer> prepared =
       PrepareOipInfer(*request, *shared_memory_, absl::Now(),
-                      /*grpc_deadline=*/absl::InfiniteFuture());
+                      DeadlineFromGrpc(context->deadline()));
   if (!prepared.ok()) return Answer(context, prepared.status());
-  // The run's deadline becomes the earlier of `timeout` and the call's.
   // The request and response live until the call is finished: the
   // responder may use them. The responder holds the output windows (and so
   // their regions) until the reply is made.

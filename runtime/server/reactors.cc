@@ -1,6 +1,5 @@
 #include "runtime/server/reactors.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "proto/status_util.h"
@@ -92,8 +91,6 @@ grpc::ServerUnaryReactor* StartRunReactor(
     grpc::CallbackServerContext* context, HostManager& host_manager,
     std::string name, std::vector<NamedTensor> inputs, RunOptions options,
     RunResponder respond, std::unique_ptr<RequestBudget::Charge> charge) {
-  options.deadline =
-      std::min(options.deadline, DeadlineFromGrpc(context->deadline()));
   return StartCancellable(
       context,
       [&](std::shared_ptr<const CancellationToken> cancel,

@@ -82,9 +82,12 @@ void RunForCall(HostManager& host_manager, absl::string_view name,
                 std::shared_ptr<const CancellationToken> cancel,
                 RunResponder respond, FinishCallback finish);
 
-// The reactor of an inference call: RunForCall under StartCancellable, the
-// run's deadline the earlier of `options.deadline` and the call's; the
-// request's `charge` is held until gRPC is done with the call.
+// The reactor of an inference call: RunForCall under StartCancellable; the
+// request's `charge` is held until gRPC is done with the call. The run's
+// deadline is `options.deadline` as the caller decided it: the call's
+// (DeadlineFromGrpc), merged with a `timeout` parameter by
+// ApplyOipRequestParameters (proto/oip_parameters.h) where the protocol
+// has one; this does not merge it again.
 grpc::ServerUnaryReactor* StartRunReactor(
     grpc::CallbackServerContext* context, HostManager& host_manager,
     std::string name, std::vector<NamedTensor> inputs, RunOptions options,

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/half.h"
-#include "core/status_macros.h"
 #include "core/text.h"
+#include "proto/oip_parameters.h"
 #include "proto/oip_types.h"
 
 namespace glint {
@@ -290,30 +290,59 @@ absl::Status AppendData(const Tensor& tensor, std::string* out) {
 
 // --- Request pieces -----------------------------------------------------------
 
-// The tensor parameters whose meaning Glint does not implement and cannot
-// ignore: the data (or the place to put it) would be somewhere else.
+// A "parameters" object as the protocol's parameter list: JSON booleans,
+// integers (int64 or uint64), other numbers and strings; INVALID_ARGUMENT
+// for anything else. `where` prefixes the message ("" for the request's).
+absl::StatusOr<OipParameters> ParametersFromJson(const json& parameters,
+                                                 absl::string_view where) {
+  const std::string prefix = where.empty() ? "" : absl::StrCat(where, ": ");
+  if (!parameters.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix, "\"parameters\" must be an object"));
+  }
+  OipParameters out;
+  out.reserve(parameters.size());
+  for (const auto& [key, value] : parameters.items()) {
+    OipParameterValue v;
+    if (value.is_boolean()) {
+      v = value.get<bool>();
+    } else if (value.is_number_unsigned()) {
+      v = value.get<uint64_t>();
+    } else if (value.is_number_integer()) {
+      v = value.get<int64_t>();
+    } else if (value.is_number_float()) {
+      v = value.get<double>();
+    } else if (value.is_string()) {
+      v = value.get<std::string>();
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          prefix, "parameter ", Quoted(key),
+          " must be a string, number or boolean, not ", KindOf(value)));
+    }
+    out.push_back({key, std::move(v)});
+  }
+  return out;
+}
+
+// A tensor's "parameters", read by the protocol's one parser
+// (proto/oip_parameters.h). The REST port has no shared-memory registry
+// calls, so a window is UNIMPLEMENTED here rather than looked up.
 absl::Status CheckTensorParameters(const json& tensor, absl::string_view what,
                                    bool is_output) {
   const auto it = tensor.find("parameters");
   if (it == tensor.end()) return absl::OkStatus();
-  if (!it->is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": \"parameters\" must be an object"));
+  absl::StatusOr<OipParameters> parameters = ParametersFromJson(*it, what);
+  if (!parameters.ok()) return parameters.status();
+  for (const OipParameter& p : *parameters) {
+    if (IsOipSharedMemoryParameter(p.key)) {
+      return absl::UnimplementedError(absl::StrCat(
+          what, ": shared memory is not supported over HTTP; use the gRPC "
+                "port"));
+    }
   }
-  if (it->contains("binary_data_size")) {
-    return absl::UnimplementedError(absl::StrCat(
-        what, ": Triton's binary tensor data extension is not supported; "
-              "send the data as JSON"));
-  }
-  if (it->contains("shared_memory_region")) {
-    return absl::UnimplementedError(
-        absl::StrCat(what, ": shared memory is not supported"));
-  }
-  if (is_output && it->contains("classification")) {
-    return absl::UnimplementedError(absl::StrCat(
-        what, ": the classification extension is not supported"));
-  }
-  return absl::OkStatus();
+  return (is_output ? ParseOipOutputParameters(*parameters, what)
+                    : ParseOipInputParameters(*parameters, what))
+      .status();
 }
 
 absl::StatusOr<NamedTensor> ParseInput(const json& input, size_t index) {
@@ -385,38 +414,12 @@ absl::StatusOr<NamedTensor> ParseInput(const json& input, size_t index) {
 
 absl::Status ParseParameters(const json& parameters, absl::Time now,
                              RunOptions* options) {
-  if (!parameters.is_object()) {
-    return absl::InvalidArgumentError("\"parameters\" must be an object");
-  }
-  for (const auto& [key, value] : parameters.items()) {
-    if (value.is_object() || value.is_array() || value.is_null()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "parameter ", Quoted(key),
-          " must be a string, number or boolean, not ", KindOf(value)));
-    }
-  }
-  // The JSON value is read here; what it means (the levels, the ten-year
-  // ceiling, 0 as "none") is the inference protocol's rule, in
-  // proto/oip_types.h, as for the gRPC service.
-  if (const auto it = parameters.find("priority"); it != parameters.end()) {
-    int64_t level = 0;
-    if (absl::Status s = ToInteger<int64_t>(*it, &level); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter 'priority': ", s.message()));
-    }
-    GLINT_ASSIGN_OR_RETURN(options->priority, RunPriorityFromOip(level));
-  }
-  if (const auto it = parameters.find("timeout"); it != parameters.end()) {
-    int64_t timeout_us = 0;
-    if (absl::Status s = ToInteger<int64_t>(*it, &timeout_us); !s.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("parameter 'timeout': ", s.message()));
-    }
-    GLINT_ASSIGN_OR_RETURN(
-        options->deadline,
-        DeadlineFromOipTimeout(timeout_us, now, options->deadline));
-  }
-  return absl::OkStatus();
+  absl::StatusOr<OipParameters> list = ParametersFromJson(parameters, "");
+  if (!list.ok()) return list.status();
+  // HTTP carries no deadline of its own: the `timeout` parameter is the
+  // only one.
+  return ApplyOipRequestParameters(*list, now, absl::InfiniteFuture(),
+                                   options);
 }
 
 }  // namespace

@@ -64,15 +64,16 @@ struct RestInferRequest {
 // Parses the body of POST /v2/models/{m}/infer:
 //   {"id"?, "parameters"?, "inputs": [{"name", "shape", "datatype",
 //    "parameters"?, "data"}], "outputs"?: [{"name", "parameters"?}]}
-// Parameters Glint reads, as Triton's: `priority` (a level: 1 the most
-// urgent, larger numbers less, 0 the default; up to 1000000) and `timeout`
-// (integer microseconds, 0 = none, up to ten years). Others are ignored,
-// except the ones that would change the meaning of the reply if ignored:
-// Triton's binary tensor extension on an input (`binary_data_size`) and
-// the classification extension on an output are UNIMPLEMENTED; an
-// output's `binary_data` is ignored (its data comes back as JSON, which
-// Triton's clients read too). INVALID_ARGUMENT for anything malformed,
-// naming what and where; the JSON parser's message for bad JSON.
+// Every "parameters" object — the request's, each input's, each output's —
+// is read by the inference protocol's one parser (proto/oip_parameters.h),
+// as on the gRPC port: `priority`, `timeout` (integer microseconds, 0 =
+// none; HTTP has no deadline of its own) and `binary_data_output` on the
+// request, `binary_data` on an output (its data comes back as JSON, which
+// Triton's clients read too); an unknown key is INVALID_ARGUMENT, Triton's
+// binary tensor extension (`binary_data_size`), `classification` and
+// `sequence_*` are UNIMPLEMENTED, and so are the shared-memory parameters
+// (the HTTP port has no shared memory). INVALID_ARGUMENT for anything
+// malformed, naming what and where; the JSON parser's message for bad JSON.
 absl::StatusOr<RestInferRequest> ParseInferRequest(absl::string_view body,
                                                    absl::Time now);
 

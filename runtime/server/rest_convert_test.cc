@@ -327,11 +327,11 @@ TEST(TensorJsonTest, TensorsWithoutJsonFormAreRefused) {
 TEST(ParseInferRequestTest, FullRequest) {
   absl::StatusOr<RestInferRequest> r = ParseInferRequest(R"({
     "id": "42",
-    "parameters": {"priority": 3, "timeout": 2500000, "custom": "kept"},
+    "parameters": {"priority": 3, "timeout": 2500000, "binary_data_output": true},
     "inputs": [
       {"name": "a", "shape": [2, 2], "datatype": "UINT32", "data": [1, 2, 3, 4]},
       {"name": "b", "shape": [3], "datatype": "BOOL",
-       "parameters": {"anything": 1}, "data": [true, false, true]}
+       "parameters": {}, "data": [true, false, true]}
     ],
     "outputs": [{"name": "y"}, {"name": "z", "parameters": {"binary_data": true}}]
   })",
@@ -461,6 +461,33 @@ TEST(ParseInferRequestTest, MalformedRequestsAreInvalid) {
   deep += "]}]}";
   EXPECT_THAT(ParseInferRequest(deep, kNow).status().message(),
               HasSubstr("rank 100"));
+}
+
+// The parameter rules are the gRPC port's (proto/oip_parameters.h): a key
+// the protocol does not define is refused rather than ignored.
+TEST(ParseInferRequestTest, UnknownParametersAreRefusedAsOverGrpc) {
+  const char* const bodies[] = {
+      R"({"inputs": [], "parameters": {"timout": 5}})",
+      R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32",
+          "parameters": {"layout": "nchw"}, "data": [1]}]})",
+      R"({"inputs": [], "outputs": [{"name": "y", "parameters": {"top_k": 1}}]})",
+      R"({"inputs": [], "outputs": [{"name": "y", "parameters": {"binary_data": 1}}]})",
+      R"({"inputs": [], "outputs": [{"name": "y", "parameters": []}]})",
+  };
+  for (const char* body : bodies) {
+    const absl::Status s = ParseInferRequest(body, kNow).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << body << ": " << s;
+  }
+  EXPECT_THAT(
+      ParseInferRequest(R"({"inputs": [], "parameters": {"timout": 5}})", kNow)
+          .status()
+          .message(),
+      HasSubstr("unknown request parameter 'timout'"));
+  EXPECT_EQ(ParseInferRequest(
+                R"({"inputs": [], "parameters": {"sequence_id": 7}})", kNow)
+                .status()
+                .code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 TEST(ParseInferRequestTest, ExtensionsGlintLacksAreUnimplemented) {

@@ -246,6 +246,8 @@ grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
   absl::StatusOr<GlintHandlers::PreparedRun> run =
       handlers_.PrepareRun(*request, response);
   if (!run.ok()) return FinishNow(context, ToGrpcStatus(run.status()));
+  // glint.v1 has no timeout parameter: the call's deadline is the run's.
+  run->options.deadline = DeadlineFromGrpc(context->deadline());
   return StartRunReactor(context, *host_manager_, std::move(run->name),
                          std::move(run->inputs), std::move(run->options),
                          std::move(run->respond), *std::move(charge));
