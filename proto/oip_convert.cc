@@ -501,6 +501,7 @@ absl::StatusOr<OipModelLoad> OipModelLoadFromProto(
             "parameter 'config' must be a string parameter (JSON)");
       }
       config_json = value.string_param();
+      load.has_config = true;
     } else if (absl::StartsWith(key, "file:")) {
       if (key != "file:1/model.onnx") {
         return absl::InvalidArgumentError(absl::StrCat(

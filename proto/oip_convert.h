@@ -130,16 +130,6 @@ void SystemSharedMemoryStatusToProto(
     const std::vector<SharedMemoryRegionInfo>& regions,
     inference::SystemSharedMemoryStatusResponse* response);
 
-// What RepositoryModelLoad asks for.
-struct OipModelLoad {
-  std::string name;
-  // The model's ONNX bytes from parameter "file:1/model.onnx"; empty when
-  // the request carries no file.
-  std::string onnx_model;
-  bool has_file = false;
-  TritonModelConfig config;  // From parameter "config" (JSON), or default.
-};
-
 // Validates a load: a non-empty model name; repository_name empty (Glint
 // has one repository); parameters: "config" (string_param, JSON: see
 // TritonModelConfigFromJson) and at most one file, "file:1/model.onnx"

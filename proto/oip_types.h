@@ -140,6 +140,20 @@ absl::StatusOr<TritonModelConfig> TritonModelConfigFromJson(
 absl::Status CheckNetworkAgainstConfig(const TritonModelConfig& config,
                                        const NetworkInfo& info);
 
+// What RepositoryModelLoad asks for (OipModelLoadFromProto in
+// proto/oip_convert.h reads it; serving/serving_core.h acts on it).
+struct OipModelLoad {
+  std::string name;
+  // The model's ONNX bytes from parameter "file:1/model.onnx"; empty when
+  // the request carries no file.
+  std::string onnx_model;
+  bool has_file = false;
+  // Whether the request had a "config" parameter; `config` is the default
+  // one when it had not.
+  bool has_config = false;
+  TritonModelConfig config;
+};
+
 }  // namespace glint
 
 #endif  // GLINT_PROTO_OIP_TYPES_H_

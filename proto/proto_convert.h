@@ -50,7 +50,7 @@ absl::Status TensorToProto(const NamedTensor& tensor, v1::Tensor* proto);
 // Shared-memory tensors (Tensor.shared_memory set): the header, validated
 // as TensorFromProto does, and the window, which must be exactly the
 // tensor's bytes; raw_data must be empty. INVALID_ARGUMENT otherwise. The
-// region itself is glintd's to check (runtime/server/shared_memory.h).
+// region itself is glintd's to check (serving/shared_memory.h).
 absl::StatusOr<SharedMemoryTensor> SharedMemoryTensorFromProto(
     const v1::Tensor& proto);
 void SharedMemoryTensorToProto(const SharedMemoryTensor& tensor,

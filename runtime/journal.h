@@ -1,6 +1,6 @@
 // NetworkJournal: where HostManager keeps added networks (and their cached
 // plans) so that they survive a restart. glintd backs it with its
-// NetworkStore (runtime/server/network_journal.h); an embedding program may
+// NetworkStore (serving/network_journal.h); an embedding program may
 // bring its own or none.
 #ifndef GLINT_RUNTIME_JOURNAL_H_
 #define GLINT_RUNTIME_JOURNAL_H_

@@ -52,7 +52,8 @@ TSAN_TARGETS=(
   //onnx:import_sandbox_test
   //store:network_store_test
   //runtime/server:service_test
-  //runtime/server:shared_memory_test
+  //serving:shared_memory_test
+  //serving:serving_core_test
   //runtime/server:request_budget_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test

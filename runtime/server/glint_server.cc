@@ -16,20 +16,15 @@
 #include "absl/strings/str_join.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
-#include "core/thread_name.h"
-#include "onnx/import_sandbox.h"
 #include "runtime/server/auth.h"
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/http_server.h"
 #include "runtime/server/inference_service.h"
-#include "runtime/server/network_journal.h"
 #include "runtime/server/request_budget.h"
 #include "runtime/server/rest_api.h"
 #include "runtime/server/server_setup.h"
 #include "runtime/server/service.h"
-#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
-#include "store/network_store.h"
 
 namespace glint {
 namespace {
@@ -96,77 +91,6 @@ void WarnIfExposed(const std::string& listen, const SecurityOptions& options) {
   GLINT_LOG_WARN("{}", std::string(72, '!'));
 }
 
-// The HostManager's options: admission limits, and every model imported by
-// the helper under the import limits (or in-process without one).
-absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
-    const GlintServerOptions& options,
-    std::shared_ptr<const CancellationToken> cancel) {
-  if (options.import_time_limit <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--import_time_limit must be positive");
-  }
-  HostManagerOptions host;
-  host.max_active_requests = options.max_active_runs;
-  host.max_queue_size = options.max_queued_runs;
-  if (!options.import_helper_argv.empty()) {
-    ImportSandboxOptions sandbox;
-    sandbox.argv = options.import_helper_argv;
-    sandbox.max_address_space_bytes = options.import_memory_limit_bytes;
-    sandbox.max_cpu_time = options.import_time_limit;
-    sandbox.max_wall_time = options.import_time_limit;
-    sandbox.cancel = std::move(cancel);
-    host.run_onnx_inference = [sandbox](const std::string& request) {
-      return RunImportHelper(sandbox, request);
-    };
-  }
-  return host;
-}
-
-// The repository of `options` and its mode; null without a repository.
-absl::StatusOr<std::unique_ptr<ModelRepository>> MakeModelRepository(
-    const GlintServerOptions& options, HostManager* host) {
-  if (options.model_repository.empty()) {
-    if (options.model_control_mode != ModelControlMode::kNone) {
-      return absl::InvalidArgumentError(
-          "--model_control_mode needs --model_repository");
-    }
-    return nullptr;
-  }
-  if (options.repository_poll <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "--repository_poll_secs must be positive");
-  }
-  // A repository that is not there is a deployment error, not an empty one.
-  if (absl::StatusOr<std::vector<RepositoryModel>> scan =
-          ScanModelRepository(options.model_repository);
-      !scan.ok()) {
-    return absl::Status(
-        scan.status().code(),
-        absl::StrCat("--model_repository: ", scan.status().message()));
-  }
-  return std::make_unique<ModelRepository>(
-      host, ModelRepositoryOptions{options.model_repository,
-                                   options.model_control_mode});
-}
-
-void SyncRepository(ModelRepository& repository) {
-  const absl::Time start = absl::Now();
-  absl::StatusOr<RepositorySyncReport> report = repository.Sync();
-  if (!report.ok()) {
-    GLINT_LOG_ERROR("model repository: {}", report.status().ToString());
-    return;
-  }
-  if (report->loaded + report->reloaded + report->unloaded + report->failed ==
-      0) {
-    return;  // A poll that found nothing new says nothing.
-  }
-  GLINT_LOG_INFO(
-      "model repository {}: {} loaded, {} reloaded, {} unloaded, {} failed, "
-      "{} unchanged in {}",
-      repository.options().dir, report->loaded, report->reloaded,
-      report->unloaded, report->failed, report->unchanged,
-      absl::FormatDuration(absl::Now() - start));
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GlintServer>> GlintServer::BuildAndStart(
@@ -174,10 +98,10 @@ absl::StatusOr<std::unique_ptr<GlintServer>> GlintServer::BuildAndStart(
   std::unique_ptr<GlintServer> server(new GlintServer(std::move(options)));
   // A failed step leaves the server to its destructor, which shuts down
   // whatever the steps before started.
-  GLINT_RETURN_IF_ERROR(server->CreateHostManager());
+  GLINT_RETURN_IF_ERROR(server->CreateCore());
   GLINT_RETURN_IF_ERROR(server->StartGrpc());
   GLINT_RETURN_IF_ERROR(server->StartHttp());
-  server->StartBackgroundThreads();
+  server->core_->StartLoading([s = server.get()] { s->OnLoaded(); });
   return server;
 }
 
@@ -187,20 +111,12 @@ GlintServer::GlintServer(GlintServerOptions options)
 GlintServer::~GlintServer() {
   Shutdown();
   if (server_ != nullptr) server_->Wait();
-  if (restore_thread_.joinable()) restore_thread_.join();
-  if (poll_thread_.joinable()) poll_thread_.join();
-  if (host_manager_ != nullptr) host_manager_->Shutdown();
+  // The core's loading thread calls OnLoaded: it ends before the services
+  // it touches are destroyed.
+  if (core_ != nullptr) core_->WaitUntilLoaded();
 }
 
-absl::Status GlintServer::CreateHostManager() {
-  absl::StatusOr<std::vector<DeviceConfig>> configs =
-      ParseDeviceSpec(options_.devices);
-  if (!configs.ok()) {
-    return absl::Status(configs.status().code(),
-                        absl::StrCat("--devices: ", configs.status().message()));
-  }
-  ShareHostCores(static_cast<int>(std::thread::hardware_concurrency()),
-                 &*configs);
+absl::Status GlintServer::CreateCore() {
   if (!options_.security.auth_tokens_file.empty()) {
     absl::StatusOr<std::unique_ptr<Authorizer>> parsed =
         Authorizer::FromFile(options_.security.auth_tokens_file);
@@ -211,30 +127,7 @@ absl::Status GlintServer::CreateHostManager() {
     }
     authorizer_ = *std::move(parsed);
   }
-  GLINT_ASSIGN_OR_RETURN(HostManagerOptions host,
-                         MakeHostManagerOptions(options_, stopping_));
-  if (!options_.store_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<NetworkStore>> opened =
-        NetworkStore::Open(options_.store_dir);
-    if (!opened.ok()) {
-      return absl::Status(opened.status().code(),
-                          absl::StrCat("--store_dir: ",
-                                       opened.status().message()));
-    }
-    store_ = *std::move(opened);
-    journal_ = std::make_unique<StoreJournal>(store_.get());
-    host.journal = journal_.get();
-  }
-  absl::StatusOr<std::unique_ptr<HostManager>> created =
-      HostManager::CreateFromConfigs(std::move(host), *configs);
-  if (!created.ok()) {
-    return absl::Status(created.status().code(),
-                        absl::StrCat("cannot create the devices: ",
-                                     created.status().message()));
-  }
-  host_manager_ = *std::move(created);
-  GLINT_ASSIGN_OR_RETURN(repository_,
-                         MakeModelRepository(options_, host_manager_.get()));
+  GLINT_ASSIGN_OR_RETURN(core_, ServingCore::Create(options_.core));
   return absl::OkStatus();
 }
 
@@ -263,16 +156,15 @@ absl::Status GlintServer::StartGrpc() {
   request_budget_ =
       std::make_unique<RequestBudget>(static_cast<int64_t>(request_bytes));
   blocking_ = std::make_unique<WorkerPool>(blocking);
-  shared_memory_ = std::make_unique<SharedMemoryRegistry>();
-  // Same HostManager, same port, same pool, authorizer, regions and
-  // budget: a network added through either protocol serves through both.
+  // Same core, same port, same pool, authorizer, regions and budget: a
+  // network added through either protocol serves through both.
   glint_service_ = std::make_unique<GlintServiceImpl>(
-      host_manager_.get(), blocking_.get(), authorizer_.get(),
-      shared_memory_.get(), request_budget_.get());
+      &core_->host_manager(), blocking_.get(), authorizer_.get(),
+      &core_->shared_memory(), request_budget_.get());
   inference_service_ = std::make_unique<InferenceServiceImpl>(
-      host_manager_.get(), blocking_.get(), authorizer_.get(),
-      shared_memory_.get(), request_budget_.get());
-  inference_service_->SetModelRepository(repository_.get());
+      &core_->host_manager(), blocking_.get(), authorizer_.get(),
+      &core_->shared_memory(), request_budget_.get());
+  inference_service_->SetModelRepository(core_->repository());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -293,7 +185,7 @@ absl::Status GlintServer::StartGrpc() {
                  authorizer_ == nullptr
                      ? std::string("no tokens")
                      : absl::StrCat(authorizer_->num_tokens(), " tokens"),
-                 DescribeDevices(host_manager_->GetDevices()));
+                 DescribeDevices(core_->host_manager().GetDevices()));
   WarnIfExposed(listen_, security);
   // NOT_SERVING until the stored networks and the repository are loaded
   // (clients and load balancers wait), while calls are already answered.
@@ -316,7 +208,8 @@ absl::Status GlintServer::StartHttp() {
   RestApiOptions rest;
   rest.ready = [this] { return ready_.load(); };
   rest.authorizer = authorizer_.get();
-  rest_api_ = std::make_unique<RestApi>(host_manager_.get(), std::move(rest));
+  rest_api_ =
+      std::make_unique<RestApi>(&core_->host_manager(), std::move(rest));
   if (options_.http_listen.empty()) return absl::OkStatus();
   HttpServerOptions http;
   http.listen = options_.http_listen;
@@ -339,47 +232,15 @@ absl::Status GlintServer::StartHttp() {
   return absl::OkStatus();
 }
 
-void GlintServer::StartBackgroundThreads() {
-  restore_thread_ = std::thread([this] {
-    SetCurrentThreadName("glint-restore");
-    if (store_ != nullptr) {
-      const absl::Time start = absl::Now();
-      const RestoreReport report = RestoreNetworks(*store_, *host_manager_);
-      GLINT_LOG_INFO(
-          "restored {} networks from {} in {} ({} unavailable, {} unreadable)",
-          report.restored, store_->dir(),
-          absl::FormatDuration(absl::Now() - start), report.unavailable,
-          report.unreadable);
-    }
-    // The repository's models load before the daemon says it is ready:
-    // a replica behind a load balancer gets runs only once it serves them.
-    if (repository_ != nullptr &&
-        repository_->options().mode != ModelControlMode::kExplicit) {
-      SyncRepository(*repository_);
-    }
-    absl::MutexLock lock(&shutdown_mu_);
-    if (!shut_down_) {
-      server_->GetHealthCheckService()->SetServingStatus(true);
-      ready_.store(true);
-      inference_service_->SetReady();
-    }
-    restored_.Notify();
-  });
-  // Poll mode: rescans until shutdown (a scan in progress finishes first).
-  if (repository_ != nullptr &&
-      repository_->options().mode == ModelControlMode::kPoll) {
-    poll_thread_ = std::thread([this] {
-      SetCurrentThreadName("glint-repo-poll");
-      restored_.WaitForNotification();
-      while (!stop_polling_.WaitForNotificationWithTimeout(
-          options_.repository_poll)) {
-        SyncRepository(*repository_);
-      }
-    });
-  }
+void GlintServer::OnLoaded() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  server_->GetHealthCheckService()->SetServingStatus(true);
+  ready_.store(true);
+  inference_service_->SetReady();
 }
 
-void GlintServer::WaitUntilReady() { restored_.WaitForNotification(); }
+void GlintServer::WaitUntilReady() { core_->WaitUntilLoaded(); }
 
 void GlintServer::Shutdown() {
   {
@@ -388,17 +249,15 @@ void GlintServer::Shutdown() {
     shut_down_ = true;
   }
   const absl::Time start = absl::Now();
-  stop_polling_.Notify();  // Once: shut_down_ guards this whole body.
   ready_.store(false);
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now.
   }
   if (inference_service_ != nullptr) inference_service_->Shutdown();
-  // No new work; queued runs fail, in-flight ones stop before their next
-  // partition and imports in progress are killed, all UNAVAILABLE, so
-  // their RPCs end well within the grace period.
-  stopping_->Cancel();
-  if (host_manager_ != nullptr) host_manager_->Shutdown();
+  // No new work; polling stops, queued runs fail, in-flight ones stop
+  // before their next partition and imports in progress are killed, all
+  // UNAVAILABLE, so their RPCs end well within the grace period.
+  if (core_ != nullptr) core_->Shutdown();
   // HTTP stops alongside gRPC: its requests in progress end with the runs,
   // idle keep-alive connections within its keep-alive timeout.
   std::thread http_stop([this] {

@@ -1,9 +1,10 @@
-// GlintServer: glintd as an object. It owns everything the daemon serves
-// with (the HostManager on its devices, the store, the model repository,
-// the gRPC services on one port, the HTTP port) and wires them in the order
-// that keeps the daemon's promises: durable networks come back, and the
-// repository loads, before health says SERVING; a shutdown refuses new
-// work, stops runs and imports, and lets RPCs in progress end within a
+// GlintServer: glintd as an object. It owns the ServingCore (the
+// HostManager on its devices, the store, the model repository, the
+// shared-memory regions: serving/serving_core.h) and the transports over
+// it (the gRPC services on one port, the HTTP port), and wires them in the
+// order that keeps the daemon's promises: durable networks come back, and
+// the repository loads, before health says SERVING; a shutdown refuses
+// new work, stops runs and imports, and lets RPCs in progress end within a
 // grace period.
 //
 // glintd's main parses its flags into GlintServerOptions, calls
@@ -20,19 +21,15 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "core/cancellation.h"
-#include "devices/device_spec.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/model_repository.h"
 #include "runtime/server/security_options.h"
+#include "serving/serving_core.h"
 
 namespace grpc {
 class Server;
@@ -44,36 +41,21 @@ class Authorizer;
 class GlintServiceImpl;
 class HttpServer;
 class InferenceServiceImpl;
-class NetworkStore;
 class RequestBudget;
 class RestApi;
-class SharedMemoryRegistry;
-class StoreJournal;
 class WorkerPool;
 
 // What glintd serves and how; each field is the flag of the same name
 // (glintd --help), and errors name the flag.
 struct GlintServerOptions {
+  // What is served: devices, store, import limits, admission, repository.
+  ServingCoreOptions core;
   // gRPC address, host:port; port 0 picks a free one (see port()).
   std::string listen = "127.0.0.1:50051";
   // HTTP address for KServe v2 REST and /metrics; empty: no HTTP.
   std::string http_listen = "127.0.0.1:8000";
   int http_threads = 8;
   uint64_t http_max_request_bytes = uint64_t{32} << 20;
-  // The device spec (devices/device_spec.h).
-  std::string devices = kDefaultDeviceSpec;
-  // Where added networks are kept across restarts (a path, ~ expanded by
-  // the caller); empty: nowhere.
-  std::string store_dir;
-  // The import helper: the command line of a program that serves
-  // ServeImportHelper (glintd itself with --serve_import_helper), run
-  // under these limits for every added model. Empty: ONNX's checker and
-  // inference run in this process (tests).
-  std::vector<std::string> import_helper_argv;
-  uint64_t import_memory_limit_bytes = uint64_t{8} << 30;
-  absl::Duration import_time_limit = absl::Seconds(120);
-  int max_active_runs = 64;
-  int max_queued_runs = 1024;
   uint64_t grpc_memory_limit_bytes = uint64_t{4} << 30;
   // Bytes of inference requests held at once (request_budget.h); 0: half
   // of grpc_memory_limit_bytes. At most grpc_memory_limit_bytes.
@@ -82,10 +64,6 @@ struct GlintServerOptions {
   int blocking_call_threads = 2;
   int blocking_call_queue = 64;
   SecurityOptions security;
-  // A model repository in Triton's layout; empty: none.
-  std::string model_repository;
-  ModelControlMode model_control_mode = ModelControlMode::kNone;
-  absl::Duration repository_poll = absl::Seconds(15);
   // The grpc.health.v1 service that is SERVING while the process answers
   // (liveness); empty: none.
   std::string liveness_service = "liveness";
@@ -116,7 +94,7 @@ class GlintServer {
   // host:port as bound (port 0 replaced by the chosen one).
   const std::string& listen() const { return listen_; }
 
-  HostManager& host_manager() { return *host_manager_; }
+  HostManager& host_manager() { return core_->host_manager(); }
 
   // Blocks until the stored networks are back and the repository is
   // loaded: health says SERVING from then until Shutdown.
@@ -134,28 +112,20 @@ class GlintServer {
   explicit GlintServer(GlintServerOptions options);
 
   // BuildAndStart's steps.
-  absl::Status CreateHostManager();
+  absl::Status CreateCore();
   absl::Status StartGrpc();
   absl::Status StartHttp();
-  void StartBackgroundThreads();
+  // The core's loading; health says SERVING once it is done.
+  void OnLoaded() ABSL_LOCKS_EXCLUDED(shutdown_mu_);
 
   const GlintServerOptions options_;
-  // Cancelled when Shutdown begins: an import in progress stops at once.
-  const std::shared_ptr<CancellationToken> stopping_ =
-      std::make_shared<CancellationToken>();
 
   // Declared in the order they are built; destroyed in reverse.
   std::unique_ptr<Authorizer> authorizer_;
-  std::unique_ptr<NetworkStore> store_;
-  std::unique_ptr<StoreJournal> journal_;
-  std::unique_ptr<HostManager> host_manager_;
-  std::unique_ptr<ModelRepository> repository_;
+  std::unique_ptr<ServingCore> core_;
   std::unique_ptr<RequestBudget> request_budget_;
   // Outlives the server: its tasks answer calls.
   std::unique_ptr<WorkerPool> blocking_;
-  // Shared-memory regions of local clients, one registry for every
-  // service (a region registered through one is usable through another).
-  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<GlintServiceImpl> glint_service_;
   std::unique_ptr<InferenceServiceImpl> inference_service_;
   std::optional<TlsMaterial> tls_;  // Of both ports; none: plaintext.
@@ -165,11 +135,6 @@ class GlintServer {
   std::atomic<bool> ready_{false};
   std::unique_ptr<RestApi> rest_api_;
   std::unique_ptr<HttpServer> http_server_;
-
-  absl::Notification restored_;      // The restore thread finished.
-  absl::Notification stop_polling_;  // Shutdown began.
-  std::thread restore_thread_;
-  std::thread poll_thread_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;

@@ -27,8 +27,8 @@ GlintServerOptions LoopbackOptions(const std::string& store_dir = "") {
   GlintServerOptions options;
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
-  options.devices = "sim*2:memory=256MiB";
-  options.store_dir = store_dir;
+  options.core.devices = "sim*2:memory=256MiB";
+  options.core.store_dir = store_dir;
   options.shutdown_grace = absl::Seconds(1);
   return options;
 }
@@ -147,19 +147,19 @@ TEST(GlintServerTest, BadOptionsNameTheirFlag) {
     void (*set)(GlintServerOptions*);
   };
   const Case cases[] = {
-      {"--devices", [](GlintServerOptions* o) { o->devices = "sim*0"; }},
+      {"--devices", [](GlintServerOptions* o) { o->core.devices = "sim*0"; }},
       {"--import_time_limit",
-       [](GlintServerOptions* o) { o->import_time_limit = absl::ZeroDuration(); }},
+       [](GlintServerOptions* o) { o->core.import_time_limit = absl::ZeroDuration(); }},
       {"--max_request_bytes_in_flight",
        [](GlintServerOptions* o) {
          o->max_request_bytes_in_flight = o->grpc_memory_limit_bytes + 1;
        }},
       {"--model_control_mode",
        [](GlintServerOptions* o) {
-         o->model_control_mode = ModelControlMode::kPoll;
+         o->core.model_control_mode = ModelControlMode::kPoll;
        }},
       {"--model_repository",
-       [](GlintServerOptions* o) { o->model_repository = "/nonexistent"; }},
+       [](GlintServerOptions* o) { o->core.model_repository = "/nonexistent"; }},
       {"--auth_tokens",
        [](GlintServerOptions* o) {
          o->security.auth_tokens_file = "/nonexistent";

@@ -145,18 +145,18 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
-  options.devices = absl::GetFlag(FLAGS_devices);
-  options.store_dir = ExpandHome(absl::GetFlag(FLAGS_store_dir));
+  options.core.devices = absl::GetFlag(FLAGS_devices);
+  options.core.store_dir = ExpandHome(absl::GetFlag(FLAGS_store_dir));
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (n <= 0) {
     return absl::InternalError("cannot find glintd's own executable");
   }
-  options.import_helper_argv = {std::string(self, static_cast<size_t>(n)),
+  options.core.import_helper_argv = {std::string(self, static_cast<size_t>(n)),
                                 std::string(kServeImportHelperFlag)};
-  options.import_time_limit = absl::GetFlag(FLAGS_import_time_limit);
-  options.max_active_runs = absl::GetFlag(FLAGS_max_active_runs);
-  options.max_queued_runs = absl::GetFlag(FLAGS_max_queued_runs);
+  options.core.import_time_limit = absl::GetFlag(FLAGS_import_time_limit);
+  options.core.max_active_runs = absl::GetFlag(FLAGS_max_active_runs);
+  options.core.max_queued_runs = absl::GetFlag(FLAGS_max_queued_runs);
   options.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
   options.blocking_call_threads = absl::GetFlag(FLAGS_blocking_call_threads);
   options.blocking_call_queue = absl::GetFlag(FLAGS_blocking_call_queue);
@@ -164,8 +164,8 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.security.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.security.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.security.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens);
-  options.model_repository = ExpandHome(absl::GetFlag(FLAGS_model_repository));
-  options.repository_poll =
+  options.core.model_repository = ExpandHome(absl::GetFlag(FLAGS_model_repository));
+  options.core.repository_poll =
       absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs));
   options.liveness_service = absl::GetFlag(FLAGS_liveness_service);
   absl::StatusOr<ModelControlMode> mode =
@@ -174,11 +174,11 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
     return absl::InvalidArgumentError(
         absl::StrCat("--model_control_mode: ", mode.status().message()));
   }
-  options.model_control_mode = *mode;
+  options.core.model_control_mode = *mode;
   GLINT_ASSIGN_OR_RETURN(
       options.http_max_request_bytes,
       ByteSizeFlag("http_max_request", absl::GetFlag(FLAGS_http_max_request)));
-  GLINT_ASSIGN_OR_RETURN(options.import_memory_limit_bytes,
+  GLINT_ASSIGN_OR_RETURN(options.core.import_memory_limit_bytes,
                          ByteSizeFlag("import_memory_limit",
                                       absl::GetFlag(FLAGS_import_memory_limit)));
   GLINT_ASSIGN_OR_RETURN(options.grpc_memory_limit_bytes,

@@ -15,6 +15,7 @@
 #include "runtime/server/grpc_auth.h"
 #include "runtime/server/oip_infer.h"
 #include "runtime/server/reactors.h"
+#include "serving/model_lifecycle.h"
 
 namespace glint {
 namespace {
@@ -299,51 +300,11 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
   if (auto* denied = Deny(context, "RepositoryModelLoad")) return denied;
   absl::StatusOr<OipModelLoad> load = OipModelLoadFromProto(*request);
   if (!load.ok()) return Answer(context, load.status());
-  const bool has_config = request->parameters().contains("config");
-  if (!load->has_file && repository_ != nullptr &&
-      repository_->options().mode == ModelControlMode::kExplicit) {
-    if (has_config) {
-      return Answer(context, absl::InvalidArgumentError(absl::StrCat(
-                                    "model '", Clip(load->name),
-                                    "' loads from the model repository with "
-                                    "its config.json there; send no config "
-                                    "(or send the model's file with it)")));
-    }
-    return FinishOnPool(context, *blocking_, [this, name = load->name] {
-      absl::Status status = repository_->Load(name);
-      ReleaseFreeMemory();
-      return ToGrpcStatus(status);
-    });
-  }
-  if (!load->has_file) {
-    absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(load->name);
-    if (!info.ok()) {
-      return Answer(context, absl::NotFoundError(absl::StrCat(
-                                    "no model '", Clip(load->name),
-                                    "': glintd has no model repository on "
-                                    "disk; send the ONNX model in parameter "
-                                    "\"file:1/model.onnx\"")));
-    }
-    if (has_config) {
-      return Answer(context, absl::AlreadyExistsError(absl::StrCat(
-                                    "model '", Clip(load->name),
-                                    "' is loaded; glintd does not reload a "
-                                    "model in place: unload it, then load it "
-                                    "with its file and config")));
-    }
-    return Answer(context, absl::OkStatus());  // Loaded already.
-  }
   // Shared, not copied, with the task: models can be hundreds of MB.
   auto shared = std::make_shared<const OipModelLoad>(*std::move(load));
   return FinishOnPool(context, *blocking_, [this, load = std::move(shared)] {
-    absl::StatusOr<NetworkInfo> info = host_manager_->AddNetwork(
-        load->name, load->onnx_model, load->config.options);
-    absl::Status status = info.status();
-    if (status.ok()) {
-      status = CheckNetworkAgainstConfig(load->config, *info);
-      // The config described another model: it must not stay loaded.
-      if (!status.ok()) (void)host_manager_->RemoveNetwork(load->name);
-    }
+    const absl::Status status =
+        LoadRepositoryModel(*host_manager_, repository_, *load);
     ReleaseFreeMemory();  // As glint.v1's AddNetwork does (service.cc).
     if (status.ok()) {
       GLINT_LOG_INFO("loaded model '{}' through RepositoryModelLoad",
@@ -361,11 +322,8 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelUnload(
   absl::StatusOr<std::string> name = OipModelUnloadFromProto(*request);
   if (!name.ok()) return Answer(context, name.status());
   return FinishOnPool(context, *blocking_, [this, name = *std::move(name)] {
-    // The repository forgets what it unloads (a poll would otherwise see
-    // it as still loaded); other networks are removed directly.
-    absl::Status status = repository_ != nullptr && repository_->IsLoaded(name)
-                              ? repository_->Unload(name)
-                              : host_manager_->RemoveNetwork(name);
+    const absl::Status status =
+        UnloadRepositoryModel(*host_manager_, repository_, name);
     ReleaseFreeMemory();
     if (status.ok()) {
       GLINT_LOG_INFO("unloaded model '{}' through RepositoryModelUnload",

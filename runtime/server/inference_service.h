@@ -35,10 +35,10 @@
 #include "proto/oip_types.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/auth.h"
-#include "runtime/server/model_repository.h"
 #include "runtime/server/request_budget.h"
-#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
+#include "serving/model_repository.h"
+#include "serving/shared_memory.h"
 
 namespace glint {
 

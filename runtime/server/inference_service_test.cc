@@ -25,10 +25,10 @@
 #include "proto/inference.grpc.pb.h"
 #include "proto/proto_convert.h"
 #include "runtime/server/auth.h"
-#include "runtime/server/model_repository.h"
 #include "runtime/server/service.h"
-#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
+#include "serving/model_repository.h"
+#include "serving/shared_memory.h"
 
 namespace glint {
 namespace {

@@ -20,7 +20,7 @@
 #include "api/types.h"
 #include "proto/inference.pb.h"
 #include "runtime/server/run_request.h"
-#include "runtime/server/shared_memory.h"
+#include "serving/shared_memory.h"
 
 namespace glint {
 

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "api/types.h"
 #include "proto/glint.pb.h"
-#include "runtime/server/shared_memory.h"
+#include "serving/shared_memory.h"
 
 namespace glint {
 

@@ -32,8 +32,8 @@
 #include "runtime/server/auth.h"
 #include "runtime/server/reactors.h"
 #include "runtime/server/request_budget.h"
-#include "runtime/server/shared_memory.h"
 #include "runtime/server/worker_pool.h"
+#include "serving/shared_memory.h"
 
 namespace glint {
 

@@ -1,7 +1,7 @@
 // glintd's durability: HostManager's NetworkJournal over a NetworkStore
 // (options kept as glint.v1.AddNetworkOptions), and the restore at start.
-#ifndef GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
-#define GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
+#ifndef GLINT_SERVING_NETWORK_JOURNAL_H_
+#define GLINT_SERVING_NETWORK_JOURNAL_H_
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -49,4 +49,4 @@ RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host);
 
 }  // namespace glint
 
-#endif  // GLINT_RUNTIME_SERVER_NETWORK_JOURNAL_H_
+#endif  // GLINT_SERVING_NETWORK_JOURNAL_H_

@@ -1,4 +1,4 @@
-#include "runtime/server/network_journal.h"
+#include "serving/network_journal.h"
 
 #include <string>
 

@@ -24,8 +24,8 @@
 // shrink before a run is caught (FAILED_PRECONDITION).
 //
 // Thread-safe: every method may be called concurrently.
-#ifndef GLINT_RUNTIME_SERVER_SHARED_MEMORY_H_
-#define GLINT_RUNTIME_SERVER_SHARED_MEMORY_H_
+#ifndef GLINT_SERVING_SHARED_MEMORY_H_
+#define GLINT_SERVING_SHARED_MEMORY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -160,4 +160,4 @@ absl::Status ValidateSharedMemoryKey(absl::string_view key);
 
 }  // namespace glint
 
-#endif  // GLINT_RUNTIME_SERVER_SHARED_MEMORY_H_
+#endif  // GLINT_SERVING_SHARED_MEMORY_H_

@@ -1,4 +1,4 @@
-#include "runtime/server/shared_memory.h"
+#include "serving/shared_memory.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -35,8 +35,8 @@
 // HostManager call on purpose: one repository operation at a time, so a
 // poll and an explicit load never race on a name); the state behind mu_ is
 // never held while calling out.
-#ifndef GLINT_RUNTIME_SERVER_MODEL_REPOSITORY_H_
-#define GLINT_RUNTIME_SERVER_MODEL_REPOSITORY_H_
+#ifndef GLINT_SERVING_MODEL_REPOSITORY_H_
+#define GLINT_SERVING_MODEL_REPOSITORY_H_
 
 #include <cstdint>
 #include <map>
@@ -160,4 +160,4 @@ class ModelRepository {
 
 }  // namespace glint
 
-#endif  // GLINT_RUNTIME_SERVER_MODEL_REPOSITORY_H_
+#endif  // GLINT_SERVING_MODEL_REPOSITORY_H_

@@ -1,4 +1,4 @@
-#include "runtime/server/model_repository.h"
+#include "serving/model_repository.h"
 
 #include <cstdlib>
 #include <filesystem>

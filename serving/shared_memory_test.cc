@@ -1,4 +1,4 @@
-#include "runtime/server/shared_memory.h"
+#include "serving/shared_memory.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
