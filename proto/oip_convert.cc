@@ -216,13 +216,119 @@ absl::Status CheckRepository(absl::string_view repository) {
 
 }  // namespace
 
+namespace {
+
+// An input's dtype and shape: a known datatype, no negative dimension,
+// within the tensor ceilings.
+absl::Status InputTypeAndShape(const ModelInferRequest::InferInputTensor& in,
+                               const std::string& what, DType* dtype,
+                               Shape* shape) {
+  absl::StatusOr<DType> parsed = DTypeFromOipDatatype(in.datatype());
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", parsed.status().message()));
+  }
+  for (int64_t d : in.shape()) {
+    if (d < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": shape [", absl::StrJoin(in.shape(), ", "),
+                       "] has a negative dimension"));
+    }
+  }
+  *dtype = *parsed;
+  *shape = Shape(std::vector<int64_t>(in.shape().begin(), in.shape().end()));
+  return CheckTensorSize(*dtype, *shape, what);
+}
+
+// Input i of `request` into `call`: in its shared-memory `window`, or from
+// raw_input_contents[*raw_index] (advanced) when `raw`, or from its typed
+// contents.
+absl::Status AddInput(const ModelInferRequest& request, int i,
+                      std::optional<SharedMemoryRef> window, bool raw,
+                      int* raw_index, OipInferCall* call) {
+  const ModelInferRequest::InferInputTensor& in = request.inputs(i);
+  const std::string what = absl::StrCat("input '", Clip(in.name()), "'");
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  if (absl::Status s = InputTypeAndShape(in, what, &dtype, &shape); !s.ok()) {
+    return s;
+  }
+  const uint64_t bytes_needed =
+      static_cast<uint64_t>(shape.NumElements()) * DTypeSize(dtype);
+  if (window.has_value()) {
+    if (!FilledFields(in.contents()).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          " has contents and a shared-memory window: use one or the other"));
+    }
+    if (window->byte_size != bytes_needed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": shared_memory_byte_size is ", window->byte_size, "; ",
+          in.datatype(), shape.ToString(), " needs ", bytes_needed));
+    }
+    call->shared_memory_inputs.push_back(
+        {in.name(), dtype, std::move(shape), *std::move(window)});
+    return absl::OkStatus();
+  }
+  absl::StatusOr<Tensor> tensor;
+  if (raw) {
+    if (!FilledFields(in.contents()).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " has contents while the request uses raw_input_contents: "
+                "use one or the other for all inputs"));
+    }
+    const int index = (*raw_index)++;
+    const std::string& bytes = request.raw_input_contents(index);
+    if (bytes.size() != bytes_needed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": raw_input_contents[", index, "] has ", bytes.size(),
+          " bytes; ", in.datatype(), shape.ToString(), " needs ",
+          bytes_needed));
+    }
+    tensor = Tensor::FromBytes(
+        dtype, std::move(shape),
+        absl::Span<const uint8_t>(
+            reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  } else {
+    tensor = TensorFromContents(in.contents(), dtype, std::move(shape), what);
+  }
+  if (!tensor.ok()) return tensor.status();
+  call->inputs.push_back({in.name(), *std::move(tensor)});
+  return absl::OkStatus();
+}
+
+// The requested outputs, in order, without duplicates, with their windows.
+absl::Status AddRequestedOutputs(const ModelInferRequest& request,
+                                 OipInferCall* call) {
+  std::set<std::string> requested;
+  for (const ModelInferRequest::InferRequestedOutputTensor& out :
+       request.outputs()) {
+    if (!requested.insert(out.name()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", Clip(out.name()), "' is requested twice"));
+    }
+    absl::StatusOr<std::optional<SharedMemoryRef>> window =
+        ParseOipOutputParameters(
+            ParametersOf(out.parameters()),
+            absl::StrCat("output '", Clip(out.name()), "'"));
+    if (!window.ok()) return window.status();
+    if (window->has_value()) {
+      call->output_windows.push_back({out.name(), *std::move(*window)});
+    }
+    call->options.requested_outputs.push_back(out.name());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<OipInferCall> OipInferCallFromProto(
     const ModelInferRequest& request, absl::Time now,
     absl::Time grpc_deadline) {
   OipInferCall call;
   call.model_name = request.model_name();
-  if (absl::Status s =
-          CheckOipModelVersion(Clip(request.model_name()), request.model_version());
+  if (absl::Status s = CheckOipModelVersion(Clip(request.model_name()),
+                                            request.model_version());
       !s.ok()) {
     return s;
   }
@@ -250,86 +356,13 @@ absl::StatusOr<OipInferCall> OipInferCallFromProto(
   call.inputs.reserve(in_messages);
   int raw_index = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
-    const ModelInferRequest::InferInputTensor& in = request.inputs(i);
-    const std::string what = absl::StrCat("input '", Clip(in.name()), "'");
-    absl::StatusOr<DType> dtype = DTypeFromOipDatatype(in.datatype());
-    if (!dtype.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": ", dtype.status().message()));
-    }
-    for (int64_t d : in.shape()) {
-      if (d < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": shape [", absl::StrJoin(in.shape(), ", "),
-            "] has a negative dimension"));
-      }
-    }
-    Shape shape(std::vector<int64_t>(in.shape().begin(), in.shape().end()));
-    if (absl::Status s = CheckTensorSize(*dtype, shape, what); !s.ok()) {
+    if (absl::Status s = AddInput(request, i, std::move(windows[i]), raw,
+                                  &raw_index, &call);
+        !s.ok()) {
       return s;
     }
-    if (windows[i].has_value()) {
-      if (!FilledFields(in.contents()).empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what,
-            " has contents and a shared-memory window: use one or the "
-            "other"));
-      }
-      const uint64_t want =
-          static_cast<uint64_t>(shape.NumElements()) * DTypeSize(*dtype);
-      if (windows[i]->byte_size != want) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": shared_memory_byte_size is ", windows[i]->byte_size, "; ",
-            in.datatype(), shape.ToString(), " needs ", want));
-      }
-      call.shared_memory_inputs.push_back(
-          {in.name(), *dtype, std::move(shape), *std::move(windows[i])});
-      continue;
-    }
-    absl::StatusOr<Tensor> tensor;
-    if (raw) {
-      if (!FilledFields(in.contents()).empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, " has contents while the request uses raw_input_contents: "
-                  "use one or the other for all inputs"));
-      }
-      const int index = raw_index++;
-      const std::string& bytes = request.raw_input_contents(index);
-      const uint64_t want =
-          static_cast<uint64_t>(shape.NumElements()) * DTypeSize(*dtype);
-      if (bytes.size() != want) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": raw_input_contents[", index, "] has ", bytes.size(),
-            " bytes; ", in.datatype(), shape.ToString(), " needs ", want));
-      }
-      tensor = Tensor::FromBytes(
-          *dtype, std::move(shape),
-          absl::Span<const uint8_t>(
-              reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
-    } else {
-      tensor = TensorFromContents(in.contents(), *dtype, std::move(shape),
-                                  what);
-    }
-    if (!tensor.ok()) return tensor.status();
-    call.inputs.push_back({in.name(), *std::move(tensor)});
   }
-  std::set<std::string> requested;
-  for (const ModelInferRequest::InferRequestedOutputTensor& out :
-       request.outputs()) {
-    if (!requested.insert(out.name()).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output '", Clip(out.name()), "' is requested twice"));
-    }
-    absl::StatusOr<std::optional<SharedMemoryRef>> window =
-        ParseOipOutputParameters(
-            ParametersOf(out.parameters()),
-            absl::StrCat("output '", Clip(out.name()), "'"));
-    if (!window.ok()) return window.status();
-    if (window->has_value()) {
-      call.output_windows.push_back({out.name(), *std::move(*window)});
-    }
-    call.options.requested_outputs.push_back(out.name());
-  }
+  if (absl::Status s = AddRequestedOutputs(request, &call); !s.ok()) return s;
   if (absl::Status s = ApplyOipRequestParameters(
           ParametersOf(request.parameters()), now, grpc_deadline,
           &call.options);
