@@ -167,6 +167,104 @@ absl::StatusOr<GlintClient*> Cli::Client() {
   return client_.get();
 }
 
+// `glint perf`'s options from its arguments (usage errors naming them).
+absl::StatusOr<PerfOptions> PerfOptionsFromArgs(const ParsedArgs& args) {
+  PerfOptions options;
+  options.network = args.positional[0];
+  if (std::optional<std::string> levels = args.Last("concurrency")) {
+    options.concurrency.clear();
+    for (absl::string_view level : absl::StrSplit(*levels, ',')) {
+      int n = 0;
+      if (!absl::SimpleAtoi(level, &n) || n < 1 || n > kMaxPerfConcurrency) {
+        return UsageError(absl::StrCat(
+            "bad --concurrency level '", level, "' (1 to ",
+            kMaxPerfConcurrency, ", comma-separated, e.g. 1,8,64)"));
+      }
+      options.concurrency.push_back(n);
+    }
+  }
+  if (std::optional<std::string> d = args.Last("duration")) {
+    if (!absl::ParseDuration(*d, &options.duration) ||
+        options.duration <= absl::ZeroDuration()) {
+      return UsageError(absl::StrCat("bad --duration '", *d,
+                                     "' (expected e.g. 10s, 500ms)"));
+    }
+  }
+  if (std::optional<std::string> b = args.Last("batch")) {
+    if (!absl::SimpleAtoi(*b, &options.batch) || options.batch < 1) {
+      return UsageError(absl::StrCat("bad --batch '", *b, "' (expected N >= 1)"));
+    }
+  }
+  if (std::optional<std::string> seed = args.Last("seed")) {
+    if (!absl::SimpleAtoi(*seed, &options.seed)) {
+      return UsageError(absl::StrCat("bad --seed '", *seed, "'"));
+    }
+  }
+  options.shared_memory = args.Last("shm").has_value();
+  options.protocol = args.Last("protocol").value_or("glint");
+  if (options.protocol != "glint" && options.protocol != "oip") {
+    return UsageError(absl::StrCat("bad --protocol '", options.protocol,
+                                   "' (glint or oip)"));
+  }
+  options.profile = args.Last("profile").has_value();
+  if (options.profile && options.protocol != "glint") {
+    return UsageError("--profile needs --protocol glint");
+  }
+  return options;
+}
+
+// The server's split of each level: glint.v1 GetStatistics, or the
+// inference protocol's ModelStatistics. `glint` must outlive the source.
+PerfStatisticsSource PerfStatisticsOf(GlintClient* glint,
+                                      const PerfOptions& options) {
+  if (options.protocol == "oip") {
+    return OipStatisticsSource(glint, options.network);
+  }
+  return [glint, network = options.network]()
+             -> absl::StatusOr<NetworkStatistics> {
+    absl::StatusOr<ServingStatistics> stats = glint->GetStatistics(network);
+    if (!stats.ok()) return stats.status();
+    if (stats->networks.size() != 1) {
+      return absl::InternalError("GetStatistics answered another network");
+    }
+    return stats->networks[0];
+  };
+}
+
+// `perf --profile`'s table over every level's runs.
+std::string FormatPerfProfile(const std::vector<PerfLevel>& levels) {
+  OpProfileBuilder all;
+  uint64_t profiled = 0;
+  for (const PerfLevel& level : levels) {
+    all.Add(level.op_profile);
+    profiled += level.runs;
+  }
+  const OpProfile profile = all.Build();
+  return absl::StrCat(
+      "\nprofile of ", profiled, " runs: ",
+      absl::StrFormat("%.3f", profiled > 0
+                                  ? profile.total_us / 1000.0 / profiled
+                                  : 0.0),
+      " ms of node time per run; top ", kTopOps, " ops by total time:\n",
+      FormatOpProfile(profile, kTopOps));
+}
+
+// A level's row, then its distinct failures, most frequent first.
+std::string FormatPerfLevel(const PerfLevel& level) {
+  std::string out = absl::StrCat(FormatPerfRow(level), "\n");
+  for (size_t i = 0; i < level.error_kinds.size(); ++i) {
+    if (i == kPerfErrorsShown) {
+      absl::StrAppend(&out, "      ... and ", level.error_kinds.size() - i,
+                      " other kinds of error\n");
+      break;
+    }
+    const PerfError& e = level.error_kinds[i];
+    absl::StrAppend(&out, "      ", e.count, " x ", StatusLine(e.status),
+                    "\n");
+  }
+  return out;
+}
+
 absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   // Global options may appear anywhere; the rest belongs to the command.
   std::vector<std::string> args;
@@ -484,47 +582,9 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
       !s.ok()) {
     return s;
   }
-  PerfOptions options;
-  options.network = args.positional[0];
-  if (std::optional<std::string> levels = args.Last("concurrency")) {
-    options.concurrency.clear();
-    for (absl::string_view level : absl::StrSplit(*levels, ',')) {
-      int n = 0;
-      if (!absl::SimpleAtoi(level, &n) || n < 1 || n > kMaxPerfConcurrency) {
-        return UsageError(absl::StrCat(
-            "bad --concurrency level '", level, "' (1 to ",
-            kMaxPerfConcurrency, ", comma-separated, e.g. 1,8,64)"));
-      }
-      options.concurrency.push_back(n);
-    }
-  }
-  if (std::optional<std::string> d = args.Last("duration")) {
-    if (!absl::ParseDuration(*d, &options.duration) ||
-        options.duration <= absl::ZeroDuration()) {
-      return UsageError(absl::StrCat("bad --duration '", *d,
-                                     "' (expected e.g. 10s, 500ms)"));
-    }
-  }
-  if (std::optional<std::string> b = args.Last("batch")) {
-    if (!absl::SimpleAtoi(*b, &options.batch) || options.batch < 1) {
-      return UsageError(absl::StrCat("bad --batch '", *b, "' (expected N >= 1)"));
-    }
-  }
-  if (std::optional<std::string> seed = args.Last("seed")) {
-    if (!absl::SimpleAtoi(*seed, &options.seed)) {
-      return UsageError(absl::StrCat("bad --seed '", *seed, "'"));
-    }
-  }
-  options.shared_memory = args.Last("shm").has_value();
-  options.protocol = args.Last("protocol").value_or("glint");
-  if (options.protocol != "glint" && options.protocol != "oip") {
-    return UsageError(absl::StrCat("bad --protocol '", options.protocol,
-                                   "' (glint or oip)"));
-  }
-  options.profile = args.Last("profile").has_value();
-  if (options.profile && options.protocol != "glint") {
-    return UsageError("--profile needs --protocol glint");
-  }
+  absl::StatusOr<PerfOptions> parsed = PerfOptionsFromArgs(args);
+  if (!parsed.ok()) return parsed.status();
+  const PerfOptions& options = *parsed;
   const std::optional<std::string> csv_path = args.Last("csv");
   absl::StatusOr<GlintClient*> client = Client();
   if (!client.ok()) return client.status();
@@ -538,37 +598,10 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
        << PerfTableHeader() << std::endl;
   uint64_t errors = 0, runs = 0;
   absl::Status first_error;
-  // The server's split of each level, from glint.v1 GetStatistics or the
-  // inference protocol's ModelStatistics.
-  GlintClient* const glint = *client;
-  const PerfStatisticsSource statistics =
-      options.protocol == "oip"
-          ? OipStatisticsSource(glint, options.network)
-          : PerfStatisticsSource(
-                [glint, &options]() -> absl::StatusOr<NetworkStatistics> {
-                  absl::StatusOr<ServingStatistics> stats =
-                      glint->GetStatistics(options.network);
-                  if (!stats.ok()) return stats.status();
-                  if (stats->networks.size() != 1) {
-                    return absl::InternalError(
-                        "GetStatistics answered another network");
-                  }
-                  return stats->networks[0];
-                });
   absl::StatusOr<std::vector<PerfLevel>> levels = RunPerf(
-      **client, options, statistics, [&](const PerfLevel& level) {
-        out_ << FormatPerfRow(level) << "\n";
-        // The distinct failures, most frequent first.
-        for (size_t i = 0; i < level.error_kinds.size(); ++i) {
-          if (i == kPerfErrorsShown) {
-            out_ << "      ... and " << level.error_kinds.size() - i
-                 << " other kinds of error\n";
-            break;
-          }
-          const PerfError& e = level.error_kinds[i];
-          out_ << "      " << e.count << " x " << StatusLine(e.status)
-               << "\n";
-        }
+      **client, options, PerfStatisticsOf(*client, options),
+      [&](const PerfLevel& level) {
+        out_ << FormatPerfLevel(level);
         if (first_error.ok() && !level.error_kinds.empty()) {
           first_error = level.error_kinds[0].status;
         }
@@ -577,22 +610,7 @@ absl::Status Cli::Perf(const ParsedArgs& args) {
         runs += level.runs + level.errors;
       });
   if (!levels.ok()) return levels.status();
-  if (options.profile) {
-    OpProfileBuilder all;
-    uint64_t profiled = 0;
-    for (const PerfLevel& level : *levels) {
-      all.Add(level.op_profile);
-      profiled += level.runs;
-    }
-    const OpProfile profile = all.Build();
-    out_ << "\nprofile of " << profiled << " runs: "
-         << absl::StrFormat("%.3f", profiled > 0 ? profile.total_us / 1000.0 /
-                                                      profiled
-                                                : 0.0)
-         << " ms of node time per run; top " << kTopOps
-         << " ops by total time:\n"
-         << FormatOpProfile(profile, kTopOps);
-  }
+  if (options.profile) out_ << FormatPerfProfile(*levels);
   if (csv_path.has_value()) {
     std::ofstream file(*csv_path, std::ios::binary | std::ios::trunc);
     file << FormatPerfCsv(*levels);
