@@ -34,7 +34,7 @@
 #include "bench/timing.h"
 #include "core/device_info.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/kernel_threads.h"
+#include "runtime/server/common/kernel_threads.h"
 #include "tests/corpus_util.h"
 #include "tests/process_util.h"
 

@@ -24,8 +24,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "proto/glint.grpc.pb.h"
-#include "runtime/server/allocator_policy.h"
-#include "runtime/server/server_setup.h"
+#include "runtime/server/common/allocator_policy.h"
+#include "runtime/server/grpc/server_setup.h"
 
 namespace glint {
 namespace {

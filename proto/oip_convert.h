@@ -1,7 +1,7 @@
 // Conversions between the inference protocol's messages
 // (proto/inference.proto: the Open Inference Protocol and Triton's
 // extensions) and Glint's API types. The gRPC service
-// (runtime/server/inference_service.h) only calls these and HostManager.
+// (runtime/server/grpc/inference_service.h) only calls these and HostManager.
 //
 // Every function is a pure function of its arguments (thread-safe).
 #ifndef GLINT_PROTO_OIP_CONVERT_H_
@@ -28,7 +28,7 @@ struct OipOutputWindow {
 
 // A ModelInfer request as HostManager::RunNetworkAsync takes it, but for
 // the shared-memory windows, which the server resolves against its
-// registry (runtime/server/oip_infer.h).
+// registry (runtime/server/grpc/oip_infer.h).
 struct OipInferCall {
   std::string model_name;
   // The inputs sent in the message (raw or typed contents).

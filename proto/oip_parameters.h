@@ -2,7 +2,7 @@
 // on each requested output — as the Open Inference Protocol and Triton's
 // extensions define them, read once for both transports. The gRPC service
 // turns its `map<string, InferParameter>` (proto/oip_convert.cc) and the
-// REST port its JSON `"parameters"` object (runtime/server/rest_convert.cc)
+// REST port its JSON `"parameters"` object (runtime/server/http/rest_convert.cc)
 // into OipParameters; every rule — which keys exist, their types, what an
 // unknown key gets, how `timeout` meets the transport's own deadline — is
 // here, so the two ports cannot drift apart.

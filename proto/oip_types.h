@@ -4,7 +4,7 @@
 // given as JSON (RepositoryModelLoad's `config` parameter) turned into
 // AddNetworkOptions. Shared by both front ends of the protocol: the gRPC
 // service (proto/oip_convert.h) and the REST endpoints
-// (runtime/server/rest_convert.h).
+// (runtime/server/http/rest_convert.h).
 //
 // Every function is a pure function of its arguments (thread-safe).
 #ifndef GLINT_PROTO_OIP_TYPES_H_

@@ -29,7 +29,7 @@ TARGETS=(
   "device_spec_fuzzer //devices:device_spec_fuzzer 256"
   "run_request_fuzzer //proto:run_request_fuzzer 4096"
   "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
-  "rest_request_fuzzer //runtime/server:rest_request_fuzzer 4096"
+  "rest_request_fuzzer //runtime/server/http:rest_request_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
   "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"
 )

@@ -51,10 +51,10 @@ TSAN_TARGETS=(
   //runtime:host_manager_batching_test
   //onnx:import_sandbox_test
   //store:network_store_test
-  //runtime/server:service_test
+  //runtime/server/grpc:service_test
   //serving:shared_memory_test
   //serving:serving_core_test
-  //runtime/server:request_budget_test
+  //runtime/server/grpc:request_budget_test
   //tests:e2e_device_failure_test
   //tests:glintd_shutdown_test
   //tests:e2e_inflight_test

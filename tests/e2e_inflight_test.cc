@@ -79,7 +79,7 @@ std::string EnvironmentOf(pid_t pid, const std::string& key) {
 }
 
 // How long the kernels' idle OpenMP threads spin (--omp_spin_count,
-// runtime/server/kernel_threads.h) reaches glintd's environment, where
+// runtime/server/common/kernel_threads.h) reaches glintd's environment, where
 // libgomp reads it when glintd (re-executed) loads it; an operator's own
 // GOMP_SPINCOUNT wins; -1 leaves libgomp's default. Each glintd serves.
 TEST(InflightTest, KernelThreadsSpinAsConfigured) {

@@ -28,7 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/security_options.h"
+#include "runtime/server/common/security_options.h"
 #include "serving/serving_core.h"
 
 namespace grpc {

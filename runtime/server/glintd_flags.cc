@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "devices/device_spec.h"
-#include "runtime/server/kernel_threads.h"
+#include "runtime/server/common/kernel_threads.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "Address to serve on, host:port. Loopback by default: exposing "
@@ -73,7 +73,7 @@ ABSL_FLAG(int, grpc_max_threads, 8,
 ABSL_FLAG(int64_t, omp_spin_count, glint::kDefaultOmpSpinCount,
           "How long the kernels' OpenMP threads busy-wait for more work "
           "before they sleep, in libgomp's spin iterations (GOMP_SPINCOUNT; "
-          "see runtime/server/kernel_threads.h): low values give the cores "
+          "see runtime/server/common/kernel_threads.h): low values give the cores "
           "back to gRPC, other runs and other processes soon; 0 sleeps at "
           "once (slow on small ops); -1 keeps libgomp's default (300000, "
           "milliseconds). GOMP_SPINCOUNT or OMP_WAIT_POLICY in the "

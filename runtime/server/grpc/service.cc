@@ -1,0 +1,308 @@
+#include "runtime/server/grpc/service.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/logging.h"
+#include "proto/proto_convert.h"
+#include "proto/status_util.h"
+#include "runtime/server/common/allocator_policy.h"
+#include "runtime/server/grpc/grpc_auth.h"
+#include "runtime/server/grpc/run_request.h"
+
+namespace glint {
+
+GlintHandlers::GlintHandlers(HostManager* host_manager,
+                             SharedMemoryRegistry* shared_memory)
+    : host_manager_(host_manager), shared_memory_(shared_memory) {}
+
+grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
+                                       v1::AddNetworkResponse* response) const {
+  absl::StatusOr<AddNetworkOptions> options =
+      AddNetworkOptionsFromProto(request.options());
+  if (!options.ok()) return ToGrpcStatus(options.status());
+  absl::StatusOr<NetworkInfo> info =
+      host_manager_->AddNetwork(request.name(), request.model(), *options);
+  // The import's and compiler's transient copies are freed by now.
+  ReleaseFreeMemory();
+  // HostManager logs the outcome; logging here too would say it twice.
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  NetworkInfoToProto(*info, response->mutable_network());
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::RemoveNetwork(
+    const v1::RemoveNetworkRequest& request,
+    v1::RemoveNetworkResponse* /*response*/) const {
+  absl::Status status = host_manager_->RemoveNetwork(request.name());
+  // The network's heap blocks go back to the OS, not only its device
+  // memory (which the sim devices unmap themselves).
+  ReleaseFreeMemory();
+  if (status.ok()) GLINT_LOG_INFO("removed network '{}'", request.name());
+  return ToGrpcStatus(status);
+}
+
+grpc::Status GlintHandlers::ListNetworks(
+    const v1::ListNetworksRequest& /*request*/,
+    v1::ListNetworksResponse* response) const {
+  for (const NetworkInfo& info : host_manager_->ListNetworks()) {
+    NetworkInfoToProto(info, response->add_networks());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::GetNetwork(const v1::GetNetworkRequest& request,
+                                       v1::GetNetworkResponse* response) const {
+  absl::StatusOr<NetworkInfo> info = host_manager_->GetNetwork(request.name());
+  if (!info.ok()) return ToGrpcStatus(info.status());
+  NetworkInfoToProto(*info, response->mutable_network(),
+                     request.include_dot());
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::GetDevices(const v1::GetDevicesRequest& /*request*/,
+                                       v1::GetDevicesResponse* response) const {
+  for (const DeviceInfo& info : host_manager_->GetDevices()) {
+    DeviceInfoToProto(info, response->add_devices());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::GetStatistics(
+    const v1::GetStatisticsRequest& request,
+    v1::GetStatisticsResponse* response) const {
+  if (request.name().empty()) {
+    for (const NetworkStatistics& stats : host_manager_->GetAllStatistics()) {
+      NetworkStatisticsToProto(stats, response->add_networks());
+    }
+  } else {
+    absl::StatusOr<NetworkStatistics> stats =
+        host_manager_->GetStatistics(request.name());
+    if (!stats.ok()) return ToGrpcStatus(stats.status());
+    NetworkStatisticsToProto(*stats, response->add_networks());
+  }
+  for (const DeviceStatistics& stats : host_manager_->GetDeviceStatistics()) {
+    DeviceStatisticsToProto(stats, response->add_devices());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::RegisterSharedMemory(
+    const v1::RegisterSharedMemoryRequest& request,
+    v1::RegisterSharedMemoryResponse* /*response*/) const {
+  absl::Status s = shared_memory_->Register(
+      request.name(), request.key(), request.offset(), request.byte_size(),
+      kGlintSharedMemoryOwner);
+  if (s.ok()) {
+    GLINT_LOG_DEBUG("registered shared memory '{}' ({}, {} bytes at {})",
+                    request.name(), request.key(), request.byte_size(),
+                    request.offset());
+  }
+  return ToGrpcStatus(s);
+}
+
+grpc::Status GlintHandlers::UnregisterSharedMemory(
+    const v1::UnregisterSharedMemoryRequest& request,
+    v1::UnregisterSharedMemoryResponse* /*response*/) const {
+  return ToGrpcStatus(shared_memory_->Unregister(request.name()));
+}
+
+grpc::Status GlintHandlers::SharedMemoryStatus(
+    const v1::SharedMemoryStatusRequest& request,
+    v1::SharedMemoryStatusResponse* response) const {
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> regions =
+      shared_memory_->Regions(request.name());
+  if (!regions.ok()) return ToGrpcStatus(regions.status());
+  for (const SharedMemoryRegionInfo& info : *regions) {
+    SharedMemoryRegionToProto(info, response->add_regions());
+  }
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<GlintHandlers::PreparedRun> GlintHandlers::PrepareRun(
+    const v1::RunNetworkRequest& request,
+    v1::RunNetworkResponse* response) const {
+  absl::StatusOr<DecodedRunRequest> decoded =
+      DecodeRunRequest(request, *shared_memory_);
+  if (!decoded.ok()) return decoded.status();
+  PreparedRun run;
+  run.name = request.name();
+  run.inputs = std::move(decoded->inputs);
+  run.options = decoded->options;
+  run.options.priority = request.priority();
+  // The responder keeps the output windows (and so their regions) until
+  // the reply is made.
+  auto windows = std::make_shared<const DecodedRunRequest>(*std::move(decoded));
+  run.respond =
+      [response, windows](
+          absl::StatusOr<std::vector<NamedTensor>> outputs) -> grpc::Status {
+    if (!outputs.ok()) return ToGrpcStatus(outputs.status());
+    if (absl::Status s = EncodeRunResponse(*windows, *outputs, response);
+        !s.ok()) {
+      response->Clear();
+      return ToGrpcStatus(s);
+    }
+    if (windows->options.trace != nullptr) {
+      response->set_trace_json(windows->options.trace->ToChromeJson());
+    }
+    return grpc::Status::OK;
+  };
+  return run;
+}
+
+void GlintHandlers::RunNetwork(const v1::RunNetworkRequest& request,
+                               v1::RunNetworkResponse* response,
+                               absl::Time deadline,
+                               std::shared_ptr<const CancellationToken> cancel,
+                               FinishCallback finish) const {
+  absl::StatusOr<PreparedRun> run = PrepareRun(request, response);
+  if (!run.ok()) {
+    finish(ToGrpcStatus(run.status()));
+    return;
+  }
+  run->options.deadline = deadline;
+  RunForCall(*host_manager_, run->name, std::move(run->inputs),
+             std::move(run->options), std::move(cancel),
+             std::move(run->respond), std::move(finish));
+}
+
+GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
+                                   WorkerPool* blocking,
+                                   const Authorizer* authorizer,
+                                   SharedMemoryRegistry* shared_memory,
+                                   RequestBudget* request_budget)
+    : host_manager_(host_manager),
+      own_shared_memory_(shared_memory == nullptr
+                             ? std::make_unique<SharedMemoryRegistry>()
+                             : nullptr),
+      handlers_(host_manager, shared_memory == nullptr
+                                  ? own_shared_memory_.get()
+                                  : shared_memory),
+      blocking_(blocking),
+      authorizer_(authorizer),
+      request_budget_(request_budget) {}
+
+grpc::Status GlintServiceImpl::Authorize(
+    const grpc::CallbackServerContext& context,
+    absl::string_view method) const {
+  if (authorizer_ == nullptr) return grpc::Status::OK;
+  return AuthorizeCall(authorizer_, context,
+                       absl::StrCat("/glint.v1.HostManager/", method));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::AddNetwork(
+    grpc::CallbackServerContext* context, const v1::AddNetworkRequest* request,
+    v1::AddNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "AddNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishOnPool(context, *blocking_, [this, request, response] {
+    return handlers_.AddNetwork(*request, response);
+  });
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::RemoveNetwork(
+    grpc::CallbackServerContext* context,
+    const v1::RemoveNetworkRequest* request,
+    v1::RemoveNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RemoveNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishOnPool(context, *blocking_, [this, request, response] {
+    return handlers_.RemoveNetwork(*request, response);
+  });
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::ListNetworks(
+    grpc::CallbackServerContext* context,
+    const v1::ListNetworksRequest* request,
+    v1::ListNetworksResponse* response) {
+  if (grpc::Status s = Authorize(*context, "ListNetworks"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.ListNetworks(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::GetNetwork(
+    grpc::CallbackServerContext* context, const v1::GetNetworkRequest* request,
+    v1::GetNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.GetNetwork(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::RunNetwork(
+    grpc::CallbackServerContext* context, const v1::RunNetworkRequest* request,
+    v1::RunNetworkResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RunNetwork"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  absl::StatusOr<std::unique_ptr<RequestBudget::Charge>> charge =
+      ChargeRequest(request_budget_, request->ByteSizeLong());
+  if (!charge.ok()) return FinishNow(context, ToGrpcStatus(charge.status()));
+  absl::StatusOr<GlintHandlers::PreparedRun> run =
+      handlers_.PrepareRun(*request, response);
+  if (!run.ok()) return FinishNow(context, ToGrpcStatus(run.status()));
+  // glint.v1 has no timeout parameter: the call's deadline is the run's.
+  run->options.deadline = DeadlineFromGrpc(context->deadline());
+  return StartRunReactor(context, *host_manager_, std::move(run->name),
+                         std::move(run->inputs), std::move(run->options),
+                         std::move(run->respond), *std::move(charge));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::GetDevices(
+    grpc::CallbackServerContext* context, const v1::GetDevicesRequest* request,
+    v1::GetDevicesResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetDevices"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.GetDevices(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::GetStatistics(
+    grpc::CallbackServerContext* context,
+    const v1::GetStatisticsRequest* request,
+    v1::GetStatisticsResponse* response) {
+  if (grpc::Status s = Authorize(*context, "GetStatistics"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.GetStatistics(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::RegisterSharedMemory(
+    grpc::CallbackServerContext* context,
+    const v1::RegisterSharedMemoryRequest* request,
+    v1::RegisterSharedMemoryResponse* response) {
+  if (grpc::Status s = Authorize(*context, "RegisterSharedMemory"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  // Opens and maps an object: a few system calls, no waiting.
+  return FinishNow(context, handlers_.RegisterSharedMemory(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::UnregisterSharedMemory(
+    grpc::CallbackServerContext* context,
+    const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse* response) {
+  if (grpc::Status s = Authorize(*context, "UnregisterSharedMemory");
+      !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context,
+                   handlers_.UnregisterSharedMemory(*request, response));
+}
+
+grpc::ServerUnaryReactor* GlintServiceImpl::SharedMemoryStatus(
+    grpc::CallbackServerContext* context,
+    const v1::SharedMemoryStatusRequest* request,
+    v1::SharedMemoryStatusResponse* response) {
+  if (grpc::Status s = Authorize(*context, "SharedMemoryStatus"); !s.ok()) {
+    return FinishNow(context, std::move(s));
+  }
+  return FinishNow(context, handlers_.SharedMemoryStatus(*request, response));
+}
+
+}  // namespace glint
