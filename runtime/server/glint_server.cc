@@ -18,13 +18,13 @@
 #include "core/status_macros.h"
 #include "runtime/server/common/auth.h"
 #include "runtime/server/grpc/grpc_auth.h"
-#include "runtime/server/http/http_server.h"
 #include "runtime/server/grpc/inference_service.h"
 #include "runtime/server/grpc/request_budget.h"
-#include "runtime/server/http/rest_api.h"
 #include "runtime/server/grpc/server_setup.h"
 #include "runtime/server/grpc/service.h"
 #include "runtime/server/grpc/worker_pool.h"
+#include "runtime/server/http/http_server.h"
+#include "runtime/server/http/rest_api.h"
 
 namespace glint {
 namespace {

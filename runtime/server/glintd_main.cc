@@ -41,9 +41,9 @@
 #include "devices/device_spec.h"
 #include "onnx/import_sandbox.h"
 #include "runtime/server/common/allocator_policy.h"
+#include "runtime/server/common/kernel_threads.h"
 #include "runtime/server/glint_server.h"
 #include "runtime/server/glintd_flags.h"
-#include "runtime/server/common/kernel_threads.h"
 
 namespace glint {
 namespace {

@@ -24,8 +24,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "runtime/server/http/rest_api.h"
 #include "runtime/server/common/security_options.h"
+#include "runtime/server/http/rest_api.h"
 
 namespace httplib {
 class Server;
