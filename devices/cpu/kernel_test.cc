@@ -1,11 +1,16 @@
 // The registry, and the test utility's own contract.
 #include "devices/cpu/kernel.h"
 
+#include <omp.h>
+
+#include <atomic>
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <vector>
 
 #include "devices/cpu/kernel_test_util.h"
+#include "devices/cpu/kernel_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -138,6 +143,28 @@ TEST(ComputeNoThrowTest, ExceptionsBecomeStatusesNamingTheNode) {
   };
   EXPECT_EQ(BuildNoThrow(throwing, spec).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+// A parallel ParallelFor keeps the calling thread's OpenMP team at its full
+// size however few chunks it has: a smaller team would make libgomp end the
+// pool's extra threads, and the next full-size region start them again.
+TEST(ParallelForTest, CoversEveryIndexOnceWithTheFullTeam) {
+  SetKernelThreads(4);
+  for (const int64_t n : {2, 3, 5, 64}) {
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int> widest_team{0};
+    ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+      widest_team = std::max(widest_team.load(), omp_get_num_threads());
+      for (int64_t i = begin; i < end; ++i) seen[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << i;
+#if defined(GLINT_SANITIZER)
+    EXPECT_EQ(widest_team.load(), 1) << "serial in sanitizer builds";
+#else
+    EXPECT_EQ(widest_team.load(), 4) << "n = " << n;
+#endif
+  }
+  SetKernelThreads(omp_get_num_procs());
 }
 
 }  // namespace

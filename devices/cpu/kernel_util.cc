@@ -199,9 +199,19 @@ void ParallelFor(int64_t n, int64_t grain,
   const int64_t chunks =
       std::min<int64_t>(threads, n / std::max<int64_t>(grain, 1));
   if (chunks >= 2) {
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      fn(n * c / chunks, n * (c + 1) / chunks);
+    // The team is always the thread's full count, and threads past
+    // `chunks` have nothing to do. A team smaller than the one this thread
+    // started last makes libgomp end the pool's extra threads, and the next
+    // full-size region (most oneDNN primitives) creates them again: on 16
+    // cores every small op between two convolutions then paid ~14 thread
+    // creations, and most ops ran slower on 16 threads than on 2
+    // (bench/README.md, "Many cores").
+#pragma omp parallel num_threads(threads)
+    {
+      const int64_t team = omp_get_num_threads();
+      for (int64_t c = omp_get_thread_num(); c < chunks; c += team) {
+        fn(n * c / chunks, n * (c + 1) / chunks);
+      }
     }
     return;
   }

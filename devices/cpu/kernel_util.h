@@ -209,9 +209,11 @@ class ScopedKernelThreads {
 
 // Calls fn(begin, end) on disjoint chunks covering [0, n), in parallel on
 // the OpenMP threads oneDNN's primitives use too (one pool per calling
-// thread), when n is at least 2 * `grain` items; else once, inline. `fn` must
-// not throw. Serial in sanitizer builds, whose runtimes cannot see
-// OpenMP's synchronisation.
+// thread), when n is at least 2 * `grain` items; else once, inline. A
+// parallel call always starts a team of the thread's full count
+// (omp_get_max_threads), however few chunks there are, so that the pool
+// keeps its threads between ops. `fn` must not throw. Serial in sanitizer
+// builds, whose runtimes cannot see OpenMP's synchronisation.
 void ParallelFor(int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn);
 
