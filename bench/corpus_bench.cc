@@ -228,7 +228,10 @@ int main(int argc, char** argv) {
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
     if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
       setenv("GOMP_SPINCOUNT",
-             std::to_string(glint::kDefaultOmpSpinCount).c_str(), 0);
+             std::to_string(glint::DefaultOmpSpinCount(static_cast<int>(
+                                std::thread::hardware_concurrency())))
+                 .c_str(),
+             0);
     }
     execv("/proc/self/exe", argv);
   }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -70,15 +71,18 @@ ABSL_FLAG(int, grpc_max_threads, 8,
           "gRPC's resource quota for threads of synchronous services (only "
           "reflection is one; calls of glint.v1 run on gRPC's callback "
           "pool and never wait on a run).");
-ABSL_FLAG(int64_t, omp_spin_count, glint::kDefaultOmpSpinCount,
+ABSL_FLAG(int64_t, omp_spin_count,
+          glint::DefaultOmpSpinCount(
+              static_cast<int>(std::thread::hardware_concurrency())),
           "How long the kernels' OpenMP threads busy-wait for more work "
           "before they sleep, in libgomp's spin iterations (GOMP_SPINCOUNT; "
-          "see runtime/server/common/kernel_threads.h): low values give the cores "
-          "back to gRPC, other runs and other processes soon; 0 sleeps at "
-          "once (slow on small ops); -1 keeps libgomp's default (300000, "
-          "milliseconds). GOMP_SPINCOUNT or OMP_WAIT_POLICY in the "
-          "environment win over this flag. Applied by re-executing glintd "
-          "once at start.");
+          "see runtime/server/common/kernel_threads.h): low values give the "
+          "cores back to gRPC, other runs and other processes soon; 0 "
+          "sleeps at once (slow on small ops); -1 keeps libgomp's default "
+          "(300000, milliseconds). Default: 10000 on hosts of up to 4 "
+          "cores, 300000 on larger ones. GOMP_SPINCOUNT or OMP_WAIT_POLICY "
+          "in the environment win over this flag. Applied by re-executing "
+          "glintd once at start.");
 ABSL_FLAG(int, blocking_call_threads, 2,
           "Threads for calls that block (AddNetwork, RemoveNetwork).");
 ABSL_FLAG(int, blocking_call_queue, 64,

@@ -11,6 +11,10 @@
 
 namespace glint {
 
+int64_t DefaultOmpSpinCount(int cores) {
+  return cores <= kFewCores ? kShortOmpSpinCount : kLibgompOmpSpinCount;
+}
+
 absl::Status ApplyOmpSpinCount(int64_t spin_count, char** argv) {
   if (spin_count < 0 || std::getenv("GOMP_SPINCOUNT") != nullptr ||
       std::getenv("OMP_WAIT_POLICY") != nullptr) {

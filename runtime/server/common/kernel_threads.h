@@ -12,6 +12,14 @@
 // small op pay a wake-up. bench/README.md ("Under contention") has the
 // figures.
 //
+// That holds where one team is half the machine or all of it. On many
+// cores the short spin costs more than it gives back: a 16-thread device
+// serving 16 runs in flight leaves its workers idle between launches for
+// longer than 10,000 iterations, and every launch then wakes 15 sleeping
+// threads (16 cores: ResNet-50 at 16 in flight 61 runs/s at 10,000
+// against 110 at libgomp's 300,000; at 1 in flight p50 11.2 against 9.2 ms;
+// bench/README.md, "Many cores"). So the default depends on the host.
+//
 // libgomp reads GOMP_SPINCOUNT once, when it is loaded, before main(); so
 // a process chooses it for itself by re-executing with it set.
 //
@@ -25,8 +33,17 @@
 
 namespace glint {
 
-// glintd's --omp_spin_count default.
-inline constexpr int64_t kDefaultOmpSpinCount = 10000;
+// The short spin, for hosts of at most kFewCores cores.
+inline constexpr int64_t kShortOmpSpinCount = 10000;
+// libgomp's own default, for larger hosts.
+inline constexpr int64_t kLibgompOmpSpinCount = 300000;
+// Measured at 2 cores (short is better under contention) and at 16 (long
+// is better, quiet and at 16 in flight); hosts in between are untested.
+inline constexpr int kFewCores = 4;
+
+// glintd's --omp_spin_count default on a host of `cores` cores:
+// kShortOmpSpinCount up to kFewCores cores, kLibgompOmpSpinCount above.
+int64_t DefaultOmpSpinCount(int cores);
 
 // Makes this process's OpenMP threads spin `spin_count` iterations before
 // sleeping. Nothing to do (OK) when `spin_count` < 0 (libgomp's default
