@@ -128,8 +128,26 @@ class Cli {
   absl::Status Run(const std::vector<std::string>& args);
 
  private:
+  // Takes the global options (--server, --timeout, --tls..., anywhere on
+  // the line) out of `all_args` into the members; returns the rest, the
+  // command and its own arguments.
+  absl::StatusOr<std::vector<std::string>> TakeGlobalOptions(
+      const std::vector<std::string>& all_args);
+  // One global option (KEY without its dashes).
+  absl::Status SetGlobalOption(const std::string& key,
+                               const std::string& value);
   absl::Status Add(const ParsedArgs& args);
   absl::Status RunNetwork(const ParsedArgs& args);
+  // `run`'s call: over shared memory (--shm), with a profile, or plain.
+  // `trace`, when set, gets the run's Chrome trace (required with
+  // `profile`).
+  absl::StatusOr<std::vector<NamedTensor>> CallRun(
+      GlintClient& client, const std::string& name,
+      std::vector<NamedTensor> inputs, const ParsedArgs& args, bool profile,
+      std::string* trace);
+  // Prints each output, and writes it to OUTPUT_DIR/NAME.npy when given.
+  absl::Status PrintRunOutputs(const std::vector<NamedTensor>& outputs,
+                               const std::optional<std::string>& output_dir);
   absl::Status Perf(const ParsedArgs& args);
   absl::Status List(const ParsedArgs& args);
   absl::Status Show(const ParsedArgs& args);
@@ -265,8 +283,8 @@ std::string FormatPerfLevel(const PerfLevel& level) {
   return out;
 }
 
-absl::Status Cli::Run(const std::vector<std::string>& all_args) {
-  // Global options may appear anywhere; the rest belongs to the command.
+absl::StatusOr<std::vector<std::string>> Cli::TakeGlobalOptions(
+    const std::vector<std::string>& all_args) {
   std::vector<std::string> args;
   for (size_t i = 0; i < all_args.size(); ++i) {
     const std::string& a = all_args[i];
@@ -298,30 +316,44 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       args.push_back(a);
       continue;
     }
-    if (key != "connect_timeout" && key != "timeout" && value.empty()) {
-      return UsageError(absl::StrCat("--", key, " is empty"));
-    }
-    if (key == "server") {
-      server_ = value;
-    } else if (key == "tls_ca") {
-      client_options_.tls_ca_file = value;
-    } else if (key == "tls_cert") {
-      client_options_.tls_cert_file = value;
-    } else if (key == "tls_key") {
-      client_options_.tls_key_file = value;
-    } else if (key == "tls_server_name") {
-      client_options_.tls_server_name = value;
-    } else if (key == "token_file") {
-      token_file_ = value;
-    } else {
-      absl::Duration d;
-      if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {
-        return UsageError(absl::StrCat("bad duration '", value, "' for --",
-                                       key, " (expected e.g. 5s, 500ms)"));
-      }
-      (key == "timeout" ? run_timeout_ : client_options_.connect_timeout) = d;
-    }
+    if (absl::Status s = SetGlobalOption(key, value); !s.ok()) return s;
   }
+  return args;
+}
+
+absl::Status Cli::SetGlobalOption(const std::string& key,
+                                  const std::string& value) {
+  if (key != "connect_timeout" && key != "timeout" && value.empty()) {
+    return UsageError(absl::StrCat("--", key, " is empty"));
+  }
+  if (key == "server") {
+    server_ = value;
+  } else if (key == "tls_ca") {
+    client_options_.tls_ca_file = value;
+  } else if (key == "tls_cert") {
+    client_options_.tls_cert_file = value;
+  } else if (key == "tls_key") {
+    client_options_.tls_key_file = value;
+  } else if (key == "tls_server_name") {
+    client_options_.tls_server_name = value;
+  } else if (key == "token_file") {
+    token_file_ = value;
+  } else {
+    absl::Duration d;
+    if (!absl::ParseDuration(value, &d) || d <= absl::ZeroDuration()) {
+      return UsageError(absl::StrCat("bad duration '", value, "' for --",
+                                     key, " (expected e.g. 5s, 500ms)"));
+    }
+    (key == "timeout" ? run_timeout_ : client_options_.connect_timeout) = d;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Run(const std::vector<std::string>& all_args) {
+  // Global options may appear anywhere; the rest belongs to the command.
+  absl::StatusOr<std::vector<std::string>> rest = TakeGlobalOptions(all_args);
+  if (!rest.ok()) return rest.status();
+  std::vector<std::string> args = *std::move(rest);
   if (args.empty()) return UsageError("no command given");
   const std::string command = args[0];
   args.erase(args.begin());
@@ -367,13 +399,9 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   return UsageError(absl::StrCat("unknown command '", command, "'"));
 }
 
-absl::Status Cli::Add(const ParsedArgs& args) {
-  if (absl::Status s =
-          ExpectPositionals(args, 2, "add NAME MODEL.onnx [--input_shape ...]");
-      !s.ok()) {
-    return s;
-  }
-  AddNetworkOptions options;
+// `add`'s --input_shape NAME=D0,D1,... arguments.
+absl::Status ParseInputShapeArgs(const ParsedArgs& args,
+                                 AddNetworkOptions* options) {
   for (const std::string& spec : args.All("input_shape")) {
     std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
     if (kv.size() != 2 || kv[0].empty()) {
@@ -382,9 +410,15 @@ absl::Status Cli::Add(const ParsedArgs& args) {
     }
     absl::StatusOr<Shape> shape = ParseDims(kv[1]);
     if (!shape.ok()) return shape.status();
-    options.input_shapes[kv[0]] = *std::move(shape);
+    options->input_shapes[kv[0]] = *std::move(shape);
   }
-  PartitionOptions& partition = options.partition;
+  return absl::OkStatus();
+}
+
+// `add`'s --strategy, --plan_devices, --replicas and --place arguments.
+absl::Status ParsePartitionArgs(const ParsedArgs& args,
+                                PartitionOptions* options) {
+  PartitionOptions& partition = *options;
   if (std::optional<std::string> s = args.Last("strategy")) {
     absl::StatusOr<PartitionStrategy> strategy = ParsePartitionStrategy(*s);
     if (!strategy.ok()) return UsageError(strategy.status().message());
@@ -413,15 +447,13 @@ absl::Status Cli::Add(const ParsedArgs& args) {
       partition.strategy == PartitionStrategy::kAuto) {
     partition.strategy = PartitionStrategy::kUser;
   }
-  if (std::optional<std::string> reuse = args.Last("reuse")) {
-    absl::StatusOr<PlanReuse> parsed = ParsePlanReuse(*reuse);
-    if (!parsed.ok()) return UsageError(parsed.status().message());
-    options.reuse = *parsed;
-  }
-  if (std::optional<std::string> config = args.Last("user_config")) {
-    options.user_config = *config;
-  }
-  DynamicBatching& batching = options.batching;
+  return absl::OkStatus();
+}
+
+// `add`'s dynamic batching arguments, checked together.
+absl::Status ParseBatchingArgs(const ParsedArgs& args,
+                               DynamicBatching* options) {
+  DynamicBatching& batching = *options;
   if (std::optional<std::string> v = args.Last("max_batch_size")) {
     if (!absl::SimpleAtoi(*v, &batching.max_batch_size)) {
       return UsageError(absl::StrCat("bad --max_batch_size '", *v,
@@ -451,6 +483,32 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   if (absl::Status s = ValidateDynamicBatching(batching); !s.ok()) {
     return UsageError(s.message());
   }
+  return absl::OkStatus();
+}
+
+absl::Status Cli::Add(const ParsedArgs& args) {
+  if (absl::Status s =
+          ExpectPositionals(args, 2, "add NAME MODEL.onnx [--input_shape ...]");
+      !s.ok()) {
+    return s;
+  }
+  AddNetworkOptions options;
+  if (absl::Status s = ParseInputShapeArgs(args, &options); !s.ok()) return s;
+  if (absl::Status s = ParsePartitionArgs(args, &options.partition);
+      !s.ok()) {
+    return s;
+  }
+  if (std::optional<std::string> reuse = args.Last("reuse")) {
+    absl::StatusOr<PlanReuse> parsed = ParsePlanReuse(*reuse);
+    if (!parsed.ok()) return UsageError(parsed.status().message());
+    options.reuse = *parsed;
+  }
+  if (std::optional<std::string> config = args.Last("user_config")) {
+    options.user_config = *config;
+  }
+  if (absl::Status s = ParseBatchingArgs(args, &options.batching); !s.ok()) {
+    return s;
+  }
   if (std::optional<std::string> v = args.Last("precision")) {
     absl::StatusOr<Precision> precision = ParsePrecision(*v);
     if (!precision.ok()) return UsageError(precision.status().message());
@@ -465,6 +523,28 @@ absl::Status Cli::Add(const ParsedArgs& args) {
   if (!info.ok()) return info.status();
   out_ << "added " << FormatNetwork(*info, /*detailed=*/false);
   return absl::OkStatus();
+}
+
+// `run`'s --input [NAME=]FILE arguments, every file read before any call
+// (a typo in a path should not cost a round trip). Inputs named neither
+// on the line nor in their file are listed in `unnamed`.
+absl::StatusOr<std::vector<NamedTensor>> ReadRunInputs(
+    const ParsedArgs& args, std::vector<size_t>* unnamed) {
+  std::vector<NamedTensor> inputs;
+  for (const std::string& spec : args.All("input")) {
+    std::string input_name, path = spec;
+    const size_t eq = spec.find('=');
+    if (eq != std::string::npos) {
+      input_name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+    }
+    absl::StatusOr<NamedTensor> t = ReadTensorFile(path);
+    if (!t.ok()) return t.status();
+    if (!input_name.empty()) t->name = input_name;
+    if (t->name.empty()) unnamed->push_back(inputs.size());
+    inputs.push_back(*std::move(t));
+  }
+  return inputs;
 }
 
 absl::Status Cli::RunNetwork(const ParsedArgs& args) {
@@ -483,23 +563,10 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
           "cannot create --output-dir '", *output_dir, "': ", ec.message()));
     }
   }
-  // Read every file before talking to the server: a typo in a path should
-  // not cost a round trip.
-  std::vector<NamedTensor> inputs;
   std::vector<size_t> unnamed;
-  for (const std::string& spec : args.All("input")) {
-    std::string input_name, path = spec;
-    const size_t eq = spec.find('=');
-    if (eq != std::string::npos) {
-      input_name = spec.substr(0, eq);
-      path = spec.substr(eq + 1);
-    }
-    absl::StatusOr<NamedTensor> t = ReadTensorFile(path);
-    if (!t.ok()) return t.status();
-    if (!input_name.empty()) t->name = input_name;
-    if (t->name.empty()) unnamed.push_back(inputs.size());
-    inputs.push_back(*std::move(t));
-  }
+  absl::StatusOr<std::vector<NamedTensor>> inputs =
+      ReadRunInputs(args, &unnamed);
+  if (!inputs.ok()) return inputs.status();
   absl::StatusOr<GlintClient*> client = Client();
   if (!client.ok()) return client.status();
   if (!unnamed.empty()) {
@@ -510,7 +577,7 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
           "name each input as --input NAME=FILE (only a network with a "
           "single input takes an unnamed .npy)");
     }
-    inputs[unnamed[0]].name = info->inputs[0].name;
+    (*inputs)[unnamed[0]].name = info->inputs[0].name;
   }
   const bool profile = args.Last("profile").has_value();
   std::optional<std::string> trace_path = args.Last("trace");
@@ -518,29 +585,9 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
     trace_path = absl::StrCat("glint_profile_", SafeFileName(name), ".json");
   }
   std::string trace_json;
-  std::string* trace = trace_path.has_value() ? &trace_json : nullptr;
-  absl::StatusOr<std::vector<NamedTensor>> outputs;
-  if (args.Last("shm").has_value()) {
-    outputs = RunNetworkInSharedMemory(**client, name, inputs,
-                                       args.All("output"), run_timeout_, trace,
-                                       profile);
-  } else if (profile) {
-    RunNetworkCall call;
-    call.inputs = std::move(inputs);
-    call.requested_outputs = args.All("output");
-    call.timeout = run_timeout_;
-    call.profile = true;
-    absl::StatusOr<RunNetworkReply> reply = (*client)->Run(name, call);
-    if (reply.ok()) {
-      trace_json = std::move(reply->trace_json);
-      outputs = std::move(reply->outputs);
-    } else {
-      outputs = reply.status();
-    }
-  } else {
-    outputs = (*client)->RunNetwork(name, inputs, args.All("output"),
-                                    run_timeout_, trace);
-  }
+  absl::StatusOr<std::vector<NamedTensor>> outputs =
+      CallRun(**client, name, *std::move(inputs), args, profile,
+              trace_path.has_value() ? &trace_json : nullptr);
   if (!outputs.ok()) return outputs.status();
   if (trace_path.has_value()) {
     std::ofstream file(*trace_path, std::ios::binary | std::ios::trunc);
@@ -551,17 +598,8 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
     }
     out_ << "trace written to " << *trace_path << "\n";
   }
-  for (const NamedTensor& t : *outputs) {
-    out_ << t.name << ": " << DTypeName(t.tensor.dtype())
-         << t.tensor.shape().ToString() << "\n  "
-         << FormatTensorValues(t.tensor) << "\n";
-    if (output_dir.has_value()) {
-      const std::string path =
-          (std::filesystem::path(*output_dir) / (SafeFileName(t.name) + ".npy"))
-              .string();
-      if (absl::Status s = WriteNpyFile(path, t.tensor); !s.ok()) return s;
-      out_ << "  wrote " << path << "\n";
-    }
+  if (absl::Status s = PrintRunOutputs(*outputs, output_dir); !s.ok()) {
+    return s;
   }
   if (profile) {
     absl::StatusOr<std::vector<OpSpan>> spans =
@@ -572,6 +610,47 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
     }
     out_ << "top ops by total time:\n"
          << FormatOpProfile(AggregateOpProfile(*spans), kTopOps);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<NamedTensor>> Cli::CallRun(
+    GlintClient& client, const std::string& name,
+    std::vector<NamedTensor> inputs, const ParsedArgs& args, bool profile,
+    std::string* trace) {
+  if (args.Last("shm").has_value()) {
+    return RunNetworkInSharedMemory(client, name, inputs, args.All("output"),
+                                    run_timeout_, trace, profile);
+  }
+  if (!profile) {
+    return client.RunNetwork(name, inputs, args.All("output"), run_timeout_,
+                             trace);
+  }
+  RunNetworkCall call;
+  call.inputs = std::move(inputs);
+  call.requested_outputs = args.All("output");
+  call.timeout = run_timeout_;
+  call.profile = true;
+  absl::StatusOr<RunNetworkReply> reply = client.Run(name, call);
+  if (!reply.ok()) return reply.status();
+  *trace = std::move(reply->trace_json);
+  return std::move(reply->outputs);
+}
+
+absl::Status Cli::PrintRunOutputs(
+    const std::vector<NamedTensor>& outputs,
+    const std::optional<std::string>& output_dir) {
+  for (const NamedTensor& t : outputs) {
+    out_ << t.name << ": " << DTypeName(t.tensor.dtype())
+         << t.tensor.shape().ToString() << "\n  "
+         << FormatTensorValues(t.tensor) << "\n";
+    if (output_dir.has_value()) {
+      const std::string path =
+          (std::filesystem::path(*output_dir) / (SafeFileName(t.name) + ".npy"))
+              .string();
+      if (absl::Status s = WriteNpyFile(path, t.tensor); !s.ok()) return s;
+      out_ << "  wrote " << path << "\n";
+    }
   }
   return absl::OkStatus();
 }
