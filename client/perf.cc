@@ -351,6 +351,52 @@ absl::StatusOr<std::vector<PerfLevel>> RunLevels(
   return levels;
 }
 
+// RunGlintPerf's requests: one, or with shared memory one per slot (each
+// its own output windows; the inputs' windows are shared, in `session`,
+// which must outlive the runs). `shm_outputs` gets the outputs that come
+// back in shared memory.
+absl::StatusOr<std::vector<v1::RunNetworkRequest>> MakeGlintPerfRequests(
+    GlintClient& client, const PerfOptions& options,
+    std::vector<NamedTensor> inputs, const std::vector<ValueInfo>& expected,
+    std::unique_ptr<SharedMemorySession>* session,
+    std::vector<std::string>* shm_outputs) {
+  std::vector<v1::RunNetworkRequest> requests;
+  if (options.shared_memory) {
+    std::vector<ValueInfo> input_infos;
+    for (const NamedTensor& t : inputs) {
+      input_infos.push_back({t.name, t.tensor.dtype(), t.tensor.shape()});
+    }
+    const int slots = *std::max_element(options.concurrency.begin(),
+                                        options.concurrency.end());
+    absl::StatusOr<std::unique_ptr<SharedMemorySession>> made =
+        SharedMemorySession::Create(&client, input_infos, expected, slots);
+    if (!made.ok()) return made.status();
+    *session = *std::move(made);
+    for (const NamedTensor& t : inputs) {
+      if (absl::Status s = (*session)->WriteInput(t); !s.ok()) return s;
+    }
+    for (int slot = 0; slot < slots; ++slot) {
+      absl::StatusOr<v1::RunNetworkRequest> request =
+          GlintClient::MakeRunRequest(options.network,
+                                      (*session)->MakeCall(slot));
+      if (!request.ok()) return request.status();
+      requests.push_back(*std::move(request));
+    }
+    for (const auto& [output, unused] :
+         requests.front().output_shared_memory()) {
+      shm_outputs->push_back(output);
+    }
+  } else {
+    RunNetworkCall call;
+    call.inputs = std::move(inputs);
+    absl::StatusOr<v1::RunNetworkRequest> request =
+        GlintClient::MakeRunRequest(options.network, call);
+    if (!request.ok()) return request.status();
+    requests.push_back(*std::move(request));
+  }
+  return requests;
+}
+
 absl::StatusOr<std::vector<PerfLevel>> RunGlintPerf(
     GlintClient& client, const PerfOptions& options,
     const PerfStatisticsSource& statistics,
@@ -363,44 +409,13 @@ absl::StatusOr<std::vector<PerfLevel>> RunGlintPerf(
   const std::vector<ValueInfo> expected =
       ExpectedPerfOutputs(network->outputs, options.batch);
 
-  // One request for every slot, or with shared memory one per slot (each
-  // its own output windows; the inputs' windows are shared).
-  std::vector<v1::RunNetworkRequest> requests;
   std::vector<std::string> shm_outputs;
   std::unique_ptr<SharedMemorySession> session;
-  if (options.shared_memory) {
-    std::vector<ValueInfo> input_infos;
-    for (const NamedTensor& t : *inputs) {
-      input_infos.push_back({t.name, t.tensor.dtype(), t.tensor.shape()});
-    }
-    const int slots = *std::max_element(options.concurrency.begin(),
-                                        options.concurrency.end());
-    absl::StatusOr<std::unique_ptr<SharedMemorySession>> made =
-        SharedMemorySession::Create(&client, input_infos, expected, slots);
-    if (!made.ok()) return made.status();
-    session = *std::move(made);
-    for (const NamedTensor& t : *inputs) {
-      if (absl::Status s = session->WriteInput(t); !s.ok()) return s;
-    }
-    for (int slot = 0; slot < slots; ++slot) {
-      absl::StatusOr<v1::RunNetworkRequest> request =
-          GlintClient::MakeRunRequest(options.network,
-                                      session->MakeCall(slot));
-      if (!request.ok()) return request.status();
-      requests.push_back(*std::move(request));
-    }
-    for (const auto& [output, unused] :
-         requests.front().output_shared_memory()) {
-      shm_outputs.push_back(output);
-    }
-  } else {
-    RunNetworkCall call;
-    call.inputs = *std::move(inputs);
-    absl::StatusOr<v1::RunNetworkRequest> request =
-        GlintClient::MakeRunRequest(options.network, call);
-    if (!request.ok()) return request.status();
-    requests.push_back(*std::move(request));
-  }
+  absl::StatusOr<std::vector<v1::RunNetworkRequest>> made =
+      MakeGlintPerfRequests(client, options, *std::move(inputs), expected,
+                            &session, &shm_outputs);
+  if (!made.ok()) return made.status();
+  std::vector<v1::RunNetworkRequest> requests = *std::move(made);
   using Runner = LevelRunner<v1::RunNetworkRequest, v1::RunNetworkResponse>;
   GlintClient* const glint = &client;
   const Runner::StartCall start = [glint](
@@ -507,6 +522,82 @@ void SetOipWindow(
 
 uint64_t AlignWindow(uint64_t n) { return (n + 63) / 64 * 64; }
 
+// RunOipPerf's requests: one with the tensors in it, or with shared
+// memory one per slot in a region registered through the protocol (kept
+// in `region`, which must outlive the runs): the inputs once (only read),
+// then per slot a window for every output of a static shape (the others
+// come in the reply), which `shm_outputs` lists.
+absl::StatusOr<std::vector<inference::ModelInferRequest>> MakeOipPerfRequests(
+    GlintClient& client, inference::GRPCInferenceService::Stub* stub,
+    const PerfOptions& options, const std::vector<NamedTensor>& inputs,
+    const std::vector<ValueInfo>& expected,
+    std::unique_ptr<OipRegion>* region,
+    std::vector<std::string>* shm_outputs) {
+  inference::ModelInferRequest base;
+  base.set_model_name(options.network);
+  for (const NamedTensor& t : inputs) {
+    auto* in = base.add_inputs();
+    in->set_name(t.name);
+    in->set_datatype(std::string(OipDatatype(t.tensor.dtype())));
+    for (int64_t d : t.tensor.shape().dims()) in->add_shape(d);
+  }
+  for (const ValueInfo& v : expected) base.add_outputs()->set_name(v.name);
+
+  std::vector<inference::ModelInferRequest> requests;
+  if (options.shared_memory) {
+    const int slots = *std::max_element(options.concurrency.begin(),
+                                        options.concurrency.end());
+    std::vector<uint64_t> input_offsets;
+    uint64_t offset = 0;
+    for (const NamedTensor& t : inputs) {
+      input_offsets.push_back(offset);
+      offset = AlignWindow(offset + t.tensor.num_bytes());
+    }
+    std::vector<int> placed;  // Indices into expected.
+    uint64_t slot_bytes = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (!expected[i].shape.IsStatic()) continue;
+      placed.push_back(static_cast<int>(i));
+      shm_outputs->push_back(expected[i].name);
+      slot_bytes = AlignWindow(
+          slot_bytes + static_cast<uint64_t>(expected[i].shape.NumElements()) *
+                           DTypeSize(expected[i].dtype));
+    }
+    absl::StatusOr<std::unique_ptr<OipRegion>> made = OipRegion::Register(
+        client, stub, offset + slot_bytes * static_cast<uint64_t>(slots));
+    if (!made.ok()) return made.status();
+    *region = *std::move(made);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor& t = inputs[i].tensor;
+      std::memcpy((*region)->data() + input_offsets[i], t.raw_data(),
+                  t.num_bytes());
+      SetOipWindow(
+          base.mutable_inputs(static_cast<int>(i))->mutable_parameters(),
+          (*region)->name(), input_offsets[i], t.num_bytes());
+    }
+    for (int slot = 0; slot < slots; ++slot) {
+      inference::ModelInferRequest r = base;
+      uint64_t at = offset + slot_bytes * static_cast<uint64_t>(slot);
+      for (int i : placed) {
+        const uint64_t bytes =
+            static_cast<uint64_t>(expected[i].shape.NumElements()) *
+            DTypeSize(expected[i].dtype);
+        SetOipWindow(r.mutable_outputs(i)->mutable_parameters(),
+                     (*region)->name(), at, bytes);
+        at = AlignWindow(at + bytes);
+      }
+      requests.push_back(std::move(r));
+    }
+  } else {
+    for (const NamedTensor& t : inputs) {
+      base.add_raw_input_contents(static_cast<const char*>(t.tensor.raw_data()),
+                                  t.tensor.num_bytes());
+    }
+    requests.push_back(std::move(base));
+  }
+  return requests;
+}
+
 absl::StatusOr<std::vector<PerfLevel>> RunOipPerf(
     GlintClient& client, const PerfOptions& options,
     const PerfStatisticsSource& statistics,
@@ -522,72 +613,13 @@ absl::StatusOr<std::vector<PerfLevel>> RunOipPerf(
   const std::vector<ValueInfo> expected =
       ExpectedPerfOutputs(model->outputs, options.batch);
 
-  inference::ModelInferRequest base;
-  base.set_model_name(options.network);
-  for (const NamedTensor& t : *inputs) {
-    auto* in = base.add_inputs();
-    in->set_name(t.name);
-    in->set_datatype(std::string(OipDatatype(t.tensor.dtype())));
-    for (int64_t d : t.tensor.shape().dims()) in->add_shape(d);
-  }
-  for (const ValueInfo& v : expected) base.add_outputs()->set_name(v.name);
-
-  std::vector<inference::ModelInferRequest> requests;
   std::vector<std::string> shm_outputs;
   std::unique_ptr<OipRegion> region;
-  if (options.shared_memory) {
-    // Inputs once (only read), then per slot a window for every output of
-    // a static shape (the others come in the reply).
-    const int slots = *std::max_element(options.concurrency.begin(),
-                                        options.concurrency.end());
-    std::vector<uint64_t> input_offsets;
-    uint64_t offset = 0;
-    for (const NamedTensor& t : *inputs) {
-      input_offsets.push_back(offset);
-      offset = AlignWindow(offset + t.tensor.num_bytes());
-    }
-    std::vector<int> placed;  // Indices into expected.
-    uint64_t slot_bytes = 0;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      if (!expected[i].shape.IsStatic()) continue;
-      placed.push_back(static_cast<int>(i));
-      shm_outputs.push_back(expected[i].name);
-      slot_bytes = AlignWindow(
-          slot_bytes + static_cast<uint64_t>(expected[i].shape.NumElements()) *
-                           DTypeSize(expected[i].dtype));
-    }
-    absl::StatusOr<std::unique_ptr<OipRegion>> made = OipRegion::Register(
-        client, stub.get(), offset + slot_bytes * static_cast<uint64_t>(slots));
-    if (!made.ok()) return made.status();
-    region = *std::move(made);
-    for (size_t i = 0; i < inputs->size(); ++i) {
-      const Tensor& t = (*inputs)[i].tensor;
-      std::memcpy(region->data() + input_offsets[i], t.raw_data(),
-                  t.num_bytes());
-      SetOipWindow(
-          base.mutable_inputs(static_cast<int>(i))->mutable_parameters(),
-          region->name(), input_offsets[i], t.num_bytes());
-    }
-    for (int slot = 0; slot < slots; ++slot) {
-      inference::ModelInferRequest r = base;
-      uint64_t at = offset + slot_bytes * static_cast<uint64_t>(slot);
-      for (int i : placed) {
-        const uint64_t bytes =
-            static_cast<uint64_t>(expected[i].shape.NumElements()) *
-            DTypeSize(expected[i].dtype);
-        SetOipWindow(r.mutable_outputs(i)->mutable_parameters(), region->name(),
-                     at, bytes);
-        at = AlignWindow(at + bytes);
-      }
-      requests.push_back(std::move(r));
-    }
-  } else {
-    for (const NamedTensor& t : *inputs) {
-      base.add_raw_input_contents(static_cast<const char*>(t.tensor.raw_data()),
-                                  t.tensor.num_bytes());
-    }
-    requests.push_back(std::move(base));
-  }
+  absl::StatusOr<std::vector<inference::ModelInferRequest>> made =
+      MakeOipPerfRequests(client, stub.get(), options, *inputs, expected,
+                          &region, &shm_outputs);
+  if (!made.ok()) return made.status();
+  std::vector<inference::ModelInferRequest> requests = *std::move(made);
   using Runner =
       LevelRunner<inference::ModelInferRequest, inference::ModelInferResponse>;
   inference::GRPCInferenceService::Stub* const oip = stub.get();
