@@ -217,22 +217,13 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   return std::make_pair(std::string(host), port);
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const HttpServerOptions& options, const RestApi* api) {
-  if (options.threads < 1 || options.max_pending_connections < 1 ||
-      options.max_request_bytes < 1 ||
-      options.io_timeout <= absl::ZeroDuration() ||
-      options.keep_alive_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "HTTP server options: threads, max_pending_connections, "
-        "max_request_bytes and the timeouts must be positive");
-  }
-  absl::StatusOr<std::pair<std::string, int>> address =
-      SplitHostPort(options.listen);
-  if (!address.ok()) return address.status();
-  const auto& [host, port] = *address;
+namespace {
 
-  std::unique_ptr<HttpServer> server(new HttpServer());
+// httplib's server for `options` (validated): TLS or plain, its bounded
+// pool, socket options, size limit and timeouts.
+absl::StatusOr<std::unique_ptr<httplib::Server>> MakeHttplibServer(
+    const HttpServerOptions& options) {
+  std::unique_ptr<httplib::Server> server;
   if (options.tls.has_value()) {
     std::string tls_error;
     const TlsMaterial& tls = *options.tls;
@@ -245,11 +236,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
           "cannot set up TLS for HTTP: ",
           tls_error.empty() ? OpenSslErrors() : tls_error));
     }
-    server->server_ = std::move(ssl);
+    server = std::move(ssl);
   } else {
-    server->server_ = std::make_unique<httplib::Server>();
+    server = std::make_unique<httplib::Server>();
   }
-  httplib::Server& s = *server->server_;
+  httplib::Server& s = *server;
   const int threads = options.threads;
   const int max_pending = options.max_pending_connections;
   s.new_task_queue = [threads, max_pending]() -> httplib::TaskQueue* {
@@ -269,7 +260,14 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   s.set_keep_alive_timeout(
       std::max<time_t>(1, SecondsAndMicros(options.keep_alive_timeout).first));
   s.set_keep_alive_max_count(100);
+  return server;
+}
 
+// Every request of `s` goes to `api`: admission before the body is read,
+// then its handler; exceptions and httplib's own errors become the
+// protocol's JSON errors.
+void RouteToRestApi(httplib::Server& s, const RestApi* api,
+                    size_t max_request_bytes) {
   // Runs before the body is read: a request refused by its headers or its
   // token costs no body.
   s.set_pre_routing_handler([api](const httplib::Request& req,
@@ -308,7 +306,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                    absl::StrCat("internal error: ", what))),
                res);
   });
-  const size_t max_request_bytes = options.max_request_bytes;
   s.set_error_handler(httplib::Server::HandlerWithResponse(
       [max_request_bytes](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
@@ -317,6 +314,32 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         "application/json");
     return httplib::Server::HandlerResponse::Handled;
   }));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const HttpServerOptions& options, const RestApi* api) {
+  if (options.threads < 1 || options.max_pending_connections < 1 ||
+      options.max_request_bytes < 1 ||
+      options.io_timeout <= absl::ZeroDuration() ||
+      options.keep_alive_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "HTTP server options: threads, max_pending_connections, "
+        "max_request_bytes and the timeouts must be positive");
+  }
+  absl::StatusOr<std::pair<std::string, int>> address =
+      SplitHostPort(options.listen);
+  if (!address.ok()) return address.status();
+  const auto& [host, port] = *address;
+
+  std::unique_ptr<HttpServer> server(new HttpServer());
+  absl::StatusOr<std::unique_ptr<httplib::Server>> made =
+      MakeHttplibServer(options);
+  if (!made.ok()) return made.status();
+  server->server_ = *std::move(made);
+  httplib::Server& s = *server->server_;
+  RouteToRestApi(s, api, options.max_request_bytes);
 
   const int bound =
       port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
