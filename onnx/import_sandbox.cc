@@ -112,15 +112,12 @@ absl::Status DescribeEnd(int wait_status, bool timed_out,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> RunImportHelper(const ImportSandboxOptions& options,
-                                            absl::string_view request) {
-  if (options.argv.empty()) {
-    return absl::InvalidArgumentError("no import helper program is set");
-  }
-  // The request goes through an anonymous file rather than a pipe: the
-  // helper reads it at its own pace and a dead helper cannot block us.
+// The helper's request in an anonymous file, read from its start: the
+// limits, then `request`. The request goes through a file rather than a
+// pipe: the helper reads it at its own pace and a dead helper cannot block
+// us. The caller closes the descriptor.
+absl::StatusOr<int> WriteRequestFile(const ImportSandboxOptions& options,
+                                     absl::string_view request) {
   const int in = memfd_create("glint-import-request", MFD_CLOEXEC);
   if (in < 0) return Errno("memfd_create");
   absl::Cleanup close_in = [in] { close(in); };
@@ -141,21 +138,22 @@ absl::StatusOr<std::string> RunImportHelper(const ImportSandboxOptions& options,
     return s;
   }
   if (lseek(in, 0, SEEK_SET) != 0) return Errno("lseek");
+  std::move(close_in).Cancel();
+  return in;
+}
 
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return Errno("pipe");
-  absl::Cleanup close_out = [&out] {
-    if (out[0] >= 0) close(out[0]);
-    if (out[1] >= 0) close(out[1]);
-  };
-
+// Starts `program` (argv, non-empty) with `in` as its stdin and `out` as
+// its stdout, in a process group of its own, with default signals and
+// nothing else of the daemon's open.
+absl::StatusOr<pid_t> SpawnHelper(const std::vector<std::string>& program,
+                                  int in, int out) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   absl::Cleanup destroy_actions = [&actions] {
     posix_spawn_file_actions_destroy(&actions);
   };
   posix_spawn_file_actions_adddup2(&actions, in, STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
   // Nothing else of the daemon's (listening sockets, stores) is inherited.
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
@@ -176,7 +174,7 @@ absl::StatusOr<std::string> RunImportHelper(const ImportSandboxOptions& options,
                                       POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
   std::vector<char*> argv;
-  for (const std::string& a : options.argv) {
+  for (const std::string& a : program) {
     argv.push_back(const_cast<char*>(a.c_str()));
   }
   argv.push_back(nullptr);
@@ -185,52 +183,84 @@ absl::StatusOr<std::string> RunImportHelper(const ImportSandboxOptions& options,
       posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
   if (spawned != 0) {
     errno = spawned;
-    return Errno(absl::StrCat("cannot start ", options.argv[0]));
+    return Errno(absl::StrCat("cannot start ", program[0]));
   }
-  close(out[1]);
-  out[1] = -1;
+  return pid;
+}
 
-  // Read the reply until the helper closes its end, it says too much, or
-  // the wall-clock limit passes.
-  const absl::Time deadline = absl::Now() + options.max_wall_time;
-  std::string reply;
-  bool timed_out = false;
-  bool too_long = false;
+struct HelperReply {
+  std::string bytes;
+  bool timed_out = false;  // The wall-clock limit passed first.
+  bool too_long = false;   // The helper said more than allowed.
+};
+
+// Reads the helper's reply from `fd` until the helper closes its end, it
+// says more than `max_bytes`, or `deadline` passes.
+HelperReply ReadHelperReply(int fd, absl::Time deadline, size_t max_bytes) {
+  HelperReply reply;
   char buffer[1 << 16];
   for (;;) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
-      timed_out = true;
+      reply.timed_out = true;
       break;
     }
-    pollfd p{out[0], POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     const int ready = poll(&p, 1,
                            static_cast<int>(std::min<int64_t>(
                                absl::ToInt64Milliseconds(left) + 1, 60'000)));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;  // The deadline is checked at the top.
-    const ssize_t n = read(out[0], buffer, sizeof(buffer));
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    reply.append(buffer, static_cast<size_t>(n));
-    if (reply.size() > options.max_reply_bytes) {
-      too_long = true;
+    reply.bytes.append(buffer, static_cast<size_t>(n));
+    if (reply.bytes.size() > max_bytes) {
+      reply.too_long = true;
       break;
     }
   }
-  if (timed_out || too_long) kill(pid, SIGKILL);
-  int wait_status = 0;
-  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  return reply;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> RunImportHelper(const ImportSandboxOptions& options,
+                                            absl::string_view request) {
+  if (options.argv.empty()) {
+    return absl::InvalidArgumentError("no import helper program is set");
   }
-  if (too_long) {
+  absl::StatusOr<int> in = WriteRequestFile(options, request);
+  if (!in.ok()) return in.status();
+  absl::Cleanup close_in = [fd = *in] { close(fd); };
+
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return Errno("pipe");
+  absl::Cleanup close_out = [&out] {
+    if (out[0] >= 0) close(out[0]);
+    if (out[1] >= 0) close(out[1]);
+  };
+  absl::StatusOr<pid_t> pid = SpawnHelper(options.argv, *in, out[1]);
+  if (!pid.ok()) return pid.status();
+  close(out[1]);
+  out[1] = -1;
+
+  const HelperReply reply = ReadHelperReply(
+      out[0], absl::Now() + options.max_wall_time, options.max_reply_bytes);
+  if (reply.timed_out || reply.too_long) kill(*pid, SIGKILL);
+  int wait_status = 0;
+  while (waitpid(*pid, &wait_status, 0) < 0 && errno == EINTR) {
+  }
+  if (reply.too_long) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the model's inferred types exceed ",
                      options.max_reply_bytes >> 20, " MiB"));
   }
-  if (absl::Status s = DescribeEnd(wait_status, timed_out, options); !s.ok()) {
+  if (absl::Status s = DescribeEnd(wait_status, reply.timed_out, options);
+      !s.ok()) {
     return s;
   }
-  return DecodeReply(reply);
+  return DecodeReply(reply.bytes);
 }
 
 int ServeImportHelper() {
