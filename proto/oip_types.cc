@@ -223,6 +223,48 @@ absl::StatusOr<std::string> ParameterValue(const Json& value,
                    Describe(value)));
 }
 
+// The "input_shapes" parameter: NAME=D0,D1,...;NAME=...
+absl::Status ParseInputShapesParameter(absl::string_view value,
+                                       const std::string& what,
+                                       AddNetworkOptions* options) {
+  for (absl::string_view spec :
+       absl::StrSplit(value, ';', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    kv.first = absl::StripAsciiWhitespace(kv.first);
+    if (kv.first.empty() || spec.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: ", what, ": bad entry '", spec,
+                       "' (expected NAME=D0,D1,...;NAME=...)"));
+    }
+    absl::StatusOr<Shape> shape =
+        ParseDimList(absl::StripAsciiWhitespace(kv.second), what);
+    if (!shape.ok()) return shape.status();
+    options->input_shapes[std::string(kv.first)] = *std::move(shape);
+  }
+  return absl::OkStatus();
+}
+
+// The "place" parameter: PATTERN=DEVICE;PATTERN=DEVICE...
+absl::Status ParsePlaceParameter(absl::string_view value,
+                                 const std::string& what,
+                                 PartitionOptions* partition) {
+  for (absl::string_view spec :
+       absl::StrSplit(value, ';', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    int device = 0;
+    if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &device) ||
+        device < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config: ", what, ": bad rule '", spec,
+                       "' (expected PATTERN=DEVICE;PATTERN=DEVICE...)"));
+    }
+    partition->user_plan.push_back({std::string(kv.first), device});
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyGlintParameters(const Json& parameters,
                                   AddNetworkOptions* options,
                                   bool* replicas_given) {
@@ -267,34 +309,14 @@ absl::Status ApplyGlintParameters(const Json& parameters,
         partition.plan_devices = static_cast<int>(*n);
       }
     } else if (key == "input_shapes") {
-      for (absl::string_view spec :
-           absl::StrSplit(*value, ';', absl::SkipWhitespace())) {
-        std::pair<absl::string_view, absl::string_view> kv =
-            absl::StrSplit(spec, absl::MaxSplits('=', 1));
-        kv.first = absl::StripAsciiWhitespace(kv.first);
-        if (kv.first.empty() || spec.find('=') == absl::string_view::npos) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "config: ", what, ": bad entry '", spec,
-              "' (expected NAME=D0,D1,...;NAME=...)"));
-        }
-        absl::StatusOr<Shape> shape =
-            ParseDimList(absl::StripAsciiWhitespace(kv.second), what);
-        if (!shape.ok()) return shape.status();
-        options->input_shapes[std::string(kv.first)] = *std::move(shape);
+      if (absl::Status s = ParseInputShapesParameter(*value, what, options);
+          !s.ok()) {
+        return s;
       }
     } else if (key == "place") {
-      for (absl::string_view spec :
-           absl::StrSplit(*value, ';', absl::SkipWhitespace())) {
-        std::pair<absl::string_view, absl::string_view> kv =
-            absl::StrSplit(spec, absl::MaxSplits('=', 1));
-        int device = 0;
-        if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &device) ||
-            device < 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "config: ", what, ": bad rule '", spec,
-              "' (expected PATTERN=DEVICE;PATTERN=DEVICE...)"));
-        }
-        partition.user_plan.push_back({std::string(kv.first), device});
+      if (absl::Status s = ParsePlaceParameter(*value, what, &partition);
+          !s.ok()) {
+        return s;
       }
     } else if (key == "reuse") {
       absl::StatusOr<PlanReuse> reuse = ParsePlanReuse(*value);
