@@ -398,6 +398,38 @@ void CpuFunction::ReleaseHostConstants() const {
   // The plain values are freed here, outside the lock.
 }
 
+absl::Status CpuFunction::RunStepsProfiled(
+    const std::function<absl::Status(const Step&)>& run_step,
+    const std::vector<cpu::TensorView>& views,
+    const std::vector<bool>& produced, const TraceTrack& profile) const {
+  // Slices go to the trace together at the end: one lock per launch.
+  std::vector<TraceSlice> slices;
+  slices.reserve(steps_.size());
+  absl::Status status;
+  for (const Step& step : steps_) {
+    TraceSlice slice;
+    slice.begin = absl::Now();
+    status = run_step(step);
+    slice.end = absl::Now();
+    slice.name = step.slice_name;
+    slice.category = step.category;
+    slice.process = profile.process;
+    slice.process_name = profile.process_name;
+    slice.thread = profile.thread;
+    slice.thread_name = profile.thread_name;
+    slice.args = {
+        {NodeSliceArgs::kOpType, step.node->op_type},
+        {NodeSliceArgs::kKernel, step.kernel_description},
+        {NodeSliceArgs::kInputs, DescribeViews(views, produced, step.inputs)},
+        {NodeSliceArgs::kOutputs,
+         DescribeViews(views, produced, step.outputs)}};
+    slices.push_back(std::move(slice));
+    if (!status.ok()) break;
+  }
+  profile.trace->AddSlices(std::move(slices));
+  return status;
+}
+
 absl::Status CpuFunction::Execute(
     const CpuExecutionMemory& memory,
     const std::vector<const DeviceTensor*>& inputs,
@@ -442,32 +474,8 @@ absl::Status CpuFunction::Execute(
   if (profile == nullptr) {
     for (const Step& step : steps_) GLINT_RETURN_IF_ERROR(run_step(step));
   } else {
-    // Slices go to the trace together at the end: one lock per launch.
-    std::vector<TraceSlice> slices;
-    slices.reserve(steps_.size());
-    absl::Status status;
-    for (const Step& step : steps_) {
-      TraceSlice slice;
-      slice.begin = absl::Now();
-      status = run_step(step);
-      slice.end = absl::Now();
-      slice.name = step.slice_name;
-      slice.category = step.category;
-      slice.process = profile->process;
-      slice.process_name = profile->process_name;
-      slice.thread = profile->thread;
-      slice.thread_name = profile->thread_name;
-      slice.args = {
-          {NodeSliceArgs::kOpType, step.node->op_type},
-          {NodeSliceArgs::kKernel, step.kernel_description},
-          {NodeSliceArgs::kInputs, DescribeViews(views, produced, step.inputs)},
-          {NodeSliceArgs::kOutputs,
-           DescribeViews(views, produced, step.outputs)}};
-      slices.push_back(std::move(slice));
-      if (!status.ok()) break;
-    }
-    profile->trace->AddSlices(std::move(slices));
-    GLINT_RETURN_IF_ERROR(status);
+    GLINT_RETURN_IF_ERROR(
+        RunStepsProfiled(run_step, views, produced, *profile));
   }
   for (const auto& [index, slot_id] : passthrough_outputs_) {
     const cpu::TensorView& src = views[slot_id];

@@ -109,6 +109,13 @@ class CpuFunction : public CompiledFunction {
   // Lays out the constant block, holding packed the constants a single
   // kernel reads only in its packed form.
   void PlaceConstants(const absl::flat_hash_map<std::string, int>& slot_of);
+  // Execute's profiled path: every step through `run_step`, timed, its
+  // slice (op type, kernel, shapes read from `views`) added to `profile`'s
+  // trace in one batch; stops at the first failing step.
+  absl::Status RunStepsProfiled(
+      const std::function<absl::Status(const Step&)>& run_step,
+      const std::vector<cpu::TensorView>& views,
+      const std::vector<bool>& produced, const TraceTrack& profile) const;
 
   Graph graph_;  // Owns the nodes the steps point to.
   std::vector<ValueInfo> inputs_;
