@@ -1,91 +1,58 @@
-// Compile-time graph optimisation for the CPU kernels: work that would
+// Compile-time graph rewrites (Glow's graph optimizer): work that would
 // otherwise be repeated on every run is done once, when a partition is
-// compiled.
+// compiled for a backend. The passes fuse what a backend runs as one op
+// (optimizer/fused_ops.h), fold constants, fold BatchNormalization into
+// convolutions and quantize/dequantize pairs into int8 ops, and move
+// convolution regions to channels last.
 //
 // The passes keep the graph's interface: its inputs, outputs and their names
 // and types never change; only internal values and nodes are rewritten.
-// Fused nodes use op types of the default domain that ONNX cannot name
-// (they contain a '.'), registered only in the CPU kernel registry:
+// They know graphs only; what they need of the backend that will run the
+// result (evaluating a node for constant folding, which ops it chains)
+// comes in a RewriteBackend. The CPU backend's is devices/cpu/cpu_rewrites.h.
 //
-//   glint.FusedMatMul  alpha * MatMul(A, B) [+ bias] [+ Z] [-> activation]
-//                      inputs A, B, optional bias with N elements (N = last
-//                      dim of the result), optional Z of the result's
-//                      shape; attributes "activation" and "alpha"
-//                      (default 1).
-//   glint.FusedGemm    Gemm with attribute "activation" (Relu/LeakyRelu).
-//   glint.FusedConv    Conv [+ Z] with attribute "activation" (Relu/
-//                      LeakyRelu, applied after Z) and "channels_last" (1: X,
-//                      Y and Z are [N, spatial..., channels]); optional
-//                      input 3, Z, of Y's shape.
-//   glint.QLinearFusedConv, glint.QLinearFusedMatMul
-//                      inputs x_q, x_scale, x_zero_point, w_q, w_scale,
-//                      w_zero_point, y_scale, y_zero_point (both optional:
-//                      absent, the output is float32), bias (optional,
-//                      float32, real units); Conv's attributes and
-//                      "channels_last" (as glint.FusedConv) or "transB"
-//                      (W is [N, K]), "activation" (Relu). quant.cc.
-//   glint.ElementwiseChain
-//                      one float32 input through a sequence of elementwise
-//                      steps in one pass: attribute "ops" (ONNX op names),
-//                      "scalars" and "scalar_first" (for Add/Sub/Mul/Div:
-//                      the constant operand and whether it comes first),
-//                      and each step's own attributes as "<step>:<name>".
-//   glint.Attention    multi-head scaled dot-product attention: inputs Q
-//                      [B, S, H*D], K and V [B, T, H*D] (heads side by side
-//                      in the last axis), or one input QKV [B, S, 3*H*D]
-//                      (the three side by side); attributes "num_heads"
-//                      (H) and "scale"; output [B, S, H*D], each head's
-//                      softmax(scale * Q K^T) V in its own D columns.
-//   glint.MaxPoolChannelsLast, glint.AveragePoolChannelsLast,
-//   glint.GlobalAveragePoolChannelsLast
-//                      the ONNX pools (same attributes; MaxPool without its
-//                      Indices output) on [N, spatial..., channels].
-//
-// "activation" is an ONNX op name ("Relu", "LeakyRelu" with
-// "activation_alpha", "Sigmoid", "Tanh", "Gelu"); see dnnl_util.h.
-#ifndef GLINT_DEVICES_CPU_OPTIMIZE_H_
-#define GLINT_DEVICES_CPU_OPTIMIZE_H_
+// Thread-compatible: free functions over the graph they are given.
+#ifndef GLINT_OPTIMIZER_OPTIMIZE_H_
+#define GLINT_OPTIMIZER_OPTIMIZE_H_
 
-#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "core/graph.h"
-#include "devices/cpu/kernel.h"
+#include "core/tensor.h"
+#include "optimizer/fused_ops.h"
 
-namespace glint::cpu {
+namespace glint {
 
-inline constexpr char kFusedMatMulOp[] = "glint.FusedMatMul";
-inline constexpr char kFusedGemmOp[] = "glint.FusedGemm";
-inline constexpr char kFusedConvOp[] = "glint.FusedConv";
-inline constexpr char kElementwiseChainOp[] = "glint.ElementwiseChain";
-inline constexpr char kAttentionOp[] = "glint.Attention";
-inline constexpr char kQLinearFusedConvOp[] = "glint.QLinearFusedConv";
-inline constexpr char kQLinearFusedMatMulOp[] = "glint.QLinearFusedMatMul";
-inline constexpr char kChannelsLastMaxPoolOp[] = "glint.MaxPoolChannelsLast";
-inline constexpr char kChannelsLastAveragePoolOp[] =
-    "glint.AveragePoolChannelsLast";
-inline constexpr char kChannelsLastGlobalAveragePoolOp[] =
-    "glint.GlobalAveragePoolChannelsLast";
-inline constexpr char kChannelsLastBatchNormOp[] =
-    "glint.BatchNormChannelsLast";
-inline constexpr char kChannelShuffleOp[] = "glint.ChannelShuffle";
-inline constexpr char kChannelsLastChannelShuffleOp[] =
-    "glint.ChannelShuffleChannelsLast";
-
-// Constant folding refuses results larger than this, so that a generating
-// op (Expand, Tile...) cannot bloat the constant block.
-inline constexpr size_t kMaxFoldedBytes = 16 << 20;
+// What the passes need of the backend that will run the rewritten graph.
+// A function left empty means the backend offers nothing there.
+struct RewriteBackend {
+  // Evaluates `node` of `graph`, every input of which is an initializer:
+  // its outputs, one per node output (an empty output's entry unused), or
+  // nullopt where it cannot or should not be folded (the node then stays a
+  // node). Used by FoldConstants.
+  std::function<std::optional<std::vector<Tensor>>(const Graph& graph,
+                                                   const Node& node)>
+      evaluate;
+  // Ops glint.ElementwiseChain runs as a step on its one float input, and
+  // ops it runs with a one-element constant operand (Add, Sub, Mul, Div).
+  // Used by FuseElementwiseChains.
+  std::function<bool(absl::string_view op)> chainable_unary;
+  std::function<bool(absl::string_view op)> chainable_scalar;
+};
 
 // Runs every pass below, in order. The graph stays valid (Validate()) and
 // computes the same outputs up to float rounding (BatchNormalization folded
 // into Conv weights rounds differently).
-absl::Status OptimizeGraphForCpu(Graph* graph, const KernelRegistry& kernels);
+absl::Status OptimizeGraph(Graph* graph, const RewriteBackend& backend);
 
 // Nodes of the default domain whose inputs are all initializers (and whose
-// outputs are not graph outputs) are run once with `kernels`; their outputs
-// become initializers. Nodes a kernel refuses are left alone.
-absl::Status FoldConstants(Graph* graph, const KernelRegistry& kernels);
+// outputs are not graph outputs) are evaluated once by the backend; their
+// outputs become initializers. Nodes it does not evaluate are left alone.
+absl::Status FoldConstants(Graph* graph, const RewriteBackend& backend);
 
 // Conv (constant W and B) → BatchNormalization (inference, constant
 // parameters) becomes one Conv with scaled weights and a shifted bias.
@@ -131,17 +98,13 @@ absl::Status FuseGelu(Graph* graph);
 // form) too.
 absl::Status FuseActivations(Graph* graph);
 
-// Whether `op` can be a step of glint.ElementwiseChain: a float unary op
-// (IsChainableUnaryOp), or Add/Sub/Mul/Div with a one-element constant
-// (IsChainableScalarOp). Defined with the kernels, in elementwise.cc.
-bool IsChainableUnaryOp(absl::string_view op);
-bool IsChainableScalarOp(absl::string_view op);
-
-// Chains of two or more such float32 nodes, each intermediate value read
-// only by the next, become one glint.ElementwiseChain: one pass over memory
-// instead of one per node. Runs after FuseGelu and FuseActivations, which
-// make better use of the patterns they know.
-absl::Status FuseElementwiseChains(Graph* graph);
+// Chains of two or more float32 nodes the backend can chain (a unary op,
+// or one with a one-element constant operand), each intermediate value
+// read only by the next, become one glint.ElementwiseChain: one pass over
+// memory instead of one per node. Runs after FuseGelu and FuseActivations,
+// which make better use of the patterns they know.
+absl::Status FuseElementwiseChains(Graph* graph,
+                                   const RewriteBackend& backend);
 
 // ShuffleNet's channel shuffle as exporters write it — Reshape of
 // [N, C, H, W] to [N, g, C/g, H, W], Transpose [0, 2, 1, 3, 4], Reshape
@@ -197,6 +160,6 @@ absl::Status FuseQuantizedOps(Graph* graph);
 // Drops initializers that no node reads and that are not graph outputs.
 void RemoveUnusedInitializers(Graph* graph);
 
-}  // namespace glint::cpu
+}  // namespace glint
 
-#endif  // GLINT_DEVICES_CPU_OPTIMIZE_H_
+#endif  // GLINT_OPTIMIZER_OPTIMIZE_H_

@@ -29,7 +29,7 @@
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
+#include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {

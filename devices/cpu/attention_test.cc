@@ -5,7 +5,7 @@
 
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_test_util.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -17,7 +17,7 @@
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/compile_steps.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {

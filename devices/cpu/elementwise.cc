@@ -30,7 +30,7 @@
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "devices/cpu/register.h"
 
 namespace glint::cpu {

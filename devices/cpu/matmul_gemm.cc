@@ -34,7 +34,7 @@
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/isa.h"
 #include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
+#include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/row_gemm.h"
 

@@ -1,4 +1,4 @@
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 
 #include <cmath>
 #include <limits>

@@ -27,7 +27,7 @@
 #include "core/status_macros.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
+#include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
 

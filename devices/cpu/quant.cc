@@ -37,7 +37,7 @@
 #include "devices/cpu/isa.h"
 #include "devices/cpu/element_types.h"
 #include "devices/cpu/kernel_util.h"
-#include "devices/cpu/optimize.h"
+#include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/spatial.h"
 

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "devices/cpu/kernel.h"
 #include "devices/cpu/kernel_test_util.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "gtest/gtest.h"
 
 namespace glint::cpu {

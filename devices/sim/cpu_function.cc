@@ -11,7 +11,7 @@
 #include "core/status_macros.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/compile_steps.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 
 namespace glint {
 namespace {
@@ -316,7 +316,7 @@ absl::Status CpuFunction::BuildSteps(
     step.inputs = std::move(c.inputs);
     step.outputs = std::move(c.outputs);
     step.slice_name = c.node->name.empty() ? c.node->op_type : c.node->name;
-    step.category = cpu::IsLayoutReorder(*c.node) ? "reorder" : "op";
+    step.category = IsLayoutReorder(*c.node) ? "reorder" : "op";
     step.kernel_description = step.kernel->Describe(*c.node);
     flops_ += EstimateOpCost(*c.node, g).flops;
     steps_.push_back(std::move(step));

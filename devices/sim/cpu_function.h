@@ -73,7 +73,7 @@ class CpuFunction : public CompiledFunction {
   // With `profile` (a profiled run's launch, LaunchOptions::profile), adds
   // one slice per step to profile->trace on its track: the node's name,
   // category "op" ("reorder" for a layout Transpose the optimiser
-  // inserted, cpu::IsLayoutReorder), and as args its op type, kernel
+  // inserted, IsLayoutReorder), and as args its op type, kernel
   // (cpu::Kernel::Describe) and run-time input and output shapes
   // (NodeSliceArgs); the steps that ran before a failure included. A
   // control-flow node is one step, its subgraphs inside its slice. Without

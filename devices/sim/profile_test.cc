@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "core/trace.h"
 #include "devices/cpu/kernel.h"
-#include "devices/cpu/optimize.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "devices/sim/sim_device.h"
 #include "gtest/gtest.h"
 
@@ -121,7 +121,7 @@ TEST_F(ProfileTest, OneSlicePerExecutedNodeWithItsShapes) {
     const Node& node = optimized.nodes[i];
     EXPECT_EQ(s.name, node.name);
     EXPECT_EQ(Arg(s, NodeSliceArgs::kOpType), node.op_type);
-    EXPECT_EQ(s.category, cpu::IsLayoutReorder(node) ? "reorder" : "op");
+    EXPECT_EQ(s.category, IsLayoutReorder(node) ? "reorder" : "op");
     if (s.category == "reorder") ++reorders;
     EXPECT_EQ(s.process, 7);
     EXPECT_EQ(s.process_name, "sim:6");
@@ -137,7 +137,7 @@ TEST_F(ProfileTest, OneSlicePerExecutedNodeWithItsShapes) {
   const TraceSlice* conv = nullptr;
   const TraceSlice* matmul = nullptr;
   for (const TraceSlice& s : slices) {
-    if (Arg(s, NodeSliceArgs::kOpType) == cpu::kFusedConvOp) conv = &s;
+    if (Arg(s, NodeSliceArgs::kOpType) == kFusedConvOp) conv = &s;
     if (Arg(s, NodeSliceArgs::kOpType) == "MatMul") matmul = &s;
   }
   ASSERT_NE(conv, nullptr);

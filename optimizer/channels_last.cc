@@ -1,0 +1,418 @@
+// Channels-last regions and the channel shuffle. optimizer/optimize.h.
+#include "optimizer/optimize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "optimizer/graph_edit.h"
+
+namespace glint {
+
+using optimizer_internal::AddInitializer;
+using optimizer_internal::FreshName;
+using optimizer_internal::IsDefaultDomain;
+using optimizer_internal::SoleConsumer;
+using optimizer_internal::TransposeNode;
+using optimizer_internal::TransposePerm;
+
+namespace {
+
+// What ConvertToChannelsLast can do with a node.
+enum class LayoutRole {
+  kNone,        // Stays NCHW.
+  kConv,        // Joins the region whatever its input's layout.
+  kFollower,    // Joins when its activation inputs are in the region.
+};
+
+bool IsStatic4DFloat(const Graph& graph, const std::string& value) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  return info != nullptr && info->dtype == DType::kFloat32 &&
+         info->shape.rank() == 4 && info->shape.IsStatic();
+}
+
+// IsStatic4DFloat, uint8/int8 allowed too (the quantized ops' values).
+bool IsStatic4D(const Graph& graph, const std::string& value,
+                bool quantized_ok) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  if (info == nullptr || info->shape.rank() != 4 || !info->shape.IsStatic()) {
+    return false;
+  }
+  return info->dtype == DType::kFloat32 ||
+         (quantized_ok &&
+          (info->dtype == DType::kUInt8 || info->dtype == DType::kInt8));
+}
+
+// [N, C, H, W] -> [N, H, W, C].
+Shape ChannelsLastShape(const Shape& s) {
+  return Shape({s.dim(0), s.dim(2), s.dim(3), s.dim(1)});
+}
+
+// The inputs of `node` that are activations (laid out as NCHW or NHWC);
+// any other input (weights, bias, scalar bounds) keeps its layout.
+std::vector<int> ActivationInputs(const Node& node) {
+  if (node.op_type == "Add" || node.op_type == "Sub" ||
+      node.op_type == "Mul" || node.op_type == "Div") {
+    return {0, 1};
+  }
+  if (node.op_type == "Concat") {
+    std::vector<int> all(node.inputs.size());
+    for (size_t k = 0; k < all.size(); ++k) all[k] = static_cast<int>(k);
+    return all;
+  }
+  return {0};
+}
+
+// A constant 4-element initializer of Resize (scales, sizes), its
+// 8-element roi or Pad's 8 pads, or no operand at all: what
+// ConvertToChannelsLast can permute to NHWC.
+bool PermutableOperand(const Graph& graph, const std::string& name,
+                             int64_t elements) {
+  if (name.empty()) return true;
+  const Tensor* t = graph.FindInitializer(name);
+  return t != nullptr && (t->num_elements() == 0 ||
+                          (t->num_elements() == elements && t->shape().rank() == 1));
+}
+
+LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+  const std::string& op = node.op_type;
+  // The int8 convolutions, and what lies between them in quantized models:
+  // per-tensor (De)QuantizeLinear (elementwise) and MaxPool on uint8.
+  const bool qconv =
+      op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
+  const bool quantized_ok = qconv || op == "MaxPool" ||
+                            op == "DequantizeLinear" || op == "QuantizeLinear";
+  if (!IsDefaultDomain(node) || node.outputs.empty() ||
+      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
+    return LayoutRole::kNone;
+  }
+  for (size_t o = 1; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o].empty()) return LayoutRole::kNone;
+  }
+  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
+    return LayoutRole::kNone;
+  }
+  if (qconv) return LayoutRole::kConv;
+  if (op == "DequantizeLinear" || op == "QuantizeLinear") {
+    const Tensor* scale = node.inputs.size() >= 2
+                              ? graph.FindInitializer(node.inputs[1])
+                              : nullptr;
+    return scale != nullptr && scale->num_elements() == 1
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
+  }
+  if (op == "Conv" || (op == kFusedConvOp &&
+                       node.GetInt("channels_last", 0) == 0)) {
+    return LayoutRole::kConv;
+  }
+  static const absl::flat_hash_set<std::string>* const kUnary =
+      new absl::flat_hash_set<std::string>{
+          "MaxPool",  "AveragePool", "GlobalAveragePool", "Relu",
+          "LeakyRelu", "Sigmoid",    "Tanh",              "HardSigmoid",
+          "HardSwish", "Elu",        "Selu",              "Softplus",
+          "Identity",  kElementwiseChainOp};
+  if (kUnary->contains(op)) {
+    return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    // Both operands are region values (ConvertToChannelsLast requires it
+    // of every follower's activation inputs), so both are 4-D and take the
+    // same permutation: broadcasting commutes with it. A squeeze-excite
+    // block's [N, C, 1, 1] scale stays channels last with its features.
+    return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
+                                                  : LayoutRole::kNone;
+  }
+  if (op == kChannelShuffleOp) return LayoutRole::kFollower;
+  if (op == "Slice" && node.inputs.size() >= 4) {
+    // Along the channels only (ShuffleNet's chunk into two branches): axes
+    // [1] becomes [3]; starts, ends and steps apply to that axis as they
+    // are.
+    const Tensor* axes = graph.FindInitializer(node.inputs[3]);
+    if (axes == nullptr || axes->num_elements() != 1 ||
+        (axes->dtype() != DType::kInt64 && axes->dtype() != DType::kInt32)) {
+      return LayoutRole::kNone;
+    }
+    const int64_t axis = axes->dtype() == DType::kInt64
+                             ? axes->data<int64_t>()[0]
+                             : axes->data<int32_t>()[0];
+    return axis == 1 || axis == -3 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "Concat") {
+    // Along the channels (DenseNet's blocks, ASPP and FPN heads): axis 3
+    // in NHWC. Every input is a region value, so 4-D.
+    const int64_t axis = node.GetInt("axis", 1);
+    return axis == 1 || axis == -3 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "BatchNormalization") {
+    // Inference only; one after a Concat (DenseNet's pre-activation
+    // blocks) cannot fold into a Conv.
+    return node.GetInt("training_mode", 0) == 0 && node.inputs.size() == 5
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
+  }
+  if (op == "Pad" && node.inputs.size() >= 2 && node.inputs.size() <= 3 &&
+      PermutableOperand(graph, node.inputs[1], 8) &&
+      !node.inputs[1].empty()) {
+    // Pad-11+ with constant pads (a transition's Pad before AveragePool,
+    // as PyTorch exports a padded pool); the kernel pads any axes. Pad-18's
+    // axes input is not taken.
+    return LayoutRole::kFollower;
+  }
+  if (op == "Resize" && node.inputs.size() >= 3 &&
+      !node.HasAttribute("axes") &&
+      node.GetString("coordinate_transformation_mode", "") !=
+          "tf_crop_and_resize") {
+    // Resize-11+ (X, roi, scales[, sizes]) with constant operands, which
+    // ConvertToChannelsLast permutes; the kernel resizes any axes.
+    const bool constant =
+        PermutableOperand(graph, node.inputs[1], 8) &&
+        PermutableOperand(graph, node.inputs[2], 4) &&
+        (node.inputs.size() < 4 ||
+         PermutableOperand(graph, node.inputs[3], 4));
+    return constant ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  return LayoutRole::kNone;
+}
+
+// Replaces the constant per-axis operands of a Resize (roi, scales, sizes)
+// or a Pad (pads), in NCHW order, by NHWC copies: [a, b, c, d] ->
+// [a, c, d, b], and each half of roi and pads likewise. Pad's scalar
+// constant_value (input 2) is left as it is.
+void PermuteConstantOperands(Graph* graph, Node* node) {
+  const size_t last = node->op_type == "Pad" ? 1 : 3;
+  for (size_t k = 1; k < node->inputs.size() && k <= last; ++k) {
+    const Tensor* t = node->inputs[k].empty()
+                          ? nullptr
+                          : graph->FindInitializer(node->inputs[k]);
+    if (t == nullptr || t->num_elements() == 0) continue;
+    Tensor permuted = t->Clone();
+    const size_t width = DTypeSize(t->dtype());
+    const int64_t halves = t->num_elements() / 4;
+    const auto* from = static_cast<const uint8_t*>(t->raw_data());
+    auto* to = static_cast<uint8_t*>(permuted.raw_data());
+    static constexpr int kFrom[4] = {0, 2, 3, 1};
+    for (int64_t h = 0; h < halves; ++h) {
+      for (int d = 0; d < 4; ++d) {
+        std::memcpy(to + (h * 4 + d) * width, from + (h * 4 + kFrom[d]) * width,
+                    width);
+      }
+    }
+    const std::string name = FreshName(*graph, node->inputs[k] + "__nhwc");
+    AddInitializer(graph, name, std::move(permuted));
+    node->inputs[k] = name;
+  }
+}
+
+}  // namespace
+
+absl::Status FuseChannelShuffle(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& split = graph->nodes[i];
+    if (!IsDefaultDomain(split) || split.op_type != "Reshape" ||
+        split.outputs.size() != 1 || !IsStatic4DFloat(*graph, split.inputs[0])) {
+      continue;
+    }
+    const ValueInfo* in = graph->FindValue(split.inputs[0]);
+    const ValueInfo* grouped = graph->FindValue(split.outputs[0]);
+    if (grouped == nullptr || !grouped->shape.IsStatic() ||
+        grouped->shape.rank() != 5) {
+      continue;
+    }
+    const Shape& x = in->shape;
+    const Shape& s5 = grouped->shape;
+    if (s5.dim(0) != x.dim(0) || s5.dim(1) * s5.dim(2) != x.dim(1) ||
+        s5.dim(3) != x.dim(2) || s5.dim(4) != x.dim(3) || s5.dim(1) < 1) {
+      continue;
+    }
+    const int t = SoleConsumer(*graph, i);
+    if (t < 0) continue;
+    const Node& transpose = graph->nodes[t];
+    if (!IsDefaultDomain(transpose) || transpose.op_type != "Transpose" ||
+        transpose.outputs.size() != 1 ||
+        TransposePerm(transpose) != std::vector<int64_t>{0, 2, 1, 3, 4}) {
+      continue;
+    }
+    const int r = SoleConsumer(*graph, t);
+    if (r < 0) continue;
+    const Node& merge = graph->nodes[r];
+    const ValueInfo* out =
+        merge.outputs.size() == 1 ? graph->FindValue(merge.outputs[0]) : nullptr;
+    if (!IsDefaultDomain(merge) || merge.op_type != "Reshape" ||
+        merge.inputs[0] != transpose.outputs[0] || out == nullptr ||
+        out->dtype != DType::kFloat32 || out->shape != x) {
+      continue;
+    }
+    Node fused;
+    fused.name = merge.name;
+    fused.op_type = kChannelShuffleOp;
+    fused.inputs = {split.inputs[0]};
+    fused.outputs = merge.outputs;
+    fused.attributes["groups"] = s5.dim(1);
+    graph->values.erase(split.outputs[0]);
+    graph->values.erase(transpose.outputs[0]);
+    graph->nodes[r] = std::move(fused);
+    graph->nodes.erase(graph->nodes.begin() + t);
+    graph->nodes.erase(graph->nodes.begin() + i);
+    --i;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConvertToChannelsLast(Graph* graph) {
+  // Which nodes join: every eligible Conv, then whatever follows a region
+  // value with an eligible op, in topological order.
+  std::vector<bool> joins(graph->nodes.size(), false);
+  absl::flat_hash_set<std::string> region_values;
+  bool any_conv = false;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    const Node& node = graph->nodes[i];
+    const LayoutRole role = ClassifyForChannelsLast(*graph, node);
+    bool join = role == LayoutRole::kConv;
+    if (role == LayoutRole::kFollower) {
+      join = true;
+      for (int k : ActivationInputs(node)) {
+        join = join && region_values.contains(node.inputs[k]);
+      }
+    }
+    if (!join) continue;
+    any_conv = any_conv || role == LayoutRole::kConv;
+    joins[i] = true;
+    region_values.insert(node.outputs[0]);
+  }
+  if (!any_conv) return absl::OkStatus();
+  // A Resize whose output no region node reads stays NCHW: it is cheaper
+  // to bring its (smaller) input back than its output (a segmentation
+  // head's final upsampling to the image's size).
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (!joins[i] || graph->nodes[i].op_type != "Resize") continue;
+    const std::string& out = graph->nodes[i].outputs[0];
+    bool read_inside = false;
+    for (size_t j = i + 1; j < graph->nodes.size() && !read_inside; ++j) {
+      read_inside = joins[j] && absl::c_linear_search(graph->nodes[j].inputs, out);
+    }
+    if (!read_inside) {
+      joins[i] = false;
+      region_values.erase(out);
+    }
+  }
+
+  // Region values read outside it (or graph outputs) leave through a
+  // Transpose that produces the original NCHW name.
+  absl::flat_hash_set<std::string> leaves;
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    if (joins[i]) continue;
+    for (const std::string& in : graph->nodes[i].inputs) {
+      if (region_values.contains(in)) leaves.insert(in);
+    }
+  }
+  for (const ValueInfo& out : graph->outputs) {
+    if (region_values.contains(out.name)) leaves.insert(out.name);
+  }
+  absl::flat_hash_set<std::string> node_names;
+  for (const Node& node : graph->nodes) node_names.insert(node.name);
+  auto fresh_node_name = [&](const std::string& base) {
+    std::string name = base;
+    for (int i = 1; node_names.contains(name); ++i) {
+      name = absl::StrCat(base, "_", i);
+    }
+    node_names.insert(name);
+    return name;
+  };
+  // Original name -> channels-last name, for region values and for NCHW
+  // values transposed on their way in.
+  absl::flat_hash_map<std::string, std::string> nhwc;
+  auto add_nhwc_value = [&](const std::string& value) {
+    const std::string name = FreshName(*graph, value + "__nhwc");
+    ValueInfo info = *graph->FindValue(value);
+    info.name = name;
+    info.shape = ChannelsLastShape(info.shape);
+    graph->values[name] = info;
+    nhwc[value] = name;
+    return name;
+  };
+
+  std::vector<Node> nodes;
+  nodes.reserve(graph->nodes.size() + 2 * leaves.size() + 1);
+  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+    Node node = std::move(graph->nodes[i]);
+    if (!joins[i]) {
+      nodes.push_back(std::move(node));
+      continue;
+    }
+    for (int k : ActivationInputs(node)) {
+      std::string& in = node.inputs[k];
+      auto it = nhwc.find(in);
+      if (it == nhwc.end()) {  // An NCHW value entering through a Conv.
+        const std::string name = add_nhwc_value(in);
+        nodes.push_back(TransposeNode(fresh_node_name(in + kToNhwcSuffix),
+                                      in, name, {0, 2, 3, 1}));
+        in = name;
+      } else {
+        in = it->second;
+      }
+    }
+    const std::string& op = node.op_type;
+    if (op == "Conv" || op == kFusedConvOp) {
+      node.op_type = kFusedConvOp;
+      node.attributes["channels_last"] = int64_t{1};
+    } else if (op == kQLinearFusedConvOp) {
+      node.attributes["channels_last"] = int64_t{1};
+    } else if (op == "MaxPool") {
+      node.op_type = kChannelsLastMaxPoolOp;
+    } else if (op == "AveragePool") {
+      node.op_type = kChannelsLastAveragePoolOp;
+    } else if (op == "GlobalAveragePool") {
+      node.op_type = kChannelsLastGlobalAveragePoolOp;
+    } else if (op == "BatchNormalization") {
+      node.op_type = kChannelsLastBatchNormOp;
+    } else if (op == "Concat") {
+      node.attributes["axis"] = int64_t{3};
+    } else if (op == "Resize" || op == "Pad") {
+      PermuteConstantOperands(graph, &node);
+    } else if (op == kChannelShuffleOp) {
+      node.op_type = kChannelsLastChannelShuffleOp;
+    } else if (op == "Slice") {
+      const Tensor* axes = graph->FindInitializer(node.inputs[3]);
+      Tensor last = axes->dtype() == DType::kInt64
+                        ? Tensor::FromVector(DType::kInt64, Shape({1}),
+                                             std::vector<int64_t>{3})
+                        : Tensor::FromVector(DType::kInt32, Shape({1}),
+                                             std::vector<int32_t>{3});
+      const std::string name = FreshName(*graph, node.inputs[3] + "__nhwc");
+      AddInitializer(graph, name, std::move(last));
+      node.inputs[3] = name;
+    }
+    node.outputs.resize(1);
+    const std::string out = node.outputs[0];
+    const std::string out_nhwc = add_nhwc_value(out);
+    node.outputs[0] = out_nhwc;
+    nodes.push_back(std::move(node));
+    if (leaves.contains(out)) {
+      nodes.push_back(TransposeNode(fresh_node_name(out + kToNchwSuffix),
+                                    out_nhwc, out, {0, 3, 1, 2}));
+    } else {
+      graph->values.erase(out);
+    }
+  }
+  graph->nodes = std::move(nodes);
+  return absl::OkStatus();
+}
+
+bool IsLayoutReorder(const Node& node) {
+  return node.op_type == "Transpose" &&
+         (absl::StrContains(node.name, kToNhwcSuffix) ||
+          absl::StrContains(node.name, kToNchwSuffix));
+}
+
+}  // namespace glint
