@@ -230,140 +230,115 @@ void EraseNodes(Graph* graph, std::vector<int> erase,
   }
 }
 
-}  // namespace
-
-absl::Status FuseQuantizedOps(Graph* graph) {
-  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
-    const Node& p = graph->nodes[i];
-    if (!IsDefaultDomain(p) || p.outputs.size() != 1 || p.inputs.size() < 2) {
-      continue;
-    }
-    const bool conv = p.op_type == "Conv";
-    const bool matmul = p.op_type == "MatMul" && p.inputs.size() == 2;
-    const bool gemm = p.op_type == "Gemm";
-    if (!conv && !matmul && !gemm) continue;
-    const ValueInfo* out = graph->FindValue(p.outputs[0]);
-    if (out == nullptr || out->dtype != DType::kFloat32) continue;
-    const bool trans_b = gemm && p.GetInt("transB", 0) != 0;
-    if (gemm &&
-        (p.GetInt("transA", 0) != 0 || p.GetFloat("alpha", 1.0f) != 1.0f ||
-         p.GetFloat("beta", 1.0f) != 1.0f)) {
-      continue;
-    }
-    const std::optional<Dequantize> x = FindDequantize(*graph, i, p.inputs[0]);
-    const std::optional<Dequantize> w = FindDequantize(*graph, i, p.inputs[1]);
-    if (!x.has_value() || !w.has_value() || x->params != 1 ||
-        !IsQuantized8(*graph, x->q) || !IsQuantized8(*graph, w->q)) {
-      continue;
-    }
-    const Tensor* wq = graph->FindInitializer(w->q);
-    if (wq == nullptr || (matmul && wq->shape().rank() != 2)) continue;
-    // Per-channel weights along the output channels only.
-    const int64_t out_axis = conv ? 0 : (trans_b ? 0 : 1);
-    const int64_t channels = wq->shape().dim(out_axis);
-    if (w->params != 1 && (w->axis != out_axis || w->params != channels)) {
-      continue;
-    }
-    // The bias: a float32 initializer, or DequantizeLinear of one.
-    std::string bias;
-    std::vector<float> bias_values;
-    int bias_dq = -1;
-    if ((conv || gemm) && p.has_input(2)) {
-      const std::string& b = p.inputs[2];
-      const Tensor* bf = FloatInitializer(*graph, b);
-      if (bf != nullptr) {
-        if (bf->num_elements() != channels) continue;
-        bias = b;
-      } else {
-        const std::optional<Dequantize> bd = FindDequantize(*graph, i, b);
-        const Tensor* bq =
-            bd.has_value() ? graph->FindInitializer(bd->q) : nullptr;
-        if (bq == nullptr || bq->num_elements() != channels ||
-            (bd->params != 1 && bd->params != channels)) {
-          continue;
-        }
-        const Tensor* bs = graph->FindInitializer(bd->scale);
-        const Tensor* bz =
-            bd->zero.empty() ? nullptr : graph->FindInitializer(bd->zero);
-        GLINT_ASSIGN_OR_RETURN(
-            Tensor folded, Tensor::Create(DType::kFloat32, Shape({channels})));
-        bool ok = true;
-        for (int64_t c = 0; c < channels && ok; ++c) {
-          auto int_at = [](const Tensor* t, int64_t k) -> int64_t {
-            switch (t->dtype()) {
-              case DType::kInt32:
-                return t->data<int32_t>()[k];
-              case DType::kUInt8:
-                return t->data<uint8_t>()[k];
-              case DType::kInt8:
-                return t->data<int8_t>()[k];
-              default:
-                return 0;
-            }
-          };
-          ok = bq->dtype() == DType::kInt32;
-          const int64_t zc =
-              bz == nullptr ? 0 : int_at(bz, bd->params == 1 ? 0 : c);
-          folded.data<float>()[c] = static_cast<float>(int_at(bq, c) - zc) *
-                                    bs->data<float>()[bd->params == 1 ? 0 : c];
-        }
-        if (!ok) continue;
-        bias = FreshName(*graph, p.name + "_qbias");
-        AddInitializer(graph, bias, std::move(folded));
-        bias_dq = bd->node;
-      }
-    } else if (gemm && p.has_input(2)) {
-      continue;
-    }
-    if (gemm && !bias.empty()) {
-      const Tensor* b = graph->FindInitializer(bias);
-      if (b->shape().rank() == 2 && b->shape().dim(0) != 1) continue;
-    }
-    // Relu, then a per-tensor QuantizeLinear, each optional.
-    int last = i;
-    int relu = SoleConsumer(*graph, i);
-    if (relu >= 0 && IsUnary(graph->nodes[relu], "Relu")) {
-      last = relu;
-    } else {
-      relu = -1;
-    }
-    const int quant = SoleQuantize(*graph, last);
-    Node fused;
-    fused.name = p.name;
-    fused.op_type = conv ? kQLinearFusedConvOp : kQLinearFusedMatMulOp;
-    if (conv) fused.attributes = p.attributes;
-    if (trans_b) fused.attributes["transB"] = int64_t{1};
-    if (relu >= 0) fused.attributes["activation"] = std::string("Relu");
-    fused.inputs = {x->q,    x->scale, x->zero, w->q, w->scale,
-                    w->zero, "",       "",      bias};
-    if (quant >= 0) {
-      const Node& q = graph->nodes[quant];
-      fused.inputs[6] = q.inputs[1];
-      fused.inputs[7] = q.has_input(2) ? q.inputs[2] : "";
-      fused.outputs = q.outputs;
-    } else {
-      fused.outputs = graph->nodes[last].outputs;
-    }
-    while (fused.inputs.size() > 6 && fused.inputs.back().empty()) {
-      fused.inputs.pop_back();
-    }
-    std::vector<int> erase;
-    if (relu >= 0) erase.push_back(relu);
-    if (quant >= 0) erase.push_back(quant);
-    if (relu >= 0 || quant >= 0) graph->values.erase(p.outputs[0]);
-    if (relu >= 0 && quant >= 0) {
-      graph->values.erase(graph->nodes[relu].outputs[0]);
-    }
-    std::vector<int> maybe_dead = {x->node, w->node};
-    if (bias_dq >= 0) maybe_dead.push_back(bias_dq);
-    graph->nodes[i] = std::move(fused);
-    EraseNodes(graph, erase, maybe_dead);
-    i = -1;  // Indices moved; start over (graphs are small).
+// The bias of quantized node `i` (its input 2, given) folded for the
+// fused op: a float32 initializer of `channels` elements is used as it
+// is; DequantizeLinear of an int32 initializer becomes a float32 copy
+// added to the graph, its node in *dequantize. The name, or nullopt when
+// the bias does not fit (the node is then left as it is).
+absl::StatusOr<std::optional<std::string>> QuantizedBias(Graph* graph, int i,
+                                                         int64_t channels,
+                                                         int* dequantize) {
+  const Node& p = graph->nodes[i];
+  const std::string& b = p.inputs[2];
+  if (const Tensor* bf = FloatInitializer(*graph, b); bf != nullptr) {
+    if (bf->num_elements() != channels) return std::nullopt;
+    return b;
   }
-  // DequantizeLinear -> MaxPool -> QuantizeLinear with the same positive,
-  // finite scale and zero point: MaxPool on the quantized values (max
-  // commutes with the increasing dequantization, and the maximum
-  // requantizes exactly).
+  const std::optional<Dequantize> bd = FindDequantize(*graph, i, b);
+  const Tensor* bq = bd.has_value() ? graph->FindInitializer(bd->q) : nullptr;
+  if (bq == nullptr || bq->num_elements() != channels ||
+      (bd->params != 1 && bd->params != channels)) {
+    return std::nullopt;
+  }
+  const Tensor* bs = graph->FindInitializer(bd->scale);
+  const Tensor* bz =
+      bd->zero.empty() ? nullptr : graph->FindInitializer(bd->zero);
+  GLINT_ASSIGN_OR_RETURN(
+      Tensor folded, Tensor::Create(DType::kFloat32, Shape({channels})));
+  bool ok = true;
+  for (int64_t c = 0; c < channels && ok; ++c) {
+    auto int_at = [](const Tensor* t, int64_t k) -> int64_t {
+      switch (t->dtype()) {
+        case DType::kInt32:
+          return t->data<int32_t>()[k];
+        case DType::kUInt8:
+          return t->data<uint8_t>()[k];
+        case DType::kInt8:
+          return t->data<int8_t>()[k];
+        default:
+          return 0;
+      }
+    };
+    ok = bq->dtype() == DType::kInt32;
+    const int64_t zc =
+        bz == nullptr ? 0 : int_at(bz, bd->params == 1 ? 0 : c);
+    folded.data<float>()[c] = static_cast<float>(int_at(bq, c) - zc) *
+                              bs->data<float>()[bd->params == 1 ? 0 : c];
+  }
+  if (!ok) return std::nullopt;
+  const std::string bias = FreshName(*graph, p.name + "_qbias");
+  AddInitializer(graph, bias, std::move(folded));
+  *dequantize = bd->node;
+  return bias;
+}
+
+// Node `i` (Conv, MatMul or Gemm over the dequantized `x` and `w`) becomes
+// the fused int8 op, taking the Relu and the per-tensor QuantizeLinear
+// after it when they are there; the nodes it swallowed go, and the
+// DequantizeLinear nodes (and `bias_dq`, if any) when nothing else reads
+// them.
+void ReplaceWithQuantizedOp(Graph* graph, int i, const Dequantize& x,
+                            const Dequantize& w, const std::string& bias,
+                            int bias_dq) {
+  const Node& p = graph->nodes[i];
+  const bool conv = p.op_type == "Conv";
+  const bool trans_b = p.op_type == "Gemm" && p.GetInt("transB", 0) != 0;
+  // Relu, then a per-tensor QuantizeLinear, each optional.
+  int last = i;
+  int relu = SoleConsumer(*graph, i);
+  if (relu >= 0 && IsUnary(graph->nodes[relu], "Relu")) {
+    last = relu;
+  } else {
+    relu = -1;
+  }
+  const int quant = SoleQuantize(*graph, last);
+  Node fused;
+  fused.name = p.name;
+  fused.op_type = conv ? kQLinearFusedConvOp : kQLinearFusedMatMulOp;
+  if (conv) fused.attributes = p.attributes;
+  if (trans_b) fused.attributes["transB"] = int64_t{1};
+  if (relu >= 0) fused.attributes["activation"] = std::string("Relu");
+  fused.inputs = {x.q,    x.scale, x.zero, w.q, w.scale,
+                  w.zero, "",      "",     bias};
+  if (quant >= 0) {
+    const Node& q = graph->nodes[quant];
+    fused.inputs[6] = q.inputs[1];
+    fused.inputs[7] = q.has_input(2) ? q.inputs[2] : "";
+    fused.outputs = q.outputs;
+  } else {
+    fused.outputs = graph->nodes[last].outputs;
+  }
+  while (fused.inputs.size() > 6 && fused.inputs.back().empty()) {
+    fused.inputs.pop_back();
+  }
+  std::vector<int> erase;
+  if (relu >= 0) erase.push_back(relu);
+  if (quant >= 0) erase.push_back(quant);
+  if (relu >= 0 || quant >= 0) graph->values.erase(p.outputs[0]);
+  if (relu >= 0 && quant >= 0) {
+    graph->values.erase(graph->nodes[relu].outputs[0]);
+  }
+  std::vector<int> maybe_dead = {x.node, w.node};
+  if (bias_dq >= 0) maybe_dead.push_back(bias_dq);
+  graph->nodes[i] = std::move(fused);
+  EraseNodes(graph, erase, maybe_dead);
+}
+
+// DequantizeLinear -> MaxPool -> QuantizeLinear with the same positive,
+// finite scale and zero point: MaxPool on the quantized values (max
+// commutes with the increasing dequantization, and the maximum
+// requantizes exactly).
+void FuseQuantizedMaxPools(Graph* graph) {
   for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
     const Node& pool = graph->nodes[i];
     if (!IsUnary(pool, "MaxPool")) continue;
@@ -403,6 +378,59 @@ absl::Status FuseQuantizedOps(Graph* graph) {
     EraseNodes(graph, {quant}, {x->node});
     i = -1;
   }
+}
+
+}  // namespace
+
+absl::Status FuseQuantizedOps(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& p = graph->nodes[i];
+    if (!IsDefaultDomain(p) || p.outputs.size() != 1 || p.inputs.size() < 2) {
+      continue;
+    }
+    const bool conv = p.op_type == "Conv";
+    const bool matmul = p.op_type == "MatMul" && p.inputs.size() == 2;
+    const bool gemm = p.op_type == "Gemm";
+    if (!conv && !matmul && !gemm) continue;
+    const ValueInfo* out = graph->FindValue(p.outputs[0]);
+    if (out == nullptr || out->dtype != DType::kFloat32) continue;
+    const bool trans_b = gemm && p.GetInt("transB", 0) != 0;
+    if (gemm &&
+        (p.GetInt("transA", 0) != 0 || p.GetFloat("alpha", 1.0f) != 1.0f ||
+         p.GetFloat("beta", 1.0f) != 1.0f)) {
+      continue;
+    }
+    const std::optional<Dequantize> x = FindDequantize(*graph, i, p.inputs[0]);
+    const std::optional<Dequantize> w = FindDequantize(*graph, i, p.inputs[1]);
+    if (!x.has_value() || !w.has_value() || x->params != 1 ||
+        !IsQuantized8(*graph, x->q) || !IsQuantized8(*graph, w->q)) {
+      continue;
+    }
+    const Tensor* wq = graph->FindInitializer(w->q);
+    if (wq == nullptr || (matmul && wq->shape().rank() != 2)) continue;
+    // Per-channel weights along the output channels only.
+    const int64_t out_axis = conv ? 0 : (trans_b ? 0 : 1);
+    const int64_t channels = wq->shape().dim(out_axis);
+    if (w->params != 1 && (w->axis != out_axis || w->params != channels)) {
+      continue;
+    }
+    // The bias: a float32 initializer, or DequantizeLinear of one.
+    std::string bias;
+    int bias_dq = -1;
+    if ((conv || gemm) && p.has_input(2)) {
+      GLINT_ASSIGN_OR_RETURN(std::optional<std::string> folded,
+                             QuantizedBias(graph, i, channels, &bias_dq));
+      if (!folded.has_value()) continue;
+      bias = *std::move(folded);
+    }
+    if (gemm && !bias.empty()) {
+      const Tensor* b = graph->FindInitializer(bias);
+      if (b->shape().rank() == 2 && b->shape().dim(0) != 1) continue;
+    }
+    ReplaceWithQuantizedOp(graph, i, *x, *w, bias, bias_dq);
+    i = -1;  // Indices moved; start over (graphs are small).
+  }
+  FuseQuantizedMaxPools(graph);
   return absl::OkStatus();
 }
 
