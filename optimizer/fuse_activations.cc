@@ -364,64 +364,71 @@ absl::Status FuseActivations(Graph* graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A link of an elementwise chain: the value a chainable node transforms
+// (float32, of the output's shape), and its constant scalar operand when
+// it has one.
+struct ChainStep {
+  std::string data;
+  float scalar = 0;
+  bool scalar_first = false;
+};
+
+// `node` as a chain link, or nullopt when it is none the backend chains.
+std::optional<ChainStep> AsChainStep(const Graph& graph, const Node& node,
+                                     const RewriteBackend& backend) {
+  if (!IsDefaultDomain(node) || node.outputs.size() != 1) return std::nullopt;
+  const ValueInfo* out = graph.FindValue(node.outputs[0]);
+  if (out == nullptr || out->dtype != DType::kFloat32) return std::nullopt;
+  ChainStep step;
+  if (backend.chainable_unary && backend.chainable_unary(node.op_type) &&
+      node.inputs.size() == 1) {
+    step.data = node.inputs[0];
+  } else if (backend.chainable_scalar &&
+             backend.chainable_scalar(node.op_type) &&
+             node.inputs.size() == 2) {
+    for (int k = 0; k < 2 && step.data.empty(); ++k) {
+      const std::optional<float> c = ScalarConstant(graph, node.inputs[k]);
+      if (c.has_value() && !graph.IsInitializer(node.inputs[1 - k])) {
+        step.data = node.inputs[1 - k];
+        step.scalar = *c;
+        step.scalar_first = k == 0;
+      }
+    }
+  }
+  const ValueInfo* in = step.data.empty() ? nullptr : graph.FindValue(step.data);
+  if (in == nullptr || in->dtype != DType::kFloat32 ||
+      in->shape != out->shape) {
+    return std::nullopt;
+  }
+  return step;
+}
+
+}  // namespace
+
 absl::Status FuseElementwiseChains(Graph* graph,
                                    const RewriteBackend& backend) {
   if (!backend.chainable_unary && !backend.chainable_scalar) {
     return absl::OkStatus();
   }
-  auto unary = [&backend](absl::string_view op) {
-    return backend.chainable_unary && backend.chainable_unary(op);
-  };
-  auto scalar = [&backend](absl::string_view op) {
-    return backend.chainable_scalar && backend.chainable_scalar(op);
-  };
-  // The input a chainable node transforms ("" if the node is not one): a
-  // float32 value of the output's shape; a scalar operand is a constant.
-  struct Step {
-    std::string data;
-    float scalar = 0;
-    bool scalar_first = false;
-  };
-  auto as_step = [&](const Node& node) -> std::optional<Step> {
-    if (!IsDefaultDomain(node) || node.outputs.size() != 1) return std::nullopt;
-    const ValueInfo* out = graph->FindValue(node.outputs[0]);
-    if (out == nullptr || out->dtype != DType::kFloat32) return std::nullopt;
-    Step step;
-    if (unary(node.op_type) && node.inputs.size() == 1) {
-      step.data = node.inputs[0];
-    } else if (scalar(node.op_type) && node.inputs.size() == 2) {
-      for (int k = 0; k < 2 && step.data.empty(); ++k) {
-        const std::optional<float> c = ScalarConstant(*graph, node.inputs[k]);
-        if (c.has_value() && !graph->IsInitializer(node.inputs[1 - k])) {
-          step.data = node.inputs[1 - k];
-          step.scalar = *c;
-          step.scalar_first = k == 0;
-        }
-      }
-    }
-    const ValueInfo* in =
-        step.data.empty() ? nullptr : graph->FindValue(step.data);
-    if (in == nullptr || in->dtype != DType::kFloat32 ||
-        in->shape != out->shape) {
-      return std::nullopt;
-    }
-    return step;
-  };
   for (int head = 0; head < static_cast<int>(graph->nodes.size()); ++head) {
-    std::optional<Step> first = as_step(graph->nodes[head]);
+    std::optional<ChainStep> first =
+        AsChainStep(*graph, graph->nodes[head], backend);
     if (!first.has_value()) continue;
     // Nodes are in topological order, so the first chainable node met is
     // its chain's head: extend it while each value has one reader, the
     // next step.
     const Uses uses(*graph);
     std::vector<int> chain = {head};
-    std::vector<Step> steps = {*first};
+    std::vector<ChainStep> steps = {*first};
     for (;;) {
       const std::string& out = graph->nodes[chain.back()].outputs[0];
       if (!uses.SingleInternalUse(out)) break;
       const int next = FindConsumer(*graph, chain.back(), out);
       if (next < 0) break;
-      std::optional<Step> step = as_step(graph->nodes[next]);
+      std::optional<ChainStep> step =
+          AsChainStep(*graph, graph->nodes[next], backend);
       if (!step.has_value() || step->data != out) break;
       chain.push_back(next);
       steps.push_back(*step);

@@ -251,6 +251,38 @@ absl::Status FuseAttention(Graph* graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The three projections' [K, E] weights side by side in one W [K, 3E]
+// (each row the three rows side by side), and their biases in one [3E],
+// zero where a projection has none; *any_bias says whether one had.
+absl::Status PackQkv(const Tensor* const weights[3],
+                     const Tensor* const biases[3], Tensor* w, Tensor* b,
+                     bool* any_bias) {
+  const int64_t k = weights[0]->shape().dim(0);
+  const int64_t e = weights[0]->shape().dim(1);
+  GLINT_ASSIGN_OR_RETURN(*w,
+                         Tensor::Create(DType::kFloat32, Shape({k, 3 * e})));
+  GLINT_ASSIGN_OR_RETURN(*b, Tensor::Create(DType::kFloat32, Shape({3 * e})));
+  *any_bias = false;
+  for (int i = 0; i < 3; ++i) {
+    for (int64_t r = 0; r < k; ++r) {
+      std::copy_n(weights[i]->data<float>() + r * e, e,
+                  w->data<float>() + r * 3 * e + i * e);
+    }
+    float* bias = b->data<float>() + i * e;
+    if (biases[i] != nullptr) {
+      std::copy_n(biases[i]->data<float>(), e, bias);
+      *any_bias = true;
+    } else {
+      std::fill_n(bias, e, 0.0f);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status FuseAttentionProjections(Graph* graph) {
   for (int a = 0; a < static_cast<int>(graph->nodes.size()); ++a) {
     const Node& attention = graph->nodes[a];
@@ -290,27 +322,10 @@ absl::Status FuseAttentionProjections(Graph* graph) {
     }
     const ValueInfo* q = ok ? graph->FindValue(attention.inputs[0]) : nullptr;
     if (q == nullptr || q->shape.rank() != 3 || !q->shape.IsStatic()) continue;
-    const int64_t k = weights[0]->shape().dim(0);
     const int64_t e = weights[0]->shape().dim(1);
-    // W [K, 3E]: each row is the three projections' rows side by side.
-    GLINT_ASSIGN_OR_RETURN(Tensor w,
-                           Tensor::Create(DType::kFloat32, Shape({k, 3 * e})));
-    GLINT_ASSIGN_OR_RETURN(Tensor b,
-                           Tensor::Create(DType::kFloat32, Shape({3 * e})));
+    Tensor w, b;
     bool any_bias = false;
-    for (int i = 0; i < 3; ++i) {
-      for (int64_t r = 0; r < k; ++r) {
-        std::copy_n(weights[i]->data<float>() + r * e, e,
-                    w.data<float>() + r * 3 * e + i * e);
-      }
-      float* bias = b.data<float>() + i * e;
-      if (biases[i] != nullptr) {
-        std::copy_n(biases[i]->data<float>(), e, bias);
-        any_bias = true;
-      } else {
-        std::fill_n(bias, e, 0.0f);
-      }
-    }
+    GLINT_RETURN_IF_ERROR(PackQkv(weights, biases, &w, &b, &any_bias));
     Node fused = graph->nodes[producers[0]];
     fused.name = attention.name + "_qkv";
     fused.op_type = kFusedMatMulOp;
