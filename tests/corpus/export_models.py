@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Exports the corpus of real PyTorch models to ONNX (TorchScript exporter).
 
-    /usr/bin/python3 tests/corpus/export_models.py OUTDIR [--models a,b,c] [--list]
+    /usr/bin/python3 tests/corpus/export_models.py OUTDIR [--models a,b,c]
+        [--jobs N] [--list]
 
 For each model NAME writes, under OUTDIR:
   NAME.onnx            torch.onnx.export of the model (random weights,
@@ -18,8 +19,10 @@ Needs Debian's python3-torch 1.13, python3-torchvision 0.14 and python3-onnx
 """
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
 import os
 import sys
 import time
@@ -461,12 +464,58 @@ def short_error(e):
     return " / ".join(lines[:3])[:500]
 
 
+def start_worker(threads):
+    """Sets up a process that exports: the opset-16 RoiAlign symbolic and
+    its share of the cores."""
+    register_roi_align_opset16()
+    torch.set_num_threads(threads)
+
+
+def export_chain(job):
+    """Exports the model named job[0] into job[1]; when the exporter refuses
+    it and it has a fallback, the fallback too. Returns the manifest
+    entries, one per model tried. Runs in a worker process under --jobs."""
+    name, outdir = job
+    known = {s["name"]: s for s in SPECS}
+    known.update({s["name"]: s for s in FALLBACKS.values()})
+    entries = []
+    todo = [known[name]]
+    while todo:
+        s = todo.pop(0)
+        t0 = time.time()
+        try:
+            entry = export_one(s, outdir)
+            print("%-36s ok  opset %d  %5d nodes  %7.1f MB  %.1f s" % (
+                s["name"], entry["opset"], entry["nodes"],
+                entry["file_bytes"] / 1e6, entry["export_s"]), flush=True)
+        except Exception as e:  # the exporter refused: record why
+            entry = {"name": s["name"], "exporter": "torchscript",
+                     "opset": OPSET, "export_error": short_error(e)}
+            print("%-36s export_error (%.1f s): %s" % (
+                s["name"], time.time() - t0, entry["export_error"]),
+                flush=True)
+            if os.environ.get("GLINT_CORPUS_VERBOSE"):
+                traceback.print_exc()
+            p = os.path.join(outdir, s["name"] + ".onnx")
+            if os.path.exists(p):
+                os.remove(p)
+            if s["name"] in FALLBACKS:
+                fb = FALLBACKS[s["name"]]
+                entry["replaced_by"] = fb["name"]
+                todo.append(fb)
+        entries.append(entry)
+    return entries
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", nargs="?")
     ap.add_argument("--models", default="",
                     help="comma-separated names (default: all)")
     ap.add_argument("--list", action="store_true", help="print names, exit")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="models exported at once, each in a process of "
+                    "its own with its share of the cores (default 1)")
     a = ap.parse_args()
     if a.list:
         for s in SPECS:
@@ -484,37 +533,25 @@ def main():
             ap.error("unknown models: %s (see --list)" % ",".join(unknown))
         specs = [known[m] for m in wanted]
     os.makedirs(a.outdir, exist_ok=True)
-    register_roi_align_opset16()
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    jobs = max(1, min(a.jobs, len(specs)))
+    threads = max(1, min(4, os.cpu_count() or 1) // jobs)
     manifest = load_manifest(a.outdir)
     manifest["torch"] = torch.__version__
     manifest["torchvision"] = torchvision.__version__
-    for spec in specs:
-        todo = [spec]
-        while todo:
-            s = todo.pop(0)
-            t0 = time.time()
-            try:
-                entry = export_one(s, a.outdir)
-                print("%-36s ok  opset %d  %5d nodes  %7.1f MB  %.1f s" % (
-                    s["name"], entry["opset"], entry["nodes"],
-                    entry["file_bytes"] / 1e6, entry["export_s"]), flush=True)
-            except Exception as e:  # the exporter refused: record why
-                entry = {"name": s["name"], "exporter": "torchscript",
-                         "opset": OPSET, "export_error": short_error(e)}
-                print("%-36s export_error (%.1f s): %s" % (
-                    s["name"], time.time() - t0, entry["export_error"]),
-                    flush=True)
-                if os.environ.get("GLINT_CORPUS_VERBOSE"):
-                    traceback.print_exc()
-                p = os.path.join(a.outdir, s["name"] + ".onnx")
-                if os.path.exists(p):
-                    os.remove(p)
-                if s["name"] in FALLBACKS:
-                    fb = FALLBACKS[s["name"]]
-                    entry["replaced_by"] = fb["name"]
-                    todo.append(fb)
-            save_manifest(a.outdir, manifest, [entry])
+    jobs_list = [(s["name"], a.outdir) for s in specs]
+    if jobs == 1:
+        start_worker(threads)
+        for entries in map(export_chain, jobs_list):
+            save_manifest(a.outdir, manifest, entries)
+        return 0
+    # "spawn": a forked child would inherit torch's thread pools. A worker
+    # that dies (a crash in the exporter) raises BrokenProcessPool here
+    # rather than leaving the run waiting for it.
+    with concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=multiprocessing.get_context("spawn"),
+            initializer=start_worker, initargs=(threads,)) as pool:
+        for entries in pool.map(export_chain, jobs_list):  # in list order
+            save_manifest(a.outdir, manifest, entries)
     return 0
 
 

@@ -16,7 +16,9 @@
 #
 # Environment: PYTHON (default /usr/bin/python3, which has Debian's torch,
 # torchvision and onnx), NODE (default node), ORT_THREADS (default 2),
-# ORT_TIME_ITERS (timed ORT runs per model, default 5; 0: none).
+# ORT_TIME_ITERS (timed ORT runs per model, default 5; 0: none),
+# EXPORT_JOBS (models exported at once, default 2: the exporter runs on
+# one core for most of a model, and the tests reserve two for this).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,6 +26,7 @@ PYTHON="${PYTHON:-/usr/bin/python3}"
 NODE="${NODE:-node}"
 ORT_THREADS="${ORT_THREADS:-2}"
 ORT_TIME_ITERS="${ORT_TIME_ITERS:-5}"
+EXPORT_JOBS="${EXPORT_JOBS:-2}"
 
 if [[ $# -lt 1 || $# -gt 2 || "$1" == -* ]]; then
   echo "usage: $0 OUTDIR [MODEL,MODEL,...]" >&2
@@ -66,7 +69,8 @@ fi
 if ((run_torch)); then
   echo "== export_models.py"
   t=$(now)
-  "$PYTHON" "$here/export_models.py" "$out" ${torch_models:+--models "$torch_models"}
+  "$PYTHON" "$here/export_models.py" "$out" --jobs "$EXPORT_JOBS" \
+    ${torch_models:+--models "$torch_models"}
   echo "== export_models.py: $(since "$t") s"
 fi
 if ((run_helper)); then
