@@ -85,55 +85,11 @@ bool PermutableOperand(const Graph& graph, const std::string& name,
                           (t->num_elements() == elements && t->shape().rank() == 1));
 }
 
-LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+// The followers that name an axis or take per-axis operands (Slice,
+// Concat, BatchNormalization, Pad, Resize): they join when that axis is the
+// channels or the operands are constants ConvertToChannelsLast can permute.
+LayoutRole ClassifyAxisFollower(const Graph& graph, const Node& node) {
   const std::string& op = node.op_type;
-  // The int8 convolutions, and what lies between them in quantized models:
-  // per-tensor (De)QuantizeLinear (elementwise) and MaxPool on uint8.
-  const bool qconv =
-      op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
-  const bool quantized_ok = qconv || op == "MaxPool" ||
-                            op == "DequantizeLinear" || op == "QuantizeLinear";
-  if (!IsDefaultDomain(node) || node.outputs.empty() ||
-      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
-    return LayoutRole::kNone;
-  }
-  for (size_t o = 1; o < node.outputs.size(); ++o) {
-    if (!node.outputs[o].empty()) return LayoutRole::kNone;
-  }
-  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
-    return LayoutRole::kNone;
-  }
-  if (qconv) return LayoutRole::kConv;
-  if (op == "DequantizeLinear" || op == "QuantizeLinear") {
-    const Tensor* scale = node.inputs.size() >= 2
-                              ? graph.FindInitializer(node.inputs[1])
-                              : nullptr;
-    return scale != nullptr && scale->num_elements() == 1
-               ? LayoutRole::kFollower
-               : LayoutRole::kNone;
-  }
-  if (op == "Conv" || (op == kFusedConvOp &&
-                       node.GetInt("channels_last", 0) == 0)) {
-    return LayoutRole::kConv;
-  }
-  static const absl::flat_hash_set<std::string>* const kUnary =
-      new absl::flat_hash_set<std::string>{
-          "MaxPool",  "AveragePool", "GlobalAveragePool", "Relu",
-          "LeakyRelu", "Sigmoid",    "Tanh",              "HardSigmoid",
-          "HardSwish", "Elu",        "Selu",              "Softplus",
-          "Identity",  kElementwiseChainOp};
-  if (kUnary->contains(op)) {
-    return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    // Both operands are region values (ConvertToChannelsLast requires it
-    // of every follower's activation inputs), so both are 4-D and take the
-    // same permutation: broadcasting commutes with it. A squeeze-excite
-    // block's [N, C, 1, 1] scale stays channels last with its features.
-    return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
-                                                  : LayoutRole::kNone;
-  }
-  if (op == kChannelShuffleOp) return LayoutRole::kFollower;
   if (op == "Slice" && node.inputs.size() >= 4) {
     // Along the channels only (ShuffleNet's chunk into two branches): axes
     // [1] becomes [3]; starts, ends and steps apply to that axis as they
@@ -183,6 +139,58 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
     return constant ? LayoutRole::kFollower : LayoutRole::kNone;
   }
   return LayoutRole::kNone;
+}
+
+LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
+  const std::string& op = node.op_type;
+  // The int8 convolutions, and what lies between them in quantized models:
+  // per-tensor (De)QuantizeLinear (elementwise) and MaxPool on uint8.
+  const bool qconv =
+      op == kQLinearFusedConvOp && node.GetInt("channels_last", 0) == 0;
+  const bool quantized_ok = qconv || op == "MaxPool" ||
+                            op == "DequantizeLinear" || op == "QuantizeLinear";
+  if (!IsDefaultDomain(node) || node.outputs.empty() ||
+      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
+    return LayoutRole::kNone;
+  }
+  for (size_t o = 1; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o].empty()) return LayoutRole::kNone;
+  }
+  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
+    return LayoutRole::kNone;
+  }
+  if (qconv) return LayoutRole::kConv;
+  if (op == "DequantizeLinear" || op == "QuantizeLinear") {
+    const Tensor* scale = node.inputs.size() >= 2
+                              ? graph.FindInitializer(node.inputs[1])
+                              : nullptr;
+    return scale != nullptr && scale->num_elements() == 1
+               ? LayoutRole::kFollower
+               : LayoutRole::kNone;
+  }
+  if (op == "Conv" || (op == kFusedConvOp &&
+                       node.GetInt("channels_last", 0) == 0)) {
+    return LayoutRole::kConv;
+  }
+  static const absl::flat_hash_set<std::string>* const kUnary =
+      new absl::flat_hash_set<std::string>{
+          "MaxPool",  "AveragePool", "GlobalAveragePool", "Relu",
+          "LeakyRelu", "Sigmoid",    "Tanh",              "HardSigmoid",
+          "HardSwish", "Elu",        "Selu",              "Softplus",
+          "Identity",  kElementwiseChainOp};
+  if (kUnary->contains(op)) {
+    return node.inputs.size() == 1 ? LayoutRole::kFollower : LayoutRole::kNone;
+  }
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    // Both operands are region values (ConvertToChannelsLast requires it
+    // of every follower's activation inputs), so both are 4-D and take the
+    // same permutation: broadcasting commutes with it. A squeeze-excite
+    // block's [N, C, 1, 1] scale stays channels last with its features.
+    return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
+                                                  : LayoutRole::kNone;
+  }
+  if (op == kChannelShuffleOp) return LayoutRole::kFollower;
+  return ClassifyAxisFollower(graph, node);
 }
 
 // Replaces the constant per-axis operands of a Resize (roi, scales, sizes)
@@ -269,56 +277,117 @@ absl::Status FuseChannelShuffle(Graph* graph) {
   return absl::OkStatus();
 }
 
-absl::Status ConvertToChannelsLast(Graph* graph) {
-  // Which nodes join: every eligible Conv, then whatever follows a region
-  // value with an eligible op, in topological order.
-  std::vector<bool> joins(graph->nodes.size(), false);
-  absl::flat_hash_set<std::string> region_values;
+namespace {
+
+// Which nodes join the channels-last region: every eligible Conv, then
+// whatever follows a region value with an eligible op, in topological order.
+// Fills *region_values with the outputs of the nodes that join. All false
+// when no Conv joins: a region without one gains nothing.
+std::vector<bool> ChooseChannelsLastRegion(
+    const Graph& graph, absl::flat_hash_set<std::string>* region_values) {
+  std::vector<bool> joins(graph.nodes.size(), false);
   bool any_conv = false;
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    const Node& node = graph->nodes[i];
-    const LayoutRole role = ClassifyForChannelsLast(*graph, node);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    const LayoutRole role = ClassifyForChannelsLast(graph, node);
     bool join = role == LayoutRole::kConv;
     if (role == LayoutRole::kFollower) {
       join = true;
       for (int k : ActivationInputs(node)) {
-        join = join && region_values.contains(node.inputs[k]);
+        join = join && region_values->contains(node.inputs[k]);
       }
     }
     if (!join) continue;
     any_conv = any_conv || role == LayoutRole::kConv;
     joins[i] = true;
-    region_values.insert(node.outputs[0]);
+    region_values->insert(node.outputs[0]);
   }
-  if (!any_conv) return absl::OkStatus();
+  if (!any_conv) {
+    region_values->clear();
+    return std::vector<bool>(graph.nodes.size(), false);
+  }
   // A Resize whose output no region node reads stays NCHW: it is cheaper
   // to bring its (smaller) input back than its output (a segmentation
   // head's final upsampling to the image's size).
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
-    if (!joins[i] || graph->nodes[i].op_type != "Resize") continue;
-    const std::string& out = graph->nodes[i].outputs[0];
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (!joins[i] || graph.nodes[i].op_type != "Resize") continue;
+    const std::string& out = graph.nodes[i].outputs[0];
     bool read_inside = false;
-    for (size_t j = i + 1; j < graph->nodes.size() && !read_inside; ++j) {
-      read_inside = joins[j] && absl::c_linear_search(graph->nodes[j].inputs, out);
+    for (size_t j = i + 1; j < graph.nodes.size() && !read_inside; ++j) {
+      read_inside = joins[j] && absl::c_linear_search(graph.nodes[j].inputs, out);
     }
     if (!read_inside) {
       joins[i] = false;
-      region_values.erase(out);
+      region_values->erase(out);
     }
   }
+  return joins;
+}
 
-  // Region values read outside it (or graph outputs) leave through a
-  // Transpose that produces the original NCHW name.
+// The region values read outside it (or graph outputs): they leave through
+// a Transpose that produces the original NCHW name.
+absl::flat_hash_set<std::string> RegionLeaves(
+    const Graph& graph, const std::vector<bool>& joins,
+    const absl::flat_hash_set<std::string>& region_values) {
   absl::flat_hash_set<std::string> leaves;
-  for (size_t i = 0; i < graph->nodes.size(); ++i) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
     if (joins[i]) continue;
-    for (const std::string& in : graph->nodes[i].inputs) {
+    for (const std::string& in : graph.nodes[i].inputs) {
       if (region_values.contains(in)) leaves.insert(in);
     }
   }
-  for (const ValueInfo& out : graph->outputs) {
+  for (const ValueInfo& out : graph.outputs) {
     if (region_values.contains(out.name)) leaves.insert(out.name);
   }
+  return leaves;
+}
+
+// Turns a region node into its channels-last form: the NHWC op or
+// attribute, and permuted constant operands. Its inputs and outputs are
+// renamed by the caller.
+void MakeChannelsLast(Graph* graph, Node* node) {
+  const std::string& op = node->op_type;
+  if (op == "Conv" || op == kFusedConvOp) {
+    node->op_type = kFusedConvOp;
+    node->attributes["channels_last"] = int64_t{1};
+  } else if (op == kQLinearFusedConvOp) {
+    node->attributes["channels_last"] = int64_t{1};
+  } else if (op == "MaxPool") {
+    node->op_type = kChannelsLastMaxPoolOp;
+  } else if (op == "AveragePool") {
+    node->op_type = kChannelsLastAveragePoolOp;
+  } else if (op == "GlobalAveragePool") {
+    node->op_type = kChannelsLastGlobalAveragePoolOp;
+  } else if (op == "BatchNormalization") {
+    node->op_type = kChannelsLastBatchNormOp;
+  } else if (op == "Concat") {
+    node->attributes["axis"] = int64_t{3};
+  } else if (op == "Resize" || op == "Pad") {
+    PermuteConstantOperands(graph, node);
+  } else if (op == kChannelShuffleOp) {
+    node->op_type = kChannelsLastChannelShuffleOp;
+  } else if (op == "Slice") {
+    const Tensor* axes = graph->FindInitializer(node->inputs[3]);
+    Tensor last = axes->dtype() == DType::kInt64
+                      ? Tensor::FromVector(DType::kInt64, Shape({1}),
+                                           std::vector<int64_t>{3})
+                      : Tensor::FromVector(DType::kInt32, Shape({1}),
+                                           std::vector<int32_t>{3});
+    const std::string name = FreshName(*graph, node->inputs[3] + "__nhwc");
+    AddInitializer(graph, name, std::move(last));
+    node->inputs[3] = name;
+  }
+}
+
+}  // namespace
+
+absl::Status ConvertToChannelsLast(Graph* graph) {
+  absl::flat_hash_set<std::string> region_values;
+  const std::vector<bool> joins =
+      ChooseChannelsLastRegion(*graph, &region_values);
+  if (region_values.empty()) return absl::OkStatus();
+  const absl::flat_hash_set<std::string> leaves =
+      RegionLeaves(*graph, joins, region_values);
   absl::flat_hash_set<std::string> node_names;
   for (const Node& node : graph->nodes) node_names.insert(node.name);
   auto fresh_node_name = [&](const std::string& base) {
@@ -362,37 +431,7 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
         in = it->second;
       }
     }
-    const std::string& op = node.op_type;
-    if (op == "Conv" || op == kFusedConvOp) {
-      node.op_type = kFusedConvOp;
-      node.attributes["channels_last"] = int64_t{1};
-    } else if (op == kQLinearFusedConvOp) {
-      node.attributes["channels_last"] = int64_t{1};
-    } else if (op == "MaxPool") {
-      node.op_type = kChannelsLastMaxPoolOp;
-    } else if (op == "AveragePool") {
-      node.op_type = kChannelsLastAveragePoolOp;
-    } else if (op == "GlobalAveragePool") {
-      node.op_type = kChannelsLastGlobalAveragePoolOp;
-    } else if (op == "BatchNormalization") {
-      node.op_type = kChannelsLastBatchNormOp;
-    } else if (op == "Concat") {
-      node.attributes["axis"] = int64_t{3};
-    } else if (op == "Resize" || op == "Pad") {
-      PermuteConstantOperands(graph, &node);
-    } else if (op == kChannelShuffleOp) {
-      node.op_type = kChannelsLastChannelShuffleOp;
-    } else if (op == "Slice") {
-      const Tensor* axes = graph->FindInitializer(node.inputs[3]);
-      Tensor last = axes->dtype() == DType::kInt64
-                        ? Tensor::FromVector(DType::kInt64, Shape({1}),
-                                             std::vector<int64_t>{3})
-                        : Tensor::FromVector(DType::kInt32, Shape({1}),
-                                             std::vector<int32_t>{3});
-      const std::string name = FreshName(*graph, node.inputs[3] + "__nhwc");
-      AddInitializer(graph, name, std::move(last));
-      node.inputs[3] = name;
-    }
+    MakeChannelsLast(graph, &node);
     node.outputs.resize(1);
     const std::string out = node.outputs[0];
     const std::string out_nhwc = add_nhwc_value(out);

@@ -109,9 +109,51 @@ int ReplaceByGelu(Graph* graph, std::vector<int> erase, int scale, int last,
   return at;
 }
 
-}  // namespace
+// Matches x + 0.044715 * x^3 at the Add node `sum`, with x^3 written
+// x * (x * x) or Pow(x, 3) and every intermediate read once: tries each
+// operand of the Add as x. Returns x, or "" when it does not match; on a
+// match *cube_nodes gets the nodes of the cubic term.
+std::string MatchCubicTerm(const Graph& graph, const Uses& uses, int sum,
+                           std::vector<int>* cube_nodes) {
+  auto single_producer = [&](int before, const std::string& v) {
+    return uses.SingleInternalUse(v) ? FindProducer(graph, before, v) : -1;
+  };
+  for (const std::string& cand : graph.nodes[sum].inputs) {
+    const std::string a = OtherInput(graph.nodes[sum], cand);
+    const int coef = a.empty() ? -1 : single_producer(sum, a);
+    if (coef < 0 || !IsBinary(graph.nodes[coef], "Mul")) continue;
+    std::string x3;
+    for (const std::string& in : graph.nodes[coef].inputs) {
+      if (Near(ScalarConstant(graph, in), 0.044715)) {
+        x3 = OtherInput(graph.nodes[coef], in);
+      }
+    }
+    const int cube = x3.empty() ? -1 : single_producer(coef, x3);
+    if (cube < 0) continue;
+    const Node& cn = graph.nodes[cube];
+    std::vector<int> nodes = {coef, cube};
+    bool is_cube = false;
+    if (cn.op_type == "Pow" && IsDefaultDomain(cn) && cn.inputs.size() == 2) {
+      is_cube = cn.inputs[0] == cand &&
+                Near(ScalarConstant(graph, cn.inputs[1]), 3.0);
+    } else if (IsBinary(cn, "Mul")) {
+      const std::string sq = OtherInput(cn, cand);
+      const int square = sq.empty() ? -1 : single_producer(cube, sq);
+      is_cube = square >= 0 && IsBinary(graph.nodes[square], "Mul") &&
+                graph.nodes[square].inputs[0] == cand &&
+                graph.nodes[square].inputs[1] == cand;
+      nodes.push_back(square);
+    }
+    if (is_cube) {
+      *cube_nodes = std::move(nodes);
+      return cand;
+    }
+  }
+  return "";
+}
 
-absl::Status FuseGelu(Graph* graph) {
+// 0.5 * x * (1 + erf(x / sqrt(2))), as PyTorch exports nn.GELU().
+void FuseErfGelu(Graph* graph) {
   constexpr double kSqrt2 = 1.4142135623730951;
   for (int e = 0; e < static_cast<int>(graph->nodes.size()); ++e) {
     const Node& erf = graph->nodes[e];
@@ -156,9 +198,12 @@ absl::Status FuseGelu(Graph* graph) {
     // the old output (they all followed the pattern's last node).
     e = ReplaceByGelu(graph, erase, scale, last, x, "none");
   }
-  // The tanh form, as PyTorch exports F.gelu(x, approximate="tanh"):
-  // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as
-  // x * (x * x) or Pow(x, 3).
+}
+
+// The tanh form, as PyTorch exports F.gelu(x, approximate="tanh"):
+// 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), with x^3 as
+// x * (x * x) or Pow(x, 3).
+void FuseTanhGelu(Graph* graph) {
   constexpr double kSqrt2OverPi = 0.7978845608028654;
   for (int th = 0; th < static_cast<int>(graph->nodes.size()); ++th) {
     const Node& tanh = graph->nodes[th];
@@ -180,41 +225,8 @@ absl::Status FuseGelu(Graph* graph) {
     }
     const int sum = b.empty() ? -1 : single_producer(scale, b);
     if (sum < 0 || !IsBinary(graph->nodes[sum], "Add")) continue;
-    // x + 0.044715 * x^3: try each operand of the Add as x.
-    std::string x;
     std::vector<int> cube_nodes;
-    for (const std::string& cand : graph->nodes[sum].inputs) {
-      const std::string a = OtherInput(graph->nodes[sum], cand);
-      const int coef = a.empty() ? -1 : single_producer(sum, a);
-      if (coef < 0 || !IsBinary(graph->nodes[coef], "Mul")) continue;
-      std::string x3;
-      for (const std::string& in : graph->nodes[coef].inputs) {
-        if (Near(ScalarConstant(*graph, in), 0.044715)) {
-          x3 = OtherInput(graph->nodes[coef], in);
-        }
-      }
-      const int cube = x3.empty() ? -1 : single_producer(coef, x3);
-      if (cube < 0) continue;
-      const Node& cn = graph->nodes[cube];
-      std::vector<int> nodes = {coef, cube};
-      bool is_cube = false;
-      if (cn.op_type == "Pow" && IsDefaultDomain(cn) && cn.inputs.size() == 2) {
-        is_cube = cn.inputs[0] == cand &&
-                  Near(ScalarConstant(*graph, cn.inputs[1]), 3.0);
-      } else if (IsBinary(cn, "Mul")) {
-        const std::string sq = OtherInput(cn, cand);
-        const int square = sq.empty() ? -1 : single_producer(cube, sq);
-        is_cube = square >= 0 && IsBinary(graph->nodes[square], "Mul") &&
-                  graph->nodes[square].inputs[0] == cand &&
-                  graph->nodes[square].inputs[1] == cand;
-        nodes.push_back(square);
-      }
-      if (is_cube) {
-        x = cand;
-        cube_nodes = std::move(nodes);
-        break;
-      }
-    }
+    const std::string x = MatchCubicTerm(*graph, uses, sum, &cube_nodes);
     const ValueInfo* xi = x.empty() ? nullptr : graph->FindValue(x);
     if (xi == nullptr || xi->dtype != DType::kFloat32) continue;
     // 1 + tanh(...)
@@ -235,6 +247,13 @@ absl::Status FuseGelu(Graph* graph) {
     const int first = *std::min_element(erase.begin(), erase.end());
     th = ReplaceByGelu(graph, erase, first, last, x, "tanh");
   }
+}
+
+}  // namespace
+
+absl::Status FuseGelu(Graph* graph) {
+  FuseErfGelu(graph);
+  FuseTanhGelu(graph);
   return absl::OkStatus();
 }
 

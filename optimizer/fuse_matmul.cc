@@ -132,92 +132,130 @@ absl::Status FuseTransposes(Graph* graph) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Transpose(Reshape(X, [B, L, H, D]), perm) with X [B, L, H*D]: how an
+// exported attention block splits Q, K or V into heads.
+struct AttentionHead {
+  int transpose = -1, reshape = -1;
+  std::string x;
+  std::vector<int64_t> split;  // [B, L, H, D]
+};
+
+// Pattern queries for FuseAttention over one state of the graph: every
+// intermediate value of the pattern must be read once, inside it. Valid
+// until the graph changes. Not thread-safe.
+class AttentionMatcher {
+ public:
+  explicit AttentionMatcher(const Graph& graph) : graph_(graph), uses_(graph) {}
+
+  // The node producing `value`, which nothing else reads; -1 otherwise.
+  int SoleProducer(const std::string& value) const {
+    return uses_.SingleInternalUse(value)
+               ? FindProducer(graph_, static_cast<int>(graph_.nodes.size()),
+                              value)
+               : -1;
+  }
+  // The only node reading node i's output; -1 when there is none or more.
+  int SoleConsumer(int i) const {
+    const std::string& value = graph_.nodes[i].outputs[0];
+    return uses_.SingleInternalUse(value) ? FindConsumer(graph_, i, value)
+                                          : -1;
+  }
+  // Whether node i is a single-output `op` of the default domain.
+  bool Is(int i, const char* op) const {
+    return i >= 0 && IsDefaultDomain(graph_.nodes[i]) &&
+           graph_.nodes[i].op_type == op &&
+           graph_.nodes[i].outputs.size() == 1;
+  }
+  // The head split producing `value` with permutation `perm`; nullopt
+  // when `value` is not one.
+  std::optional<AttentionHead> Head(const std::string& value,
+                                    const std::vector<int64_t>& perm) const {
+    AttentionHead h;
+    h.transpose = SoleProducer(value);
+    if (!Is(h.transpose, "Transpose") ||
+        TransposePerm(graph_.nodes[h.transpose]) != perm) {
+      return std::nullopt;
+    }
+    h.reshape = SoleProducer(graph_.nodes[h.transpose].inputs[0]);
+    if (!Is(h.reshape, "Reshape")) return std::nullopt;
+    const Node& r = graph_.nodes[h.reshape];
+    const ValueInfo* x = graph_.FindValue(r.inputs[0]);
+    const ValueInfo* split = graph_.FindValue(r.outputs[0]);
+    if (x == nullptr || split == nullptr || x->dtype != DType::kFloat32 ||
+        x->shape.rank() != 3 || !x->shape.IsStatic() ||
+        split->shape.rank() != 4 || !split->shape.IsStatic()) {
+      return std::nullopt;
+    }
+    h.split = split->shape.dims();
+    if (x->shape.dim(0) != h.split[0] || x->shape.dim(1) != h.split[1] ||
+        x->shape.dim(2) != h.split[2] * h.split[3]) {
+      return std::nullopt;
+    }
+    h.x = r.inputs[0];
+    return h;
+  }
+
+ private:
+  const Graph& graph_;
+  const Uses uses_;
+};
+
+// Whether `softmax` normalizes the last axis of a static 4-D float tensor
+// (attention scores [B, H, L, L']).
+bool IsScoresSoftmax(const Graph& graph, const Node& softmax) {
+  if (!IsUnary(softmax, "Softmax")) return false;
+  const ValueInfo* scores = graph.FindValue(softmax.inputs[0]);
+  if (scores == nullptr || scores->dtype != DType::kFloat32 ||
+      scores->shape.rank() != 4 || !scores->shape.IsStatic()) {
+    return false;
+  }
+  // Before opset 13 Softmax flattens from `axis` on (default 1), which
+  // for the last axis is the same thing.
+  const int64_t axis =
+      softmax.GetInt("axis", graph.opset_version >= 13 ? -1 : 1);
+  return axis == -1 || axis == 3;
+}
+
+// Puts `attention` in node `merge`'s place, where Q, K and V are all
+// ready, and removes the rest of the pattern (`erase`) and its values.
+void ReplaceByAttention(Graph* graph, std::vector<int> erase, int merge,
+                        Node attention) {
+  for (int i : erase) graph->values.erase(graph->nodes[i].outputs[0]);
+  graph->nodes[merge] = std::move(attention);
+  std::sort(erase.begin(), erase.end(), std::greater<int>());
+  for (int i : erase) graph->nodes.erase(graph->nodes.begin() + i);
+}
+
+}  // namespace
+
 absl::Status FuseAttention(Graph* graph) {
   for (int sm = 0; sm < static_cast<int>(graph->nodes.size()); ++sm) {
     const Node& softmax = graph->nodes[sm];
-    if (!IsUnary(softmax, "Softmax")) continue;
-    const ValueInfo* scores = graph->FindValue(softmax.inputs[0]);
-    if (scores == nullptr || scores->dtype != DType::kFloat32 ||
-        scores->shape.rank() != 4 || !scores->shape.IsStatic()) {
-      continue;
-    }
-    // Before opset 13 Softmax flattens from `axis` on (default 1), which
-    // for the last axis is the same thing.
-    const int64_t axis =
-        softmax.GetInt("axis", graph->opset_version >= 13 ? -1 : 1);
-    if (axis != -1 && axis != 3) continue;
-    const Uses uses(*graph);
-    // The node producing `value`, which nothing else reads; -1 otherwise.
-    auto sole_producer = [&](const std::string& value) {
-      return uses.SingleInternalUse(value)
-                 ? FindProducer(*graph, static_cast<int>(graph->nodes.size()),
-                                value)
-                 : -1;
-    };
-    auto sole_consumer = [&](int i) {
-      const std::string& value = graph->nodes[i].outputs[0];
-      return uses.SingleInternalUse(value) ? FindConsumer(*graph, i, value)
-                                           : -1;
-    };
-    auto is = [&](int i, const char* op) {
-      return i >= 0 && IsDefaultDomain(graph->nodes[i]) &&
-             graph->nodes[i].op_type == op &&
-             graph->nodes[i].outputs.size() == 1;
-    };
-    // Transpose(Reshape(X, [B, L, H, D]), perm) with X [B, L, H*D]: the
-    // nodes and X, or nothing.
-    struct Head {
-      int transpose = -1, reshape = -1;
-      std::string x;
-      std::vector<int64_t> split;  // [B, L, H, D]
-    };
-    auto head = [&](const std::string& value,
-                    const std::vector<int64_t>& perm) -> std::optional<Head> {
-      Head h;
-      h.transpose = sole_producer(value);
-      if (!is(h.transpose, "Transpose") ||
-          TransposePerm(graph->nodes[h.transpose]) != perm) {
-        return std::nullopt;
-      }
-      h.reshape = sole_producer(graph->nodes[h.transpose].inputs[0]);
-      if (!is(h.reshape, "Reshape")) return std::nullopt;
-      const Node& r = graph->nodes[h.reshape];
-      const ValueInfo* x = graph->FindValue(r.inputs[0]);
-      const ValueInfo* split = graph->FindValue(r.outputs[0]);
-      if (x == nullptr || split == nullptr || x->dtype != DType::kFloat32 ||
-          x->shape.rank() != 3 || !x->shape.IsStatic() ||
-          split->shape.rank() != 4 || !split->shape.IsStatic()) {
-        return std::nullopt;
-      }
-      h.split = split->shape.dims();
-      if (x->shape.dim(0) != h.split[0] || x->shape.dim(1) != h.split[1] ||
-          x->shape.dim(2) != h.split[2] * h.split[3]) {
-        return std::nullopt;
-      }
-      h.x = r.inputs[0];
-      return h;
-    };
-    const int mm1 = sole_producer(softmax.inputs[0]);
-    if (!is(mm1, "MatMul") && !is(mm1, kFusedMatMulOp)) continue;
+    if (!IsScoresSoftmax(*graph, softmax)) continue;
+    const AttentionMatcher m(*graph);
+    const int mm1 = m.SoleProducer(softmax.inputs[0]);
+    if (!m.Is(mm1, "MatMul") && !m.Is(mm1, kFusedMatMulOp)) continue;
     const Node& qk = graph->nodes[mm1];
     if (qk.inputs.size() != 2 || !ActivationOf(qk).empty()) continue;
-    const int mm2 = sole_consumer(sm);
-    if (!is(mm2, "MatMul") || graph->nodes[mm2].inputs.size() != 2 ||
+    const int mm2 = m.SoleConsumer(sm);
+    if (!m.Is(mm2, "MatMul") || graph->nodes[mm2].inputs.size() != 2 ||
         graph->nodes[mm2].inputs[0] != softmax.outputs[0]) {
       continue;
     }
-    const int out_t = sole_consumer(mm2);
-    if (!is(out_t, "Transpose") ||
+    const int out_t = m.SoleConsumer(mm2);
+    if (!m.Is(out_t, "Transpose") ||
         TransposePerm(graph->nodes[out_t]) !=
             std::vector<int64_t>{0, 2, 1, 3}) {
       continue;
     }
-    const int merge = sole_consumer(out_t);
-    if (!is(merge, "Reshape")) continue;
-    const std::optional<Head> q = head(qk.inputs[0], {0, 2, 1, 3});
-    const std::optional<Head> k = head(qk.inputs[1], {0, 2, 3, 1});
-    const std::optional<Head> v =
-        head(graph->nodes[mm2].inputs[1], {0, 2, 1, 3});
+    const int merge = m.SoleConsumer(out_t);
+    if (!m.Is(merge, "Reshape")) continue;
+    const std::optional<AttentionHead> q = m.Head(qk.inputs[0], {0, 2, 1, 3});
+    const std::optional<AttentionHead> k = m.Head(qk.inputs[1], {0, 2, 3, 1});
+    const std::optional<AttentionHead> v =
+        m.Head(graph->nodes[mm2].inputs[1], {0, 2, 1, 3});
     const ValueInfo* y = graph->FindValue(graph->nodes[merge].outputs[0]);
     if (!q || !k || !v || y == nullptr) continue;
     // Same batch, heads and head size everywhere; K and V of one length.
@@ -236,16 +274,10 @@ absl::Status FuseAttention(Graph* graph) {
     attention.outputs = graph->nodes[merge].outputs;
     attention.attributes["num_heads"] = heads;
     attention.attributes["scale"] = qk.GetFloat("alpha", 1.0f);
-    // The node takes the last one's place, where Q, K and V are all ready;
-    // the rest of the pattern and its values go.
-    std::vector<int> erase = {q->transpose, q->reshape, k->transpose,
-                              k->reshape,   v->transpose, v->reshape,
-                              mm1,          sm,           mm2,
-                              out_t};
-    for (int i : erase) graph->values.erase(graph->nodes[i].outputs[0]);
-    graph->nodes[merge] = std::move(attention);
-    std::sort(erase.begin(), erase.end(), std::greater<int>());
-    for (int i : erase) graph->nodes.erase(graph->nodes.begin() + i);
+    ReplaceByAttention(graph,
+                       {q->transpose, q->reshape, k->transpose, k->reshape,
+                        v->transpose, v->reshape, mm1, sm, mm2, out_t},
+                       merge, std::move(attention));
     sm = -1;  // Indices moved; rescan (each match removes its Softmax).
   }
   return absl::OkStatus();
