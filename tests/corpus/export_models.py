@@ -464,6 +464,13 @@ def short_error(e):
     return " / ".join(lines[:3])[:500]
 
 
+def specs_by_name():
+    """Every model that can be exported, fallbacks included, by name."""
+    known = {s["name"]: s for s in SPECS}
+    known.update({s["name"]: s for s in FALLBACKS.values()})
+    return known
+
+
 def start_worker(threads):
     """Sets up a process that exports: the opset-16 RoiAlign symbolic and
     its share of the cores."""
@@ -476,10 +483,8 @@ def export_chain(job):
     it and it has a fallback, the fallback too. Returns the manifest
     entries, one per model tried. Runs in a worker process under --jobs."""
     name, outdir = job
-    known = {s["name"]: s for s in SPECS}
-    known.update({s["name"]: s for s in FALLBACKS.values()})
     entries = []
-    todo = [known[name]]
+    todo = [specs_by_name()[name]]
     while todo:
         s = todo.pop(0)
         t0 = time.time()
@@ -526,8 +531,7 @@ def main():
     specs = SPECS
     if a.models:
         wanted = [m for m in a.models.split(",") if m]
-        known = {s["name"]: s for s in SPECS}
-        known.update({s["name"]: s for s in FALLBACKS.values()})
+        known = specs_by_name()
         unknown = [m for m in wanted if m not in known]
         if unknown:
             ap.error("unknown models: %s (see --list)" % ",".join(unknown))
