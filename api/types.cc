@@ -54,6 +54,10 @@ absl::string_view PlanReuseName(PlanReuse reuse) {
   return "moo";
 }
 
+std::string DynamicDim::Key() const {
+  return name.empty() ? absl::StrCat(input, ":", axis) : name;
+}
+
 absl::Status ValidateDynamicBatching(const DynamicBatching& batching) {
   const int max = batching.max_batch_size;
   if (max < 0 || max > kMaxBatchSize) {

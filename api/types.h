@@ -105,11 +105,40 @@ inline constexpr int kMaxBatchSize = 1 << 16;
 inline constexpr absl::Duration kMaxQueueDelay = absl::Seconds(10);
 absl::Status ValidateDynamicBatching(const DynamicBatching& batching);
 
+// --- Shapes per request ------------------------------------------------------
+
+// An input dim the model leaves symbolic (ONNX dim_param: "batch", "seq")
+// or unknown, and that AddNetworkOptions::input_shapes does not bind: each
+// request brings its size, from 0 to `max`. Dims of one name are one size
+// in a request, as ONNX means them.
+struct DynamicDim {
+  std::string input;
+  int axis = 0;
+  std::string name;  // The model's name for it; "" when it has none.
+  int64_t max = 0;   // The largest size a request may give.
+
+  // Its key in AddNetworkOptions::max_dims: `name`, or "INPUT:AXIS" for a
+  // dim the model does not name.
+  std::string Key() const;
+};
+
+// A dynamic dim's bound when AddNetworkOptions::max_dims gives none. A
+// request's tensors are still held to the tensor-size ceilings
+// (CheckTensorSize), which bound their product.
+inline constexpr int64_t kDefaultMaxDim = 4096;
+// The largest bound max_dims may set.
+inline constexpr int64_t kMaxDimBound = int64_t{1} << 31;
+
 struct AddNetworkOptions {
   // Binds graph inputs whose declared shape has symbolic or unknown
-  // dimensions: input name → full static shape. Unbound unknown dimensions
-  // default to 1 (a batch of one), as the network's GetNetwork reports.
+  // dimensions: input name → full static shape, for good (every request
+  // must then send that shape). Dims left unbound are dynamic (DynamicDim):
+  // each request brings its own size.
   std::map<std::string, Shape> input_shapes;
+  // Bounds of dynamic dims, by DynamicDim::Key() ("seq" → 512): 1 to
+  // kMaxDimBound each; kDefaultMaxDim for the others. A key that names no
+  // dynamic dim of the model is INVALID_ARGUMENT at AddNetwork.
+  std::map<std::string, int64_t> max_dims;
   // How the network is split and copied over the devices.
   PartitionOptions partition;
   // The plan cache (with a journal only). MOO by default: a daemon whose
@@ -160,7 +189,11 @@ struct PartitionInfo {
 
 struct NetworkInfo {
   std::string name;
-  std::vector<ValueInfo> inputs;   // Static shapes, as bound at AddNetwork.
+  // Their dims are -1 where dynamic (see dynamic_dims), else as bound at
+  // AddNetwork.
+  std::vector<ValueInfo> inputs;
+  // The inputs' dynamic dims with their bounds, in input and axis order.
+  std::vector<DynamicDim> dynamic_dims;
   std::vector<ValueInfo> outputs;  // Dims may be unknown (data-dependent).
   std::vector<PartitionInfo> partitions;  // In topological order.
   std::string strategy;  // The partitioning strategy that made the plan.

@@ -296,7 +296,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   };
   const Command commands[] = {
       {"add",
-       {"input_shape", "strategy", "plan_devices", "replicas", "place", "reuse",
+       {"input_shape", "max_dim", "strategy", "plan_devices", "replicas",
+        "place", "reuse",
         "user_config", "max_batch_size", "max_queue_delay_us",
         "preferred_batch_sizes", "precision"},
        {},
@@ -325,7 +326,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   return UsageError(absl::StrCat("unknown command '", command, "'"));
 }
 
-// `add`'s --input_shape NAME=D0,D1,... arguments.
+// `add`'s --input_shape NAME=D0,D1,... and --max_dim DIM=N arguments.
 absl::Status ParseInputShapeArgs(const ParsedArgs& args,
                                  AddNetworkOptions* options) {
   for (const std::string& spec : args.All("input_shape")) {
@@ -337,6 +338,18 @@ absl::Status ParseInputShapeArgs(const ParsedArgs& args,
     absl::StatusOr<Shape> shape = ParseDims(kv[1]);
     if (!shape.ok()) return shape.status();
     options->input_shapes[kv[0]] = *std::move(shape);
+  }
+  // --max_dim DIM=N: DIM is a dim's name in the model or INPUT:AXIS.
+  for (const std::string& spec : args.All("max_dim")) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    int64_t max = 0;
+    if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &max) ||
+        max < 1 || max > kMaxDimBound) {
+      return UsageError(absl::StrCat("bad --max_dim '", spec,
+                                     "' (expected DIM=N, N in 1..",
+                                     kMaxDimBound, ")"));
+    }
+    options->max_dims[kv[0]] = max;
   }
   return absl::OkStatus();
 }

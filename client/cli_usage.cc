@@ -13,12 +13,16 @@ ipv4:A:P1,A:P2; runs are spread over all of its daemons (round_robin) and
 retried on another one when a daemon is unavailable.
 
 commands:
-  add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--strategy S]
-      [--plan_devices N] [--replicas R] [--place PATTERN=DEVICE]...
-      [--reuse moo|match|override|graph] [--user_config TEXT]
-      [--max_batch_size N [--max_queue_delay_us U]
+  add NAME MODEL.onnx [--input_shape NAME=D0,D1,...]... [--max_dim DIM=N]...
+      [--strategy S] [--plan_devices N] [--replicas R]
+      [--place PATTERN=DEVICE]... [--reuse moo|match|override|graph]
+      [--user_config TEXT] [--max_batch_size N [--max_queue_delay_us U]
        [--preferred_batch_sizes B1,B2,...]] [--precision fp32|bf16]
-                     add an ONNX model as network NAME. S: auto (default),
+                     add an ONNX model as network NAME. Inputs' symbolic
+                     dims stay dynamic: each run brings its own size, up to
+                     --max_dim's bound (DIM: the dim's name in the model,
+                     e.g. seq, or INPUT:AXIS; default 4096); --input_shape
+                     fixes an input's shape instead. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
                      --max_batch_size turns on dynamic batching: concurrent

@@ -107,6 +107,12 @@ class Graph {
   std::string name;
   int64_t opset_version = 0;  // Of the default domain.
   std::vector<ValueInfo> inputs;   // Runtime inputs (never initializers).
+  // The model's names of the inputs' dims (ONNX dim_param: "batch",
+  // "seq"), one list per input in `inputs` order with one entry per dim,
+  // "" where the model names none. Empty when no input has a named dim.
+  // Set by the importer for the model's graph only: what a request's
+  // shapes are checked against (equal names, equal sizes).
+  std::vector<std::vector<std::string>> input_dim_names;
   std::vector<ValueInfo> outputs;
   std::vector<Node> nodes;         // Topologically sorted.
   std::map<std::string, Tensor> initializers;  // Constants, by value name.

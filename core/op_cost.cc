@@ -7,8 +7,29 @@
 
 namespace glint {
 
+namespace {
+
+// Elements of `shape` with unknown dims counted as 1; 0 for an unknown
+// rank.
+int64_t PlanningElements(const Shape& shape) {
+  if (!shape.has_rank()) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape.dims()) {
+    if (d != Shape::kUnknownDim) n *= d;
+  }
+  return n;
+}
+
+// Dim `i` of `shape`, 1 when unknown.
+int64_t PlanningDim(const Shape& shape, int i) {
+  const int64_t d = shape.dim(i);
+  return d == Shape::kUnknownDim ? 1 : d;
+}
+
+}  // namespace
+
 uint64_t ValueBytes(const ValueInfo& value) {
-  const int64_t n = value.shape.NumElements();
+  const int64_t n = PlanningElements(value.shape);
   return n < 0 ? 0 : static_cast<uint64_t>(n) * DTypeSize(value.dtype);
 }
 
@@ -43,7 +64,8 @@ double Iterations(const Node& node, const Graph& graph) {
     if (m > 0 && node.has_input(first) &&
         node.GetInts("scan_input_axes").empty()) {
       const ValueInfo* v = graph.FindValue(node.inputs[first]);
-      if (v != nullptr && v->shape.rank() > axis && v->shape.dim(axis) > 0) {
+      if (v != nullptr && v->shape.has_rank() && v->shape.rank() > axis &&
+          v->shape.dim(axis) > 0) {
         return static_cast<double>(v->shape.dim(axis));
       }
     }
@@ -74,7 +96,7 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     const ValueInfo* v = graph.FindValue(out);
     if (v == nullptr) continue;
     cost.bytes_written += ValueBytes(*v);
-    const int64_t n = v->shape.NumElements();
+    const int64_t n = PlanningElements(v->shape);
     if (n > 0 && out_elements == 0) out_elements = static_cast<double>(n);
   }
   // Backends fuse ops into internal ones ("glint.FusedMatMul"...): they
@@ -92,35 +114,41 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     op = "Conv";
     b = info(3);  // W.
   }
-  const bool a_static = a != nullptr && a->shape.IsStatic();
-  const bool b_static = b != nullptr && b->shape.IsStatic();
+  // Typed with a rank: unknown dims count as 1 (PlanningDim).
+  const bool a_static = a != nullptr && a->shape.has_rank();
+  const bool b_static = b != nullptr && b->shape.has_rank();
   if (op == "MatMul" && a_static && a->shape.rank() >= 1) {
-    const int64_t k = a->shape.dim(a->shape.rank() - 1);
+    const int64_t k = PlanningDim(a->shape, a->shape.rank() - 1);
     cost.flops = 2.0 * out_elements * static_cast<double>(k);
   } else if (op == "Gemm" && a_static && a->shape.rank() == 2) {
-    const int64_t k = node.GetInt("transA", 0) != 0 ? a->shape.dim(0)
-                                                    : a->shape.dim(1);
+    const int64_t k = node.GetInt("transA", 0) != 0 ? PlanningDim(a->shape, 0)
+                                                    : PlanningDim(a->shape, 1);
     cost.flops = 2.0 * out_elements * static_cast<double>(k);
     if (info(2) != nullptr) cost.flops += out_elements;
   } else if (op == "Conv" && b_static && b->shape.rank() >= 2) {
     double per_output = 1;  // (C_in / group) · kernel elements.
-    for (int d = 1; d < b->shape.rank(); ++d) per_output *= b->shape.dim(d);
+    for (int d = 1; d < b->shape.rank(); ++d) {
+      per_output *= PlanningDim(b->shape, d);
+    }
     cost.flops = 2.0 * out_elements * per_output;
     if (info(2) != nullptr) cost.flops += out_elements;
   } else if (op == "ConvTranspose" && a_static && b_static &&
              b->shape.rank() >= 2) {
     double per_input = 1;  // (C_out / group) · kernel elements.
-    for (int d = 1; d < b->shape.rank(); ++d) per_input *= b->shape.dim(d);
-    cost.flops = 2.0 * static_cast<double>(a->shape.NumElements()) * per_input;
+    for (int d = 1; d < b->shape.rank(); ++d) {
+      per_input *= PlanningDim(b->shape, d);
+    }
+    cost.flops =
+        2.0 * static_cast<double>(PlanningElements(a->shape)) * per_input;
   } else if ((op == "LSTM" || op == "GRU" || op == "RNN") && a_static &&
              b_static && a->shape.rank() == 3 && b->shape.rank() == 3) {
     // x [T, N, K] (or [N, T, K]), w [D, G·H, K]: per step and direction
     // x·Wᵀ and h·Rᵀ, 2·N·G·H·(K + H); the cell's elementwise work is noise.
-    const double steps_batch =
-        static_cast<double>(a->shape.dim(0) * a->shape.dim(1));
-    const double dirs_gh = static_cast<double>(b->shape.dim(0)) *
-                           static_cast<double>(b->shape.dim(1));
-    const double k = static_cast<double>(b->shape.dim(2));
+    const double steps_batch = static_cast<double>(
+        PlanningDim(a->shape, 0) * PlanningDim(a->shape, 1));
+    const double dirs_gh = static_cast<double>(PlanningDim(b->shape, 0)) *
+                           static_cast<double>(PlanningDim(b->shape, 1));
+    const double k = static_cast<double>(PlanningDim(b->shape, 2));
     const double h = static_cast<double>(node.GetInt("hidden_size", 0));
     cost.flops = 2.0 * steps_batch * dirs_gh * (k + h);
   } else if (const auto subgraphs = node.Subgraphs(); !subgraphs.empty()) {

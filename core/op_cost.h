@@ -17,8 +17,11 @@ struct OpCost {
   uint64_t weight_bytes = 0;   // Inputs that are initializers.
 };
 
-// Estimates from the node's static shapes; values with unknown dims count
-// as empty (their size is only known at run time).
+// Estimates from the node's shapes as typed. A dim of unknown size (a
+// dynamic input dim, a data-dependent one) counts as 1, its smallest
+// non-empty size: a network with shapes per request is planned at its
+// smallest request, where the ops still weigh as their static dims say (a
+// value of unknown rank counts as empty).
 //   MatMul [.., M, K] x [.., K, N]: 2·M·K·N per batch element.
 //   Gemm: 2·M·K·N (+ M·N for C).
 //   Conv: 2 · output elements · (C_in / group) · kernel elements (+ bias).
@@ -29,7 +32,8 @@ struct OpCost {
 //   Everything else: one operation per output element.
 OpCost EstimateOpCost(const Node& node, const Graph& graph);
 
-// Bytes of a value with a static shape; 0 when its size is unknown.
+// Bytes of a value, dims of unknown size counted as 1; 0 when its rank is
+// unknown.
 uint64_t ValueBytes(const ValueInfo& value);
 
 }  // namespace glint

@@ -120,11 +120,30 @@ TEST(OpCostTest, ElementwiseAndUnknownSizes) {
   g.values["y"] = F32("y", Shape({3, Shape::kUnknownDim}));
   g.values["p"] = F32("p", Shape({2, 5}));
   g.values["q"] = F32("q", Shape({2, 5}));
+  g.values["u"] = F32("u", Shape::UnknownRank());
+  g.values["v"] = F32("v", Shape::UnknownRank());
+  // An unknown dim counts as 1: [3, ?] weighs as [3, 1].
   Node relu{"relu", "Relu", "", {"x"}, {"y"}, {}};
-  EXPECT_EQ(EstimateOpCost(relu, g).flops, 0);
-  EXPECT_EQ(EstimateOpCost(relu, g).bytes_read, 0u);
+  EXPECT_EQ(EstimateOpCost(relu, g).flops, 3);
+  EXPECT_EQ(EstimateOpCost(relu, g).bytes_read, 12u);
   Node sig{"sig", "Sigmoid", "", {"p"}, {"q"}, {}};
   EXPECT_EQ(EstimateOpCost(sig, g).flops, 10);
+  // An unknown rank counts as empty.
+  Node tanh{"tanh", "Tanh", "", {"u"}, {"v"}, {}};
+  EXPECT_EQ(EstimateOpCost(tanh, g).flops, 0);
+  EXPECT_EQ(EstimateOpCost(tanh, g).bytes_read, 0u);
+}
+
+// A MatMul of a dynamic [?, ?, 256] by a [256, 64] weight costs what one
+// row does: 2 · 64 · 256.
+TEST(OpCostTest, DynamicDimsCountAsOne) {
+  Graph g;
+  g.values["a"] = F32("a", Shape({Shape::kUnknownDim, Shape::kUnknownDim, 256}));
+  g.values["w"] = F32("w", Shape({256, 64}));
+  g.values["y"] = F32("y", Shape({Shape::kUnknownDim, Shape::kUnknownDim, 64}));
+  Node mm{"mm", "MatMul", "", {"a", "w"}, {"y"}, {}};
+  EXPECT_DOUBLE_EQ(EstimateOpCost(mm, g).flops, 2.0 * 64 * 256);
+  EXPECT_EQ(ValueBytes(g.values["a"]), 256u * 4);
 }
 
 }  // namespace

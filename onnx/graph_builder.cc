@@ -73,9 +73,9 @@ absl::StatusOr<Shape> GivenShape(const std::string& name, const Shape& given,
                    absl::StrJoin(shown, ", "), "]"));
 }
 
-// The shape input `name` declares, its symbolic or unknown dims set to 1:
-// a batch of one is the common default, and the caller can override it
-// through input_shapes.
+// The shape input `name` declares, its symbolic or unknown dims left
+// unknown (Shape::kUnknownDim): each request brings its own size for them,
+// and the caller can bind them for good through input_shapes.
 absl::StatusOr<Shape> DeclaredShape(const std::string& name,
                                     const onnx::TypeProto_Tensor& type) {
   if (!type.has_shape()) {
@@ -87,7 +87,7 @@ absl::StatusOr<Shape> DeclaredShape(const std::string& name,
   std::vector<int64_t> dims;
   for (const auto& d : type.shape().dim()) {
     if (!d.has_dim_value()) {
-      dims.push_back(1);
+      dims.push_back(Shape::kUnknownDim);
     } else if (d.dim_value() < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", name, "' declares negative dimension ", d.dim_value()));
@@ -98,8 +98,9 @@ absl::StatusOr<Shape> DeclaredShape(const std::string& name,
   return Shape(std::move(dims));
 }
 
-// Binds the dims of one runtime input and writes them back into the proto,
-// so that shape inference propagates concrete sizes.
+// Binds the dims of one runtime input and writes the known ones back into
+// the proto, so that shape inference propagates concrete sizes (the dims
+// left unknown keep their symbolic names, which inference propagates).
 absl::StatusOr<Shape> BindInputShape(const std::string& name,
                                      onnx::TypeProto_Tensor* type,
                                      const ImportOptions& options) {
@@ -124,10 +125,24 @@ absl::StatusOr<Shape> BindInputShape(const std::string& name,
           options.batch_size));
     }
     shape.mutable_dims()[0] = options.batch_size;
+    if (!shape.IsStatic()) {
+      // The batcher merges and splits rows of one compiled shape.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", name, "' has dims of unknown size besides its batch ",
+          "dimension (", shape.ToString(),
+          "): with dynamic batching give its shape in input_shapes"));
+    }
   }
   onnx::TensorShapeProto* proto = type->mutable_shape();
+  const onnx::TensorShapeProto declared = *proto;
   proto->clear_dim();
-  for (int64_t d : shape.dims()) proto->add_dim()->set_dim_value(d);
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape.dim(i) != Shape::kUnknownDim) {
+      proto->add_dim()->set_dim_value(shape.dim(i));
+    } else {
+      *proto->add_dim() = declared.dim(i);  // Its dim_param, if any.
+    }
+  }
   return shape;
 }
 
@@ -530,7 +545,17 @@ absl::Status BindInputs(onnx::GraphProto* graph,
     GLINT_ASSIGN_OR_RETURN(ValueInfo info, ReadRuntimeInput(&in, options));
     result->values[name] = info;
     result->inputs.push_back(std::move(info));
+    std::vector<std::string> dim_names;
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      dim_names.push_back(d.has_dim_value() ? "" : d.dim_param());
+    }
+    result->input_dim_names.push_back(std::move(dim_names));
   }
+  bool named = false;
+  for (const auto& names : result->input_dim_names) {
+    for (const std::string& n : names) named = named || !n.empty();
+  }
+  if (!named) result->input_dim_names.clear();
   for (const auto& [name, tensor] : initializers) {
     result->values[name] = ValueInfo{name, tensor.dtype(), tensor.shape()};
   }

@@ -27,12 +27,15 @@ using InferenceRunner =
 struct ImportOptions {
   // Full static shapes for graph inputs, by name; they override the model's
   // declared shape (rank and known dims must agree, else INVALID_ARGUMENT).
-  // Unknown or symbolic dims of other inputs are bound to 1.
+  // Unknown or symbolic dims of other inputs stay Shape::kUnknownDim, so
+  // every value they reach is typed with unknown dims and the kernels take
+  // each run's sizes (Graph::input_dim_names keeps the symbolic names).
   std::map<std::string, Shape> input_shapes;
   // When positive, the first dimension of every runtime input is bound to
   // it, over input_shapes and the declaration (dynamic batching compiles a
   // network at its largest batch). INVALID_ARGUMENT naming the input when
-  // it is a scalar or the model fixes that dimension to another size.
+  // it is a scalar, the model fixes that dimension to another size, or
+  // another of its dims is left unknown (the batcher works on one shape).
   int64_t batch_size = 0;
   // Whether some device can run `op_type` of the default ONNX domain. Nodes
   // it rejects (and every node of another domain) fail the import with

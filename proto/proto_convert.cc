@@ -230,6 +230,7 @@ absl::StatusOr<AddNetworkOptions> AddNetworkOptionsFromProto(
     }
     options.input_shapes[name] = Shape(std::move(dims));
   }
+  options.max_dims.insert(proto.max_dims().begin(), proto.max_dims().end());
   PartitionOptions& partition = options.partition;
   if (!proto.partition_strategy().empty()) {
     GLINT_ASSIGN_OR_RETURN(partition.strategy,
@@ -293,6 +294,8 @@ void AddNetworkOptionsToProto(const AddNetworkOptions& options,
     v1::Shape& s = (*proto->mutable_input_shapes())[name];
     for (int64_t d : shape.dims()) s.add_dims(d);
   }
+  proto->mutable_max_dims()->insert(options.max_dims.begin(),
+                                    options.max_dims.end());
   const PartitionOptions& partition = options.partition;
   if (partition.strategy != PartitionStrategy::kAuto) {
     proto->set_partition_strategy(
@@ -336,6 +339,13 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
   }
   proto->set_precision(std::string(PrecisionName(info.precision)));
   for (const ValueInfo& v : info.inputs) ValueInfoToProto(v, proto->add_inputs());
+  for (const DynamicDim& d : info.dynamic_dims) {
+    v1::DynamicDim* dp = proto->add_dynamic_dims();
+    dp->set_input(d.input);
+    dp->set_axis(d.axis);
+    dp->set_name(d.name);
+    dp->set_max(d.max);
+  }
   for (const ValueInfo& v : info.outputs) {
     ValueInfoToProto(v, proto->add_outputs());
   }
@@ -409,6 +419,9 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
   }
   for (const v1::ValueInfo& v : proto.outputs()) {
     info.outputs.push_back(ValueInfoFromProto(v));
+  }
+  for (const v1::DynamicDim& dp : proto.dynamic_dims()) {
+    info.dynamic_dims.push_back({dp.input(), dp.axis(), dp.name(), dp.max()});
   }
   for (const v1::PartitionInfo& pp : proto.partitions()) {
     PartitionInfo p;

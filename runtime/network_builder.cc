@@ -10,6 +10,7 @@
 #include "core/text.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
+#include "runtime/request_binding.h"
 
 namespace glint {
 namespace {
@@ -144,6 +145,9 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
       Graph graph,
       Import(onnx_model, options, types, made != nullptr ? &inferred : nullptr));
   const absl::Time imported = absl::Now();
+  GLINT_ASSIGN_OR_RETURN(
+      std::vector<DynamicDim> dynamic_dims,
+      ResolveDynamicDims(graph.inputs, graph.input_dim_names, options.max_dims));
   // Only healthy devices are planned for and placed on.
   std::vector<DeviceInfo> infos;
   std::vector<DeviceManager*> devices;
@@ -168,6 +172,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
                          Provisioner(std::move(devices))
                              .Provision(dag, CompileOptions{options.precision}));
   *info = DescribeNetwork(name, dag, *executable);
+  info->dynamic_dims = std::move(dynamic_dims);
   info->batching = options.batching;
   info->precision = options.precision;
   GLINT_LOG_INFO(

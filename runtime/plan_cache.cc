@@ -14,11 +14,16 @@ namespace glint {
 std::string PlanKey(absl::string_view onnx_model,
                     const AddNetworkOptions& options,
                     const std::vector<DeviceInfo>& healthy) {
-  // Everything a plan depends on, spelled out; its digest is the key.
+  // Everything a plan depends on, spelled out; its digest is the key. v2:
+  // inputs' symbolic dims stay dynamic (v1 bound them to 1), so a v1 plan's
+  // inferred types describe another graph.
   std::string what =
-      absl::StrCat("glint-plan-v1;model=", Sha256Hex(onnx_model));
+      absl::StrCat("glint-plan-v2;model=", Sha256Hex(onnx_model));
   for (const auto& [input, shape] : options.input_shapes) {
     absl::StrAppend(&what, ";shape:", input, "=", shape.ToString());
+  }
+  for (const auto& [dim, max] : options.max_dims) {
+    absl::StrAppend(&what, ";max_dim:", dim, "=", max);
   }
   const PartitionOptions& p = options.partition;
   absl::StrAppend(&what, ";strategy=", static_cast<int>(p.strategy),

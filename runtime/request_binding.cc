@@ -1,5 +1,7 @@
 #include "runtime/request_binding.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +11,120 @@
 #include "core/text.h"
 
 namespace glint {
+
+absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
+    const std::vector<ValueInfo>& inputs,
+    const std::vector<std::vector<std::string>>& dim_names,
+    const std::map<std::string, int64_t>& max_dims) {
+  std::vector<DynamicDim> dims;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape& shape = inputs[i].shape;
+    for (int axis = 0; shape.has_rank() && axis < shape.rank(); ++axis) {
+      if (shape.dim(axis) != Shape::kUnknownDim) continue;
+      DynamicDim d;
+      d.input = inputs[i].name;
+      d.axis = axis;
+      if (i < dim_names.size() &&
+          axis < static_cast<int>(dim_names[i].size())) {
+        d.name = dim_names[i][axis];
+      }
+      d.max = kDefaultMaxDim;
+      dims.push_back(std::move(d));
+    }
+  }
+  for (const auto& [key, max] : max_dims) {
+    bool found = false;
+    for (DynamicDim& d : dims) {
+      if (d.Key() != key) continue;
+      found = true;
+      d.max = max;
+    }
+    if (!found) {
+      std::vector<std::string> keys;
+      for (const DynamicDim& d : dims) {
+        if (std::find(keys.begin(), keys.end(), d.Key()) == keys.end()) {
+          keys.push_back(d.Key());
+        }
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_dims names '", Clip(key), "', which is no dynamic dim of the ",
+          "model (its dynamic dims: ",
+          keys.empty() ? "none" : absl::StrJoin(keys, ", "), ")"));
+    }
+    if (max < 1 || max > kMaxDimBound) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_dims['", Clip(key), "'] is ", max,
+                       "; a bound is 1..", kMaxDimBound));
+    }
+  }
+  return dims;
+}
+
+namespace {
+
+// "dim 1 ('seq')" or "dim 0".
+std::string DescribeDim(const DynamicDim& d) {
+  return d.name.empty() ? absl::StrCat("dim ", d.axis)
+                        : absl::StrCat("dim ", d.axis, " ('", d.name, "')");
+}
+
+// Checks `got` against input `want` of a network without batching: rank
+// and known dims equal, dynamic ones (of `dims`) within their bounds.
+absl::Status CheckShape(const ValueInfo& want, const Shape& got,
+                        const std::vector<DynamicDim>& dims) {
+  bool same = got.rank() == want.shape.rank();
+  for (int d = 0; same && d < got.rank(); ++d) {
+    same = want.shape.dim(d) == Shape::kUnknownDim ||
+           got.dim(d) == want.shape.dim(d);
+  }
+  if (!same) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", want.name, "' has shape ", got.ToString(),
+                     ", expected ", want.shape.ToString()));
+  }
+  for (const DynamicDim& d : dims) {
+    if (d.input != want.name) continue;
+    const int64_t size = got.dim(d.axis);
+    if (size > d.max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", want.name, "' has shape ", got.ToString(), ": its ",
+          DescribeDim(d), " is ", size, ", over its bound ", d.max,
+          " (max_dims['", Clip(d.Key()), "'])"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Dims of one name are one size across the inputs (`bound`, in the
+// network's input order).
+absl::Status CheckNamedDims(const NetworkInfo& info,
+                            const std::vector<Tensor>& bound) {
+  auto size_of = [&](const DynamicDim& d) -> int64_t {
+    for (size_t i = 0; i < info.inputs.size(); ++i) {
+      if (info.inputs[i].name == d.input) return bound[i].shape().dim(d.axis);
+    }
+    return -1;
+  };
+  for (size_t a = 0; a < info.dynamic_dims.size(); ++a) {
+    const DynamicDim& first = info.dynamic_dims[a];
+    if (first.name.empty()) continue;
+    for (size_t b = a + 1; b < info.dynamic_dims.size(); ++b) {
+      const DynamicDim& other = info.dynamic_dims[b];
+      if (other.name != first.name) continue;
+      if (size_of(first) != size_of(other)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", other.input, "' ", DescribeDim(other), " is ",
+            size_of(other), " but input '", first.input, "' ",
+            DescribeDim(first), " is ", size_of(first),
+            ": dims of one name are one size"));
+      }
+      break;  // `other` is checked against the rest in its turn.
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<Tensor>> BindInputs(
     const NetworkInfo& info, std::vector<NamedTensor> inputs) {
@@ -51,9 +167,8 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
             " rows (max_batch_size)"));
       }
     } else if (in.tensor.shape() != want.shape) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", in.name, "' has shape ", in.tensor.shape().ToString(),
-          ", expected ", want.shape.ToString()));
+      GLINT_RETURN_IF_ERROR(
+          CheckShape(want, in.tensor.shape(), info.dynamic_dims));
     }
     if (!in.tensor.valid()) {
       return absl::InvalidArgumentError(
@@ -69,6 +184,9 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
                        DTypeName(info.inputs[i].dtype),
                        info.inputs[i].shape.ToString(), ")"));
     }
+  }
+  if (!info.dynamic_dims.empty()) {
+    GLINT_RETURN_IF_ERROR(CheckNamedDims(info, bound));
   }
   // A batched run's inputs are rows of one batch: the same count for all.
   for (size_t i = 1; info.batching.max_batch_size > 0 && i < bound.size();

@@ -6,6 +6,8 @@
 #ifndef GLINT_RUNTIME_REQUEST_BINDING_H_
 #define GLINT_RUNTIME_REQUEST_BINDING_H_
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,9 +21,22 @@
 
 namespace glint {
 
+// The dynamic dims of a network's `inputs` (the dims of unknown size),
+// each named by `dim_names` (Graph::input_dim_names; may be empty) and
+// bounded by `max_dims` (AddNetworkOptions::max_dims) or kDefaultMaxDim.
+// INVALID_ARGUMENT for a max_dims key that names none of them or a bound
+// outside 1..kMaxDimBound.
+absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
+    const std::vector<ValueInfo>& inputs,
+    const std::vector<std::vector<std::string>>& dim_names,
+    const std::map<std::string, int64_t>& max_dims);
+
 // `inputs` in the network's input order. Each input must be given exactly
-// once with the declared dtype and shape; a network with dynamic batching
-// (info.batching) takes 1..max_batch_size rows, the same for every input.
+// once with the declared dtype and shape: its rank and known dims as
+// declared, each dynamic dim (info.dynamic_dims) within its bound and the
+// same size as the dims of its name in the other inputs. A network with
+// dynamic batching (info.batching) takes 1..max_batch_size rows, the same
+// for every input.
 absl::StatusOr<std::vector<Tensor>> BindInputs(const NetworkInfo& info,
                                                std::vector<NamedTensor> inputs);
 

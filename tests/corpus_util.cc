@@ -70,6 +70,16 @@ absl::StatusOr<std::vector<CorpusModel>> ReadCorpusManifest(
             Shape(i.value("shape", std::vector<int64_t>{}));
       }
     }
+    if (m.contains("shape_sets")) {
+      for (const json& set : m["shape_sets"]) {
+        std::map<std::string, Shape> shapes;
+        for (const json& i : set) {
+          shapes[i.value("name", "")] =
+              Shape(i.value("shape", std::vector<int64_t>{}));
+        }
+        model.shape_sets.push_back(std::move(shapes));
+      }
+    }
     if (m.contains("outputs")) {
       model.outputs = m["outputs"].get<std::vector<std::string>>();
     }
@@ -81,12 +91,24 @@ absl::StatusOr<std::vector<CorpusModel>> ReadCorpusManifest(
   return models;
 }
 
+namespace {
+
+// DIR/NAME/ or DIR/NAME/shape_S/.
+std::string ModelDir(const std::string& dir, const CorpusModel& model,
+                     int shape_set) {
+  return shape_set > 0
+             ? absl::StrCat(dir, "/", model.name, "/shape_", shape_set, "/")
+             : absl::StrCat(dir, "/", model.name, "/");
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<NamedTensor>> ReadCorpusInputs(
-    const std::string& dir, const CorpusModel& model) {
+    const std::string& dir, const CorpusModel& model, int shape_set) {
   std::vector<NamedTensor> inputs;
   for (size_t k = 0; k < model.input_names.size(); ++k) {
-    absl::StatusOr<Tensor> t =
-        ReadNpyFile(absl::StrCat(dir, "/", model.name, "/input_", k, ".npy"));
+    absl::StatusOr<Tensor> t = ReadNpyFile(
+        absl::StrCat(ModelDir(dir, model, shape_set), "input_", k, ".npy"));
     if (!t.ok()) return t.status();
     inputs.push_back({model.input_names[k], *std::move(t)});
   }
@@ -94,11 +116,12 @@ absl::StatusOr<std::vector<NamedTensor>> ReadCorpusInputs(
 }
 
 absl::StatusOr<std::vector<Tensor>> ReadOrtOutputs(const std::string& dir,
-                                                   const CorpusModel& model) {
+                                                   const CorpusModel& model,
+                                                   int shape_set) {
   std::vector<Tensor> outputs;
   for (size_t k = 0; k < model.outputs.size(); ++k) {
-    absl::StatusOr<Tensor> t = ReadNpyFile(
-        absl::StrCat(dir, "/", model.name, "/ort_output_", k, ".npy"));
+    absl::StatusOr<Tensor> t = ReadNpyFile(absl::StrCat(
+        ModelDir(dir, model, shape_set), "ort_output_", k, ".npy"));
     if (!t.ok()) return t.status();
     outputs.push_back(*std::move(t));
   }

@@ -29,6 +29,10 @@ struct CorpusModel {
   std::map<std::string, Shape> input_shapes;
   std::vector<std::string> input_names;  // In the model's order.
   std::vector<std::string> outputs;      // In the model's order.
+  // For a model with dynamic axes: how many other shapes its inputs come
+  // at, in NAME/shape_S/ for S = 1..shape_sets (the same files as in
+  // NAME/), and each set's input shapes by input name.
+  std::vector<std::map<std::string, Shape>> shape_sets;
   // Why there is no file: the exporter refused the model, or ONNX Runtime
   // does not run the graph.
   std::string not_made;
@@ -38,13 +42,16 @@ struct CorpusModel {
 absl::StatusOr<std::vector<CorpusModel>> ReadCorpusManifest(
     const std::string& dir);
 
-// DIR/NAME/input_K.npy, named as the model's inputs.
+// DIR/NAME/input_K.npy, named as the model's inputs; with `shape_set`
+// S > 0, DIR/NAME/shape_S/input_K.npy.
 absl::StatusOr<std::vector<NamedTensor>> ReadCorpusInputs(
-    const std::string& dir, const CorpusModel& model);
+    const std::string& dir, const CorpusModel& model, int shape_set = 0);
 
-// DIR/NAME/ort_output_K.npy: ONNX Runtime's outputs, in the model's order.
+// DIR/NAME/ort_output_K.npy: ONNX Runtime's outputs, in the model's order;
+// with `shape_set` S > 0, those of DIR/NAME/shape_S/.
 absl::StatusOr<std::vector<Tensor>> ReadOrtOutputs(const std::string& dir,
-                                                   const CorpusModel& model);
+                                                   const CorpusModel& model,
+                                                   int shape_set = 0);
 
 // How an output compares with its reference: equal dtype and shape, then
 // every element within `tolerance` × the reference's largest magnitude

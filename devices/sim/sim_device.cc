@@ -482,11 +482,12 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
                              DeviceTensor* dst) {
   StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
     const size_t bytes = src->num_bytes();
-    if (dst->buffer == nullptr) {
+    // A kept buffer is reused when large enough; a larger input (a shape
+    // per request) replaces it, as DeviceManager promises.
+    if (dst->buffer == nullptr || dst->buffer->size() < bytes) {
+      dst->buffer.reset();  // Returned before the larger one is taken.
       GLINT_ASSIGN_OR_RETURN(dst->buffer,
                              AllocateBuffer(bytes, /*transient=*/true));
-    } else if (dst->buffer->size() < bytes) {
-      return absl::InternalError("copy to a device buffer that is too small");
     }
     void* to = HostAddress(*dst->buffer);
     if (to == nullptr) {

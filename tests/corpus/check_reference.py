@@ -5,7 +5,8 @@
 
 For every manifest entry with ort_output_K.npy, compares each with
 torch_output_K.npy (PyTorch eager, export_models.py) or numpy_output_K.npy
-(the op in numpy, make_opset_graphs.py): same shape and dtype, integers
+(the op in numpy, make_opset_graphs.py), in NAME/ and in each NAME/shape_S/
+(the other shapes of a model with dynamic axes): same shape and dtype, integers
 equal, floats within max|ort - ref| <= ATOL + RTOL * max|ref|. Prints one
 line per model ("NAME agree max_abs X" / "NAME DISAGREE ...") and exits 1
 when any model disagrees or an entry has neither ORT outputs nor a recorded
@@ -54,12 +55,16 @@ def main():
             print("%s skipped: %s" % (name, "export_error" if e.get(
                 "export_error") else "dropped"))
             continue
-        d = os.path.join(a.dir, name)
         worst, problems = 0.0, []
-        for k, out in enumerate(e["outputs"]):
+        subs = [""] + ["shape_%d" % s
+                       for s in range(1, len(e.get("shape_sets", [])) + 1)]
+        for sub, k, out in [(sub, k, out) for sub in subs
+                            for k, out in enumerate(e["outputs"])]:
+            d = os.path.join(a.dir, name, sub)
+            where = os.path.join(sub, "ort_output_%d.npy" % k)
             p = os.path.join(d, "ort_output_%d.npy" % k)
             if not os.path.exists(p):
-                problems.append("no ort_output_%d.npy" % k)
+                problems.append("no " + where)
                 continue
             ref = None
             for kind in ("torch", "numpy"):
@@ -74,7 +79,8 @@ def main():
             if ok:
                 worst = max(worst, what)
             else:
-                problems.append("%s: %s" % (out, what))
+                problems.append("%s%s: %s" % (sub + "/" if sub else "", out,
+                                              what))
         if problems:
             bad += 1
             print("%s DISAGREE %s" % (name, "; ".join(problems)))

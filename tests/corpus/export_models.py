@@ -10,6 +10,9 @@ For each model NAME writes, under OUTDIR:
   NAME/input_K.npy     its K-th input, in the order of the graph's inputs,
                        from numpy RandomState(seed of NAME)
   NAME/torch_output_K.npy  PyTorch's eager outputs for those inputs
+  NAME/shape_S/...     for a model with dynamic axes, the same files at the
+                       S-th other shape of its inputs (S = 1, 2, ...): one
+                       added network answers every shape (issue 30)
 and merges one entry per model into OUTDIR/manifest.json (entries of other
 models, e.g. those of make_opset_graphs.py, are kept). A model the exporter
 refuses is recorded as {"name", "export_error"} instead of crashing the run.
@@ -221,6 +224,9 @@ class Detector(nn.Module):
 # output names, dynamic axes, notes.
 
 CLS_DYN = {"input": {0: "batch"}, "output": {0: "batch"}}
+# Batch and image size (the CNN of issue 30's dynamic shapes).
+CLS_DYN_HW = {"input": {0: "batch", 2: "height", 3: "width"},
+              "output": {0: "batch"}}
 
 
 def tv(fn, **kw):
@@ -259,11 +265,13 @@ def calibrated(build, shape, part=lambda m: m, after=None):
     return b
 
 
-def cls(name, size, note=None, after=None):
+def cls(name, size, note=None, after=None, dynamic_axes=CLS_DYN,
+        shape_sets=()):
     return dict(name=name,
                 build=calibrated(tv(name), [2, 3, size, size], after=after),
                 inputs=[("input", "image", [1, 3, size, size], None)],
-                outputs=["output"], dynamic_axes=CLS_DYN, note=note)
+                outputs=["output"], dynamic_axes=dynamic_axes, note=note,
+                shape_sets=[[s] for s in shape_sets])
 
 
 def seg(name):
@@ -296,7 +304,9 @@ def det(name, fn, after=None, note=None, **kw):
 
 SPECS = [
     cls("resnet50", 160),
-    cls("mobilenet_v3_large", 160),
+    cls("mobilenet_v3_large", 160, dynamic_axes=CLS_DYN_HW,
+        shape_sets=[[2, 3, 160, 160], [1, 3, 224, 224], [3, 3, 96, 128],
+                    [1, 3, 200, 120]]),
     cls("efficientnet_b0", 160),
     cls("shufflenet_v2_x1_0", 160),
     cls("densenet121", 160),
@@ -327,6 +337,8 @@ SPECS = [
                        "attention_mask": {0: "batch", 1: "seq"},
                        "last_hidden_state": {0: "batch", 1: "seq"},
                        "pooler_output": {0: "batch"}},
+         shape_sets=[[[1, 8]] * 2, [[3, 32]] * 2, [[4, 5]] * 2,
+                     [[1, 64]] * 2],
          note="hand-written attention, HF-style size() reshapes; "
               "mask additive -10000"),
     dict(name="gpt_decoder", build=GptDecoder,
@@ -334,11 +346,13 @@ SPECS = [
          outputs=["logits"],
          dynamic_axes={"input_ids": {0: "batch", 1: "seq"},
                        "logits": {0: "batch", 1: "seq"}},
+         shape_sets=[[[1, 8]], [[2, 16]], [[3, 5]], [[1, 64]]],
          note="causal mask from torch.triu at run time; tied LM head"),
     dict(name="lstm_tagger", build=LstmTagger,
          inputs=[("input_ids", "tokens", [1, 20], 500)],
          outputs=["tag_log_probs"],
          dynamic_axes={"input_ids": {1: "seq"}, "tag_log_probs": {1: "seq"}},
+         shape_sets=[[[1, 5]], [[1, 33]], [[1, 1]], [[1, 64]]],
          note="2-layer bidirectional nn.LSTM, batch_first"),
 ]
 
@@ -354,10 +368,14 @@ FALLBACKS = {
 }
 
 
-def make_inputs(spec):
-    rng = np.random.RandomState(seed_of(spec["name"]))
+def make_inputs(spec, shapes=None, salt=0):
+    """The spec's inputs, at `shapes` (one per input) instead of its own
+    when given; `salt` > 0 draws another sample for another shape set."""
+    rng = np.random.RandomState((seed_of(spec["name"]) + salt) % 2**32)
     arrays = []
-    for name, kind, shape, extra in spec["inputs"]:
+    for k, (name, kind, shape, extra) in enumerate(spec["inputs"]):
+        if shapes is not None:
+            shape = list(shapes[k])
         if kind == "image":
             a = rng.random_sample(shape).astype(np.float32)
         elif kind == "tokens":
@@ -415,6 +433,24 @@ def export_one(spec, outdir):
         outs = (outs,)
     for k, o in enumerate(outs):
         np.save(os.path.join(d, "torch_output_%d.npy" % k), o.numpy())
+    shape_sets = []
+    for S, shapes in enumerate(spec.get("shape_sets", []), start=1):
+        sd = os.path.join(d, "shape_%d" % S)
+        os.makedirs(sd, exist_ok=True)
+        for f in os.listdir(sd):
+            if f.endswith(".npy"):
+                os.remove(os.path.join(sd, f))
+        arrays = make_inputs(spec, shapes, salt=S)
+        for k, (_, a) in enumerate(arrays):
+            np.save(os.path.join(sd, "input_%d.npy" % k), a)
+        with torch.no_grad():
+            outs = model(*(torch.from_numpy(a) for _, a in arrays))
+        if isinstance(outs, torch.Tensor):
+            outs = (outs,)
+        for k, o in enumerate(outs):
+            np.save(os.path.join(sd, "torch_output_%d.npy" % k), o.numpy())
+        shape_sets.append([{"name": n, "dtype": str(a.dtype),
+                            "shape": list(a.shape)} for n, a in arrays])
     opset = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
     entry = {
         "name": name,
@@ -430,6 +466,7 @@ def export_one(spec, outdir):
         "dynamic_axes": {k: {str(a): v for a, v in ax.items()}
                          for k, ax in spec["dynamic_axes"].items()},
         "file_bytes": os.path.getsize(path),
+        "shape_sets": shape_sets,
         "export_s": round(export_s, 2),
         "build_s": round(build_s, 2),
     }

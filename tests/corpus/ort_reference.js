@@ -9,6 +9,8 @@
 // NAME/ort_output_K.npy for each output in the model's order. Prints one line
 // per model: "NAME ok", "NAME ort_error: ..." or "NAME skipped: ..." (an
 // entry the manifest records as not exported or dropped, with its reason).
+// Entries with "shape_sets" (a model with dynamic axes) run the same way in
+// NAME/shape_S for S = 1..count, on the same session.
 // With --time ITERS, also runs ITERS more times and prints
 // "NAME ort_ms_p50 X". Writes MANIFEST_DIR/ort_reference.json: the ORT
 // version and, per model, status, error, output names/dtypes/shapes, p50.
@@ -159,20 +161,28 @@ async function runModel(dir, entry, args) {
     graphOptimizationLevel: 'all',
   };
   const session = await ort.InferenceSession.create(path.join(dir, entry.file), sessionOptions);
-  const feeds = {};
-  session.inputNames.forEach((name, k) => {
-    const file = path.join(dir, entry.name, `input_${k}.npy`);
-    const t = readNpy(file);
-    feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
-  });
-  const results = await session.run(feeds);
-  const outputs = [];
-  session.outputNames.forEach((name, k) => {
-    const t = results[name];
-    writeNpy(path.join(dir, entry.name, `ort_output_${k}.npy`), t.type, t.dims, t.data);
-    outputs.push({ name, dtype: t.type, shape: Array.from(t.dims) });
-  });
-  removeStaleOutputs(path.join(dir, entry.name), outputs.length);
+  // Runs the inputs in `sub` (NAME, or NAME/shape_S for the S-th other
+  // shape of a model with dynamic axes) and writes the outputs beside them.
+  const runIn = async (sub) => {
+    const feeds = {};
+    session.inputNames.forEach((name, k) => {
+      const t = readNpy(path.join(sub, `input_${k}.npy`));
+      feeds[name] = new ort.Tensor(t.type, t.data, t.dims);
+    });
+    const results = await session.run(feeds);
+    const outputs = [];
+    session.outputNames.forEach((name, k) => {
+      const t = results[name];
+      writeNpy(path.join(sub, `ort_output_${k}.npy`), t.type, t.dims, t.data);
+      outputs.push({ name, dtype: t.type, shape: Array.from(t.dims) });
+    });
+    removeStaleOutputs(sub, outputs.length);
+    return { feeds, outputs };
+  };
+  const { feeds, outputs } = await runIn(path.join(dir, entry.name));
+  for (let s = 1; s <= (entry.shape_sets || []).length; s++) {
+    await runIn(path.join(dir, entry.name, `shape_${s}`));
+  }
   let p50 = null;
   if (args.time > 0) {
     const ms = [];
