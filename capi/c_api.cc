@@ -299,6 +299,22 @@ GlintStatus* glint_add_options_set_input_shape(GlintAddOptions* options,
   });
 }
 
+GlintStatus* glint_add_options_set_max_dim(GlintAddOptions* options,
+                                           const char* dim, int64_t max) {
+  static constexpr char kFn[] = "glint_add_options_set_max_dim";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "options", options));
+    GLINT_C_CHECK(CheckNotNull(kFn, "dim", dim));
+    if (max < 1 || max > glint::kMaxDimBound) {
+      return Error(GLINT_INVALID_ARGUMENT, kFn,
+                   absl::StrCat("max is ", max, "; a bound is 1..",
+                                glint::kMaxDimBound));
+    }
+    options->options.max_dims[dim] = max;
+    return nullptr;
+  });
+}
+
 GlintStatus* glint_runtime_add_network(GlintRuntime* runtime, const char* name,
                                        const void* model, size_t model_size,
                                        const GlintAddOptions* options,
@@ -423,6 +439,40 @@ GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
       *rank = known ? static_cast<size_t>(value.shape.rank())
                     : GLINT_UNKNOWN_RANK;
     }
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_network_num_dynamic_dims(const GlintNetwork* network,
+                                            size_t* count) {
+  static constexpr char kFn[] = "glint_network_num_dynamic_dims";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "network", network));
+    GLINT_C_CHECK(CheckNotNull(kFn, "count", count));
+    *count = network->info.dynamic_dims.size();
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_network_dynamic_dim(const GlintNetwork* network,
+                                       size_t index, const char** input,
+                                       int* axis, const char** name,
+                                       int64_t* max) {
+  static constexpr char kFn[] = "glint_network_dynamic_dim";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "network", network));
+    const std::vector<glint::DynamicDim>& dims = network->info.dynamic_dims;
+    if (index >= dims.size()) {
+      return Error(GLINT_OUT_OF_RANGE, kFn,
+                   absl::StrCat("dynamic dim index ", index, " is past network '",
+                                glint::Clip(network->info.name), "''s ",
+                                dims.size(), " dynamic dims"));
+    }
+    const glint::DynamicDim& d = dims[index];
+    if (input != nullptr) *input = d.input.c_str();
+    if (axis != nullptr) *axis = d.axis;
+    if (name != nullptr) *name = d.name.c_str();
+    if (max != nullptr) *max = d.max;
     return nullptr;
   });
 }

@@ -4,6 +4,7 @@
 // with a status instead of aborting (point 6 of issue 20).
 #include "glint/c_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -138,7 +139,7 @@ class CApiTest : public ::testing::Test {
 
 TEST(CApiVersionTest, LibraryMatchesHeader) {
   EXPECT_EQ(glint_api_version(), static_cast<uint32_t>(GLINT_C_API_VERSION));
-  EXPECT_EQ(GLINT_C_API_VERSION, 300);
+  EXPECT_EQ(GLINT_C_API_VERSION, 400);
   EXPECT_STREQ(glint_code_name(GLINT_DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(glint_code_name(static_cast<GlintCode>(99)), "UNKNOWN_CODE");
   EXPECT_EQ(glint_status_code(nullptr), GLINT_OK);
@@ -164,6 +165,84 @@ TEST_F(CApiTest, ValuesOfUnknownRankSayso) {
   ASSERT_EQ(rank, 1u);
   EXPECT_EQ(dims[0], -1);
   glint_network_delete(network);
+}
+
+// A symbolic dim stays dynamic: its bound is set and read through the C
+// API, runs of two sizes within it succeed, one over it is refused.
+TEST_F(CApiTest, DynamicDimsTakeEachRunsSizeWithinTheirBound) {
+  glint::testing::OnnxModelBuilder b;
+  b.Input("x", 1, {-1, 3}).Output("y", 1, {-1, 3});  // -1: the dim "N".
+  b.Node("Relu", {"x"}, {"y"});
+  const std::string model = b.Serialize();
+  GlintAddOptions* options = nullptr;
+  ASSERT_EQ(glint_add_options_create(&options), nullptr);
+  EXPECT_GLINT_ERROR(glint_add_options_set_max_dim(options, "N", 0),
+                     GLINT_INVALID_ARGUMENT, "a bound is 1..");
+  EXPECT_GLINT_OK(glint_add_options_set_max_dim(options, "N", 4));
+  GlintNetwork* network = nullptr;
+  ASSERT_EQ(glint_runtime_add_network(runtime_, "dyn", model.data(),
+                                      model.size(), options, &network),
+            nullptr);
+  glint_add_options_delete(options);
+  size_t count = 0;
+  EXPECT_GLINT_OK(glint_network_num_dynamic_dims(network, &count));
+  ASSERT_EQ(count, 1u);
+  const char* input = nullptr;
+  const char* dim_name = nullptr;
+  int axis = -1;
+  int64_t max = 0;
+  EXPECT_GLINT_OK(
+      glint_network_dynamic_dim(network, 0, &input, &axis, &dim_name, &max));
+  EXPECT_STREQ(input, "x");
+  EXPECT_EQ(axis, 0);
+  EXPECT_STREQ(dim_name, "N");
+  EXPECT_EQ(max, 4);
+  EXPECT_GLINT_ERROR(
+      glint_network_dynamic_dim(network, 1, nullptr, nullptr, nullptr, nullptr),
+      GLINT_OUT_OF_RANGE, "past network 'dyn''s 1 dynamic dims");
+  const int64_t* dims = nullptr;
+  size_t rank = 0;
+  EXPECT_GLINT_OK(
+      glint_network_value(network, 0, 0, nullptr, nullptr, &dims, &rank));
+  ASSERT_EQ(rank, 2u);
+  EXPECT_EQ(dims[0], -1);
+  glint_network_delete(network);
+
+  for (int64_t rows : {1, 4, 5}) {
+    std::vector<float> x(rows * 3);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 2 == 0 ? -1.0f : 1.0f) * i;
+    const int64_t shape[] = {rows, 3};
+    GlintTensor* in = nullptr;
+    ASSERT_EQ(glint_tensor_create("x", GLINT_DTYPE_FLOAT32, shape, 2, x.data(),
+                                  x.size() * sizeof(float), &in),
+              nullptr);
+    GlintTensorList* outputs = nullptr;
+    const GlintTensor* ins[] = {in};
+    GlintStatus* status =
+        glint_runtime_run(runtime_, "dyn", ins, 1, nullptr, &outputs);
+    if (rows > 4) {
+      EXPECT_GLINT_ERROR(status, GLINT_INVALID_ARGUMENT,
+                         "dim 0 ('N') is 5, over its bound 4");
+    } else {
+      ASSERT_EQ(status, nullptr) << glint_status_message(status);
+      const GlintTensor* y = nullptr;
+      ASSERT_EQ(glint_tensor_list_get(outputs, 0, &y), nullptr);
+      const int64_t* ydims = nullptr;
+      size_t yrank = 0;
+      const void* data = nullptr;
+      ASSERT_EQ(glint_tensor_info(y, nullptr, nullptr, &ydims, &yrank, &data,
+                                  nullptr),
+                nullptr);
+      ASSERT_EQ(yrank, 2u);
+      EXPECT_EQ(ydims[0], rows);
+      const float* yv = static_cast<const float*>(data);
+      for (size_t i = 0; i < x.size(); ++i) {
+        EXPECT_EQ(yv[i], std::max(x[i], 0.0f)) << i;
+      }
+      glint_tensor_list_delete(outputs);
+    }
+    glint_tensor_delete(in);
+  }
 }
 
 TEST_F(CApiTest, AddsListsRunsAndRemoves) {

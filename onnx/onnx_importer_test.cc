@@ -478,15 +478,19 @@ TEST(OnnxImporterTest, OpRejectedByIsSupportedIsUnimplemented) {
 
 // --- Built models ------------------------------------------------------------
 
-TEST(OnnxImporterTest, SymbolicDimDefaultsToOneAndInitializerIsConverted) {
+// A symbolic dim stays unknown (shapes per request) and keeps its name;
+// it is never bound to 1 behind the caller's back.
+TEST(OnnxImporterTest, SymbolicDimStaysDynamicAndInitializerIsConverted) {
   absl::StatusOr<Graph> g = ImportOnnxModel(AddBiasModel().Bytes());
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_EQ(g->name, "test_graph");
   EXPECT_EQ(g->opset_version, 13);
   ASSERT_EQ(g->inputs.size(), 1u);
-  EXPECT_EQ(g->inputs[0].ToString(), "x: float32[1, 3]");
+  EXPECT_EQ(g->inputs[0].ToString(), "x: float32[?, 3]");
+  ASSERT_EQ(g->input_dim_names.size(), 1u);
+  EXPECT_THAT(g->input_dim_names[0], ElementsAre("N", ""));
   ASSERT_EQ(g->outputs.size(), 1u);
-  EXPECT_EQ(g->outputs[0].ToString(), "y: float32[1, 3]");
+  EXPECT_EQ(g->outputs[0].ToString(), "y: float32[?, 3]");
   const Tensor* b = g->FindInitializer("b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->dtype(), DType::kFloat32);
@@ -494,7 +498,7 @@ TEST(OnnxImporterTest, SymbolicDimDefaultsToOneAndInitializerIsConverted) {
   EXPECT_THAT(Values<float>(*b), ElementsAre(1.0f, 2.0f, 3.0f));
   ASSERT_NE(g->FindValue("b"), nullptr);
   EXPECT_EQ(g->FindValue("b")->shape, Shape({3}));
-  EXPECT_EQ(g->FindValue("x")->shape, Shape({1, 3}));
+  EXPECT_EQ(g->FindValue("x")->shape, Shape({Shape::kUnknownDim, 3}));
 }
 
 TEST(OnnxImporterTest, InputShapesOverrideSymbolicDims) {
@@ -540,6 +544,21 @@ TEST(OnnxImporterTest, BatchSizeBindsTheFirstDimOfEveryInput) {
   g = ImportOnnxModel(scalar.Bytes(), options);
   EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(g.status()), HasSubstr("input 's' is a scalar"));
+
+  // Another dynamic dim has no size to batch at: input_shapes must give it.
+  ModelBuilder seq;
+  seq.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", "S"})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", "S"});
+  seq.Node("Relu", {"x"}, {"y"}, "relu");
+  g = ImportOnnxModel(seq.Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(g.status()),
+              HasSubstr("input 'x' has dims of unknown size besides its batch "
+                        "dimension ([1, ?])"));
+  options.input_shapes["x"] = Shape({1, 5});
+  g = ImportOnnxModel(seq.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[0].shape, Shape({1, 5}));
 }
 
 TEST(OnnxImporterTest, InputShapeWithWrongRankIsInvalid) {
@@ -601,7 +620,7 @@ TEST(OnnxImporterTest, InitializerListedAsInputIsNotARuntimeInput) {
   EXPECT_EQ(g->inputs[0].name, "x");
   ASSERT_TRUE(g->IsInitializer("b"));
   EXPECT_EQ(g->FindValue("b")->shape, Shape({3}));
-  EXPECT_EQ(g->outputs[0].shape, Shape({1, 3}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({Shape::kUnknownDim, 3}));
 }
 
 TEST(OnnxImporterTest, UnsupportedOpNamesOpAndNode) {

@@ -245,6 +245,28 @@ absl::Status ParseInputShapesParameter(absl::string_view value,
   return absl::OkStatus();
 }
 
+// The "max_dims" parameter: DIM=N;DIM=N... (AddNetworkOptions::max_dims).
+absl::Status ParseMaxDimsParameter(absl::string_view value,
+                                   const std::string& what,
+                                   AddNetworkOptions* options) {
+  for (absl::string_view spec :
+       absl::StrSplit(value, ';', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    kv.first = absl::StripAsciiWhitespace(kv.first);
+    int64_t max = 0;
+    if (kv.first.empty() ||
+        !absl::SimpleAtoi(absl::StripAsciiWhitespace(kv.second), &max) ||
+        max < 1 || max > kMaxDimBound) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config: ", what, ": bad entry '", spec, "' (expected DIM=N;... ",
+          "with N in 1..", kMaxDimBound, ")"));
+    }
+    options->max_dims[std::string(kv.first)] = max;
+  }
+  return absl::OkStatus();
+}
+
 // The "place" parameter: PATTERN=DEVICE;PATTERN=DEVICE...
 absl::Status ParsePlaceParameter(absl::string_view value,
                                  const std::string& what,
@@ -275,7 +297,7 @@ absl::Status ApplyGlintParameters(const Json& parameters,
   }
   static const std::set<std::string> kKnown = {
       "partition_strategy", "plan_devices", "replicas", "input_shapes",
-      "place",              "reuse",        "user_config",
+      "max_dims",           "place",        "reuse",    "user_config",
       "precision"};
   PartitionOptions& partition = options->partition;
   bool strategy_given = false;
@@ -310,6 +332,11 @@ absl::Status ApplyGlintParameters(const Json& parameters,
       }
     } else if (key == "input_shapes") {
       if (absl::Status s = ParseInputShapesParameter(*value, what, options);
+          !s.ok()) {
+        return s;
+      }
+    } else if (key == "max_dims") {
+      if (absl::Status s = ParseMaxDimsParameter(*value, what, options);
           !s.ok()) {
         return s;
       }

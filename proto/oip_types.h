@@ -113,7 +113,8 @@ struct TritonModelConfig {
 //   instance_group    [{count, kind, name}]: the counts add up to the
 //                     network's replicas; `gpus` is refused (Glint places)
 //   input/output      [{name, data_type, dims}]: an input's dims (all
-//                     known) bind its shape as input_shapes does, behind a
+//                     known; with a -1 the input's unknown dims stay
+//                     dynamic) bind its shape as input_shapes does, behind a
 //                     batch dimension of max_batch_size when that is > 0
 //                     (a batching network is compiled at its largest
 //                     batch, see AddNetworkOptions::batching); every
@@ -123,7 +124,8 @@ struct TritonModelConfig {
 //                     {"string_value": "..."} (or a bare string):
 //                     partition_strategy (auto, whole, memory,
 //                     load_balanced, user), plan_devices (N), replicas (N),
-//                     input_shapes ("x=1,3,224,224;y=1,10"), place
+//                     input_shapes ("x=1,3,224,224;y=1,10"), max_dims
+//                     ("seq=512;batch=8": bounds of dynamic dims), place
 //                     ("PATTERN=DEVICE;..."; implies strategy user),
 //                     reuse (match, override, moo, graph), user_config,
 //                     precision (fp32, bf16: AddNetworkOptions::precision)

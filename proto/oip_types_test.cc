@@ -129,6 +129,7 @@ TEST(TritonConfigTest, FullConfigMapsToOptions) {
       "partition_strategy": {"string_value": "load_balanced"},
       "plan_devices": {"string_value": "2"},
       "input_shapes": "mask=2,3; other=5",
+      "max_dims": "seq=512; len:0 = 64",
       "reuse": {"string_value": "override"},
       "user_config": {"string_value": "v7"},
       "precision": {"string_value": "bf16"}
@@ -152,10 +153,24 @@ TEST(TritonConfigTest, FullConfigMapsToOptions) {
   EXPECT_EQ(o.input_shapes.count("len"), 0u);
   EXPECT_EQ(o.input_shapes.at("mask"), Shape({2, 3}));
   EXPECT_EQ(o.input_shapes.at("other"), Shape({5}));
+  EXPECT_THAT(o.max_dims, ElementsAre(std::pair<const std::string, int64_t>(
+                                          "len:0", 64),
+                                      std::pair<const std::string, int64_t>(
+                                          "seq", 512)));
   ASSERT_EQ(c->inputs.size(), 2u);
   EXPECT_EQ(c->inputs[1].dtype, DType::kInt64);
   ASSERT_EQ(c->outputs.size(), 1u);
   EXPECT_FALSE(c->outputs[0].dims.has_value());
+}
+
+TEST(TritonConfigTest, MaxDimsMustBeBoundsByName) {
+  for (const char* bad : {"seq", "seq=0", "=4", "seq=x", "seq=4294967296"}) {
+    absl::StatusOr<TritonModelConfig> c = TritonModelConfigFromJson(
+        absl::StrCat(R"({"parameters": {"max_dims": ")", bad, R"("}})"), "m");
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(c.status().message(), HasSubstr("parameters.max_dims"))
+        << bad;
+  }
 }
 
 TEST(TritonConfigTest, CamelCaseAndNumbersAsProtobufJsonWritesThem) {

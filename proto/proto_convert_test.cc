@@ -239,6 +239,20 @@ TEST(AddNetworkOptionsTest, RoundTripAndValidation) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AddNetworkOptionsTest, MaxDimsRoundTrip) {
+  v1::AddNetworkOptions p;
+  (*p.mutable_max_dims())["seq"] = 512;
+  (*p.mutable_max_dims())["x:0"] = 8;
+  absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->max_dims.at("seq"), 512);
+  EXPECT_EQ(o->max_dims.at("x:0"), 8);
+  v1::AddNetworkOptions back;
+  AddNetworkOptionsToProto(*o, &back);
+  EXPECT_EQ(back.max_dims().at("seq"), 512);
+  EXPECT_EQ(back.max_dims_size(), 2);
+}
+
 TEST(AddNetworkOptionsTest, PrecisionRoundTripAndValidation) {
   v1::AddNetworkOptions p;
   absl::StatusOr<AddNetworkOptions> o = AddNetworkOptionsFromProto(p);
@@ -336,9 +350,12 @@ TEST(NetworkInfoTest, RoundTrip) {
   info.batching.max_queue_delay = absl::Milliseconds(2);
   info.batching.preferred_batch_sizes = {2};
   info.precision = Precision::kBFloat16;
+  info.dynamic_dims = {{"x", 0, "batch", 64}};
 
   v1::NetworkInfo p;
   NetworkInfoToProto(info, &p);
+  ASSERT_EQ(p.dynamic_dims_size(), 1);
+  EXPECT_EQ(p.dynamic_dims(0).name(), "batch");
   EXPECT_EQ(p.precision(), "bf16");
   EXPECT_EQ(p.batching().max_queue_delay_us(), 2000);
   EXPECT_EQ(p.name(), "mlp");
@@ -364,6 +381,11 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.batching.max_queue_delay, absl::Milliseconds(2));
   EXPECT_THAT(back.batching.preferred_batch_sizes, ElementsAre(2));
   EXPECT_EQ(back.precision, Precision::kBFloat16);
+  ASSERT_EQ(back.dynamic_dims.size(), 1u);
+  EXPECT_EQ(back.dynamic_dims[0].input, "x");
+  EXPECT_EQ(back.dynamic_dims[0].axis, 0);
+  EXPECT_EQ(back.dynamic_dims[0].name, "batch");
+  EXPECT_EQ(back.dynamic_dims[0].max, 64);
 }
 
 // An unknown rank crosses the wire as such, not as a scalar's empty shape.

@@ -1,5 +1,6 @@
 #include "runtime/request_binding.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,59 @@ TEST(BindInputsTest, InputsComeBackInTheNetworksOrder) {
   ASSERT_EQ(bound->size(), 2u);
   EXPECT_EQ((*bound)[0].dtype(), DType::kFloat32);
   EXPECT_EQ((*bound)[1].data<int64_t>()[1], 7);
+}
+
+// a: float32[?, ?] and b: int64[?], the first dims named "n" and a's
+// second one unnamed, as ResolveDynamicDims makes them with `max_dims`.
+NetworkInfo DynamicNet(const std::map<std::string, int64_t>& max_dims = {}) {
+  NetworkInfo info = Net();
+  info.inputs[0].shape = Shape({Shape::kUnknownDim, Shape::kUnknownDim});
+  info.inputs[1].shape = Shape({Shape::kUnknownDim});
+  absl::StatusOr<std::vector<DynamicDim>> dims =
+      ResolveDynamicDims(info.inputs, {{"n", ""}, {"n"}}, max_dims);
+  EXPECT_TRUE(dims.ok()) << dims.status();
+  if (dims.ok()) info.dynamic_dims = *dims;
+  return info;
+}
+
+TEST(ResolveDynamicDimsTest, NamesKeysAndBounds) {
+  NetworkInfo info = DynamicNet({{"n", 5}, {"a:1", 9}});
+  ASSERT_EQ(info.dynamic_dims.size(), 3u);
+  EXPECT_EQ(info.dynamic_dims[0].Key(), "n");
+  EXPECT_EQ(info.dynamic_dims[0].max, 5);
+  EXPECT_EQ(info.dynamic_dims[1].Key(), "a:1");
+  EXPECT_EQ(info.dynamic_dims[1].max, 9);
+  EXPECT_EQ(info.dynamic_dims[2].input, "b");
+  EXPECT_EQ(info.dynamic_dims[2].max, 5);
+  EXPECT_EQ(DynamicNet().dynamic_dims[1].max, kDefaultMaxDim);
+
+  absl::StatusOr<std::vector<DynamicDim>> bad =
+      ResolveDynamicDims(info.inputs, {}, {{"seq", 4}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "max_dims names 'seq', which is no dynamic dim of the model (its "
+            "dynamic dims: a:0, a:1, b:0)");
+  bad = ResolveDynamicDims(info.inputs, {}, {{"a:0", kMaxDimBound + 1}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  bad = ResolveDynamicDims(Net().inputs, {}, {{"a:0", 4}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BindInputsTest, DynamicDimsTakeAnySizeWithinBoundsOneSizePerName) {
+  const NetworkInfo info = DynamicNet({{"n", 4}});
+  for (int64_t n : {0, 1, 4}) {
+    for (int64_t m : {1, 7}) {
+      EXPECT_TRUE(BindInputs(info, {A({n, m}), B(n)}).ok()) << n << "x" << m;
+    }
+  }
+  EXPECT_EQ(Error(BindInputs(info, {A({5, 3}), B(5)})),
+            "input 'a' has shape [5, 3]: its dim 0 ('n') is 5, over its bound "
+            "4 (max_dims['n'])");
+  EXPECT_EQ(Error(BindInputs(info, {A({2, 3}), B(3)})),
+            "input 'b' dim 0 ('n') is 3 but input 'a' dim 0 ('n') is 2: dims "
+            "of one name are one size");
+  EXPECT_EQ(Error(BindInputs(info, {A({2}), B(2)})),
+            "input 'a' has shape [2], expected [?, ?]");
 }
 
 TEST(BindInputsTest, EachMismatchIsNamed) {

@@ -60,7 +60,7 @@ extern "C" {
 
 /* The version of this header: major * 10000 + minor * 100 + patch. */
 #define GLINT_C_API_VERSION_MAJOR 0
-#define GLINT_C_API_VERSION_MINOR 3
+#define GLINT_C_API_VERSION_MINOR 4
 #define GLINT_C_API_VERSION_PATCH 0
 #define GLINT_C_API_VERSION                                        \
   (GLINT_C_API_VERSION_MAJOR * 10000 + GLINT_C_API_VERSION_MINOR * 100 + \
@@ -224,10 +224,17 @@ GLINT_EXPORT GlintStatus* glint_add_options_set_replicas(
 GLINT_EXPORT GlintStatus* glint_add_options_set_precision(
     GlintAddOptions* options, const char* precision);
 /* Binds a graph input with symbolic dimensions to the static shape
- * dims[0..rank). */
+ * dims[0..rank). Without it such dims are dynamic: each run brings its own
+ * size, up to the dim's bound. */
 GLINT_EXPORT GlintStatus* glint_add_options_set_input_shape(
     GlintAddOptions* options, const char* input, const int64_t* dims,
     size_t rank);
+/* The bound of a dynamic input dim: `dim` is the dim's name in the model
+ * ("seq") or "INPUT:AXIS" for a dim it does not name; `max` in 1..2^31
+ * (default 4096). A name that is no dynamic dim of the model fails the
+ * add with INVALID_ARGUMENT. */
+GLINT_EXPORT GlintStatus* glint_add_options_set_max_dim(
+    GlintAddOptions* options, const char* dim, int64_t max);
 
 /* Adds the ONNX model `model` (model_size bytes, copied) as `name`, with
  * `options` (NULL: defaults). `out` may be NULL; else it receives the
@@ -276,6 +283,17 @@ GLINT_EXPORT GlintStatus* glint_network_value(const GlintNetwork* network,
                                               GlintDType* dtype,
                                               const int64_t** dims,
                                               size_t* rank);
+/* The network's dynamic input dims (dims of -1 in its inputs' shapes),
+ * in input and axis order. */
+GLINT_EXPORT GlintStatus* glint_network_num_dynamic_dims(
+    const GlintNetwork* network, size_t* count);
+/* Dynamic dim number `index`: the input it belongs to, its axis, its name
+ * in the model ("" when unnamed; borrowed from the network) and the
+ * largest size a run may give. OUT_OF_RANGE past the end. Out-parameters
+ * may be NULL. */
+GLINT_EXPORT GlintStatus* glint_network_dynamic_dim(
+    const GlintNetwork* network, size_t index, const char** input, int* axis,
+    const char** name, int64_t* max);
 GLINT_EXPORT void glint_network_delete(GlintNetwork* network);
 
 GLINT_EXPORT GlintStatus* glint_network_list_size(const GlintNetworkList* list,

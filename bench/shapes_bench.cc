@@ -1,0 +1,263 @@
+// Shapes per request against static shapes (issue 30), on the corpus's
+// models with dynamic axes (tests/corpus/: bert_encoder, gpt_decoder,
+// lstm_tagger, mobilenet_v3_large) at each of their shapes (NAME/ and
+// NAME/shape_S/). In-process through HostManager on one simulated device:
+//   - dyn: the model added once with no shape option (its dims dynamic);
+//   - static: the model added once per shape with input_shapes, the
+//     baseline the dynamic network replaces;
+// taking turns for ROUNDS rounds. Prints per model and shape the median
+// latency of each, their ratio (dyn / static; the aim is <= 1.1), the
+// first request of that shape on the dynamic network (kernels built for
+// its shapes) against its warm median, and per model the memory of the
+// one dynamic add (weights + planned arenas) against the sum of the static
+// adds it replaces. Outputs are checked against ONNX Runtime's.
+//
+//   tests/corpus/make_corpus.sh /tmp/corpus \
+//       bert_encoder,gpt_decoder,lstm_tagger,mobilenet_v3_large
+//   bazel run -c opt //bench:shapes_bench -- /tmp/corpus [threads] [iters]
+//       [rounds]
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "bench/timing.h"
+#include "core/device_info.h"
+#include "core/status_macros.h"
+#include "runtime/host_manager.h"
+#include "runtime/server/common/kernel_threads.h"
+#include "tests/corpus_util.h"
+
+namespace glint {
+namespace {
+
+using bench::Median;
+using bench::TimeRuns;
+using testing::CorpusModel;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::string LoadAverage() {
+  std::string load = ReadFile("/proc/loadavg");
+  while (!load.empty() && load.back() == '\n') load.pop_back();
+  return load;
+}
+
+// VmRSS of this process.
+int64_t ResidentBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::atoll(line.c_str() + 6) * 1024;
+    }
+  }
+  return 0;
+}
+
+// Weights and planned arenas on the devices.
+uint64_t NetworkBytes(const NetworkInfo& info) {
+  uint64_t bytes = 0;
+  for (const PartitionInfo& p : info.partitions) {
+    bytes += p.weight_bytes + p.activation_bytes;
+  }
+  return bytes * static_cast<uint64_t>(info.replicas);
+}
+
+std::string ShapesOf(const std::vector<NamedTensor>& inputs) {
+  std::vector<std::string> shapes;
+  for (const NamedTensor& t : inputs) shapes.push_back(t.tensor.shape().ToString());
+  return absl::StrJoin(shapes, " ");
+}
+
+// The largest relative difference of `got` from ORT's `want`.
+double MaxRelative(const CorpusModel& model,
+                   const std::vector<NamedTensor>& got,
+                   const std::vector<Tensor>& want) {
+  double worst = 0;
+  for (size_t k = 0; k < model.outputs.size(); ++k) {
+    bool found = false;
+    for (const NamedTensor& t : got) {
+      if (t.name != model.outputs[k]) continue;
+      found = true;
+      testing::Agreement a = testing::CompareWithReference(t.tensor, want[k]);
+      if (!a.ok) return INFINITY;
+      worst = std::max(worst, a.max_magnitude > 0
+                                  ? a.max_abs_diff / a.max_magnitude
+                                  : a.max_abs_diff);
+    }
+    if (!found) return INFINITY;
+  }
+  return worst;
+}
+
+struct ShapeRow {
+  std::string shapes;
+  std::vector<NamedTensor> inputs;
+  std::vector<Tensor> want;
+  std::vector<double> dyn_us, static_us;
+  double first_us = 0;  // The dynamic network's first run of this shape.
+  double max_rel = 0;
+};
+
+absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
+                        int iters, int rounds, std::vector<double>* ratios) {
+  std::vector<ShapeRow> rows;
+  for (int s = 0; s <= static_cast<int>(model.shape_sets.size()); ++s) {
+    ShapeRow row;
+    absl::StatusOr<std::vector<NamedTensor>> inputs =
+        testing::ReadCorpusInputs(dir, model, s);
+    if (!inputs.ok()) return inputs.status();
+    absl::StatusOr<std::vector<Tensor>> want =
+        testing::ReadOrtOutputs(dir, model, s);
+    if (!want.ok()) return want.status();
+    row.inputs = *std::move(inputs);
+    row.want = *std::move(want);
+    row.shapes = ShapesOf(row.inputs);
+    rows.push_back(std::move(row));
+  }
+  const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
+  DeviceConfig device;
+  device.memory_bytes = 8ull << 30;
+  absl::StatusOr<std::unique_ptr<HostManager>> host =
+      HostManager::CreateFromConfigs({}, {device});
+  if (!host.ok()) return host.status();
+  // Resident memory grown by the dynamic add and its first run of every
+  // shape (kernels and packed weights built per shape included), then by
+  // the static adds and one run each.
+  const int64_t rss_start = ResidentBytes();
+  absl::StatusOr<NetworkInfo> dyn = (*host)->AddNetwork("dyn", bytes, {});
+  if (!dyn.ok()) return dyn.status();
+  // First requests, one shape after another, on the dynamic network.
+  for (ShapeRow& row : rows) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<NamedTensor>> out =
+        (*host)->RunNetwork("dyn", row.inputs);
+    if (!out.ok()) return out.status();
+    row.first_us = absl::ToDoubleMicroseconds(absl::Now() - start);
+    row.max_rel = MaxRelative(model, *out, row.want);
+  }
+  const int64_t rss_dyn = ResidentBytes();
+  uint64_t static_bytes = 0;
+  for (size_t s = 0; s < rows.size(); ++s) {
+    AddNetworkOptions options;
+    for (const NamedTensor& t : rows[s].inputs) {
+      options.input_shapes[t.name] = t.tensor.shape();
+    }
+    const std::string name = absl::StrCat("static", s);
+    absl::StatusOr<NetworkInfo> info =
+        (*host)->AddNetwork(name, bytes, options);
+    if (!info.ok()) return info.status();
+    static_bytes += NetworkBytes(*info);
+    GLINT_RETURN_IF_ERROR((*host)->RunNetwork(name, rows[s].inputs).status());
+  }
+  const int64_t rss_static = ResidentBytes();
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t s = 0; s < rows.size(); ++s) {
+      ShapeRow& row = rows[s];
+      std::vector<NamedTensor> out;
+      GLINT_RETURN_IF_ERROR(TimeRuns(
+          iters, [&] { return (*host)->RunNetwork("dyn", row.inputs); }, &out,
+          &row.dyn_us));
+      row.max_rel = std::max(row.max_rel, MaxRelative(model, out, row.want));
+      const std::string name = absl::StrCat("static", s);
+      GLINT_RETURN_IF_ERROR(TimeRuns(
+          iters, [&] { return (*host)->RunNetwork(name, row.inputs); }, &out,
+          &row.static_us));
+    }
+  }
+  for (const ShapeRow& row : rows) {
+    const double d = Median(row.dyn_us) / 1000, st = Median(row.static_us) / 1000;
+    ratios->push_back(d / st);
+    std::printf("%-20s %-28s %9.3f %9.3f %6.2f %9.3f %6.1f %9.1e\n",
+                model.name.c_str(), row.shapes.c_str(), st, d, d / st,
+                row.first_us / 1000, row.first_us / 1000 / d, row.max_rel);
+  }
+  constexpr double kMiB = 1048576.0;
+  std::printf(
+      "%-20s memory: one dynamic add %.1f MiB on the device (%.1f MiB "
+      "resident after a run of each shape); %zu static adds %.1f MiB on "
+      "the device (%.1f MiB resident)\n",
+      model.name.c_str(), NetworkBytes(*dyn) / kMiB,
+      (rss_dyn - rss_start) / kMiB, rows.size(), static_bytes / kMiB,
+      (rss_static - rss_dyn) / kMiB);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+int Run(const std::string& dir, int threads, int iters, int rounds) {
+  absl::StatusOr<std::vector<CorpusModel>> models =
+      testing::ReadCorpusManifest(dir);
+  if (!models.ok()) {
+    std::cerr << models.status() << "\n";
+    return 1;
+  }
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
+  std::printf("%-20s %-28s %9s %9s %6s %9s %6s %9s\n", "model", "shapes",
+              "static_ms", "dyn_ms", "ratio", "first_ms", "xwarm", "max_rel");
+  std::vector<double> ratios;
+  int failed = 0;
+  for (const CorpusModel& model : *models) {
+    if (model.file.empty() || model.shape_sets.empty()) continue;
+    absl::Status s = BenchModel(dir, model, iters, rounds, &ratios);
+    if (!s.ok()) {
+      std::printf("%-20s %s\n", model.name.c_str(), s.ToString().c_str());
+      ++failed;
+    }
+  }
+  double log_sum = 0;
+  for (double r : ratios) log_sum += std::log(r);
+  std::printf(
+      "geomean dyn/static %.2f over %zu shapes (worst %.2f); %d models "
+      "failed; threads %d, %d rounds of %d timed runs; load average at end: "
+      "%s\n",
+      ratios.empty() ? 0 : std::exp(log_sum / ratios.size()), ratios.size(),
+      ratios.empty() ? 0 : *std::max_element(ratios.begin(), ratios.end()),
+      failed, threads, rounds, iters, LoadAverage().c_str());
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace glint
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: shapes_bench CORPUS_DIR [threads] [iters] [rounds]\n";
+    return 2;
+  }
+  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
+  const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
+  const std::string want = std::to_string(threads);
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  if (omp == nullptr || want != omp) {
+    // OpenMP reads its thread count once, at start-up (as corpus_bench).
+    setenv("OMP_NUM_THREADS", want.c_str(), 1);
+    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
+      setenv("GOMP_SPINCOUNT",
+             std::to_string(glint::DefaultOmpSpinCount(static_cast<int>(
+                                std::thread::hardware_concurrency())))
+                 .c_str(),
+             0);
+    }
+    execv("/proc/self/exe", argv);
+  }
+  return glint::Run(argv[1], threads, iters, rounds);
+}
