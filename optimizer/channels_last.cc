@@ -42,13 +42,26 @@ bool IsStatic4DFloat(const Graph& graph, const std::string& value) {
          info->shape.rank() == 4 && info->shape.IsStatic();
 }
 
-// IsStatic4DFloat, uint8/int8 allowed too (the quantized ops' values).
-bool IsStatic4D(const Graph& graph, const std::string& value,
-                bool quantized_ok) {
+// A 4-D value of known channels: the layout's business. Its batch and
+// image size may be dynamic (shapes per request): the NHWC kernels take
+// each run's, as the NCHW ones do.
+bool HasChannels4D(const ValueInfo& info) {
+  return info.shape.has_rank() && info.shape.rank() == 4 &&
+         info.shape.dim(1) != Shape::kUnknownDim;
+}
+
+// A float32 value HasChannels4D.
+bool IsChannels4DFloat(const Graph& graph, const std::string& value) {
   const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
-  if (info == nullptr || info->shape.rank() != 4 || !info->shape.IsStatic()) {
-    return false;
-  }
+  return info != nullptr && info->dtype == DType::kFloat32 &&
+         HasChannels4D(*info);
+}
+
+// IsChannels4DFloat, uint8/int8 allowed too (the quantized ops' values).
+bool IsChannels4D(const Graph& graph, const std::string& value,
+                  bool quantized_ok) {
+  const ValueInfo* info = value.empty() ? nullptr : graph.FindValue(value);
+  if (info == nullptr || !HasChannels4D(*info)) return false;
   return info->dtype == DType::kFloat32 ||
          (quantized_ok &&
           (info->dtype == DType::kUInt8 || info->dtype == DType::kInt8));
@@ -150,13 +163,14 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
   const bool quantized_ok = qconv || op == "MaxPool" ||
                             op == "DequantizeLinear" || op == "QuantizeLinear";
   if (!IsDefaultDomain(node) || node.outputs.empty() ||
-      !IsStatic4D(graph, node.outputs[0], quantized_ok)) {
+      !IsChannels4D(graph, node.outputs[0], quantized_ok)) {
     return LayoutRole::kNone;
   }
   for (size_t o = 1; o < node.outputs.size(); ++o) {
     if (!node.outputs[o].empty()) return LayoutRole::kNone;
   }
-  if (node.inputs.empty() || !IsStatic4D(graph, node.inputs[0], quantized_ok)) {
+  if (node.inputs.empty() ||
+      !IsChannels4D(graph, node.inputs[0], quantized_ok)) {
     return LayoutRole::kNone;
   }
   if (qconv) return LayoutRole::kConv;
@@ -186,8 +200,8 @@ LayoutRole ClassifyForChannelsLast(const Graph& graph, const Node& node) {
     // of every follower's activation inputs), so both are 4-D and take the
     // same permutation: broadcasting commutes with it. A squeeze-excite
     // block's [N, C, 1, 1] scale stays channels last with its features.
-    return IsStatic4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
-                                                  : LayoutRole::kNone;
+    return IsChannels4DFloat(graph, node.inputs[1]) ? LayoutRole::kFollower
+                                                    : LayoutRole::kNone;
   }
   if (op == kChannelShuffleOp) return LayoutRole::kFollower;
   return ClassifyAxisFollower(graph, node);
