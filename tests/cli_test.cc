@@ -1,6 +1,7 @@
 // The glint CLI binary against a real glintd: every command's output and
 // exit code, files in both input formats, --output-dir, and the one-line
 // errors. Ends with the README's example network, checked by its script.
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -258,6 +259,53 @@ TEST_F(CliTest, AddWithPrecision) {
               2, "INVALID_ARGUMENT",
               "precision 'fp8' is not one of: fp32 (the default), bf16");
   ASSERT_EQ(Glint({"remove", "relu_bf16"}).exit_code, 0);
+}
+
+// A symbolic dim stays dynamic: --max_dim bounds it, show lists it, runs
+// of two sizes answer with their own shapes, one over the bound is refused.
+TEST_F(CliTest, AddWithDynamicDims) {
+  const std::string dir = testing::NewTempDir("cli_dyn");
+  glint::testing::OnnxModelBuilder b;
+  b.Input("x", 1, {-1, 3}).Output("y", 1, {-1, 3});  // -1: the dim "N".
+  b.Node("Relu", {"x"}, {"y"});
+  {
+    std::ofstream(dir + "/relu.onnx", std::ios::binary) << b.Serialize();
+  }
+  ExpectError(Glint({"add", "dyn", dir + "/relu.onnx", "--max_dim", "N=0"}), 2,
+              "INVALID_ARGUMENT", "bad --max_dim 'N=0'");
+  ExpectError(Glint({"add", "dyn", dir + "/relu.onnx", "--max_dim", "M=4"}), 1,
+              "INVALID_ARGUMENT", "max_dims names 'M'");
+  CommandResult r =
+      Glint({"add", "dyn", dir + "/relu.onnx", "--max_dim", "N=4"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text, HasSubstr("input  x: float32[?, 3]"));
+  EXPECT_THAT(r.stdout_text, HasSubstr("dynamic dims: N <= 4 (x:0)"));
+  r = Glint({"show", "dyn"});
+  EXPECT_THAT(r.stdout_text, HasSubstr("dynamic dims: N <= 4 (x:0)"));
+  for (int64_t rows : {1, 4, 5}) {
+    std::vector<float> x(rows * 3);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 == 0 ? -1.0f : 2.0f;
+    const std::string in = absl::StrCat(dir, "/x", rows, ".npy");
+    ASSERT_TRUE(WriteNpyFile(in, Tensor::FromVector(DType::kFloat32,
+                                                    Shape({rows, 3}), x))
+                    .ok());
+    const std::string out = absl::StrCat(dir, "/out", rows);
+    r = Glint({"run", "dyn", "--input", "x=" + in, "--output-dir", out});
+    if (rows > 4) {
+      ExpectError(r, 1, "INVALID_ARGUMENT",
+                  "input 'x' has shape [5, 3]: its dim 0 ('N') is 5, over its "
+                  "bound 4");
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    absl::StatusOr<Tensor> y = ReadNpyFile(out + "/y.npy");
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(y->shape(), Shape({rows, 3}));
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      EXPECT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
+    }
+  }
+  ASSERT_EQ(Glint({"remove", "dyn"}).exit_code, 0);
 }
 
 }  // namespace
