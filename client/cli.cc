@@ -139,6 +139,16 @@ absl::StatusOr<PerfOptions> PerfOptionsFromArgs(const ParsedArgs& args) {
       return UsageError(absl::StrCat("bad --batch '", *b, "' (expected N >= 1)"));
     }
   }
+  for (const std::string& spec : args.All("dim")) {
+    std::vector<std::string> kv = absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    int64_t size = 0;
+    if (kv.size() != 2 || kv[0].empty() || !absl::SimpleAtoi(kv[1], &size) ||
+        size < 0) {
+      return UsageError(absl::StrCat("bad --dim '", spec,
+                                     "' (expected DIM=N, N >= 0)"));
+    }
+    options.dims[kv[0]] = size;
+  }
   if (std::optional<std::string> seed = args.Last("seed")) {
     if (!absl::SimpleAtoi(*seed, &options.seed)) {
       return UsageError(absl::StrCat("bad --seed '", *seed, "'"));
@@ -307,7 +317,8 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
        {"shm", "profile"},
        &Cli::RunNetwork},
       {"perf",
-       {"concurrency", "duration", "batch", "shm", "protocol", "csv", "seed",
+       {"concurrency", "duration", "batch", "dim", "shm", "protocol", "csv",
+        "seed",
         "profile"},
        {"shm", "profile"},
        &Cli::Perf},

@@ -45,14 +45,16 @@ commands:
                      the ops that took longest;
                      --shm passes inputs and outputs through POSIX shared
                      memory (glintd on this host) instead of the message.
-  perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N] [--shm]
-      [--protocol glint|oip] [--csv FILE] [--profile]
+  perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N]
+      [--dim DIM=N]... [--shm] [--protocol glint|oip] [--csv FILE] [--profile]
                      load test: per concurrency level, keeps that many runs
                      of random inputs in flight for the duration and prints
                      runs/s, p50/p90/p99 latency, errors (failed calls and
                      replies whose outputs differ from the network's in
                      name, dtype or shape) and the server's queue/compute
-                     split; --batch N sets the inputs' first dimension;
+                     split; --batch N sets the inputs' first dimension,
+                     --dim the size of a dynamic dim (by name, e.g. seq,
+                     or INPUT:AXIS; each must be given);
                      --protocol oip goes through the Open Inference
                      Protocol (ModelInfer, ModelStatistics, Triton's
                      system shared memory with --shm) instead of glint.v1;

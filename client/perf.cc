@@ -204,7 +204,9 @@ double MeanMicros(const DurationStats& before, const DurationStats& after) {
 }  // namespace
 
 absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
-    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed) {
+    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed,
+    const std::map<std::string, int64_t>& dims,
+    const std::vector<DynamicDim>& dynamic_dims) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<NamedTensor> tensors;
@@ -217,6 +219,22 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
             "dimension"));
       }
       shape.mutable_dims()[0] = batch;
+    }
+    for (int axis = 0; shape.has_rank() && axis < shape.rank(); ++axis) {
+      if (shape.dim(axis) >= 0) continue;
+      std::string key = absl::StrCat(info.name, ":", axis);
+      for (const DynamicDim& d : dynamic_dims) {
+        if (d.input == info.name && d.axis == axis) key = d.Key();
+      }
+      auto it = dims.find(key);
+      if (it == dims.end()) it = dims.find(absl::StrCat(info.name, ":", axis));
+      if (it == dims.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", info.name, "' dim ", axis,
+            " is dynamic: give its size with --dim ", key, "=N",
+            axis == 0 ? " (or --batch N)" : ""));
+      }
+      shape.mutable_dims()[axis] = it->second;
     }
     absl::StatusOr<Tensor> t = Tensor::Create(info.dtype, shape);
     if (!t.ok()) {
@@ -404,7 +422,8 @@ absl::StatusOr<std::vector<PerfLevel>> RunGlintPerf(
   absl::StatusOr<NetworkInfo> network = client.GetNetwork(options.network);
   if (!network.ok()) return network.status();
   absl::StatusOr<std::vector<NamedTensor>> inputs =
-      MakePerfInputs(network->inputs, options.batch, options.seed);
+      MakePerfInputs(network->inputs, options.batch, options.seed,
+                     options.dims, network->dynamic_dims);
   if (!inputs.ok()) return inputs.status();
   const std::vector<ValueInfo> expected =
       ExpectedPerfOutputs(network->outputs, options.batch);
@@ -607,8 +626,12 @@ absl::StatusOr<std::vector<PerfLevel>> RunOipPerf(
   absl::StatusOr<OipModel> model =
       GetOipModel(client, stub.get(), options.network);
   if (!model.ok()) return model.status();
-  absl::StatusOr<std::vector<NamedTensor>> inputs =
-      MakePerfInputs(model->inputs, options.batch, options.seed);
+  // The dims' names come from glint.v1 (the inference protocol's metadata
+  // has none); without them only INPUT:AXIS keys apply.
+  absl::StatusOr<NetworkInfo> network = client.GetNetwork(options.network);
+  absl::StatusOr<std::vector<NamedTensor>> inputs = MakePerfInputs(
+      model->inputs, options.batch, options.seed, options.dims,
+      network.ok() ? network->dynamic_dims : std::vector<DynamicDim>{});
   if (!inputs.ok()) return inputs.status();
   const std::vector<ValueInfo> expected =
       ExpectedPerfOutputs(model->outputs, options.batch);

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,9 @@ struct PerfOptions {
   // > 0: every input's first dimension becomes `batch` (and so does every
   // output's, in the replies' check). 0: the network's shapes.
   int batch = 0;
+  // Sizes of the network's other dynamic dims, by name ("seq") or
+  // "INPUT:AXIS" (MakePerfInputs).
+  std::map<std::string, int64_t> dims;
   // Inputs and outputs through a shared-memory region (same host only).
   bool shared_memory = false;
   // "glint" (glint.v1) or "oip" (the Open Inference Protocol service).
@@ -88,11 +92,15 @@ using PerfStatisticsSource =
     std::function<absl::StatusOr<NetworkStatistics>()>;
 
 // The inputs of a perf run: random data (seeded) of `inputs`' dtypes and
-// shapes, with the first dimension replaced by `batch` when > 0.
-// INVALID_ARGUMENT for a shape that is not static, or a scalar input with
-// a batch.
+// shapes, with the first dimension replaced by `batch` when > 0 and each
+// other dynamic dim (-1) by its size in `dims`, keyed by the dim's name
+// (from `dynamic_dims`, the network's) or "INPUT:AXIS". INVALID_ARGUMENT
+// for a dynamic dim with no size given (naming the key to give), or a
+// scalar input with a batch.
 absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
-    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed);
+    const std::vector<ValueInfo>& inputs, int batch, uint64_t seed,
+    const std::map<std::string, int64_t>& dims = {},
+    const std::vector<DynamicDim>& dynamic_dims = {});
 
 // What replies must look like: the network's outputs with the first
 // dimension replaced by `batch` when > 0.

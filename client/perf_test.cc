@@ -59,6 +59,31 @@ TEST(MakePerfInputsTest, ShapesDtypesBatchAndSeed) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Dynamic dims take their sizes by name or INPUT:AXIS; one left without a
+// size is refused with the key to give.
+TEST(MakePerfInputsTest, DynamicDimsBySize) {
+  const std::vector<ValueInfo> inputs = {
+      {"ids", DType::kInt64, Shape({-1, -1})},
+      {"mask", DType::kInt64, Shape({-1, -1})}};
+  const std::vector<DynamicDim> dims = {{"ids", 0, "batch", 8},
+                                        {"ids", 1, "seq", 64},
+                                        {"mask", 0, "batch", 8},
+                                        {"mask", 1, "seq", 64}};
+  absl::StatusOr<std::vector<NamedTensor>> made =
+      MakePerfInputs(inputs, 2, 1, {{"seq", 16}}, dims);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ((*made)[0].tensor.shape(), Shape({2, 16}));
+  EXPECT_EQ((*made)[1].tensor.shape(), Shape({2, 16}));
+  made = MakePerfInputs(inputs, 0, 1, {{"ids:0", 3}, {"mask:0", 3}, {"seq", 5}},
+                        dims);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ((*made)[1].tensor.shape(), Shape({3, 5}));
+  made = MakePerfInputs(inputs, 2, 1, {}, dims);
+  EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(made.status().message(),
+            "input 'ids' dim 1 is dynamic: give its size with --dim seq=N");
+}
+
 TEST(ExpectedPerfOutputsTest, BatchReplacesTheFirstDimension) {
   const std::vector<ValueInfo> outputs = {
       {"y", DType::kFloat32, Shape({1, 10})}, {"s", DType::kInt64, Shape()}};

@@ -305,6 +305,13 @@ TEST_F(CliTest, AddWithDynamicDims) {
       EXPECT_EQ(y->data<float>()[i], std::max(x[i], 0.0f)) << i;
     }
   }
+  // perf takes the dynamic dim's size by name, and wants one.
+  r = Glint({"perf", "dyn", "--duration", "300ms", "--dim", "N=2"});
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  ExpectError(Glint({"perf", "dyn", "--duration", "300ms"}), 1,
+              "INVALID_ARGUMENT",
+              "input 'x' dim 0 is dynamic: give its size with --dim N=N (or "
+              "--batch N)");
   ASSERT_EQ(Glint({"remove", "dyn"}).exit_code, 0);
 }
 
