@@ -286,6 +286,63 @@ TEST(E2eShapesPerRequestTest, BoundsAndNamedDimsAreEnforced) {
   EXPECT_TRUE((*glintd)->CheckHealth(absl::Seconds(5)).ok());
 }
 
+// Sizes at the low edge: each dynamic dim at 0 (an empty batch, an empty
+// sequence) and at 2, on every model. Each run either
+// answers (empty outputs for an empty batch) or fails with a clear status;
+// glintd stays up and then still answers a normal shape exactly.
+TEST(E2eShapesPerRequestTest, EmptySizesNeverTakeGlintdDown) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> glintd = GlintdProcess::Start(
+      {"--devices=sim:memory=2GiB", "--store_dir=", "--log_level=warning"},
+      absl::Seconds(60));
+  ASSERT_TRUE(glintd.ok()) << glintd.status();
+  GlintClient& client = (*glintd)->client();
+  for (const CorpusModel& model : GetCorpus().models) {
+    SCOPED_TRACE(model.name);
+    const std::vector<ShapeCase> cases = ReadCases(GetCorpus().dir, model);
+    ASSERT_FALSE(cases.empty());
+    AddNetworkOptions options;
+    absl::StatusOr<NetworkInfo> info = client.AddNetwork(
+        model.name,
+        ReadFile(absl::StrCat(GetCorpus().dir, "/", model.file)), options);
+    ASSERT_TRUE(info.ok()) << info.status();
+    for (const DynamicDim& d : info->dynamic_dims) {
+      for (int64_t size : {int64_t{0}, int64_t{2}}) {
+        // Every input with a dim of this name (or this very dim) at `size`,
+        // the other dims as in the first case; values 0 (valid token ids).
+        std::vector<NamedTensor> inputs;
+        for (const NamedTensor& in : cases[0].inputs) {
+          std::vector<int64_t> dims = in.tensor.shape().dims();
+          for (const DynamicDim& e : info->dynamic_dims) {
+            if (e.input == in.name && (e.Key() == d.Key())) dims[e.axis] = size;
+          }
+          absl::StatusOr<Tensor> t =
+              Tensor::Create(in.tensor.dtype(), Shape(dims));
+          ASSERT_TRUE(t.ok());
+          std::memset(t->raw_data(), 0, t->num_bytes());
+          inputs.push_back({in.name, *std::move(t)});
+        }
+        absl::StatusOr<std::vector<NamedTensor>> got =
+            client.RunNetwork(model.name, inputs);
+        std::printf("%s %s=%lld: %s\n", model.name.c_str(), d.Key().c_str(),
+                    static_cast<long long>(size),
+                    got.ok() ? "ok" : got.status().ToString().c_str());
+        if (!got.ok()) {
+          // A clear refusal, never a crash or an internal error.
+          EXPECT_NE(got.status().code(), absl::StatusCode::kInternal)
+              << d.Key() << "=" << size << ": " << got.status();
+          EXPECT_NE(got.status().code(), absl::StatusCode::kUnavailable)
+              << d.Key() << "=" << size << ": " << got.status();
+        }
+      }
+    }
+    EXPECT_EQ(Disagreement(model, cases.back(),
+                           client.RunNetwork(model.name, cases.back().inputs)),
+              "");
+    EXPECT_TRUE(client.RemoveNetwork(model.name).ok());
+  }
+  EXPECT_TRUE((*glintd)->CheckHealth(absl::Seconds(5)).ok());
+}
+
 // The bounds are part of the durable network: a restarted glintd restores
 // the GPT decoder with them and answers every shape with the same bytes.
 TEST(E2eShapesPerRequestTest, RestartKeepsBoundsAndBytes) {
