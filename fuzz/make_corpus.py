@@ -286,6 +286,18 @@ def run_request_seeds(tests):
         name="x", dtype=8, shape=[1], raw_data=b"\0")]))
     add("short_raw_data", pb.RunNetworkRequest(name="net", inputs=[pb.Tensor(
         name="x", dtype=pb.DATA_TYPE_INT64, shape=[2], raw_data=b"\0" * 12)]))
+    # request_binding_fuzzer's network: x float32[n, 3, ?], ids int64[n],
+    # n <= 8, x's last dim <= 5; outputs y and z.
+    def dynamic(name, n, last, ids_n, outputs=()):
+        add("dyn_" + name, pb.RunNetworkRequest(name="net", inputs=[
+            pb.Tensor(name="x", dtype=pb.DATA_TYPE_FLOAT32,
+                      shape=[n, 3, last], raw_data=b"\0" * (n * 3 * last * 4)),
+            pb.Tensor(name="ids", dtype=pb.DATA_TYPE_INT64, shape=[ids_n],
+                      raw_data=b"\0" * (ids_n * 8))],
+            requested_outputs=list(outputs)))
+    dynamic("within", 2, 4, 2, ["y"])
+    dynamic("over_bound", 9, 1, 9)
+    dynamic("names_differ", 2, 4, 3, ["z", "w"])
     return seeds
 
 

@@ -10,7 +10,7 @@
 #include "core/text.h"
 #include "partitioner/partitioner.h"
 #include "provisioner/provisioner.h"
-#include "runtime/request_binding.h"
+#include "runtime/input_binding.h"
 
 namespace glint {
 namespace {

@@ -28,6 +28,7 @@ TARGETS=(
   "tensor_proto_fuzzer //client:tensor_proto_fuzzer 4096"
   "device_spec_fuzzer //devices:device_spec_fuzzer 256"
   "run_request_fuzzer //proto:run_request_fuzzer 4096"
+  "request_binding_fuzzer //runtime:request_binding_fuzzer 4096"
   "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
   "rest_request_fuzzer //runtime/server/http:rest_request_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
