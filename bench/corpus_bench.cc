@@ -41,22 +41,11 @@
 namespace glint {
 namespace {
 
+using bench::LoadAverage;
 using bench::Median;
+using bench::ReadFile;
 using bench::TimeRuns;
 using testing::CorpusModel;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-std::string LoadAverage() {
-  std::string load = ReadFile("/proc/loadavg");
-  while (!load.empty() && load.back() == '\n') load.pop_back();
-  return load;
-}
 
 double GeometricMean(const std::vector<double>& values) {
   if (values.empty()) return 0;

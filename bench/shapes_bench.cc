@@ -43,22 +43,11 @@
 namespace glint {
 namespace {
 
+using bench::LoadAverage;
 using bench::Median;
+using bench::ReadFile;
 using bench::TimeRuns;
 using testing::CorpusModel;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-std::string LoadAverage() {
-  std::string load = ReadFile("/proc/loadavg");
-  while (!load.empty() && load.back() == '\n') load.pop_back();
-  return load;
-}
 
 // VmRSS of this process.
 int64_t ResidentBytes() {
@@ -117,22 +106,45 @@ struct ShapeRow {
   double max_rel = 0;
 };
 
-absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
-                        int iters, int rounds, std::vector<double>* ratios) {
+// The model's shapes (NAME/ and NAME/shape_S/) with ORT's outputs.
+absl::StatusOr<std::vector<ShapeRow>> ReadRows(const std::string& dir,
+                                               const CorpusModel& model) {
   std::vector<ShapeRow> rows;
   for (int s = 0; s <= static_cast<int>(model.shape_sets.size()); ++s) {
     ShapeRow row;
-    absl::StatusOr<std::vector<NamedTensor>> inputs =
-        testing::ReadCorpusInputs(dir, model, s);
-    if (!inputs.ok()) return inputs.status();
-    absl::StatusOr<std::vector<Tensor>> want =
-        testing::ReadOrtOutputs(dir, model, s);
-    if (!want.ok()) return want.status();
-    row.inputs = *std::move(inputs);
-    row.want = *std::move(want);
+    GLINT_ASSIGN_OR_RETURN(row.inputs,
+                           testing::ReadCorpusInputs(dir, model, s));
+    GLINT_ASSIGN_OR_RETURN(row.want, testing::ReadOrtOutputs(dir, model, s));
     row.shapes = ShapesOf(row.inputs);
     rows.push_back(std::move(row));
   }
+  return rows;
+}
+
+// Prints a model's rows (and adds their ratios) and its memory line.
+void PrintModel(const CorpusModel& model, const std::vector<ShapeRow>& rows,
+                uint64_t dyn_bytes, int64_t dyn_rss, uint64_t static_bytes,
+                int64_t static_rss, std::vector<double>* ratios) {
+  for (const ShapeRow& row : rows) {
+    const double d = Median(row.dyn_us) / 1000, st = Median(row.static_us) / 1000;
+    ratios->push_back(d / st);
+    std::printf("%-20s %-28s %9.3f %9.3f %6.2f %9.3f %6.1f %9.1e\n",
+                model.name.c_str(), row.shapes.c_str(), st, d, d / st,
+                row.first_us / 1000, row.first_us / 1000 / d, row.max_rel);
+  }
+  constexpr double kMiB = 1048576.0;
+  std::printf(
+      "%-20s memory: one dynamic add %.1f MiB on the device (%.1f MiB "
+      "resident after a run of each shape); %zu static adds %.1f MiB on "
+      "the device (%.1f MiB resident)\n",
+      model.name.c_str(), dyn_bytes / kMiB, dyn_rss / kMiB, rows.size(),
+      static_bytes / kMiB, static_rss / kMiB);
+  std::fflush(stdout);
+}
+
+absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
+                        int iters, int rounds, std::vector<double>* ratios) {
+  GLINT_ASSIGN_OR_RETURN(std::vector<ShapeRow> rows, ReadRows(dir, model));
   const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
   DeviceConfig device;
   device.memory_bytes = 8ull << 30;
@@ -183,22 +195,8 @@ absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
           &row.static_us));
     }
   }
-  for (const ShapeRow& row : rows) {
-    const double d = Median(row.dyn_us) / 1000, st = Median(row.static_us) / 1000;
-    ratios->push_back(d / st);
-    std::printf("%-20s %-28s %9.3f %9.3f %6.2f %9.3f %6.1f %9.1e\n",
-                model.name.c_str(), row.shapes.c_str(), st, d, d / st,
-                row.first_us / 1000, row.first_us / 1000 / d, row.max_rel);
-  }
-  constexpr double kMiB = 1048576.0;
-  std::printf(
-      "%-20s memory: one dynamic add %.1f MiB on the device (%.1f MiB "
-      "resident after a run of each shape); %zu static adds %.1f MiB on "
-      "the device (%.1f MiB resident)\n",
-      model.name.c_str(), NetworkBytes(*dyn) / kMiB,
-      (rss_dyn - rss_start) / kMiB, rows.size(), static_bytes / kMiB,
-      (rss_static - rss_dyn) / kMiB);
-  std::fflush(stdout);
+  PrintModel(model, rows, NetworkBytes(*dyn), rss_dyn - rss_start,
+             static_bytes, rss_static - rss_dyn, ratios);
   return absl::OkStatus();
 }
 

@@ -1,10 +1,14 @@
-// Timing helpers shared by the benchmarks that run networks.
+// Timing helpers shared by the benchmarks that run networks, and the two
+// files they read (models, /proc/loadavg).
 #ifndef GLINT_BENCH_TIMING_H_
 #define GLINT_BENCH_TIMING_H_
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -12,6 +16,21 @@
 #include "api/types.h"
 
 namespace glint::bench {
+
+// The whole file at `path` ("" when it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+// /proc/loadavg's line: how busy the machine was around a measurement.
+inline std::string LoadAverage() {
+  std::string load = ReadFile("/proc/loadavg");
+  while (!load.empty() && load.back() == '\n') load.pop_back();
+  return load;
+}
 
 // The middle sample (the upper one of an even count); 0 when empty.
 inline double Median(std::vector<double> v) {

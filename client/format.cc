@@ -34,6 +34,28 @@ std::string FormatElement(const Tensor& t, int64_t i) {
   }
 }
 
+// "  dynamic dims: seq <= 128 (input_ids:1, attention_mask:1), ...\n",
+// or "" for a network without any.
+std::string FormatDynamicDims(const std::vector<DynamicDim>& dims) {
+  if (dims.empty()) return "";
+  std::vector<std::string> shown;
+  std::vector<std::string> keys;
+  for (const DynamicDim& d : dims) {
+    if (std::find(keys.begin(), keys.end(), d.Key()) != keys.end()) continue;
+    keys.push_back(d.Key());
+    std::vector<std::string> where;
+    for (const DynamicDim& e : dims) {
+      if (e.Key() != d.Key()) continue;
+      where.push_back(absl::StrCat(e.input, ":", e.axis));
+    }
+    shown.push_back(d.name.empty()
+                        ? absl::StrCat(d.Key(), " <= ", d.max)
+                        : absl::StrCat(d.name, " <= ", d.max, " (",
+                                       absl::StrJoin(where, ", "), ")"));
+  }
+  return absl::StrCat("  dynamic dims: ", absl::StrJoin(shown, ", "), "\n");
+}
+
 }  // namespace
 
 std::string FormatTensorValues(const Tensor& tensor, int max_values) {
@@ -76,27 +98,7 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
   for (const ValueInfo& v : network.outputs) {
     absl::StrAppend(&out, "  output ", v.ToString(), "\n");
   }
-  if (!network.dynamic_dims.empty()) {
-    // "dynamic dims: seq <= 128 (input_ids:1, attention_mask:1), ..."
-    std::vector<std::string> shown;
-    std::vector<std::string> keys;
-    for (const DynamicDim& d : network.dynamic_dims) {
-      if (std::find(keys.begin(), keys.end(), d.Key()) != keys.end()) continue;
-      keys.push_back(d.Key());
-      std::vector<std::string> where;
-      for (const DynamicDim& e : network.dynamic_dims) {
-        if (e.Key() == d.Key()) {
-          where.push_back(absl::StrCat(e.input, ":", e.axis));
-        }
-      }
-      shown.push_back(d.name.empty()
-                          ? absl::StrCat(d.Key(), " <= ", d.max)
-                          : absl::StrCat(d.name, " <= ", d.max, " (",
-                                         absl::StrJoin(where, ", "), ")"));
-    }
-    absl::StrAppend(&out, "  dynamic dims: ", absl::StrJoin(shown, ", "),
-                    "\n");
-  }
+  absl::StrAppend(&out, FormatDynamicDims(network.dynamic_dims));
   absl::StrAppend(&out, "  partitions: ", network.partitions.size());
   if (!network.strategy.empty()) {
     absl::StrAppend(&out, " (strategy ", network.strategy, ")");

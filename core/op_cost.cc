@@ -73,6 +73,41 @@ double Iterations(const Node& node, const Graph& graph) {
   return 1;
 }
 
+// Adds the bytes `node` reads, writes and holds as weights to `cost`;
+// returns its first non-empty output's element count (0 if none).
+double CountBytes(const Node& node, const Graph& graph, OpCost* cost) {
+  for (const std::string& in : node.inputs) {
+    if (in.empty()) continue;
+    const ValueInfo* v = graph.FindValue(in);
+    if (v == nullptr) continue;
+    cost->bytes_read += ValueBytes(*v);
+    if (graph.IsInitializer(in)) cost->weight_bytes += ValueBytes(*v);
+  }
+  double out_elements = 0;
+  for (const std::string& out : node.outputs) {
+    if (out.empty()) continue;
+    const ValueInfo* v = graph.FindValue(out);
+    if (v == nullptr) continue;
+    cost->bytes_written += ValueBytes(*v);
+    const int64_t n = PlanningElements(v->shape);
+    if (n > 0 && out_elements == 0) out_elements = static_cast<double>(n);
+  }
+  return out_elements;
+}
+
+// An LSTM/GRU/RNN of input x [T, N, K] (or [N, T, K]) and weights
+// w [D, G·H, K]: per step and direction x·Wᵀ and h·Rᵀ, 2·N·G·H·(K + H);
+// the cell's elementwise work is noise.
+double RecurrentFlops(const Node& node, const Shape& x, const Shape& w) {
+  const double steps_batch =
+      static_cast<double>(PlanningDim(x, 0) * PlanningDim(x, 1));
+  const double dirs_gh = static_cast<double>(PlanningDim(w, 0)) *
+                         static_cast<double>(PlanningDim(w, 1));
+  const double k = static_cast<double>(PlanningDim(w, 2));
+  const double h = static_cast<double>(node.GetInt("hidden_size", 0));
+  return 2.0 * steps_batch * dirs_gh * (k + h);
+}
+
 }  // namespace
 
 OpCost EstimateOpCost(const Node& node, const Graph& graph) {
@@ -83,22 +118,7 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
     }
     return graph.FindValue(node.inputs[i]);
   };
-  for (const std::string& in : node.inputs) {
-    if (in.empty()) continue;
-    const ValueInfo* v = graph.FindValue(in);
-    if (v == nullptr) continue;
-    cost.bytes_read += ValueBytes(*v);
-    if (graph.IsInitializer(in)) cost.weight_bytes += ValueBytes(*v);
-  }
-  double out_elements = 0;
-  for (const std::string& out : node.outputs) {
-    if (out.empty()) continue;
-    const ValueInfo* v = graph.FindValue(out);
-    if (v == nullptr) continue;
-    cost.bytes_written += ValueBytes(*v);
-    const int64_t n = PlanningElements(v->shape);
-    if (n > 0 && out_elements == 0) out_elements = static_cast<double>(n);
-  }
+  const double out_elements = CountBytes(node, graph, &cost);
   // Backends fuse ops into internal ones ("glint.FusedMatMul"...): they
   // cost what the op they are built on costs (the fused bias or
   // activation is noise next to it).
@@ -142,15 +162,7 @@ OpCost EstimateOpCost(const Node& node, const Graph& graph) {
         2.0 * static_cast<double>(PlanningElements(a->shape)) * per_input;
   } else if ((op == "LSTM" || op == "GRU" || op == "RNN") && a_static &&
              b_static && a->shape.rank() == 3 && b->shape.rank() == 3) {
-    // x [T, N, K] (or [N, T, K]), w [D, G·H, K]: per step and direction
-    // x·Wᵀ and h·Rᵀ, 2·N·G·H·(K + H); the cell's elementwise work is noise.
-    const double steps_batch = static_cast<double>(
-        PlanningDim(a->shape, 0) * PlanningDim(a->shape, 1));
-    const double dirs_gh = static_cast<double>(PlanningDim(b->shape, 0)) *
-                           static_cast<double>(PlanningDim(b->shape, 1));
-    const double k = static_cast<double>(PlanningDim(b->shape, 2));
-    const double h = static_cast<double>(node.GetInt("hidden_size", 0));
-    cost.flops = 2.0 * steps_batch * dirs_gh * (k + h);
+    cost.flops = RecurrentFlops(node, a->shape, b->shape);
   } else if (const auto subgraphs = node.Subgraphs(); !subgraphs.empty()) {
     // Control flow: the costlier branch of an If, the body times its
     // iterations for Loop and Scan. The subgraphs' constants are weights

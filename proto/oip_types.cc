@@ -1,9 +1,11 @@
 #include "proto/oip_types.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "core/text.h"
 #include "nlohmann/json.hpp"
@@ -223,48 +226,65 @@ absl::StatusOr<std::string> ParameterValue(const Json& value,
                    Describe(value)));
 }
 
-// The "input_shapes" parameter: NAME=D0,D1,...;NAME=...
-absl::Status ParseInputShapesParameter(absl::string_view value,
-                                       const std::string& what,
-                                       AddNetworkOptions* options) {
+// "config: WHAT: bad entry 'SPEC' (expected EXPECTED)".
+absl::Status BadEntry(const std::string& what, absl::string_view spec,
+                      absl::string_view expected) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config: ", what, ": bad entry '", spec, "' (expected ", expected, ")"));
+}
+
+// Calls `apply(key, value)` for each KEY=VALUE entry of a ';'-separated
+// parameter, both trimmed; an entry without a key or '=' is BadEntry.
+absl::Status ForEachEntry(
+    absl::string_view parameter, const std::string& what,
+    absl::string_view expected,
+    const std::function<absl::Status(absl::string_view spec,
+                                     const std::string& key,
+                                     absl::string_view value)>& apply) {
   for (absl::string_view spec :
-       absl::StrSplit(value, ';', absl::SkipWhitespace())) {
+       absl::StrSplit(parameter, ';', absl::SkipWhitespace())) {
     std::pair<absl::string_view, absl::string_view> kv =
         absl::StrSplit(spec, absl::MaxSplits('=', 1));
     kv.first = absl::StripAsciiWhitespace(kv.first);
     if (kv.first.empty() || spec.find('=') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config: ", what, ": bad entry '", spec,
-                       "' (expected NAME=D0,D1,...;NAME=...)"));
+      return BadEntry(what, spec, expected);
     }
-    absl::StatusOr<Shape> shape =
-        ParseDimList(absl::StripAsciiWhitespace(kv.second), what);
-    if (!shape.ok()) return shape.status();
-    options->input_shapes[std::string(kv.first)] = *std::move(shape);
+    GLINT_RETURN_IF_ERROR(apply(spec, std::string(kv.first),
+                                absl::StripAsciiWhitespace(kv.second)));
   }
   return absl::OkStatus();
+}
+
+// The "input_shapes" parameter: NAME=D0,D1,...;NAME=...
+absl::Status ParseInputShapesParameter(absl::string_view value,
+                                       const std::string& what,
+                                       AddNetworkOptions* options) {
+  return ForEachEntry(
+      value, what, "NAME=D0,D1,...;NAME=...",
+      [&](absl::string_view, const std::string& name, absl::string_view dims) {
+        GLINT_ASSIGN_OR_RETURN(options->input_shapes[name],
+                               ParseDimList(dims, what));
+        return absl::OkStatus();
+      });
 }
 
 // The "max_dims" parameter: DIM=N;DIM=N... (AddNetworkOptions::max_dims).
 absl::Status ParseMaxDimsParameter(absl::string_view value,
                                    const std::string& what,
                                    AddNetworkOptions* options) {
-  for (absl::string_view spec :
-       absl::StrSplit(value, ';', absl::SkipWhitespace())) {
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(spec, absl::MaxSplits('=', 1));
-    kv.first = absl::StripAsciiWhitespace(kv.first);
-    int64_t max = 0;
-    if (kv.first.empty() ||
-        !absl::SimpleAtoi(absl::StripAsciiWhitespace(kv.second), &max) ||
-        max < 1 || max > kMaxDimBound) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config: ", what, ": bad entry '", spec, "' (expected DIM=N;... ",
-          "with N in 1..", kMaxDimBound, ")"));
-    }
-    options->max_dims[std::string(kv.first)] = max;
-  }
-  return absl::OkStatus();
+  const std::string expected =
+      absl::StrCat("DIM=N;... with N in 1..", kMaxDimBound);
+  return ForEachEntry(
+      value, what, expected,
+      [&](absl::string_view spec, const std::string& dim,
+          absl::string_view n) {
+        int64_t max = 0;
+        if (!absl::SimpleAtoi(n, &max) || max < 1 || max > kMaxDimBound) {
+          return BadEntry(what, spec, expected);
+        }
+        options->max_dims[dim] = max;
+        return absl::OkStatus();
+      });
 }
 
 // The "place" parameter: PATTERN=DEVICE;PATTERN=DEVICE...
@@ -330,16 +350,11 @@ absl::Status ApplyGlintParameters(const Json& parameters,
       } else {
         partition.plan_devices = static_cast<int>(*n);
       }
-    } else if (key == "input_shapes") {
-      if (absl::Status s = ParseInputShapesParameter(*value, what, options);
-          !s.ok()) {
-        return s;
-      }
-    } else if (key == "max_dims") {
-      if (absl::Status s = ParseMaxDimsParameter(*value, what, options);
-          !s.ok()) {
-        return s;
-      }
+    } else if (key == "input_shapes" || key == "max_dims") {
+      GLINT_RETURN_IF_ERROR(
+          key == "input_shapes"
+              ? ParseInputShapesParameter(*value, what, options)
+              : ParseMaxDimsParameter(*value, what, options));
     } else if (key == "place") {
       if (absl::Status s = ParsePlaceParameter(*value, what, &partition);
           !s.ok()) {
