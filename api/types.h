@@ -122,9 +122,10 @@ struct DynamicDim {
   std::string Key() const;
 };
 
-// A dynamic dim's bound when AddNetworkOptions::max_dims gives none. A
-// request's tensors are still held to the tensor-size ceilings
-// (CheckTensorSize), which bound their product.
+// A dynamic dim's bound when AddNetworkOptions::max_dims gives none. It
+// bounds each dim alone: a request within it can still ask for values
+// (attention's [batch, heads, seq, seq], say) that a device cannot hold,
+// and fails RESOURCE_EXHAUSTED then. Give bounds the devices can serve.
 inline constexpr int64_t kDefaultMaxDim = 4096;
 // The largest bound max_dims may set.
 inline constexpr int64_t kMaxDimBound = int64_t{1} << 31;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <deque>
 #include <random>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -210,6 +212,8 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<NamedTensor> tensors;
+  std::vector<std::string> keys;  // Every dynamic dim's, for the error.
+  std::set<std::string> used;     // The --dim keys some dim took.
   for (const ValueInfo& info : inputs) {
     Shape shape = info.shape;
     if (batch > 0) {
@@ -226,15 +230,19 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
       for (const DynamicDim& d : dynamic_dims) {
         if (d.input == info.name && d.axis == axis) key = d.Key();
       }
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        keys.push_back(key);
+      }
       auto it = dims.find(key);
       if (it == dims.end()) it = dims.find(absl::StrCat(info.name, ":", axis));
       if (it == dims.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "input '", info.name, "' dim ", axis,
-            " is dynamic: give its size with --dim ", key, "=N",
-            axis == 0 ? " (or --batch N)" : ""));
+            " is dynamic: give its size with --dim ", key, "=SIZE",
+            axis == 0 ? " (or --batch SIZE)" : ""));
       }
       shape.mutable_dims()[axis] = it->second;
+      used.insert(it->first);
     }
     absl::StatusOr<Tensor> t = Tensor::Create(info.dtype, shape);
     if (!t.ok()) {
@@ -269,6 +277,13 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
       }
     }
     tensors.push_back({info.name, *std::move(t)});
+  }
+  for (const auto& [key, size] : dims) {
+    if (used.count(key) > 0) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dim names '", key, "', which is no dynamic dim of the network ",
+        "(its dynamic dims: ", keys.empty() ? "none" : absl::StrJoin(keys, ", "),
+        ")"));
   }
   return tensors;
 }

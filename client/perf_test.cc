@@ -81,7 +81,12 @@ TEST(MakePerfInputsTest, DynamicDimsBySize) {
   made = MakePerfInputs(inputs, 2, 1, {}, dims);
   EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(made.status().message(),
-            "input 'ids' dim 1 is dynamic: give its size with --dim seq=N");
+            "input 'ids' dim 1 is dynamic: give its size with --dim seq=SIZE");
+  made = MakePerfInputs(inputs, 2, 1, {{"seq", 4}, {"sequence", 4}}, dims);
+  EXPECT_EQ(made.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(made.status().message(),
+            "--dim names 'sequence', which is no dynamic dim of the network "
+            "(its dynamic dims: seq)");
 }
 
 TEST(ExpectedPerfOutputsTest, BatchReplacesTheFirstDimension) {

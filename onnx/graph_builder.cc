@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
+#include "core/text.h"
 #include "onnx/import_util.h"
 #include "onnx/onnx_tensor.h"
 
@@ -73,6 +74,51 @@ absl::StatusOr<Shape> GivenShape(const std::string& name, const Shape& given,
                    absl::StrJoin(shown, ", "), "]"));
 }
 
+// A named dim is one size wherever it appears (ONNX's dim_param): the sizes
+// input_shapes gives named dims are written into the other inputs' dims of
+// those names, so that they are fixed too rather than left dynamic (and
+// free to differ). INVALID_ARGUMENT when input_shapes gives one name two
+// sizes.
+absl::Status FixNamedDims(onnx::GraphProto* graph,
+                          const ImportOptions& options) {
+  std::map<std::string, std::pair<int64_t, std::string>> fixed;  // By name.
+  for (const onnx::ValueInfoProto& in : graph->input()) {
+    auto given = options.input_shapes.find(in.name());
+    if (given == options.input_shapes.end() || !in.has_type() ||
+        !in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) {
+      continue;
+    }
+    const onnx::TensorShapeProto& declared = in.type().tensor_type().shape();
+    if (declared.dim_size() != given->second.rank()) continue;  // GivenShape.
+    for (int i = 0; i < declared.dim_size(); ++i) {
+      const std::string& param = declared.dim(i).dim_param();
+      if (declared.dim(i).has_dim_value() || param.empty()) continue;
+      const int64_t size = given->second.dim(i);
+      auto [it, inserted] = fixed.emplace(param, std::make_pair(size, in.name()));
+      if (!inserted && it->second.first != size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input_shapes give dim '", Clip(param), "' two sizes: ",
+            it->second.first, " (input '", it->second.second, "') and ", size,
+            " (input '", in.name(), "')"));
+      }
+    }
+  }
+  if (fixed.empty()) return absl::OkStatus();
+  for (onnx::ValueInfoProto& in : *graph->mutable_input()) {
+    if (options.input_shapes.count(in.name()) > 0 || !in.has_type() ||
+        !in.type().has_tensor_type()) {
+      continue;
+    }
+    onnx::TensorShapeProto* shape =
+        in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (auto& d : *shape->mutable_dim()) {
+      auto it = d.has_dim_value() ? fixed.end() : fixed.find(d.dim_param());
+      if (it != fixed.end()) d.set_dim_value(it->second.first);
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The shape input `name` declares, its symbolic or unknown dims left
 // unknown (Shape::kUnknownDim): each request brings its own size for them,
 // and the caller can bind them for good through input_shapes.
@@ -130,7 +176,8 @@ absl::StatusOr<Shape> BindInputShape(const std::string& name,
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", name, "' has dims of unknown size besides its batch ",
           "dimension (", shape.ToString(),
-          "): with dynamic batching give its shape in input_shapes"));
+          "): with dynamic batching give its shape in input_shapes (in a "
+          "Triton config, the input's dims)"));
     }
   }
   onnx::TensorShapeProto* proto = type->mutable_shape();
@@ -526,6 +573,7 @@ absl::Status BindInputs(onnx::GraphProto* graph,
                         const std::map<std::string, Tensor>& initializers,
                         const ImportOptions& options, Graph* result) {
   GLINT_RETURN_IF_ERROR(CheckInputShapesNames(*graph, initializers, options));
+  GLINT_RETURN_IF_ERROR(FixNamedDims(graph, options));
   absl::flat_hash_set<std::string> declared;
   for (onnx::ValueInfoProto& in : *graph->mutable_input()) {
     const std::string& name = in.name();

@@ -510,6 +510,29 @@ TEST(OnnxImporterTest, InputShapesOverrideSymbolicDims) {
   EXPECT_EQ(g->outputs[0].shape, Shape({4, 3}));
 }
 
+// A name is one size: input_shapes fixing "S" in one input fixes the "S"
+// of the others, which do not stay dynamic; two sizes for one name are
+// refused.
+TEST(OnnxImporterTest, InputShapesFixANamedDimEverywhere) {
+  ModelBuilder b;
+  b.Input("a", onnx::TensorProto::FLOAT, std::vector<Dim>{"B", "S"})
+      .Input("m", onnx::TensorProto::FLOAT, std::vector<Dim>{"B", "S"})
+      .Output("y", onnx::TensorProto::FLOAT, std::vector<Dim>{"B", "S"});
+  b.Node("Add", {"a", "m"}, {"y"}, "add");
+  ImportOptions options;
+  options.input_shapes["a"] = Shape({2, 16});
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[1].shape, Shape({2, 16}));
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, 16}));
+  options.input_shapes["m"] = Shape({2, 8});
+  g = ImportOnnxModel(b.Bytes(), options);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(g.status()),
+            "input_shapes give dim 'S' two sizes: 16 (input 'a') and 8 "
+            "(input 'm')");
+}
+
 TEST(OnnxImporterTest, BatchSizeBindsTheFirstDimOfEveryInput) {
   ImportOptions options;
   options.batch_size = 8;

@@ -70,9 +70,21 @@ class ExecutionStatePool {
     return std::make_unique<ExecutionState>(num_tensors_, num_partitions_);
   }
 
+  // A kept buffer may exceed what its last run used by this much (and
+  // twice that run's bytes) before Release frees it.
+  static constexpr size_t kMaxSlackBytes = size_t{64} << 10;
+
   // Returns a state whose run has finished (every enqueued item done).
+  // Buffers far larger than the run used (kept from a larger request of a
+  // network with dynamic dims) are freed, so that one large request does
+  // not pin device memory in the idle states for ever.
   void Release(std::unique_ptr<ExecutionState> state) ABSL_LOCKS_EXCLUDED(mu_) {
     state->warm = true;
+    for (DeviceTensor& t : state->tensors) {
+      if (t.buffer == nullptr) continue;
+      const size_t used = t.shape.IsStatic() ? t.num_bytes() : 0;
+      if (t.buffer->size() > 2 * used + kMaxSlackBytes) t.buffer.reset();
+    }
     absl::MutexLock lock(&mu_);
     if (idle_.size() < kMaxIdle) idle_.push_back(std::move(state));
   }

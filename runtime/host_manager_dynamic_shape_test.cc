@@ -326,5 +326,36 @@ TEST(HostManagerDynamicShapeTest, NmsSelectionGatheredOnAnotherDevice) {
   }
 }
 
+// A dynamic dim lets one request be far larger than the next. The buffers
+// a large request grew in the execution state are freed when a small one
+// follows, so the device's memory comes back instead of staying pinned by
+// the largest request ever seen; the runs are exact throughout.
+TEST(HostManagerDynamicShapeTest, ALargeRequestDoesNotPinDeviceMemory) {
+  auto host = MakeHost(1);
+  OnnxModelBuilder b;
+  b.Input("x", kFloat, {-1, 1024}).Output("y", kFloat, {-1, 1024});
+  b.Node("Relu", {"x"}, {"y"}, "relu");
+  ASSERT_TRUE(host->AddNetwork("relu", b.Serialize(), {}).ok());
+  auto available = [&] { return host->GetDevices()[0].available_memory_bytes; };
+  auto run = [&](int64_t rows) {
+    std::vector<float> x(rows * 1024);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 == 0 ? -1.0f : 1.0f;
+    absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
+        "relu", {{"x", Tensor::FromVector(DType::kFloat32,
+                                          Shape({rows, 1024}), x)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const Tensor& y = (*out)[0].tensor;
+    ASSERT_EQ(y.shape(), Shape({rows, 1024}));
+    EXPECT_EQ(y.data<float>()[0], 0.0f);
+    EXPECT_EQ(y.data<float>()[rows * 1024 - 1], 1.0f);
+  };
+  run(1);
+  const uint64_t small = available();
+  run(4096);  // 16 MiB in, 16 MiB out.
+  EXPECT_LE(available(), small - 16 * kMiB);  // Kept for the next run...
+  run(1);
+  EXPECT_GE(available(), small - kMiB);  // ...until a small one needs less.
+}
+
 }  // namespace
 }  // namespace glint

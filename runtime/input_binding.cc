@@ -70,7 +70,8 @@ std::string DescribeDim(const DynamicDim& d) {
 // and known dims equal, dynamic ones (of `dims`) within their bounds.
 absl::Status CheckShape(const ValueInfo& want, const Shape& got,
                         const std::vector<DynamicDim>& dims) {
-  bool same = got.rank() == want.shape.rank();
+  // A tensor an embedder made (Tensor::Borrow) may claim any dims.
+  bool same = got.IsStatic() && got.rank() == want.shape.rank();
   for (int d = 0; same && d < got.rank(); ++d) {
     same = want.shape.dim(d) == Shape::kUnknownDim ||
            got.dim(d) == want.shape.dim(d);
@@ -164,7 +165,7 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
             expected.ToString(), " with 1..", max_batch,
             " rows (max_batch_size)"));
       }
-    } else if (in.tensor.shape() != want.shape) {
+    } else {
       GLINT_RETURN_IF_ERROR(
           CheckShape(want, in.tensor.shape(), info.dynamic_dims));
     }

@@ -22,9 +22,8 @@ std::string PlanKey(absl::string_view onnx_model,
   for (const auto& [input, shape] : options.input_shapes) {
     absl::StrAppend(&what, ";shape:", input, "=", shape.ToString());
   }
-  for (const auto& [dim, max] : options.max_dims) {
-    absl::StrAppend(&what, ";max_dim:", dim, "=", max);
-  }
+  // max_dims is not part of it: the plan is made at the smallest request
+  // (op_cost.h), whatever the bounds, so a new bound reuses the plan.
   const PartitionOptions& p = options.partition;
   absl::StrAppend(&what, ";strategy=", static_cast<int>(p.strategy),
                   ";plan_devices=", p.plan_devices, ";replicas=", p.replicas);

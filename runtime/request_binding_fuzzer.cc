@@ -73,6 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
              "dtypes as declared");
   FUZZ_CHECK(x.shape().rank() == 3 && ids.shape().rank() == 1,
              "ranks as declared");
+  FUZZ_CHECK(x.shape().IsStatic() && ids.shape().IsStatic(),
+             "no negative dim binds");
   FUZZ_CHECK(x.shape().dim(1) == 3, "x's known dim as declared");
   FUZZ_CHECK(x.shape().dim(0) <= 8 && x.shape().dim(2) <= 5,
              absl::StrCat("x ", x.shape().ToString(), " within its bounds"));

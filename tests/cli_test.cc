@@ -310,8 +310,8 @@ TEST_F(CliTest, AddWithDynamicDims) {
   EXPECT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   ExpectError(Glint({"perf", "dyn", "--duration", "300ms"}), 1,
               "INVALID_ARGUMENT",
-              "input 'x' dim 0 is dynamic: give its size with --dim N=N (or "
-              "--batch N)");
+              "input 'x' dim 0 is dynamic: give its size with --dim N=SIZE (or "
+              "--batch SIZE)");
   ASSERT_EQ(Glint({"remove", "dyn"}).exit_code, 0);
 }
 

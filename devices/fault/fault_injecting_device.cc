@@ -248,8 +248,13 @@ void FaultInjectingDevice::CopyToDevice(Stream& stream, const Tensor* src,
   }
   // Allocate the destination through the wrapper (so that it is charged)
   // when the copy runs: src may be produced by earlier work on the stream.
+  // A kept buffer too small for this input (a larger request of a network
+  // with dynamic dims) is replaced here too.
   StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
-    if (dst->buffer != nullptr) return absl::OkStatus();
+    if (dst->buffer != nullptr && dst->buffer->size() >= src->num_bytes()) {
+      return absl::OkStatus();
+    }
+    dst->buffer.reset();
     GLINT_ASSIGN_OR_RETURN(dst->buffer, Allocate(src->num_bytes()));
     return absl::OkStatus();
   });
