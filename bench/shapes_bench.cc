@@ -12,8 +12,8 @@
 // one dynamic add (weights + planned arenas) against the sum of the static
 // adds it replaces. Outputs are checked against ONNX Runtime's.
 //
-//   tests/corpus/make_corpus.sh /tmp/corpus \
-//       bert_encoder,gpt_decoder,lstm_tagger,mobilenet_v3_large
+//   tests/corpus/make_corpus.sh /tmp/corpus
+//       bert_encoder,gpt_decoder,lstm_tagger,mobilenet_v3_large  (one line)
 //   bazel run -c opt //bench:shapes_bench -- /tmp/corpus [threads] [iters]
 //       [rounds]
 #include <unistd.h>

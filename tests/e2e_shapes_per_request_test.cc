@@ -201,7 +201,9 @@ TEST(E2eShapesPerRequestTest, OneAddServesEveryShapeAsOnnxRuntime) {
         EXPECT_EQ(d.max, kDefaultMaxDim);
         EXPECT_FALSE(d.name.empty()) << d.input << ":" << d.axis;
         for (const ValueInfo& in : info->inputs) {
-          if (in.name == d.input) EXPECT_EQ(in.shape.dim(d.axis), -1);
+          if (in.name == d.input) {
+            EXPECT_EQ(in.shape.dim(d.axis), -1);
+          }
         }
       }
       if (layout.options.partition.plan_devices == 2) {
