@@ -674,7 +674,10 @@ def main():
     write_target("onnx_import_fuzzer", onnx_import_seeds(tests))
     write_target("tensor_proto_fuzzer", tensor_proto_seeds(tests))
     write_target("npy_fuzzer", npy_seeds(tests))
-    write_target("run_request_fuzzer", run_request_seeds(tests))
+    run_requests = run_request_seeds(tests)
+    write_target("run_request_fuzzer", run_requests)
+    # The same input; its own directory for the crashers it finds.
+    write_target("request_binding_fuzzer", run_requests)
     write_target("oip_request_fuzzer", oip_request_seeds(tests))
     write_target("rest_request_fuzzer", rest_request_seeds(tests))
     write_target("device_spec_fuzzer", device_spec_seeds())

@@ -1,0 +1,4 @@
+
+transpose_all_permutations_4o
+data"`?¦7?³N?w}?HéØ>QY%?nà><Kd?š²v?rRÄ>~®J?¨e?^k?çól?Z{‘=Ùp²=¡¥<“&U?H5G?¹^?»†z?¨•L?Gì>ÃÐG?
+transposed
