@@ -31,10 +31,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "bench/omp_env.h"
 #include "bench/timing.h"
 #include "core/device_info.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/common/kernel_threads.h"
 #include "tests/corpus_util.h"
 #include "tests/process_util.h"
 
@@ -209,20 +209,6 @@ int main(int argc, char** argv) {
   const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
   const std::vector<std::string> only =
       argc > 5 ? absl::StrSplit(argv[5], ',') : std::vector<std::string>{};
-  const std::string want = std::to_string(threads);
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  if (omp == nullptr || want != omp) {
-    // OpenMP reads its thread count once, at start-up; in-process runs get
-    // the spin count glintd (the child) gives itself, unless one is set.
-    setenv("OMP_NUM_THREADS", want.c_str(), 1);
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-      setenv("GOMP_SPINCOUNT",
-             std::to_string(glint::DefaultOmpSpinCount(static_cast<int>(
-                                std::thread::hardware_concurrency())))
-                 .c_str(),
-             0);
-    }
-    execv("/proc/self/exe", argv);
-  }
+  glint::bench::ReexecWithOmpThreads(threads, argv);
   return glint::Run(argv[1], threads, iters, rounds, only);
 }

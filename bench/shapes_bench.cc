@@ -33,11 +33,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "bench/omp_env.h"
 #include "bench/timing.h"
 #include "core/device_info.h"
 #include "core/status_macros.h"
 #include "runtime/host_manager.h"
-#include "runtime/server/common/kernel_threads.h"
 #include "tests/corpus_util.h"
 
 namespace glint {
@@ -243,19 +243,6 @@ int main(int argc, char** argv) {
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
-  const std::string want = std::to_string(threads);
-  const char* omp = std::getenv("OMP_NUM_THREADS");
-  if (omp == nullptr || want != omp) {
-    // OpenMP reads its thread count once, at start-up (as corpus_bench).
-    setenv("OMP_NUM_THREADS", want.c_str(), 1);
-    if (std::getenv("OMP_WAIT_POLICY") == nullptr) {
-      setenv("GOMP_SPINCOUNT",
-             std::to_string(glint::DefaultOmpSpinCount(static_cast<int>(
-                                std::thread::hardware_concurrency())))
-                 .c_str(),
-             0);
-    }
-    execv("/proc/self/exe", argv);
-  }
+  glint::bench::ReexecWithOmpThreads(threads, argv);
   return glint::Run(argv[1], threads, iters, rounds);
 }
