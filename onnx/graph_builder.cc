@@ -170,15 +170,9 @@ absl::StatusOr<Shape> BindInputShape(const std::string& name,
           "equal to max_batch_size ",
           options.batch_size));
     }
+    // Other unknown dims stay dynamic: the batcher merges requests whose
+    // other dims are equal (runtime/batcher.h).
     shape.mutable_dims()[0] = options.batch_size;
-    if (!shape.IsStatic()) {
-      // The batcher merges and splits rows of one compiled shape.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", name, "' has dims of unknown size besides its batch ",
-          "dimension (", shape.ToString(),
-          "): with dynamic batching give its shape in input_shapes (in a "
-          "Triton config, the input's dims)"));
-    }
   }
   onnx::TensorShapeProto* proto = type->mutable_shape();
   const onnx::TensorShapeProto declared = *proto;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -67,6 +69,17 @@ size_t RowBytes(DType dtype, const Shape& shape) {
   return static_cast<size_t>(elements) * DTypeSize(dtype);
 }
 
+// Requests merge when every input has the same dims but the first: their
+// shapes without the batch dim, flattened (rank, then dims, per input).
+std::vector<int64_t> MergeKey(const std::vector<Tensor>& inputs) {
+  std::vector<int64_t> key;
+  for (const Tensor& t : inputs) {
+    key.push_back(t.shape().rank());
+    for (int d = 1; d < t.shape().rank(); ++d) key.push_back(t.shape().dim(d));
+  }
+  return key;
+}
+
 // Rows [first, first + rows) of `batch`, a tensor of its own.
 absl::StatusOr<Tensor> Rows(const Tensor& batch, int64_t first,
                             int64_t rows) {
@@ -129,7 +142,7 @@ absl::StatusOr<std::shared_ptr<Batcher>> Batcher::Create(
   }
   for (const auto* values : {&options.inputs, &options.outputs}) {
     for (const ValueInfo& v : *values) {
-      if (v.shape.rank() < 1 || !v.shape.IsStatic() ||
+      if (v.shape.rank() < 1 ||
           v.shape.dim(0) != options.batching.max_batch_size) {
         return absl::InvalidArgumentError(absl::StrCat(
             "'", v.name, "' (", v.shape.ToString(),
@@ -156,6 +169,7 @@ absl::Status Batcher::Enqueue(BatchRequest request) {
         absl::StrCat("a batched run needs 1..", options_.batching.max_batch_size,
                      " rows, not ", waiting.rows));
   }
+  waiting.key = MergeKey(request.inputs);
   waiting.request = std::move(request);
   waiting.arrived = absl::Now();
   {
@@ -221,43 +235,87 @@ std::optional<Batcher::Formed> Batcher::NextBatch(
     return std::nullopt;
   }
   const DynamicBatching& b = options_.batching;
-  // The FIFO prefix that fits; how many of its requests reach the largest
-  // preferred size that the prefix can make exactly.
-  size_t take = 0;
-  int64_t rows = 0;
-  size_t preferred_take = 0;
-  int64_t preferred_rows = 0;
-  while (take < queue_.size() && rows + queue_[take].rows <= b.max_batch_size) {
-    rows += queue_[take].rows;
-    ++take;
+  // One candidate per merge key (shape without the batch dim), in the order
+  // of its oldest request: the FIFO prefix of that key's requests that
+  // fits, and how many of them reach the largest preferred size that the
+  // prefix can make exactly.
+  struct Candidate {
+    std::vector<size_t> members;  // Indices into queue_, ascending.
+    int64_t rows = 0;
+    size_t preferred_take = 0;
+    int64_t preferred_rows = 0;
+    bool full = false;  // max_batch_size rows, or a request left over.
+  };
+  struct KeyLess {
+    bool operator()(const std::vector<int64_t>* a,
+                    const std::vector<int64_t>* b) const {
+      return *a < *b;
+    }
+  };
+  std::vector<Candidate> candidates;
+  std::map<const std::vector<int64_t>*, size_t, KeyLess> by_key;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    auto [it, added] = by_key.emplace(&queue_[i].key, candidates.size());
+    if (added) candidates.emplace_back();
+    Candidate& c = candidates[it->second];
+    if (c.full) continue;
+    if (c.rows + queue_[i].rows > b.max_batch_size) {
+      c.full = true;  // A request never spans two batches, nor jumps one.
+      continue;
+    }
+    c.rows += queue_[i].rows;
+    c.members.push_back(i);
+    c.full = c.rows == b.max_batch_size;
     if (std::find(b.preferred_batch_sizes.begin(),
                   b.preferred_batch_sizes.end(),
-                  rows) != b.preferred_batch_sizes.end()) {
-      preferred_take = take;
-      preferred_rows = rows;
+                  c.rows) != b.preferred_batch_sizes.end()) {
+      c.preferred_take = c.members.size();
+      c.preferred_rows = c.rows;
     }
   }
-  const bool full = rows == b.max_batch_size || take < queue_.size();
-  const absl::Time due = queue_.front().arrived + b.max_queue_delay;
-  if (!full && !flushing_ && now < due) {
-    if (preferred_take == 0) {
-      if (due < armed_) {
-        armed_ = due;
-        timer_->At(due, [weak = weak_from_this()] {
-          if (std::shared_ptr<Batcher> self = weak.lock()) self->Dispatch();
-        });
-      }
-      return std::nullopt;
+  // The first candidate that may start now; else arm the timer for the
+  // earliest one due.
+  const Candidate* chosen = nullptr;
+  size_t take = 0;
+  int64_t rows = 0;
+  absl::Time earliest = absl::InfiniteFuture();
+  for (const Candidate& c : candidates) {
+    const absl::Time due = queue_[c.members.front()].arrived + b.max_queue_delay;
+    if (c.full || flushing_ || now >= due) {
+      chosen = &c;
+      take = c.members.size();
+      rows = c.rows;
+      break;
     }
-    take = preferred_take;
-    rows = preferred_rows;
+    if (c.preferred_take > 0) {
+      chosen = &c;
+      take = c.preferred_take;
+      rows = c.preferred_rows;
+      break;
+    }
+    earliest = std::min(earliest, due);
+  }
+  if (chosen == nullptr) {
+    if (earliest < armed_) {
+      armed_ = earliest;
+      timer_->At(earliest, [weak = weak_from_this()] {
+        if (std::shared_ptr<Batcher> self = weak.lock()) self->Dispatch();
+      });
+    }
+    return std::nullopt;
   }
   Formed batch;
   batch.rows = rows;
-  for (size_t i = 0; i < take; ++i) {
-    batch.members.push_back(std::move(queue_.front()));
-    queue_.pop_front();
+  std::vector<bool> taken(queue_.size(), false);
+  for (size_t k = 0; k < take; ++k) {
+    taken[chosen->members[k]] = true;
+    batch.members.push_back(std::move(queue_[chosen->members[k]]));
   }
+  std::deque<Waiting> rest;
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    if (!taken[i]) rest.push_back(std::move(queue_[i]));
+  }
+  queue_ = std::move(rest);
   ++in_flight_;
   return batch;
 }
@@ -319,15 +377,16 @@ void Batcher::Start(Formed batch) {
   // to the size.
   absl::Status merged;
   for (size_t i = 0; i < options_.inputs.size() && merged.ok(); ++i) {
-    const ValueInfo& info = options_.inputs[i];
-    Shape shape = info.shape;
+    // Every member has this shape but for its rows (the merge key).
+    const DType dtype = options_.inputs[i].dtype;
+    Shape shape = batch.members.front().request.inputs[i].shape();
     shape.mutable_dims()[0] = execution.size;
-    absl::StatusOr<Tensor> tensor = Tensor::Create(info.dtype, shape);
+    absl::StatusOr<Tensor> tensor = Tensor::CreateUninitialized(dtype, shape);
     if (!tensor.ok()) {
       merged = tensor.status();
       break;
     }
-    const size_t row = RowBytes(info.dtype, info.shape);
+    const size_t row = RowBytes(dtype, shape);
     char* out = static_cast<char*>(tensor->raw_data());
     size_t offset = 0;
     for (const Waiting& w : batch.members) {

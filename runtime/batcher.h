@@ -3,10 +3,9 @@
 // and split back, each caller getting the rows an unbatched run of its
 // request would have given.
 //
-// Design. Glint compiles a network for static shapes (ImportOptions::
-// batch_size binds the batch), so a batching network is compiled at
-// max_batch_size and at each preferred batch size: those are the sizes a
-// batch can run at. A batch runs on the smallest compiled size that holds
+// Design. A batching network's batch dim is bound when it is compiled
+// (ImportOptions::batch_size), so it is compiled at max_batch_size and at
+// each preferred batch size: those are the sizes a batch can run at. A batch runs on the smallest compiled size that holds
 // its rows, padded up to it by repeating its first row, which is valid
 // input by construction (zeros could be a divisor, an index out of
 // range...); the padding rows' results are dropped. The preferred sizes
@@ -19,14 +18,23 @@
 // of the same requests by host_manager_batching_test (ONNX node cases and
 // a CNN, on one device and pipelined over two): they are identical.
 //
-// Policy (per network, FIFO): a batch takes the waiting requests in
-// arrival order while their rows fit max_batch_size (a request never
-// spans two batches). It is dispatched, while fewer than max_in_flight
-// batches of the network execute, as soon as
+// Shapes. The batch dim is bound at each compiled size; the inputs' other
+// dims may be dynamic (a sequence length, an image size: they stay
+// Shape::kUnknownDim and each run brings its own, see docs/ARCHITECTURE.md
+// "Shapes per request"). Only requests whose inputs have equal dims but
+// the first merge: each such shape (its merge key) forms batches of its
+// own, and a batch runs at that shape with its compiled batch size.
+//
+// Policy (per network and shape, FIFO): a batch takes the waiting requests
+// of one shape in arrival order while their rows fit max_batch_size (a
+// request never spans two batches, nor is it passed by a later one of its
+// shape). Shapes are considered in the order of their oldest waiting
+// request; the first that may start, starts. It is dispatched, while fewer
+// than max_in_flight batches of the network execute, as soon as
 //   - it is full (max_batch_size rows), or
 //   - its rows reach a preferred batch size (the largest one possible), or
-//   - the oldest waiting request has waited max_queue_delay (with a zero
-//     delay: at once), or
+//   - the oldest waiting request of its shape has waited max_queue_delay
+//     (with a zero delay: at once), or
 //   - the batcher is flushed (its network is being removed).
 // Under load, requests accumulate while the network's in-flight batches
 // execute, so batches grow by themselves; max_queue_delay trades latency
@@ -125,8 +133,9 @@ using BatchDone = std::function<void(absl::StatusOr<std::vector<Tensor>>)>;
 using BatchExecutor = std::function<void(BatchExecution, BatchDone)>;
 
 // One caller's request, its inputs already checked (HostManager's
-// BindInputs): every input has the network's dtype and dims but the first,
-// which is the same number of rows (1..max_batch_size) for all inputs.
+// BindInputs): every input has the network's dtype and its known dims but
+// the first, which is the same number of rows (1..max_batch_size) for all
+// inputs.
 struct BatchRequest {
   std::vector<Tensor> inputs;  // In the network's input order.
   std::vector<int> outputs;    // Indices of the network outputs it wants.
@@ -146,7 +155,8 @@ struct BatchRequest {
 struct BatcherOptions {
   DynamicBatching batching;  // max_batch_size > 0.
   // The network's inputs and outputs as compiled: every first dim is
-  // max_batch_size (the HostManager checks this at AddNetwork).
+  // max_batch_size (the HostManager checks this at AddNetwork); other dims
+  // may be unknown.
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
   // The batch sizes the network is compiled at, ascending; the last is
@@ -205,6 +215,8 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
   struct Waiting {
     BatchRequest request;
     int64_t rows = 0;
+    // Its inputs' dims but the first: only requests of one key merge.
+    std::vector<int64_t> key;
     absl::Time arrived;
   };
   struct Formed {

@@ -18,15 +18,18 @@ constexpr int64_t kWidth = 3;
 // `pending` until the test completes them, so what forms when is exact.
 class FakeNetwork {
  public:
-  explicit FakeNetwork(int max) : max_(max) {}
+  // With `dynamic_width`, x's second dim is unknown (Shape::kUnknownDim):
+  // each request brings its own width.
+  explicit FakeNetwork(int max, bool dynamic_width = false)
+      : max_(max), width_(dynamic_width ? Shape::kUnknownDim : kWidth) {}
 
   BatcherOptions Options(DynamicBatching batching, int in_flight = 1,
                          std::vector<int> sizes = {}) const {
     BatcherOptions options;
     options.sizes = std::move(sizes);
     options.batching = std::move(batching);
-    options.inputs = {{"x", DType::kFloat32, Shape({max_, kWidth})}};
-    options.outputs = {{"y", DType::kFloat32, Shape({max_, kWidth})},
+    options.inputs = {{"x", DType::kFloat32, Shape({max_, width_})}};
+    options.outputs = {{"y", DType::kFloat32, Shape({max_, width_})},
                        {"s", DType::kFloat32, Shape({max_, 1})}};
     options.max_in_flight = in_flight;
     options.max_queue_size = 16;
@@ -63,13 +66,14 @@ class FakeNetwork {
     }
     const Tensor& x = batch.first.inputs[0];
     const int64_t size = x.shape().dim(0);
+    const int64_t width = x.shape().dim(1);
     Tensor y = *Tensor::Create(DType::kFloat32, x.shape());
     Tensor s = *Tensor::Create(DType::kFloat32, Shape({size, 1}));
     for (int64_t r = 0; r < size; ++r) {
       float sum = 0;
-      for (int64_t c = 0; c < kWidth; ++c) {
-        const float v = x.data<float>()[r * kWidth + c];
-        y.data<float>()[r * kWidth + c] = 2 * v;
+      for (int64_t c = 0; c < width; ++c) {
+        const float v = x.data<float>()[r * width + c];
+        y.data<float>()[r * width + c] = 2 * v;
         sum += v;
       }
       s.data<float>()[r] = sum;
@@ -79,6 +83,7 @@ class FakeNetwork {
 
  private:
   const int64_t max_;
+  const int64_t width_;
   mutable absl::Mutex mu_;
   std::vector<std::pair<BatchExecution, BatchDone>> pending_
       ABSL_GUARDED_BY(mu_);
@@ -87,10 +92,11 @@ class FakeNetwork {
 // A caller's request of `rows` rows whose values start at `first` and count
 // up, and what it got back.
 struct Call {
-  Call(int64_t rows, float first) : rows(rows) {
-    std::vector<float> v(rows * kWidth);
+  Call(int64_t rows, float first, int64_t width = kWidth)
+      : rows(rows), width(width) {
+    std::vector<float> v(rows * width);
     for (size_t i = 0; i < v.size(); ++i) v[i] = first + i;
-    x = Tensor::FromVector(DType::kFloat32, Shape({rows, kWidth}), v);
+    x = Tensor::FromVector(DType::kFloat32, Shape({rows, width}), v);
   }
   BatchRequest Request(std::vector<int> outputs = {0, 1}) {
     BatchRequest r;
@@ -112,13 +118,13 @@ struct Call {
     ASSERT_EQ(result->size(), 2u);
     const Tensor& y = (*result)[0];
     const Tensor& s = (*result)[1];
-    ASSERT_EQ(y.shape(), Shape({rows, kWidth}));
+    ASSERT_EQ(y.shape(), Shape({rows, width}));
     ASSERT_EQ(s.shape(), Shape({rows, 1}));
     for (int64_t r = 0; r < rows; ++r) {
       float sum = 0;
-      for (int64_t c = 0; c < kWidth; ++c) {
-        const float v = x.data<float>()[r * kWidth + c];
-        EXPECT_EQ(y.data<float>()[r * kWidth + c], 2 * v);
+      for (int64_t c = 0; c < width; ++c) {
+        const float v = x.data<float>()[r * width + c];
+        EXPECT_EQ(y.data<float>()[r * width + c], 2 * v);
         sum += v;
       }
       EXPECT_EQ(s.data<float>()[r], sum);
@@ -126,6 +132,7 @@ struct Call {
   }
 
   int64_t rows;
+  int64_t width;
   Tensor x;
   std::shared_ptr<CancellationToken> cancel =
       std::make_shared<CancellationToken>();
@@ -194,6 +201,77 @@ TEST(BatcherTest, APartialBatchIsPaddedWithItsFirstRow) {
   }
   net.Complete();
   a.ExpectOwnRows();
+}
+
+// With a dynamic dim beside the batch, only requests of one shape merge:
+// each shape fills its own batches, and a full one starts even while an
+// older request of another shape still waits for company.
+TEST(BatcherTest, OnlyRequestsOfOneShapeMerge) {
+  FakeNetwork net(8, /*dynamic_width=*/true);
+  BatchTimer timer;
+  auto batcher = Make(net, timer, Batching(8, kMaxQueueDelay));
+  Call b(1, 100, 5), a(2, 0, 3), c(3, 10, 3), d(2, 200, 5), e(3, 20, 3);
+  for (Call* call : {&b, &a, &c, &d}) {
+    ASSERT_TRUE(batcher->Enqueue(call->Request()).ok());
+  }
+  EXPECT_EQ(net.pending(), 0);  // 5 rows of width 3, 3 of width 5: waits.
+  ASSERT_TRUE(batcher->Enqueue(e.Request()).ok());
+  ASSERT_EQ(net.pending(), 1);  // Width 3 is full, though b is older.
+  BatchExecution batch = net.Peek();
+  EXPECT_EQ(batch.requests, 3);
+  EXPECT_EQ(batch.rows, 8);
+  ASSERT_EQ(batch.inputs[0].shape(), Shape({8, 3}));
+  // a's 2 rows, c's 3, e's 3, in arrival order.
+  EXPECT_EQ(batch.inputs[0].data<float>()[2 * 3], 10.0f);
+  EXPECT_EQ(batch.inputs[0].data<float>()[5 * 3], 20.0f);
+  net.Complete();
+  a.ExpectOwnRows();
+  c.ExpectOwnRows();
+  e.ExpectOwnRows();
+  EXPECT_FALSE(b.answered.HasBeenNotified());
+  EXPECT_EQ(batcher->queued(), 2);
+  // Width 5 is not full and not due; a flush sends it, padded to 8 rows
+  // of its own width.
+  batcher->Flush();
+  ASSERT_EQ(net.pending(), 1);
+  batch = net.Peek();
+  EXPECT_EQ(batch.requests, 2);
+  EXPECT_EQ(batch.rows, 3);
+  ASSERT_EQ(batch.inputs[0].shape(), Shape({8, 5}));
+  EXPECT_EQ(batch.inputs[0].data<float>()[7 * 5], 100.0f);  // Padding.
+  net.Complete();
+  b.ExpectOwnRows();
+  d.ExpectOwnRows();
+  EXPECT_EQ(batcher->counts().executions, 2u);
+  EXPECT_EQ(batcher->counts().requests, 5u);
+}
+
+// Within one shape the order holds: a request that does not fit the
+// forming batch is not passed by a smaller one behind it.
+TEST(BatcherTest, WithinAShapeNoRequestPassesAnother) {
+  FakeNetwork net(4, /*dynamic_width=*/true);
+  BatchTimer timer;
+  auto batcher = Make(net, timer, Batching(4, kMaxQueueDelay));
+  Call a(3, 0, 2), b(2, 10, 2), c(1, 20, 2), other(1, 30, 7);
+  for (Call* call : {&a, &other, &b, &c}) {
+    ASSERT_TRUE(batcher->Enqueue(call->Request()).ok());
+  }
+  // a and b overflow 4 rows: a's batch is full at 3 rows, c waits behind b.
+  ASSERT_EQ(net.pending(), 1);
+  EXPECT_EQ(net.Peek().requests, 1);
+  EXPECT_EQ(net.Peek().rows, 3);
+  net.Complete();
+  a.ExpectOwnRows();
+  batcher->Flush();
+  ASSERT_EQ(net.pending(), 1);
+  EXPECT_EQ(net.Peek().inputs[0].shape(), Shape({4, 7}));  // The oldest.
+  net.Complete();
+  other.ExpectOwnRows();
+  ASSERT_EQ(net.pending(), 1);
+  EXPECT_EQ(net.Peek().requests, 2);  // b and c together.
+  net.Complete();
+  b.ExpectOwnRows();
+  c.ExpectOwnRows();
 }
 
 TEST(BatcherTest, ABatchRunsAtTheSmallestCompiledSizeThatHoldsIt) {

@@ -439,6 +439,125 @@ TEST(HostManagerBatchingTest, PipelinedCnnMatchesUnbatchedRunsBitForBit) {
   CheckCnn(2, partition, {1, 4});
 }
 
+// --- A dynamic dim beside the batch ---------------------------------------------
+
+// x [N, S, 4] -> y = Relu(x W) [N, S, 3] and z = mean of y over S [N, 3]:
+// rows independent, S free per request.
+std::string SequenceModel() {
+  OnnxModelBuilder b;
+  b.Input("x", kFloat, {-1, -1, 4})
+      .Output("y", kFloat, {-1, -1, 3})
+      .Output("z", kFloat, {-1, 3});
+  b.FloatInitializer("w", {4, 3}, Pseudo(12, 0.5f, 7));
+  b.Node("MatMul", {"x", "w"}, {"m"}, "matmul");
+  b.Node("Relu", {"m"}, {"y"}, "relu");
+  auto& mean = b.Node("ReduceMean", {"y"}, {"z"}, "mean");
+  SetAttribute(mean, "axes", std::vector<int64_t>{1});
+  SetAttribute(mean, "keepdims", int64_t{0});
+  onnx::ModelProto& proto = b.mutable_proto();
+  // The builder names every -1 "N"; the sequence is "S".
+  proto.mutable_graph()->mutable_input(0)->mutable_type()
+      ->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
+      ->set_dim_param("S");
+  proto.mutable_graph()->mutable_output(0)->mutable_type()
+      ->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
+      ->set_dim_param("S");
+  return proto.SerializeAsString();
+}
+
+// Requests of several sequence lengths in flight at once: each batch
+// merges requests of one length only, and every answer is bit for bit the
+// unbatched network's; the sequence keeps its bound.
+TEST(HostManagerBatchingTest, RequestsMergeOnlyWithTheirSequenceLength) {
+  std::unique_ptr<HostManager> host = MakeHost();
+  const std::string model = SequenceModel();
+  AddNetworkOptions batched = With(Batching(4, {2}));
+  batched.max_dims["S"] = 8;
+  absl::StatusOr<NetworkInfo> info = host->AddNetwork("seq", model, batched);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->inputs[0].shape, Shape({4, Shape::kUnknownDim, 4}));
+  ASSERT_EQ(info->dynamic_dims.size(), 1u);  // The batch is bound.
+  EXPECT_EQ(info->dynamic_dims[0].name, "S");
+  EXPECT_EQ(info->dynamic_dims[0].axis, 1);
+  EXPECT_EQ(info->dynamic_dims[0].max, 8);
+  ASSERT_TRUE(host->AddNetwork("ref", model, AddNetworkOptions()).ok());
+
+  constexpr int kRequests = 48;
+  const int64_t lengths[] = {2, 5, 7, 5};
+  std::vector<std::unique_ptr<Pending>> pending;
+  for (int i = 0; i < kRequests; ++i) {
+    auto p = std::make_unique<Pending>();
+    const int64_t rows = i % 3 == 0 ? 2 : 1;
+    const int64_t seq = lengths[i % 4];
+    p->inputs.push_back(
+        {"x", Tensor::FromVector(DType::kFloat32, Shape({rows, seq, 4}),
+                                 Pseudo(rows * seq * 4, 1.0f, 300 + i))});
+    pending.push_back(std::move(p));
+  }
+  absl::Mutex mu;
+  int answered = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; i < kRequests; i += 4) {
+        Pending* p = pending[i].get();
+        host->RunNetworkAsync(
+            "seq", p->inputs, {},
+            [p, &mu, &answered](absl::StatusOr<std::vector<NamedTensor>> r) {
+              p->result = std::move(r);
+              absl::MutexLock lock(&mu);
+              ++answered;
+              p->done.Notify();
+            });
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // Batches run at 2 rows (the preferred size) or 4: a 2-row request
+  // alone, or 1-row requests of one length together. So at most one
+  // request per length (3) waits, and the others merged.
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n >= kRequests - 3; }, &answered));
+  }
+  absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("seq");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_LT(stats->execution_count, stats->success_count);
+  ASSERT_TRUE(host->RemoveNetwork("seq").ok());  // Runs what waits.
+  for (int i = 0; i < kRequests; ++i) {
+    pending[i]->done.WaitForNotification();
+    ASSERT_TRUE(pending[i]->result.ok())
+        << "request " << i << ": " << pending[i]->result.status();
+    absl::StatusOr<std::vector<NamedTensor>> want =
+        host->RunNetwork("ref", pending[i]->inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(pending[i]->result->size(), 2u);
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_TRUE(SameBits((*pending[i]->result)[k].tensor,
+                           (*want)[k].tensor))
+          << "request " << i << " output " << k;
+    }
+  }
+
+  // Over the bound: refused alone. (No delay now: a lone request runs.)
+  batched.batching.max_queue_delay = absl::ZeroDuration();
+  ASSERT_TRUE(host->AddNetwork("seq", model, batched).ok());
+  absl::StatusOr<std::vector<NamedTensor>> over = host->RunNetwork(
+      "seq", {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 9, 4}),
+                                       Pseudo(36, 1.0f, 1))}});
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("over its bound 8"),
+            absl::string_view::npos)
+      << over.status();
+  absl::StatusOr<std::vector<NamedTensor>> ok = host->RunNetwork(
+      "seq", {{"x", Tensor::FromVector(DType::kFloat32, Shape({3, 8, 4}),
+                                       Pseudo(96, 1.0f, 2))}});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ((*ok)[0].tensor.shape(), Shape({3, 8, 3}));
+  EXPECT_EQ((*ok)[1].tensor.shape(), Shape({3, 3}));
+}
+
 // --- Errors, one request at a time --------------------------------------------
 
 std::string ReluModel() {

@@ -66,32 +66,61 @@ std::string DescribeDim(const DynamicDim& d) {
                         : absl::StrCat("dim ", d.axis, " ('", d.name, "')");
 }
 
-// Checks `got` against input `want` of a network without batching: rank
-// and known dims equal, dynamic ones (of `dims`) within their bounds.
-absl::Status CheckShape(const ValueInfo& want, const Shape& got,
-                        const std::vector<DynamicDim>& dims) {
+// Whether `got` has `want`'s rank and known dims (dims from `first_dim`
+// on; the batch dim of a batching network is checked apart).
+bool HasDeclaredDims(const Shape& want, const Shape& got, int first_dim) {
   // A tensor an embedder made (Tensor::Borrow) may claim any dims.
-  bool same = got.IsStatic() && got.rank() == want.shape.rank();
-  for (int d = 0; same && d < got.rank(); ++d) {
-    same = want.shape.dim(d) == Shape::kUnknownDim ||
-           got.dim(d) == want.shape.dim(d);
+  bool same = got.IsStatic() && got.rank() == want.rank();
+  for (int d = first_dim; same && d < got.rank(); ++d) {
+    same = want.dim(d) == Shape::kUnknownDim || got.dim(d) == want.dim(d);
   }
-  if (!same) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", want.name, "' has shape ", got.ToString(),
-                     ", expected ", want.shape.ToString()));
-  }
+  return same;
+}
+
+// Each dynamic dim (of `dims`) of input `name`, of shape `got`, within its
+// bound.
+absl::Status CheckBounds(const std::string& name, const Shape& got,
+                         const std::vector<DynamicDim>& dims) {
   for (const DynamicDim& d : dims) {
-    if (d.input != want.name) continue;
+    if (d.input != name) continue;
     const int64_t size = got.dim(d.axis);
     if (size > d.max) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input '", want.name, "' has shape ", got.ToString(), ": its ",
+          "input '", name, "' has shape ", got.ToString(), ": its ",
           DescribeDim(d), " is ", size, ", over its bound ", d.max,
           " (max_dims['", Clip(d.Key()), "'])"));
     }
   }
   return absl::OkStatus();
+}
+
+// Checks `got` against input `want` of a network without batching: rank
+// and known dims equal, dynamic ones (of `dims`) within their bounds.
+absl::Status CheckShape(const ValueInfo& want, const Shape& got,
+                        const std::vector<DynamicDim>& dims) {
+  if (!HasDeclaredDims(want.shape, got, 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", want.name, "' has shape ", got.ToString(),
+                     ", expected ", want.shape.ToString()));
+  }
+  return CheckBounds(want.name, got, dims);
+}
+
+// Checks `got` against input `want` of a network with dynamic batching:
+// 1..max_batch rows, the other dims as CheckShape checks them.
+absl::Status CheckBatchedShape(const ValueInfo& want, const Shape& got,
+                               int64_t max_batch,
+                               const std::vector<DynamicDim>& dims) {
+  if (!HasDeclaredDims(want.shape, got, 1) || got.rank() < 1 ||
+      got.dim(0) < 1 || got.dim(0) > max_batch) {
+    Shape expected = want.shape;
+    if (expected.rank() > 0) expected.mutable_dims()[0] = -1;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", want.name, "' has shape ", got.ToString(), ", expected ",
+        expected.ToString(), " with 1..", max_batch,
+        " rows (max_batch_size)"));
+  }
+  return CheckBounds(want.name, got, dims);
 }
 
 // Dims of one name are one size across the inputs (`bound`, in the
@@ -149,22 +178,11 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(
           "input '", in.name, "' has dtype ", DTypeName(in.tensor.dtype()),
           ", expected ", DTypeName(want.dtype)));
     }
-    const int64_t max_batch = info.batching.max_batch_size;
-    if (max_batch > 0) {
+    if (const int64_t max_batch = info.batching.max_batch_size;
+        max_batch > 0) {
       // Batched: any rows from 1 to max_batch_size, the rest as declared.
-      const Shape& got = in.tensor.shape();
-      bool same = got.rank() == want.shape.rank() && got.rank() > 0;
-      for (int d = 1; same && d < got.rank(); ++d) {
-        same = got.dim(d) == want.shape.dim(d);
-      }
-      if (!same || got.dim(0) < 1 || got.dim(0) > max_batch) {
-        Shape expected = want.shape;
-        expected.mutable_dims()[0] = -1;
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", in.name, "' has shape ", got.ToString(), ", expected ",
-            expected.ToString(), " with 1..", max_batch,
-            " rows (max_batch_size)"));
-      }
+      GLINT_RETURN_IF_ERROR(CheckBatchedShape(want, in.tensor.shape(),
+                                              max_batch, info.dynamic_dims));
     } else {
       GLINT_RETURN_IF_ERROR(
           CheckShape(want, in.tensor.shape(), info.dynamic_dims));

@@ -34,7 +34,7 @@ absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
 // declared, each dynamic dim (info.dynamic_dims) within its bound and the
 // same size as the dims of its name in the other inputs. A network with
 // dynamic batching (info.batching) takes 1..max_batch_size rows, the same
-// for every input.
+// for every input; its other dims are checked as above.
 absl::StatusOr<std::vector<Tensor>> BindInputs(const NetworkInfo& info,
                                                std::vector<NamedTensor> inputs);
 

@@ -116,14 +116,14 @@ absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
   };
   GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
   if (const int batch = options.batching.max_batch_size; batch > 0) {
-    // Every output must carry the batch too, to be split back.
+    // Every output must carry the batch too, to be split back; its other
+    // dims may depend on the run's (a sequence length).
     if (graph.inputs.empty()) {
       return absl::InvalidArgumentError(
           "dynamic batching needs a network with inputs");
     }
     for (const ValueInfo& out : graph.outputs) {
-      if (out.shape.rank() < 1 || !out.shape.IsStatic() ||
-          out.shape.dim(0) != batch) {
+      if (out.shape.rank() < 1 || out.shape.dim(0) != batch) {
         return absl::InvalidArgumentError(absl::StrCat(
             "output '", Clip(out.name), "' has shape ", out.shape.ToString(),
             " at max_batch_size ", batch,

@@ -9,7 +9,8 @@
 // Metadata reports the dynamic dims as -1 with their bounds; a request over
 // a bound, or with two sizes for one named dim, is INVALID_ARGUMENT naming
 // the dim; and after a restart the restored network keeps its bounds and
-// gives the same bytes.
+// gives the same bytes. With dynamic batching, requests of one shape
+// merge and still get ONNX Runtime's outputs.
 //
 // GLINT_CORPUS_DIR=DIR reuses a corpus made by `make_corpus.sh DIR`.
 #include <cstdio>
@@ -213,6 +214,48 @@ TEST(E2eShapesPerRequestTest, OneAddServesEveryShapeAsOnnxRuntime) {
       EXPECT_TRUE(client.RemoveNetwork(name).ok());
     }
   }
+  EXPECT_TRUE((*glintd)->CheckHealth(absl::Seconds(5)).ok());
+}
+
+// Dynamic batching with a dynamic dim beside the batch: requests of one
+// shape merge (a sequence length, an image size), and every answer is
+// ONNX Runtime's for the request alone. Every model whose inputs all lead
+// with the batch (the LSTM tagger's is fixed at 1).
+TEST(E2eShapesPerRequestTest, BatchingMergesRequestsOfOneShape) {
+  const Corpus& corpus = GetCorpus();
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> glintd = GlintdProcess::Start(
+      {"--devices=sim:memory=2GiB", "--store_dir=", "--log_level=warning"},
+      absl::Seconds(60));
+  ASSERT_TRUE(glintd.ok()) << glintd.status();
+  GlintClient& client = (*glintd)->client();
+  int batched_models = 0;
+  for (const CorpusModel& model : corpus.models) {
+    if (model.name == "lstm_tagger") continue;
+    SCOPED_TRACE(model.name);
+    const std::vector<ShapeCase> cases = ReadCases(corpus.dir, model);
+    ASSERT_FALSE(cases.empty());
+    AddNetworkOptions options;
+    options.batching.max_batch_size = 8;
+    options.batching.max_queue_delay = absl::Milliseconds(2);
+    const std::string name = model.name + "_batched";
+    absl::StatusOr<NetworkInfo> info = client.AddNetwork(
+        name, ReadFile(absl::StrCat(corpus.dir, "/", model.file)), options);
+    ASSERT_TRUE(info.ok()) << info.status();
+    for (const ValueInfo& in : info->inputs) {
+      EXPECT_EQ(in.shape.dim(0), 8) << in.name;  // Bound, not dynamic.
+    }
+    for (const DynamicDim& d : info->dynamic_dims) EXPECT_NE(d.axis, 0);
+    ExpectEveryShape(client, name, model, cases);
+    absl::StatusOr<ServingStatistics> stats = client.GetStatistics(name);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    ASSERT_EQ(stats->networks.size(), 1u);
+    // 64 runs of 5 shapes in flight at once: some shared an execution.
+    EXPECT_LT(stats->networks[0].execution_count,
+              stats->networks[0].success_count);
+    EXPECT_TRUE(client.RemoveNetwork(name).ok());
+    ++batched_models;
+  }
+  EXPECT_EQ(batched_models, 3);
   EXPECT_TRUE((*glintd)->CheckHealth(absl::Seconds(5)).ok());
 }
 
