@@ -295,6 +295,13 @@ struct NetworkStatistics {
   DurationStats compute_output;
   int queue_depth = 0;  // Runs waiting for admission now.
   int in_flight = 0;    // Runs admitted and not finished now.
+  // Kernel builds that runs paid for shapes first met at run time, and
+  // their total time, since the network's plans were built: a network with
+  // dynamic dims builds a kernel's primitive the first time a run brings a
+  // shape (docs/ARCHITECTURE.md, "Shapes per request"), so a run that
+  // built is slower than a warm one. 0 for a network of static shapes.
+  uint64_t shape_builds = 0;
+  absl::Duration shape_build_time = absl::ZeroDuration();
   std::vector<PartitionStatistics> partitions;
 };
 

@@ -226,6 +226,12 @@ TEST(FormatTest, StatisticsTable) {
   const std::string detailed = FormatStatistics({n}, {d}, /*detailed=*/true);
   EXPECT_THAT(detailed, HasSubstr("  p0"));
   EXPECT_THAT(detailed, HasSubstr("10.8ms"));  // The partition's total.
+  EXPECT_THAT(brief, Not(HasSubstr("kernel builds")));
+  n.shape_builds = 4;
+  n.shape_build_time = absl::Microseconds(2500);
+  EXPECT_THAT(FormatStatistics({n}, {d}, false),
+              HasSubstr("resnet: 4 kernel builds for shapes first met at run "
+                        "time, 2.5ms in all\n"));
   EXPECT_EQ(FormatStatistics({}, {}, false), "no networks\n");
 }
 

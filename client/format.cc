@@ -233,6 +233,14 @@ std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
     absl::StrAppend(&out,
                     "(times p50/p99 of the last 1,024 successful requests; "
                     "input, compute, output on the devices)\n");
+    for (const NetworkStatistics& n : networks) {
+      if (n.shape_builds == 0) continue;
+      absl::StrAppend(
+          &out, n.name, ": ", n.shape_builds,
+          " kernel builds for shapes first met at run time, ",
+          FormatMicros(absl::ToDoubleMicroseconds(n.shape_build_time)),
+          " in all\n");
+    }
     if (detailed) {
       for (const NetworkStatistics& n : networks) {
         if (n.partitions.empty()) continue;

@@ -2,17 +2,27 @@
 #ifndef GLINT_DEVICES_COMPILED_FUNCTION_H_
 #define GLINT_DEVICES_COMPILED_FUNCTION_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/graph.h"
 #include "core/precision.h"
 #include "core/tensor.h"
 
 namespace glint {
+
+// Kernel builds that a function's runs made for shapes first met at run
+// time (a network with dynamic dims builds a kernel's primitive per shape
+// on first use; see devices/cpu/shape_builds.h), and their total time.
+struct ShapeBuildCounts {
+  uint64_t builds = 0;
+  absl::Duration time = absl::ZeroDuration();
+};
 
 // A partition compiled for one device type: device-independent until a
 // DeviceManager loads it (uploading its constants). Immutable after
@@ -32,6 +42,9 @@ class CompiledFunction {
   virtual size_t arena_bytes() const = 0;
   // Estimated floating-point operations per execution.
   virtual double flops() const = 0;
+  // Run-time kernel builds since compile, over every device that runs it.
+  // Thread-safe.
+  virtual ShapeBuildCounts shape_builds() const { return {}; }
   // Called once every device that needs the function has loaded it (the
   // provisioner does, after its last Load): the function may drop its host
   // copy of the constants, which the devices now hold, so that a network's

@@ -498,6 +498,8 @@ void NetworkStatisticsToProto(const NetworkStatistics& stats,
   DurationStatsToProto(stats.compute_output, proto->mutable_compute_output());
   proto->set_queue_depth(stats.queue_depth);
   proto->set_in_flight(stats.in_flight);
+  proto->set_shape_builds(stats.shape_builds);
+  proto->set_shape_build_ns(absl::ToInt64Nanoseconds(stats.shape_build_time));
   for (const PartitionStatistics& p : stats.partitions) {
     v1::PartitionStatistics* out = proto->add_partitions();
     out->set_name(p.name);
@@ -525,6 +527,10 @@ NetworkStatistics NetworkStatisticsFromProto(
   stats.compute_output = DurationStatsFromProto(proto.compute_output());
   stats.queue_depth = proto.queue_depth();
   stats.in_flight = proto.in_flight();
+  stats.shape_builds = proto.shape_builds();
+  // A negative time is no time a server reports: read as none.
+  stats.shape_build_time =
+      absl::Nanoseconds(std::max<int64_t>(0, proto.shape_build_ns()));
   for (const v1::PartitionStatistics& p : proto.partitions()) {
     PartitionStatistics out;
     out.name = p.name();

@@ -453,6 +453,8 @@ TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
   stats.compute_output = series(6);
   stats.queue_depth = 3;
   stats.in_flight = 4;
+  stats.shape_builds = 11;
+  stats.shape_build_time = absl::Microseconds(4321);
   stats.partitions.push_back({"p0", "sim:0", series(8)});
   stats.partitions.push_back({"p1", "sim:1", series(9)});
 
@@ -466,6 +468,8 @@ TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
   EXPECT_EQ(back.failure_count, 2u);
   EXPECT_EQ(back.inference_count, 9u);
   EXPECT_EQ(back.execution_count, 5u);
+  EXPECT_EQ(back.shape_builds, 11u);
+  EXPECT_EQ(back.shape_build_time, absl::Microseconds(4321));
   EXPECT_EQ(back.last_inference, stats.last_inference);
   const std::vector<std::pair<const DurationStats*, const DurationStats*>>
       pairs = {{&back.request, &stats.request},

@@ -28,6 +28,15 @@
 namespace glint {
 namespace {
 
+// `entry`'s statistics now, with its plans' run-time kernel builds.
+NetworkStatistics Snapshot(NetworkEntry& entry, const NetworkInfo& info) {
+  NetworkStatistics stats = entry.stats.Snapshot(info);
+  const ShapeBuildCounts builds = CountShapeBuilds(entry);
+  stats.shape_builds = builds.builds;
+  stats.shape_build_time = builds.time;
+  return stats;
+}
+
 // Borrowed views of the devices for the parts that do not own them.
 template <typename T>
 std::vector<T*> Borrow(const std::vector<std::unique_ptr<DeviceManager>>& all) {
@@ -438,7 +447,7 @@ absl::StatusOr<NetworkStatistics> HostManager::GetStatistics(
     info = entry->info;
   }
   // Outside mu_: a snapshot sorts the recent values of every series.
-  return entry->stats.Snapshot(info);
+  return Snapshot(*entry, info);
 }
 
 std::vector<NetworkStatistics> HostManager::GetAllStatistics() const {
@@ -451,7 +460,7 @@ std::vector<NetworkStatistics> HostManager::GetAllStatistics() const {
   }
   std::vector<NetworkStatistics> all;
   for (const auto& [entry, info] : entries) {
-    all.push_back(entry->stats.Snapshot(info));
+    all.push_back(Snapshot(*entry, info));
   }
   std::sort(all.begin(), all.end(),
             [](const NetworkStatistics& a, const NetworkStatistics& b) {

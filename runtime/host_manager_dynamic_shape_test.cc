@@ -357,5 +357,54 @@ TEST(HostManagerDynamicShapeTest, ALargeRequestDoesNotPinDeviceMemory) {
   EXPECT_GE(available(), small - kMiB);  // ...until a small one needs less.
 }
 
+// x [N, 1, 6, 6] -> Conv 3x3 -> y [N, 2, 4, 4]: a convolution, whose
+// oneDNN primitive depends on N, on every CPU.
+std::string DynamicBatchConvModel() {
+  OnnxModelBuilder b;
+  b.Input("x", kFloat, {-1, 1, 6, 6}).Output("y", kFloat, {-1, 2, 4, 4});
+  b.FloatInitializer("w", {2, 1, 3, 3}, std::vector<float>(18, 0.5f));
+  b.Node("Conv", {"x", "w"}, {"y"}, "conv");
+  return b.Serialize();
+}
+
+// Statistics count the kernel builds that runs pay for shapes first met at
+// run time: a new N builds, a warm one does not, and a network of static
+// shapes never counts any.
+TEST(HostManagerDynamicShapeTest, StatisticsCountBuildsForNewShapes) {
+  std::unique_ptr<HostManager> host = MakeHost(2);
+  const std::string model = DynamicBatchConvModel();
+  ASSERT_TRUE(host->AddNetwork("dyn", model, AddNetworkOptions()).ok());
+  AddNetworkOptions fixed;
+  fixed.input_shapes["x"] = Shape({2, 1, 6, 6});
+  ASSERT_TRUE(host->AddNetwork("static", model, fixed).ok());
+  auto run = [&](const std::string& name, int64_t rows) {
+    absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
+        name,
+        {{"x", Tensor::FromVector(DType::kFloat32, Shape({rows, 1, 6, 6}),
+                                  std::vector<float>(rows * 36, 1.0f))}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].tensor.shape(), Shape({rows, 2, 4, 4}));
+    EXPECT_EQ((*out)[0].tensor.data<float>()[0], 4.5f);
+  };
+  auto builds = [&](const std::string& name) {
+    absl::StatusOr<NetworkStatistics> stats = host->GetStatistics(name);
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? *stats : NetworkStatistics();
+  };
+  EXPECT_EQ(builds("dyn").shape_builds, 0u);  // Nothing ran yet.
+  run("dyn", 2);
+  const NetworkStatistics first = builds("dyn");
+  EXPECT_GE(first.shape_builds, 1u);
+  EXPECT_GT(first.shape_build_time, absl::ZeroDuration());
+  run("dyn", 2);
+  run("dyn", 2);
+  EXPECT_EQ(builds("dyn").shape_builds, first.shape_builds);  // Warm.
+  run("dyn", 7);
+  EXPECT_EQ(builds("dyn").shape_builds, 2 * first.shape_builds);
+  for (int i = 0; i < 3; ++i) run("static", 2);
+  EXPECT_EQ(builds("static").shape_builds, 0u);
+  EXPECT_EQ(builds("static").shape_build_time, absl::ZeroDuration());
+}
+
 }  // namespace
 }  // namespace glint

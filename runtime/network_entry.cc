@@ -1,5 +1,6 @@
 #include "runtime/network_entry.h"
 
+#include <set>
 #include <utility>
 
 namespace glint {
@@ -30,6 +31,31 @@ bool RecordRunEnd(NetworkEntry& entry, const RunMeasures& measures, bool ok,
     entry.stats.AddQueued(-1);
   }
   return execution;
+}
+
+ShapeBuildCounts CountShapeBuilds(NetworkEntry& entry) {
+  std::vector<std::shared_ptr<ExecutableNetwork>> plans;
+  {
+    absl::MutexLock lock(&entry.mu);
+    plans.push_back(entry.executable);
+    for (const auto& [size, plan] : entry.smaller) plans.push_back(plan);
+  }
+  std::set<const CompiledFunction*> seen;
+  ShapeBuildCounts total;
+  for (const std::shared_ptr<ExecutableNetwork>& plan : plans) {
+    if (plan == nullptr) continue;  // Unavailable.
+    for (const std::unique_ptr<Replica>& replica : plan->replicas) {
+      for (const ProvisionedPartition& p : replica->partitions) {
+        if (p.function == nullptr) continue;
+        const CompiledFunction& f = p.function->function();
+        if (!seen.insert(&f).second) continue;
+        const ShapeBuildCounts counts = f.shape_builds();
+        total.builds += counts.builds;
+        total.time += counts.time;
+      }
+    }
+  }
+  return total;
 }
 
 bool NoHealthyReplica(const ExecutableNetwork& network) {

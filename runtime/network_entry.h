@@ -83,6 +83,11 @@ struct RunMeasures {
 bool RecordRunEnd(NetworkEntry& entry, const RunMeasures& measures, bool ok,
                   bool started);
 
+// The run-time kernel builds of the entry's plans (every compiled function
+// counted once, however many replicas or devices load it).
+ShapeBuildCounts CountShapeBuilds(NetworkEntry& entry)
+    ABSL_LOCKS_EXCLUDED(entry.mu);
+
 // Whether every replica of `network` has a partition on a dead device.
 bool NoHealthyReplica(const ExecutableNetwork& network);
 

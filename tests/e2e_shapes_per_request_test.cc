@@ -9,7 +9,8 @@
 // Metadata reports the dynamic dims as -1 with their bounds; a request over
 // a bound, or with two sizes for one named dim, is INVALID_ARGUMENT naming
 // the dim; and after a restart the restored network keeps its bounds and
-// gives the same bytes. With dynamic batching, requests of one shape
+// gives the same bytes. Statistics count the kernel builds of new shapes.
+// With dynamic batching, requests of one shape
 // merge and still get ONNX Runtime's outputs.
 //
 // GLINT_CORPUS_DIR=DIR reuses a corpus made by `make_corpus.sh DIR`.
@@ -211,6 +212,15 @@ TEST(E2eShapesPerRequestTest, OneAddServesEveryShapeAsOnnxRuntime) {
         EXPECT_EQ(info->partitions.size(), 2u) << name;
       }
       ExpectEveryShape(client, name, model, cases);
+      if (model.name == "mobilenet_v3_large") {
+        // Each new image size built its convolutions' primitives once, and
+        // statistics say so (oneDNN convolutions on every CPU).
+        absl::StatusOr<ServingStatistics> stats = client.GetStatistics(name);
+        ASSERT_TRUE(stats.ok()) << stats.status();
+        ASSERT_EQ(stats->networks.size(), 1u);
+        EXPECT_GE(stats->networks[0].shape_builds, cases.size()) << name;
+        EXPECT_GT(stats->networks[0].shape_build_time, absl::ZeroDuration());
+      }
       EXPECT_TRUE(client.RemoveNetwork(name).ok());
     }
   }

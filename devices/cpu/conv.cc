@@ -32,6 +32,7 @@
 #include "devices/cpu/kernel_util.h"
 #include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/shape_builds.h"
 #include "devices/cpu/spatial.h"
 
 namespace glint::cpu {
@@ -196,6 +197,7 @@ class ConvKernel final : public KernelBase {
       const void* w_data) const {
     std::vector<int64_t> key = ShapeKey({&x, &w, b});
     if (auto e = cache_.Find(key)) return e;
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     GLINT_ASSIGN_OR_RETURN(ConvGeometry g, Geometry(x, w, b));
     if (g.out.NumElements() == 0 || g.c == 0) {
       return std::shared_ptr<const ConvEntry>();  // Never executed.

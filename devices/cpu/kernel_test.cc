@@ -11,6 +11,7 @@
 
 #include "devices/cpu/kernel_test_util.h"
 #include "devices/cpu/kernel_util.h"
+#include "devices/cpu/shape_builds.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -165,6 +166,37 @@ TEST(ParallelForTest, CoversEveryIndexOnceWithTheFullTeam) {
 #endif
   }
   SetKernelThreads(omp_get_num_procs());
+}
+
+}  // namespace
+}  // namespace glint::cpu
+
+namespace glint::cpu {
+namespace {
+
+// A build is counted only with a recorder installed on its thread, once
+// however deeply builds nest, and the previous recorder comes back when a
+// scope ends.
+TEST(ShapeBuildsTest, CountsOnlyRecordedOutermostBuilds) {
+  { ShapeBuildTimer compile_time; }  // No recorder: nothing to count.
+  ShapeBuildRecorder outer, inner;
+  {
+    ScopedShapeBuildRecording recording(&outer);
+    { ShapeBuildTimer build; }
+    {
+      ShapeBuildTimer build;
+      ShapeBuildTimer nested;  // A late-bound kernel building a conv.
+    }
+    {
+      ScopedShapeBuildRecording body(&inner);  // A subgraph's function.
+      ShapeBuildTimer build;
+    }
+    { ShapeBuildTimer build; }  // `outer` again.
+  }
+  { ShapeBuildTimer after; }  // Uninstalled.
+  EXPECT_EQ(outer.builds(), 3u);
+  EXPECT_EQ(inner.builds(), 1u);
+  EXPECT_GE(outer.time(), absl::ZeroDuration());
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "devices/cpu/shape_builds.h"
 
 namespace glint::cpu {
 namespace {
@@ -70,6 +71,7 @@ class LateBoundKernel final : public Kernel {
     }
     // Built outside the lock: a build may take long (oneDNN primitives),
     // and two runs racing to build the same shapes both succeed.
+    ShapeBuildTimer timing;  // Counted as one build, whatever it builds.
     KernelSpec spec;
     spec.node = &node_;
     spec.opset_version = opset_version_;

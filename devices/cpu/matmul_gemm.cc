@@ -37,6 +37,7 @@
 #include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/row_gemm.h"
+#include "devices/cpu/shape_builds.h"
 
 namespace glint::cpu {
 namespace {
@@ -579,6 +580,7 @@ class MatMulKernel final : public KernelBase {
     std::vector<int64_t> key = ShapeKey({&a, &b});
     if (auto e = cache_.Find(key)) return e;
     if (packed_b_.in_input()) return PackedForOneShape(node());
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     GLINT_ASSIGN_OR_RETURN(MatMulGeometry g, MatMulShapes(a, b, node()));
     if (g.out.NumElements() == 0 || g.k == 0) {
       return std::shared_ptr<const MatMulEntry>();  // Never executed.
@@ -790,6 +792,7 @@ class GemmKernel final : public KernelBase {
     std::vector<int64_t> key = ShapeKey({&a, &b, c});
     if (auto e = cache_.Find(key)) return e;
     if (packed_b_.in_input()) return PackedForOneShape(node());
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     GLINT_ASSIGN_OR_RETURN(GemmGeometry g, Geometry(a, b, c));
     if (g.m == 0 || g.n == 0 || g.k == 0) {
       return std::shared_ptr<const MatMulEntry>();  // Never executed.

@@ -12,6 +12,7 @@
 #include "devices/cpu/kernel_util.h"
 #include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/shape_builds.h"
 
 namespace glint::cpu {
 namespace {
@@ -394,6 +395,7 @@ class SoftmaxKernel final : public KernelBase {
       const std::vector<int64_t> key = {outer, n, inner};
       std::shared_ptr<const SoftmaxEntry> e = cache_.Find(key);
       if (e == nullptr) {
+        ShapeBuildTimer timing;  // A shape first met: counted at run time.
         auto entry = std::make_shared<SoftmaxEntry>();
         entry->data = PlainF32({outer, n, inner});
         const auto prop = dnnl::prop_kind::forward_inference;

@@ -29,6 +29,7 @@
 #include "devices/cpu/kernel_util.h"
 #include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/shape_builds.h"
 #include "devices/cpu/spatial.h"
 
 namespace glint::cpu {
@@ -289,6 +290,7 @@ class PoolKernel final : public KernelBase {
       const WindowGeometry& g) const {
     std::vector<int64_t> key = ShapeKey({&x_shape});
     if (auto e = dnnl_cache_.Find(key)) return e;
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     auto entry = std::make_shared<DnnlPoolEntry>();
     // oneDNN sizes the output as floor((in + pl + pr - kernel) / stride) + 1;
     // the right padding that yields ONNX's size (ceil_mode included, a

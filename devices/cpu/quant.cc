@@ -39,6 +39,7 @@
 #include "devices/cpu/kernel_util.h"
 #include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/shape_builds.h"
 #include "devices/cpu/spatial.h"
 
 namespace glint::cpu {
@@ -768,6 +769,7 @@ class QConvKernel final : public KernelBase {
     }
     r.fused_epilogue = fused;
     if (auto e = cache_.Find(key)) return e;
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     auto entry = std::make_shared<QConvEntry>();
     std::vector<int8_t> packed_source;
     if (const_w_.valid()) {
@@ -1192,6 +1194,7 @@ class QMatMulKernel final : public KernelBase {
     }
     r.fused_epilogue = fused;
     if (auto e = cache_.Find(key)) return e;
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     auto entry = std::make_shared<QMatMulEntry>();
     std::vector<int8_t> packed_source;
     if (const_w_.valid()) {

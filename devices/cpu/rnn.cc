@@ -34,6 +34,7 @@
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/kernel_util.h"
 #include "devices/cpu/register.h"
+#include "devices/cpu/shape_builds.h"
 #include "oneapi/dnnl/dnnl.h"
 
 namespace glint::cpu {
@@ -692,6 +693,7 @@ class RecurrentKernel final : public KernelBase {
     const std::vector<int64_t> key = {run.t, run.n, run.k};
     std::shared_ptr<const DnnlEntry> found = cache_.Find(key);
     if (found != nullptr) return found;
+    ShapeBuildTimer timing;  // A shape first met: counted at run time.
     auto e = std::make_shared<DnnlEntry>();
     using tag = dnnl::memory::format_tag;
     using dt = dnnl::memory::data_type;

@@ -438,6 +438,7 @@ absl::Status CpuFunction::Execute(
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
     return absl::InternalError("launch with the wrong number of arguments");
   }
+  const cpu::ScopedShapeBuildRecording recording(&shape_builds_);
   std::vector<cpu::TensorView> views(slots_.size());
   std::vector<bool> produced(slots_.size(), false);
   std::vector<std::unique_ptr<DeviceBuffer>> dynamic_buffers;

@@ -17,6 +17,7 @@
 #include "core/trace.h"
 #include "devices/compiled_function.h"
 #include "devices/cpu/kernel.h"
+#include "devices/cpu/shape_builds.h"
 #include "devices/device_memory.h"
 
 namespace glint {
@@ -62,6 +63,9 @@ class CpuFunction : public CompiledFunction {
   size_t constant_bytes() const override { return constant_bytes_; }
   size_t arena_bytes() const override { return arena_bytes_; }
   double flops() const override { return flops_; }
+  ShapeBuildCounts shape_builds() const override {
+    return {shape_builds_.builds(), shape_builds_.time()};
+  }
 
   // Writes the constant block (constant_bytes() long) to `dst`, as the
   // device's upload does. FAILED_PRECONDITION after ReleaseHostConstants.
@@ -118,6 +122,9 @@ class CpuFunction : public CompiledFunction {
       const std::vector<bool>& produced, const TraceTrack& profile) const;
 
   Graph graph_;  // Owns the nodes the steps point to.
+  // Installed on the executing thread for each Execute: the kernels' builds
+  // for shapes first met at run time.
+  mutable cpu::ShapeBuildRecorder shape_builds_;
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   std::vector<ValueSlot> slots_;

@@ -180,6 +180,14 @@ std::string PrometheusMetricsText(
       {"glint_runs_in_flight", "gauge",
        "Runs of the model admitted and not finished now",
        [](const NetworkStatistics& n) { return absl::StrCat(n.in_flight); }},
+      {"glint_shape_builds_total", "counter",
+       "Kernel builds that runs paid for shapes first met at run time",
+       [](const NetworkStatistics& n) { return absl::StrCat(n.shape_builds); }},
+      {"glint_shape_build_seconds_total", "counter",
+       "Cumulative time of those builds",
+       [](const NetworkStatistics& n) {
+         return FormatDouble(absl::ToDoubleSeconds(n.shape_build_time));
+       }},
   };
   for (const ModelFamily& family : model_families) {
     page.Family(family.name, family.type, family.help);

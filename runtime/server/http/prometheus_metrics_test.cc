@@ -78,6 +78,8 @@ std::vector<NetworkStatistics> TwoNetworks() {
   mlp.compute_output = {5, 30'000, 4, 9};
   mlp.queue_depth = 3;
   mlp.in_flight = 1;
+  mlp.shape_builds = 6;
+  mlp.shape_build_time = absl::Milliseconds(1250);
   mlp.partitions = {{"p0", "sim:0", {4, 600'000'000, 150, 160}},
                     {"p1", "sim:1", {4, 4'000, 100, 110}}};
   NetworkStatistics hostile;  // A user's name with every special byte.
@@ -138,6 +140,9 @@ TEST(PrometheusMetricsTest, TritonFamiliesPerModel) {
            "nv_inference_compute_output_duration_us{model=\"mlp\",version=\"1\"} 30\n",
            "glint_queue_depth{model=\"mlp\",version=\"1\"} 3\n",
            "glint_runs_in_flight{model=\"mlp\",version=\"1\"} 1\n",
+           "glint_shape_builds_total{model=\"mlp\",version=\"1\"} 6\n",
+           "glint_shape_build_seconds_total{model=\"mlp\",version=\"1\"} "
+           "1.25\n",
        }) {
     EXPECT_THAT(page, HasSubstr(line));
   }
@@ -198,7 +203,7 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 19u);
+  EXPECT_EQ(typed.size(), 21u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
