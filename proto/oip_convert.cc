@@ -179,13 +179,7 @@ void TensorMetadataToProto(
     inference::ModelMetadataResponse::TensorMetadata* proto) {
   proto->set_name(v.name);
   proto->set_datatype(std::string(OipDatatype(v.dtype)));
-  // The protocol has no unknown rank: one variable dim, as Triton answers
-  // for such a tensor.
-  if (!v.shape.has_rank()) proto->add_shape(-1);
-  for (int i = 0; i < v.shape.rank(); ++i) {
-    const int64_t d = v.shape.dim(i);
-    proto->add_shape(d < 0 || (batched && i == 0) ? -1 : d);
-  }
+  for (int64_t d : OipMetadataShape(v, batched)) proto->add_shape(d);
 }
 
 // The dims Triton's config lists: behind the batch dimension when batching.
@@ -479,6 +473,12 @@ void ModelConfigToProto(const NetworkInfo& info,
   parameters["plan_devices"].set_string_value(absl::StrCat(plan_devices));
   parameters["precision"].set_string_value(
       std::string(PrecisionName(info.precision)));
+  // The bounds of the dynamic dims, as a config's parameters.max_dims sets
+  // them (the protocol's dims say -1 and nothing more).
+  if (!info.dynamic_dims.empty()) {
+    parameters["max_dims"].set_string_value(
+        OipMaxDimsParameter(info.dynamic_dims));
+  }
 }
 
 void ModelStatisticsToProto(const NetworkStatistics& stats,

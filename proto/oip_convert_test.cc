@@ -597,6 +597,31 @@ TEST(ModelConfigTest, ReflectsBatchingReplicasAndDevices) {
   EXPECT_EQ(plain.max_batch_size(), 0);
   EXPECT_FALSE(plain.has_dynamic_batching());
   EXPECT_THAT(plain.input(0).dims(), ElementsAre(4, 3));
+  EXPECT_EQ(plain.parameters().count("max_dims"), 0u);  // No dynamic dim.
+}
+
+// The bounds of dynamic dims travel as the max_dims parameter a config
+// sets them with: each key once, in the dims' order.
+TEST(ModelConfigTest, ReportsTheBoundsOfDynamicDims) {
+  NetworkInfo info;
+  info.name = "bert";
+  info.inputs = {{"ids", DType::kInt64, Shape({-1, -1})},
+                 {"mask", DType::kInt64, Shape({-1, -1})}};
+  info.dynamic_dims = {{"ids", 0, "batch", 8},
+                       {"ids", 1, "seq", 512},
+                       {"mask", 0, "batch", 8},
+                       {"mask", 1, "seq", 512}};
+  inference::ModelConfig c;
+  ModelConfigToProto(info, FourDevices(), &c);
+  EXPECT_EQ(c.parameters().at("max_dims").string_value(), "batch=8;seq=512");
+  EXPECT_THAT(c.input(0).dims(), ElementsAre(-1, -1));
+  inference::ModelMetadataResponse m;
+  ModelMetadataToProto(info, &m);
+  EXPECT_THAT(m.inputs(1).shape(), ElementsAre(-1, -1));
+  // An unnamed dim goes by INPUT:AXIS.
+  info.dynamic_dims = {{"ids", 1, "", 64}};
+  EXPECT_EQ(OipMaxDimsParameter(info.dynamic_dims), "ids:1=64");
+  EXPECT_EQ(OipMaxDimsParameter({}), "");
 }
 
 TEST(ModelStatisticsTest, CountsAndNanoseconds) {

@@ -590,6 +590,27 @@ absl::string_view OipDatatype(DType dtype) {
   return dtype == DType::kString ? "BYTES" : "";
 }
 
+std::vector<int64_t> OipMetadataShape(const ValueInfo& value, bool batched) {
+  if (!value.shape.has_rank()) return {-1};
+  std::vector<int64_t> dims;
+  for (int i = 0; i < value.shape.rank(); ++i) {
+    const int64_t d = value.shape.dim(i);
+    dims.push_back(d < 0 || (batched && i == 0) ? -1 : d);
+  }
+  return dims;
+}
+
+std::string OipMaxDimsParameter(const std::vector<DynamicDim>& dims) {
+  std::vector<std::string> entries;
+  std::set<std::string> keys;
+  for (const DynamicDim& d : dims) {
+    if (keys.insert(d.Key()).second) {
+      entries.push_back(absl::StrCat(d.Key(), "=", d.max));
+    }
+  }
+  return absl::StrJoin(entries, ";");
+}
+
 int TritonDataType(DType dtype) {
   for (const DatatypeEntry& e : kDatatypes) {
     if (e.dtype == dtype) return e.triton;

@@ -52,6 +52,17 @@ absl::StatusOr<DType> DTypeFromOipDatatype(absl::string_view datatype);
 // protocol has no string for (kUndefined).
 absl::string_view OipDatatype(DType dtype);
 
+// A tensor's shape as the protocol's metadata reports it: -1 for each
+// dynamic dim and, when the network batches dynamically, for the batch
+// (first) dim; an unknown rank as one -1, as Triton answers for such a
+// tensor (the protocol has no unknown rank).
+std::vector<int64_t> OipMetadataShape(const ValueInfo& value, bool batched);
+
+// The "max_dims" parameter's text for a network's dynamic dims, as a
+// Triton config's parameters.max_dims takes it ("seq=512;batch=8"): each
+// key (DynamicDim::Key) once, in the dims' order; empty without any.
+std::string OipMaxDimsParameter(const std::vector<DynamicDim>& dims);
+
 // Triton's model_config DataType (TYPE_BOOL = 1 ... TYPE_BF16 = 14; the
 // numbers of model_config.proto). TYPE_INVALID (0) for undefined.
 int TritonDataType(DType dtype);

@@ -562,20 +562,27 @@ absl::StatusOr<std::string> InferResponseJson(
 }
 
 std::string ModelMetadataJson(const NetworkInfo& network) {
-  auto tensors = [](const std::vector<ValueInfo>& values) {
+  const bool batched = network.batching.max_batch_size > 0;
+  auto tensors = [batched](const std::vector<ValueInfo>& values) {
     json list = json::array();
     for (const ValueInfo& v : values) {
       list.push_back({{"name", v.name},
                       {"datatype", std::string(OipDatatype(v.dtype))},
-                      {"shape", v.shape.dims()}});
+                      {"shape", OipMetadataShape(v, batched)}});
     }
     return list;
   };
-  const json doc = {{"name", network.name},
-                    {"versions", json::array({std::string(kOipModelVersion)})},
-                    {"platform", std::string(kOipPlatform)},
-                    {"inputs", tensors(network.inputs)},
-                    {"outputs", tensors(network.outputs)}};
+  json doc = {{"name", network.name},
+              {"versions", json::array({std::string(kOipModelVersion)})},
+              {"platform", std::string(kOipPlatform)},
+              {"inputs", tensors(network.inputs)},
+              {"outputs", tensors(network.outputs)}};
+  // The dynamic dims' bounds (-1 in the shapes says no more); the same
+  // text a Triton config's parameters.max_dims takes.
+  if (!network.dynamic_dims.empty()) {
+    doc["parameters"] = {
+        {"max_dims", OipMaxDimsParameter(network.dynamic_dims)}};
+  }
   return Dump(doc);
 }
 

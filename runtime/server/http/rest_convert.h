@@ -86,7 +86,9 @@ absl::StatusOr<std::string> InferResponseJson(
 
 // {"name", "versions": ["1"], "platform", "inputs": [...], "outputs": [...]},
 // each tensor {"name", "datatype", "shape"} with -1 for a dimension not
-// known until run time.
+// known until run time (and for the batch dim of a batching network), as
+// the gRPC metadata (OipMetadataShape); with dynamic dims also
+// "parameters": {"max_dims": "seq=512;..."}, their bounds.
 std::string ModelMetadataJson(const NetworkInfo& network);
 
 // {"name": "glint", "version", "extensions": ["schedule_policy"]}: of

@@ -537,6 +537,18 @@ TEST(MetadataJsonTest, ModelMetadataHasOipTypesAndDynamicDims) {
             json::parse(R"([{"name": "x", "datatype": "FP32", "shape": [1, 3]}])"));
   EXPECT_EQ(doc["outputs"], json::parse(
                                 R"([{"name": "y", "datatype": "INT64", "shape": [-1, 2]}])"));
+  EXPECT_FALSE(doc.contains("parameters"));
+
+  // As the gRPC metadata: the batch dim of a batching network and an
+  // unknown rank are -1; dynamic dims' bounds come as max_dims.
+  info.batching.max_batch_size = 8;
+  info.inputs = {{"x", DType::kFloat32, Shape({8, Shape::kUnknownDim})}};
+  info.outputs = {{"y", DType::kFloat32, Shape::UnknownRank()}};
+  info.dynamic_dims = {{"x", 1, "seq", 128}};
+  const json batched = json::parse(ModelMetadataJson(info));
+  EXPECT_EQ(batched["inputs"][0]["shape"], json::parse("[-1, -1]"));
+  EXPECT_EQ(batched["outputs"][0]["shape"], json::parse("[-1]"));
+  EXPECT_EQ(batched["parameters"], json::parse(R"({"max_dims": "seq=128"})"));
 }
 
 TEST(MetadataJsonTest, ServerMetadata) {
