@@ -27,9 +27,11 @@ commands:
                      (node name or glob -> logical device) make a user plan.
                      --max_batch_size turns on dynamic batching: concurrent
                      runs are merged along their first dim up to N rows
-                     (every input and output must have the batch first),
-                     waiting up to U microseconds (0..10000000, default 0)
-                     for a batch to fill or reach a preferred size.
+                     (every input and output must have the batch first;
+                     only runs equal in their other dims merge, so those
+                     may stay dynamic), waiting up to U microseconds
+                     (0..10000000, default 0) for a batch to fill or reach
+                     a preferred size.
                      --precision bf16 computes MatMul/Gemm/Conv with
                      bfloat16 operands (float32 accumulation, inputs and
                      outputs); fp32 is the default.
