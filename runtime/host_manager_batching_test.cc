@@ -343,6 +343,50 @@ Tensor CnnInput(int64_t rows, uint32_t seed) {
                             Pseudo(rows * 3 * 16 * 16, 1.0f, seed));
 }
 
+// How many of a test's concurrent requests have been answered.
+class Answers {
+ public:
+  void Add() {
+    absl::MutexLock lock(&mu_);
+    ++count_;
+  }
+  // Blocks until `n` requests have been answered.
+  void AwaitAtLeast(int n) {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return count_ >= n;
+    };
+    mu_.Await(absl::Condition(&reached));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Starts every request of `pending` on network `name`, from 4 threads at
+// once (request i from thread i % 4), each answer counted in `answers`.
+void StartFromFourThreads(HostManager& host, const std::string& name,
+                          std::vector<std::unique_ptr<Pending>>& pending,
+                          Answers* answers) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t i = t; i < pending.size(); i += 4) {
+        Pending* p = pending[i].get();
+        host.RunNetworkAsync(
+            name, p->inputs, {},
+            [p, answers](absl::StatusOr<std::vector<NamedTensor>> r) {
+              p->result = std::move(r);
+              answers->Add();
+              p->done.Notify();
+            });
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 // Many concurrent batch-1 requests and some of 3 rows, from 4 threads at
 // once, so batches of many compositions form; every answer is bit for bit
 // the unbatched network's. The delay is the longest allowed: batches form
@@ -377,34 +421,13 @@ void CheckCnn(int devices, const PartitionOptions& partition,
     p->inputs.push_back({"x", CnnInput(i % 5 == 0 ? 3 : 1, 100 + i)});
     pending.push_back(std::move(p));
   }
-  absl::Mutex mu;
-  int answered = 0;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = t; i < kRequests; i += 4) {
-        Pending* p = pending[i].get();
-        host->RunNetworkAsync(
-            "cnn", p->inputs, {},
-            [p, &mu, &answered](absl::StatusOr<std::vector<NamedTensor>> r) {
-              p->result = std::move(r);
-              absl::MutexLock lock(&mu);
-              ++answered;
-              p->done.Notify();
-            });
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  Answers answers;
+  StartFromFourThreads(*host, "cnn", pending, &answers);
   if (preferred.empty()) {
     // Every batch but the last (under 8 rows, waiting) is full: 8 rows,
     // or 6 or more that the next request did not fit. So at most 7
     // requests wait, and the executions so far served several each.
-    {
-      absl::MutexLock lock(&mu);
-      mu.Await(absl::Condition(
-          +[](int* n) { return *n >= kRequests - 7; }, &answered));
-    }
+    answers.AwaitAtLeast(kRequests - 7);
     absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("cnn");
     ASSERT_TRUE(stats.ok());
     // 6 rows or more of 1 or 3 each: 2 requests or more per execution.
@@ -494,33 +517,12 @@ TEST(HostManagerBatchingTest, RequestsMergeOnlyWithTheirSequenceLength) {
                                  Pseudo(rows * seq * 4, 1.0f, 300 + i))});
     pending.push_back(std::move(p));
   }
-  absl::Mutex mu;
-  int answered = 0;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = t; i < kRequests; i += 4) {
-        Pending* p = pending[i].get();
-        host->RunNetworkAsync(
-            "seq", p->inputs, {},
-            [p, &mu, &answered](absl::StatusOr<std::vector<NamedTensor>> r) {
-              p->result = std::move(r);
-              absl::MutexLock lock(&mu);
-              ++answered;
-              p->done.Notify();
-            });
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  Answers answers;
+  StartFromFourThreads(*host, "seq", pending, &answers);
   // Batches run at 2 rows (the preferred size) or 4: a 2-row request
   // alone, or 1-row requests of one length together. So at most one
   // request per length (3) waits, and the others merged.
-  {
-    absl::MutexLock lock(&mu);
-    mu.Await(absl::Condition(
-        +[](int* n) { return *n >= kRequests - 3; }, &answered));
-  }
+  answers.AwaitAtLeast(kRequests - 3);
   absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("seq");
   ASSERT_TRUE(stats.ok());
   EXPECT_LT(stats->execution_count, stats->success_count);
