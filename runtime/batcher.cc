@@ -234,24 +234,37 @@ std::optional<Batcher::Formed> Batcher::NextBatch(
   if (queue_.empty() || in_flight_ >= options_.max_in_flight) {
     return std::nullopt;
   }
+  // The first candidate that may start now (whole, or up to its preferred
+  // size); else the timer is armed for the earliest one due.
   const DynamicBatching& b = options_.batching;
-  // One candidate per merge key (shape without the batch dim), in the order
-  // of its oldest request: the FIFO prefix of that key's requests that
-  // fits, and how many of them reach the largest preferred size that the
-  // prefix can make exactly.
-  struct Candidate {
-    std::vector<size_t> members;  // Indices into queue_, ascending.
-    int64_t rows = 0;
-    size_t preferred_take = 0;
-    int64_t preferred_rows = 0;
-    bool full = false;  // max_batch_size rows, or a request left over.
-  };
+  absl::Time earliest = absl::InfiniteFuture();
+  for (const Candidate& c : Candidates()) {
+    const absl::Time due = queue_[c.members.front()].arrived + b.max_queue_delay;
+    if (c.full || flushing_ || now >= due) {
+      return Take(c.members, c.members.size(), c.rows);
+    }
+    if (c.preferred_take > 0) {
+      return Take(c.members, c.preferred_take, c.preferred_rows);
+    }
+    earliest = std::min(earliest, due);
+  }
+  if (earliest < armed_) {
+    armed_ = earliest;
+    timer_->At(earliest, [weak = weak_from_this()] {
+      if (std::shared_ptr<Batcher> self = weak.lock()) self->Dispatch();
+    });
+  }
+  return std::nullopt;
+}
+
+std::vector<Batcher::Candidate> Batcher::Candidates() const {
   struct KeyLess {
     bool operator()(const std::vector<int64_t>* a,
                     const std::vector<int64_t>* b) const {
       return *a < *b;
     }
   };
+  const DynamicBatching& b = options_.batching;
   std::vector<Candidate> candidates;
   std::map<const std::vector<int64_t>*, size_t, KeyLess> by_key;
   for (size_t i = 0; i < queue_.size(); ++i) {
@@ -273,43 +286,17 @@ std::optional<Batcher::Formed> Batcher::NextBatch(
       c.preferred_rows = c.rows;
     }
   }
-  // The first candidate that may start now; else arm the timer for the
-  // earliest one due.
-  const Candidate* chosen = nullptr;
-  size_t take = 0;
-  int64_t rows = 0;
-  absl::Time earliest = absl::InfiniteFuture();
-  for (const Candidate& c : candidates) {
-    const absl::Time due = queue_[c.members.front()].arrived + b.max_queue_delay;
-    if (c.full || flushing_ || now >= due) {
-      chosen = &c;
-      take = c.members.size();
-      rows = c.rows;
-      break;
-    }
-    if (c.preferred_take > 0) {
-      chosen = &c;
-      take = c.preferred_take;
-      rows = c.preferred_rows;
-      break;
-    }
-    earliest = std::min(earliest, due);
-  }
-  if (chosen == nullptr) {
-    if (earliest < armed_) {
-      armed_ = earliest;
-      timer_->At(earliest, [weak = weak_from_this()] {
-        if (std::shared_ptr<Batcher> self = weak.lock()) self->Dispatch();
-      });
-    }
-    return std::nullopt;
-  }
+  return candidates;
+}
+
+Batcher::Formed Batcher::Take(const std::vector<size_t>& members, size_t take,
+                              int64_t rows) {
   Formed batch;
   batch.rows = rows;
   std::vector<bool> taken(queue_.size(), false);
   for (size_t k = 0; k < take; ++k) {
-    taken[chosen->members[k]] = true;
-    batch.members.push_back(std::move(queue_[chosen->members[k]]));
+    taken[members[k]] = true;
+    batch.members.push_back(std::move(queue_[members[k]]));
   }
   std::deque<Waiting> rest;
   for (size_t i = 0; i < queue_.size(); ++i) {

@@ -223,6 +223,16 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
     std::vector<Waiting> members;
     int64_t rows = 0;
   };
+  // The batch one merge key could form now: the FIFO prefix of that key's
+  // waiting requests that fits max_batch_size, and how many of them reach
+  // the largest preferred size that the prefix can make exactly.
+  struct Candidate {
+    std::vector<size_t> members;  // Indices into queue_, ascending.
+    int64_t rows = 0;
+    size_t preferred_take = 0;  // 0: no preferred size reached.
+    int64_t preferred_rows = 0;
+    bool full = false;  // max_batch_size rows, or a request left over.
+  };
 
   Batcher(BatcherOptions options, BatchExecutor execute, BatchTimer* timer);
 
@@ -235,6 +245,13 @@ class Batcher : public std::enable_shared_from_this<Batcher> {
   std::optional<Formed> NextBatch(
       absl::Time now,
       std::vector<std::pair<Waiting, absl::Status>>* failed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One candidate per merge key of the waiting requests, in the order of
+  // its oldest request.
+  std::vector<Candidate> Candidates() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the first `take` of `members` (indices into queue_) out of the
+  // queue into a batch of `rows` rows, which counts as in flight.
+  Formed Take(const std::vector<size_t>& members, size_t take, int64_t rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Merges `batch` into one execution and starts it.
   void Start(Formed batch) ABSL_LOCKS_EXCLUDED(mu_);
