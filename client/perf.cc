@@ -203,6 +203,38 @@ double MeanMicros(const DurationStats& before, const DurationStats& after) {
          static_cast<double>(after.count - before.count);
 }
 
+// Fills `t` (of input `info`) with values from `random`: floats uniform in
+// [-1, 1); integers and booleans 0 or 1, valid as indices and flags of any
+// size.
+absl::Status FillRandom(const ValueInfo& info, std::mt19937_64* random,
+                        Tensor* t) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const int64_t n = t->num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const float f = uniform(*random);
+    const int64_t bit = f >= 0 ? 1 : 0;
+    switch (info.dtype) {
+      case DType::kFloat32: t->data<float>()[i] = f; break;
+      case DType::kFloat64: t->data<double>()[i] = f; break;
+      case DType::kFloat16: t->data<uint16_t>()[i] = FloatToFloat16(f); break;
+      case DType::kBFloat16: t->data<uint16_t>()[i] = FloatToBFloat16(f); break;
+      case DType::kInt8: t->data<int8_t>()[i] = bit; break;
+      case DType::kUInt8: t->data<uint8_t>()[i] = bit; break;
+      case DType::kBool: t->data<uint8_t>()[i] = bit; break;
+      case DType::kInt16: t->data<int16_t>()[i] = bit; break;
+      case DType::kUInt16: t->data<uint16_t>()[i] = bit; break;
+      case DType::kInt32: t->data<int32_t>()[i] = bit; break;
+      case DType::kUInt32: t->data<uint32_t>()[i] = bit; break;
+      case DType::kInt64: t->data<int64_t>()[i] = bit; break;
+      case DType::kUInt64: t->data<uint64_t>()[i] = bit; break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot make data for input ", info.ToString()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
@@ -210,7 +242,6 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
     const std::map<std::string, int64_t>& dims,
     const std::vector<DynamicDim>& dynamic_dims) {
   std::mt19937_64 random(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
   std::vector<NamedTensor> tensors;
   std::vector<std::string> keys;  // Every dynamic dim's, for the error.
   std::set<std::string> used;     // The --dim keys some dim took.
@@ -249,33 +280,7 @@ absl::StatusOr<std::vector<NamedTensor>> MakePerfInputs(
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot make input ", info.ToString(), ": ", t.status().message()));
     }
-    const int64_t n = t->num_elements();
-    for (int64_t i = 0; i < n; ++i) {
-      const float f = uniform(random);
-      // Integers and booleans are 0 or 1: valid as indices and flags of
-      // any size.
-      const int64_t bit = f >= 0 ? 1 : 0;
-      switch (info.dtype) {
-        case DType::kFloat32: t->data<float>()[i] = f; break;
-        case DType::kFloat64: t->data<double>()[i] = f; break;
-        case DType::kFloat16: t->data<uint16_t>()[i] = FloatToFloat16(f); break;
-        case DType::kBFloat16:
-          t->data<uint16_t>()[i] = FloatToBFloat16(f);
-          break;
-        case DType::kInt8: t->data<int8_t>()[i] = bit; break;
-        case DType::kUInt8: t->data<uint8_t>()[i] = bit; break;
-        case DType::kBool: t->data<uint8_t>()[i] = bit; break;
-        case DType::kInt16: t->data<int16_t>()[i] = bit; break;
-        case DType::kUInt16: t->data<uint16_t>()[i] = bit; break;
-        case DType::kInt32: t->data<int32_t>()[i] = bit; break;
-        case DType::kUInt32: t->data<uint32_t>()[i] = bit; break;
-        case DType::kInt64: t->data<int64_t>()[i] = bit; break;
-        case DType::kUInt64: t->data<uint64_t>()[i] = bit; break;
-        default:
-          return absl::InvalidArgumentError(
-              absl::StrCat("cannot make data for input ", info.ToString()));
-      }
-    }
+    GLINT_RETURN_IF_ERROR(FillRandom(info, &random, &*t));
     tensors.push_back({info.name, *std::move(t)});
   }
   for (const auto& [key, size] : dims) {
