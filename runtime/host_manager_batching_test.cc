@@ -1,6 +1,7 @@
 // Dynamic batching through HostManager: batched runs give, bit for bit,
-// what unbatched runs of the same requests give (ONNX node cases and a
-// small CNN, on one device and pipelined over two), whatever the batch's
+// what unbatched runs of the same requests give (ONNX node cases, a small
+// CNN, and a sequence model whose requests merge by length, each on one
+// device and pipelined over two), whatever the batch's
 // size and the row's position in it (on every CPU with AVX2 + FMA or
 // AVX-512: devices/cpu/isa.h); bad, late and cancelled requests fail
 // alone; AddNetwork checks the batch dimension.
@@ -490,14 +491,20 @@ std::string SequenceModel() {
 
 // Requests of several sequence lengths in flight at once: each batch
 // merges requests of one length only, and every answer is bit for bit the
-// unbatched network's; the sequence keeps its bound.
-TEST(HostManagerBatchingTest, RequestsMergeOnlyWithTheirSequenceLength) {
-  std::unique_ptr<HostManager> host = MakeHost();
+// unbatched network's; the sequence keeps its bound. On `devices` devices,
+// the network split by `partition`.
+void CheckSequenceBatching(int devices, const PartitionOptions& partition) {
+  std::unique_ptr<HostManager> host = MakeHost(devices);
   const std::string model = SequenceModel();
   AddNetworkOptions batched = With(Batching(4, {2}));
   batched.max_dims["S"] = 8;
+  batched.partition = partition;
   absl::StatusOr<NetworkInfo> info = host->AddNetwork("seq", model, batched);
   ASSERT_TRUE(info.ok()) << info.status();
+  if (devices > 1) {
+    ASSERT_EQ(info->partitions.size(), 2u);
+    EXPECT_NE(info->partitions[0].device_id, info->partitions[1].device_id);
+  }
   EXPECT_EQ(info->inputs[0].shape, Shape({4, Shape::kUnknownDim, 4}));
   ASSERT_EQ(info->dynamic_dims.size(), 1u);  // The batch is bound.
   EXPECT_EQ(info->dynamic_dims[0].name, "S");
@@ -558,6 +565,18 @@ TEST(HostManagerBatchingTest, RequestsMergeOnlyWithTheirSequenceLength) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ((*ok)[0].tensor.shape(), Shape({3, 8, 3}));
   EXPECT_EQ((*ok)[1].tensor.shape(), Shape({3, 3}));
+}
+
+TEST(HostManagerBatchingTest, RequestsMergeOnlyWithTheirSequenceLength) {
+  CheckSequenceBatching(1, {});
+}
+
+// Split after the Relu: the cut carries [rows, S, 3], S per batch.
+TEST(HostManagerBatchingTest, PipelinedRequestsMergeOnlyWithTheirLength) {
+  PartitionOptions partition;
+  partition.strategy = PartitionStrategy::kUser;
+  partition.user_plan = {{"matmul", 0}, {"relu", 0}, {"mean", 1}};
+  CheckSequenceBatching(2, partition);
 }
 
 // --- Errors, one request at a time --------------------------------------------
