@@ -7,8 +7,9 @@
 // `file:1/model.onnx` and a `config` JSON, ModelReady, ModelMetadata,
 // ModelConfig, ModelInfer with raw and typed contents compared with the
 // ONNX node cases' expected outputs, ModelStatistics, RepositoryIndex,
-// RepositoryModelUnload), datatypes through typed contents, the error
-// codes, a network shared with glint.v1 in both directions, and Triton's
+// RepositoryModelUnload), datatypes through typed contents, a dynamic dim
+// beside the batch with its bound, the error codes, a network shared with
+// glint.v1 in both directions, and Triton's
 // system shared memory (a POSIX object registered through either service,
 // inputs and outputs in it, its bounds errors).
 #include <grpcpp/grpcpp.h>
@@ -434,6 +435,70 @@ TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
   EXPECT_EQ(info->replicas, 2);
   EXPECT_EQ(info->strategy, "load_balanced");
   ASSERT_TRUE(Unload("placed").ok());
+}
+
+// A config with max_batch_size and an input dim of -1 keeps that dim
+// dynamic beside the batch, bounded by parameters.max_dims: ModelConfig
+// and ModelMetadata say -1 and give the bound back, requests of any length
+// within it run, and one over it is INVALID_ARGUMENT.
+TEST_F(TritonInteropTest, ConfigWithADynamicDimBesideTheBatch) {
+  // y = Relu(x), x: float[N, S].
+  testing::OnnxModelBuilder relu;
+  relu.Input("x", 1, {-1, -1}).Output("y", 1, {-1, -1});
+  relu.Node("Relu", {"x"}, {"y"});
+  onnx::ModelProto& proto = relu.mutable_proto();
+  for (auto* value : {proto.mutable_graph()->mutable_input(0),
+                      proto.mutable_graph()->mutable_output(0)}) {
+    value->mutable_type()->mutable_tensor_type()->mutable_shape()
+        ->mutable_dim(1)->set_dim_param("S");
+  }
+  ASSERT_TRUE(Load("seqbatch", proto.SerializeAsString(),
+                   R"({"max_batch_size": 4, "dynamic_batching": {},
+                       "input": [{"name": "x", "data_type": "TYPE_FP32",
+                                  "dims": [-1]}],
+                       "parameters": {"max_dims": {"string_value": "S=16"}}})")
+                  .ok());
+  inference::ModelConfigRequest request;
+  request.set_name("seqbatch");
+  inference::ModelConfigResponse config;
+  grpc::ClientContext c1;
+  ASSERT_TRUE(stub_->ModelConfig(&c1, request, &config).ok());
+  EXPECT_EQ(config.config().max_batch_size(), 4);
+  EXPECT_THAT(config.config().input(0).dims(), ElementsAre(-1));
+  EXPECT_EQ(config.config().parameters().at("max_dims").string_value(), "S=16");
+  inference::ModelMetadataRequest meta_request;
+  meta_request.set_name("seqbatch");
+  inference::ModelMetadataResponse meta;
+  grpc::ClientContext c2;
+  ASSERT_TRUE(stub_->ModelMetadata(&c2, meta_request, &meta).ok());
+  EXPECT_THAT(meta.inputs(0).shape(), ElementsAre(-1, -1));
+  for (const auto& [rows, length] : {std::pair<int, int>{1, 3}, {3, 16}}) {
+    std::vector<float> x(rows * length), y(rows * length);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(i % 7) - 3;
+      y[i] = std::max(x[i], 0.0f);
+    }
+    const Shape shape({rows, length});
+    inference::ModelInferResponse out;
+    grpc::Status s = Infer(
+        Request("seqbatch",
+                {{"x", Tensor::FromVector<float>(DType::kFloat32, shape, x)}},
+                false),
+        &out);
+    ASSERT_TRUE(s.ok()) << shape.ToString() << ": " << s.error_message();
+    ExpectOutputs(out, {{"y", Tensor::FromVector<float>(DType::kFloat32,
+                                                        shape, y)}});
+  }
+  inference::ModelInferResponse over;
+  grpc::Status s = Infer(
+      Request("seqbatch",
+              {{"x", Tensor::FromVector<float>(DType::kFloat32, Shape({1, 17}),
+                                               std::vector<float>(17, 1.0f))}},
+              false),
+      &over);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("over its bound 16"));
+  ASSERT_TRUE(Unload("seqbatch").ok());
 }
 
 TEST_F(TritonInteropTest, ErrorCodes) {
