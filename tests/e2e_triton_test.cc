@@ -102,6 +102,22 @@ class TritonInteropTest : public ::testing::Test {
     return stub_->RepositoryModelUnload(&context, request, &response);
   }
 
+  // ModelConfig and ModelMetadata of model `name`.
+  static grpc::Status Config(const std::string& name,
+                             inference::ModelConfigResponse* response) {
+    inference::ModelConfigRequest request;
+    request.set_name(name);
+    grpc::ClientContext context;
+    return stub_->ModelConfig(&context, request, response);
+  }
+  static grpc::Status Metadata(const std::string& name,
+                               inference::ModelMetadataResponse* response) {
+    inference::ModelMetadataRequest request;
+    request.set_name(name);
+    grpc::ClientContext context;
+    return stub_->ModelMetadata(&context, request, response);
+  }
+
   static bool ModelReady(const std::string& name) {
     inference::ModelReadyRequest request;
     request.set_name(name);
@@ -373,11 +389,8 @@ TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
                        "input": [{"name": "x", "data_type": "TYPE_FP32",
                                   "dims": [4]}]})")
                   .ok());
-  inference::ModelConfigRequest request;
-  request.set_name("batched");
   inference::ModelConfigResponse config;
-  grpc::ClientContext c1;
-  ASSERT_TRUE(stub_->ModelConfig(&c1, request, &config).ok());
+  ASSERT_TRUE(Config("batched", &config).ok());
   EXPECT_EQ(config.config().max_batch_size(), 4);
   ASSERT_TRUE(config.config().has_dynamic_batching());
   EXPECT_EQ(config.config().dynamic_batching().max_queue_delay_microseconds(),
@@ -385,11 +398,8 @@ TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
   EXPECT_THAT(config.config().dynamic_batching().preferred_batch_size(),
               ElementsAre(2, 4));
   EXPECT_THAT(config.config().input(0).dims(), ElementsAre(4));
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name("batched");
   inference::ModelMetadataResponse meta;
-  grpc::ClientContext c2;
-  ASSERT_TRUE(stub_->ModelMetadata(&c2, meta_request, &meta).ok());
+  ASSERT_TRUE(Metadata("batched", &meta).ok());
   EXPECT_THAT(meta.inputs(0).shape(), ElementsAre(-1, 4));
   // Requests of one and of three rows run (each its own rows back).
   for (int rows : {1, 3}) {
@@ -418,9 +428,7 @@ TEST_F(TritonInteropTest, ConfigBatchingAndPlacement) {
                          "partition_strategy": {"string_value": "load_balanced"},
                          "plan_devices": {"string_value": "2"}}})")
                   .ok());
-  grpc::ClientContext c3;
-  request.set_name("placed");
-  ASSERT_TRUE(stub_->ModelConfig(&c3, request, &config).ok());
+  ASSERT_TRUE(Config("placed", &config).ok());
   ASSERT_EQ(config.config().instance_group_size(), 2);
   std::set<int> devices;
   for (const auto& g : config.config().instance_group()) {
@@ -458,19 +466,13 @@ TEST_F(TritonInteropTest, ConfigWithADynamicDimBesideTheBatch) {
                                   "dims": [-1]}],
                        "parameters": {"max_dims": {"string_value": "S=16"}}})")
                   .ok());
-  inference::ModelConfigRequest request;
-  request.set_name("seqbatch");
   inference::ModelConfigResponse config;
-  grpc::ClientContext c1;
-  ASSERT_TRUE(stub_->ModelConfig(&c1, request, &config).ok());
+  ASSERT_TRUE(Config("seqbatch", &config).ok());
   EXPECT_EQ(config.config().max_batch_size(), 4);
   EXPECT_THAT(config.config().input(0).dims(), ElementsAre(-1));
   EXPECT_EQ(config.config().parameters().at("max_dims").string_value(), "S=16");
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name("seqbatch");
   inference::ModelMetadataResponse meta;
-  grpc::ClientContext c2;
-  ASSERT_TRUE(stub_->ModelMetadata(&c2, meta_request, &meta).ok());
+  ASSERT_TRUE(Metadata("seqbatch", &meta).ok());
   EXPECT_THAT(meta.inputs(0).shape(), ElementsAre(-1, -1));
   for (const auto& [rows, length] : {std::pair<int, int>{1, 3}, {3, 16}}) {
     std::vector<float> x(rows * length), y(rows * length);
@@ -531,11 +533,8 @@ TEST_F(TritonInteropTest, ErrorCodes) {
   EXPECT_EQ(Infer(unknown, &out).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 
-  inference::ModelMetadataRequest meta_request;
-  meta_request.set_name("nobody");
   inference::ModelMetadataResponse meta;
-  grpc::ClientContext c1;
-  EXPECT_EQ(stub_->ModelMetadata(&c1, meta_request, &meta).error_code(),
+  EXPECT_EQ(Metadata("nobody", &meta).error_code(),
             grpc::StatusCode::NOT_FOUND);
 
   EXPECT_EQ(Load("add", c->model).error_code(),
@@ -814,11 +813,8 @@ TEST_F(TritonInteropTest, ConfigPrecision) {
   ASSERT_TRUE(Load("mlp_bf16", testing::MakeDeepMlpModel(1, 64, 3),
                    R"({"parameters": {"precision": {"string_value": "bf16"}}})")
                   .ok());
-  inference::ModelConfigRequest request;
-  request.set_name("mlp_bf16");
   inference::ModelConfigResponse config;
-  grpc::ClientContext c1;
-  ASSERT_TRUE(stub_->ModelConfig(&c1, request, &config).ok());
+  ASSERT_TRUE(Config("mlp_bf16", &config).ok());
   EXPECT_EQ(config.config().parameters().at("precision").string_value(),
             "bf16");
   absl::StatusOr<NetworkInfo> info = daemon_->client().GetNetwork("mlp_bf16");
