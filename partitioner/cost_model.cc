@@ -95,24 +95,28 @@ SegmentCost GraphCostModel::Segment(int begin, int end) const {
         continue;
       }
       if (f.producer >= begin && f.producer < end) continue;  // Inside.
-      // A segment input: copied in at the start, live to its last use here.
+      // A segment input: copied in at the start into a buffer of the run's
+      // own, held until the run ends (the executor's ExecutionState), so
+      // live through the whole segment.
       cost.input_bytes += f.bytes;
-      auto last = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
-      live_range(begin, *(last - 1), f.bytes);
+      live_range(begin, end - 1, f.bytes);
     }
     for (const std::string& out : node.outputs) {
       if (out.empty()) continue;
       const ValueFacts& f = values_.at(out);
       auto after = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
       const bool leaves = f.graph_output || after != f.consumers.end();
-      int last_use = i;
+      int first_use = i, last_use = i;
       if (leaves) {
+        // Written into a buffer of the run's own, held until the run ends:
+        // live through the whole segment, as its inputs.
+        first_use = begin;
         last_use = end - 1;
         cost.output_bytes += f.bytes;
       } else if (after != f.consumers.begin()) {
         last_use = std::max(i, *(after - 1));
       }
-      live_range(i, last_use, f.bytes);
+      live_range(first_use, last_use, f.bytes);
     }
   }
   int64_t running = 0, peak = 0;
@@ -143,20 +147,20 @@ uint64_t GraphCostModel::SegmentMemory(int begin, int end) const {
         continue;
       }
       if (f.producer >= begin && f.producer < end) continue;
-      auto last = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
-      live_range(begin, *(last - 1), f.bytes);
+      live_range(begin, end - 1, f.bytes);  // As in Segment.
     }
     for (const Use& use : node_outputs_[i]) {
       const ValueFacts& f = *use.value;
       auto after = std::lower_bound(f.consumers.begin(), f.consumers.end(), end);
       const bool leaves = f.graph_output || after != f.consumers.end();
-      int last_use = i;
-      if (leaves) {
+      int first_use = i, last_use = i;
+      if (leaves) {  // As in Segment.
+        first_use = begin;
         last_use = end - 1;
       } else if (after != f.consumers.begin()) {
         last_use = std::max(i, *(after - 1));
       }
-      live_range(i, last_use, f.bytes);
+      live_range(first_use, last_use, f.bytes);
     }
   }
   int64_t running = 0, peak = 0;

@@ -36,9 +36,12 @@ class GraphCostModel {
   int num_nodes() const { return static_cast<int>(node_costs_.size()); }
   const OpCost& node_cost(int i) const { return node_costs_[i]; }
 
-  // Cost of nodes [begin, end). Liveness: a value lives from its producer
-  // (or the segment's start, for inputs) to its last consumer inside the
-  // segment, or to the segment's end when it also leaves the segment.
+  // Cost of nodes [begin, end). Liveness: a value inside the segment lives
+  // from its producer to its last consumer; the segment's inputs and the
+  // values leaving it (or graph outputs) live through the whole segment, as
+  // a run holds them on the device in buffers of its own (the executor's
+  // ExecutionState) while its internal values share the function's arena.
+  // So memory_bytes() is what one execution needs beside the weights.
   SegmentCost Segment(int begin, int end) const;
 
   // Segment(begin, end).memory_bytes(), computed without hashing (the
