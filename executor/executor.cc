@@ -49,7 +49,8 @@ struct RunState {
   // ReplicaRouting::devices order (its index is its track in a trace): the
   // run's own error scope on streams all runs share.
   std::vector<std::unique_ptr<Stream>> streams;
-  std::unique_ptr<ExecutionState> state;  // From the replica's pool.
+  // From the replica's pool (PickReplica), with the replica.
+  std::unique_ptr<ExecutionState> state;
   std::vector<Tensor> outputs;            // Host copies.
 
   std::atomic<int> pending_streams{0};
@@ -223,13 +224,10 @@ void Finish(std::shared_ptr<RunState> run) {
   if (status.ok()) status = CheckRunnable(run->request);
   ReportTimings(*run);
   CloseStreams(*run);
-  // A state goes back to the pool, buffers and all, unless this run was its
-  // first and failed: then its memory is freed, so a failed run leaves the
-  // devices' memory as it found it.
-  if (status.ok() || run->state->warm) {
-    run->replica->states.Release(std::move(run->state));
-  }
-  run->state.reset();
+  // The state goes back to the pool with its reserved buffers; after a
+  // failure the buffers the run allocated itself are freed, so a failed run
+  // leaves the devices' memory as it found it.
+  run->replica->ReleaseState(std::move(run->state), !status.ok());
   ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
   if (status.ok()) {
@@ -243,7 +241,7 @@ void Finish(std::shared_ptr<RunState> run) {
 void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
   CloseStreams(*run);
   if (run->state != nullptr) {
-    run->replica->states.Release(std::move(run->state));
+    run->replica->ReleaseState(std::move(run->state), /*failed=*/true);
   }
   if (run->replica != nullptr) ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
@@ -285,36 +283,53 @@ ReplicaLoad LoadOf(const Replica& replica) {
 
 // Step 1: the replica whose devices are least loaded takes the run (see
 // ReplicaLoad), among those whose devices are all healthy if any is (a
-// replica on a dead device would fail the run; the others keep serving).
-// Load is counted per device over every network and plan the executor runs
-// there (DeviceManager::load), not per replica: with dynamic batching each
-// batch size is a network of its own on the same devices. The run counts
-// on the replica and its devices from here on (ReleaseReplica). Atomics
+// replica on a dead device would fail the run; the others keep serving),
+// and among those the ones with an idle execution state first, which the
+// run takes: admission lets no more runs in than the network has reserved
+// states, so a run admitted finds one and allocates nothing for its
+// planned values (ExecutionStatePool). Load is counted per device over
+// every network and plan the executor runs there (DeviceManager::load),
+// not per replica: with dynamic batching each batch size is a network of
+// its own on the same devices. The run counts on the replica and its
+// devices from here on (ReleaseReplica). Atomics and the pools' locks
 // only: two picks at once may see the same loads and choose alike.
-Replica* PickReplica(const ExecutableNetwork& network) {
+void PickReplica(RunState& run) {
+  const ExecutableNetwork& network = *run.network;
   auto healthy = [](const Replica& r) {
     for (const ProvisionedPartition& p : r.partitions) {
       if (!p.device->healthy()) return false;
     }
     return true;
   };
-  Replica* replica = nullptr;
-  ReplicaLoad best;
+  std::vector<std::pair<ReplicaLoad, Replica*>> candidates;
   for (const auto& r : network.replicas) {
-    if (!healthy(*r)) continue;
-    const ReplicaLoad load = LoadOf(*r);
-    if (replica == nullptr || load.LessThan(best)) {
-      replica = r.get();
-      best = load;
+    if (healthy(*r)) candidates.emplace_back(LoadOf(*r), r.get());
+  }
+  if (candidates.empty()) {
+    candidates.emplace_back(ReplicaLoad(), network.replicas.front().get());
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.first.LessThan(b.first);
+                   });
+  Replica* replica = nullptr;
+  for (const auto& [load, r] : candidates) {
+    run.state = r->states.TryAcquire();
+    if (run.state != nullptr) {
+      replica = r;
+      break;
     }
   }
-  if (replica == nullptr) replica = network.replicas.front().get();
+  if (replica == nullptr) {  // Beyond the reserved states: a new one.
+    replica = candidates.front().second;
+    run.state = replica->states.Acquire();
+  }
   const uint64_t ticket = next_placement_ticket.fetch_add(1);
   for (DeviceManager* device : replica->routing.devices) {
     device->load().AddRun(ticket);
   }
   replica->outstanding.fetch_add(1);
-  return replica;
+  run.replica = replica;
 }
 
 // Step 2: on every device the replica uses, a view of the device's shared
@@ -365,10 +380,6 @@ absl::Status CheckOutputsRouted(const RunState& run) {
   return absl::OkStatus();
 }
 
-// Step 3: the run's device tensors and done-events, from the replica's
-// pool.
-void AcquireState(RunState& run) { run.state = run.replica->states.Acquire(); }
-
 // A timed run's clocks, one per view of a device's stream, all between
 // phases.
 void StartClocks(RunState& run) {
@@ -398,7 +409,7 @@ void StopClocks(RunState& run) {
   }
 }
 
-// Step 4: the whole DAG, in topological order, following the replica's
+// Step 3: the whole DAG, in topological order, following the replica's
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
 // check the run is still wanted; launch; record the done-event.
@@ -482,7 +493,7 @@ void EnqueuePartitions(RunState& run) {
   }
 }
 
-// Step 5: requested outputs go back to the host on the stream of the
+// Step 4: requested outputs go back to the host on the stream of the
 // partition producing them, right behind its launch. Outputs no partition
 // computes are answered on the host, as copies: the caller owns what it
 // gets back, and an input may be borrowed.
@@ -542,7 +553,7 @@ void TraceEnqueue(const RunState& run, absl::Time begin) {
   trace->AddSlice(std::move(enqueue));
 }
 
-// Step 6: the last stream to drain finishes the run.
+// Step 5: the last stream to drain finishes the run.
 void ArmCompletion(std::shared_ptr<RunState> run) {
   // A network of no partition (outputs are inputs or constants) has no
   // stream to finish it: it is done already.
@@ -583,7 +594,7 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     FailEarly(run, s);
     return;
   }
-  run->replica = PickReplica(network);
+  PickReplica(*run);
   if (absl::Status s = OpenStreams(*run); !s.ok()) {
     FailEarly(run, s);
     return;
@@ -592,7 +603,6 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
     FailEarly(run, s);
     return;
   }
-  AcquireState(*run);
   StartClocks(*run);
   StartProfile(*run);
   EnqueuePartitions(*run);

@@ -45,11 +45,20 @@ struct ExecutionState {
   bool warm = false;
 };
 
-// Idle execution states of one replica. Thread-safe.
+// The execution states of one replica: the ones reserved for it at
+// provisioning (their buffers allocated on the devices up front, so that a
+// run holding one allocates nothing for the values it plans) and, beyond
+// them, states made on demand. Thread-safe.
+//
+// Whoever runs the replica bounds how many runs hold a state at once to
+// reserved() (HostManager's admission does); a run beyond it still gets a
+// state, a new empty one whose buffers it allocates as it runs, as callers
+// without admission (tools, tests) always did.
 class ExecutionStatePool {
  public:
-  // Idle states kept at most; states beyond it are freed on release, so a
-  // burst of concurrent runs does not pin its memory for ever.
+  // Idle states kept at most beyond the reserved ones; states beyond it are
+  // freed on release, so a burst of concurrent runs does not pin its memory
+  // for ever.
   static constexpr size_t kMaxIdle = 8;
 
   // New states get `num_tensors` tensor slots and `num_partitions`
@@ -57,17 +66,33 @@ class ExecutionStatePool {
   ExecutionStatePool(size_t num_tensors, size_t num_partitions)
       : num_tensors_(num_tensors), num_partitions_(num_partitions) {}
 
+  // A state with the pool's slots and done-events, for Reserve to fill.
+  std::unique_ptr<ExecutionState> MakeState() const {
+    return std::make_unique<ExecutionState>(num_tensors_, num_partitions_);
+  }
+
+  // Adds states whose buffers hold reserved device memory; they are kept
+  // for the pool's lifetime. Called before the replica runs.
+  void Reserve(std::vector<std::unique_ptr<ExecutionState>> states)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    reserved_ += states.size();
+    for (auto& state : states) idle_.push_back(std::move(state));
+  }
+
+  // An idle state, or null when none is.
+  std::unique_ptr<ExecutionState> TryAcquire() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (idle_.empty()) return nullptr;
+    std::unique_ptr<ExecutionState> state = std::move(idle_.back());
+    idle_.pop_back();
+    return state;
+  }
+
   // An idle state, or a new empty one.
   std::unique_ptr<ExecutionState> Acquire() ABSL_LOCKS_EXCLUDED(mu_) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (!idle_.empty()) {
-        std::unique_ptr<ExecutionState> state = std::move(idle_.back());
-        idle_.pop_back();
-        return state;
-      }
-    }
-    return std::make_unique<ExecutionState>(num_tensors_, num_partitions_);
+    std::unique_ptr<ExecutionState> state = TryAcquire();
+    return state != nullptr ? std::move(state) : MakeState();
   }
 
   // A kept buffer may exceed what its last run used by this much (and
@@ -77,21 +102,37 @@ class ExecutionStatePool {
   // Returns a state whose run has finished (every enqueued item done).
   // Buffers far larger than the run used (kept from a larger request of a
   // network with dynamic dims) are freed, so that one large request does
-  // not pin device memory in the idle states for ever.
-  void Release(std::unique_ptr<ExecutionState> state) ABSL_LOCKS_EXCLUDED(mu_) {
+  // not pin device memory in the idle states for ever; so are the buffers
+  // of slots no reservation sized (`reserved_bytes`, indexed by slot: 0
+  // for a value of dynamic shape) after a `failed` run, so that a failed
+  // run leaves the devices' memory as it found it.
+  void Release(std::unique_ptr<ExecutionState> state,
+               const std::vector<size_t>& reserved_bytes, bool failed)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     state->warm = true;
-    for (DeviceTensor& t : state->tensors) {
+    for (size_t i = 0; i < state->tensors.size(); ++i) {
+      DeviceTensor& t = state->tensors[i];
       if (t.buffer == nullptr) continue;
+      const size_t reserved =
+          i < reserved_bytes.size() ? reserved_bytes[i] : 0;
+      if (reserved > 0 && t.buffer->size() == reserved) continue;
       const size_t used = t.shape.IsStatic() ? t.num_bytes() : 0;
-      if (t.buffer->size() > 2 * used + kMaxSlackBytes) t.buffer.reset();
+      if (failed || t.buffer->size() > 2 * used + kMaxSlackBytes) {
+        t.buffer.reset();
+      }
     }
     absl::MutexLock lock(&mu_);
-    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(state));
+    if (idle_.size() < reserved_ + kMaxIdle) idle_.push_back(std::move(state));
   }
 
   size_t idle() const ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return idle_.size();
+  }
+  // States reserved at provisioning.
+  size_t reserved() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return reserved_;
   }
 
  private:
@@ -99,6 +140,7 @@ class ExecutionStatePool {
   const size_t num_partitions_;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<ExecutionState>> idle_ ABSL_GUARDED_BY(mu_);
+  size_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // One partition, loaded on its device.
@@ -109,6 +151,13 @@ struct ProvisionedPartition {
   std::vector<int> parents;  // Indices of earlier partitions.
   double flops = 0;
   uint64_t weight_bytes = 0;
+  // Device memory one execution holds on this partition's device for the
+  // values it brings there (inputs copied in, results) while the run is in
+  // flight, as planned: values of dynamic shape count 0 (they are
+  // allocated per run). The function's arena is not in it: launches on a
+  // device run one at a time, so its one arena, reserved at load, serves
+  // every execution.
+  uint64_t execution_bytes = 0;
   int num_nodes = 0;
 };
 
@@ -168,6 +217,10 @@ struct ReplicaRouting {
   // Tensor slots of an ExecutionState: one per (value, device) pair the
   // replica's runs hold.
   int num_tensors = 0;
+  // Per tensor slot: its index in `devices` and the bytes reserved for it
+  // in each reserved execution state (0 for a value of dynamic shape).
+  std::vector<int> slot_device;
+  std::vector<size_t> slot_bytes;
 };
 
 // One copy of the network on its own devices. Fixed after construction but
@@ -185,8 +238,14 @@ struct Replica {
   // of the replica's devices (DeviceManager::load, counted over every
   // network sharing them), not by this count.
   std::atomic<int> outstanding{0};
-  // Idle execution states of this replica's runs.
+  // Execution states of this replica's runs; states.reserved() of them
+  // may run at once without allocating (see ExecutionStatePool).
   ExecutionStatePool states;
+
+  // Gives a run's state back (see ExecutionStatePool::Release).
+  void ReleaseState(std::unique_ptr<ExecutionState> state, bool failed) {
+    states.Release(std::move(state), routing.slot_bytes, failed);
+  }
 };
 
 // A network ready to run. Destroying it evicts its functions; it must not
@@ -200,6 +259,14 @@ struct ExecutableNetwork {
   // Per replica, the device id of each logical device (see Dag::placement).
   std::vector<std::vector<int>> placement;
   std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
+
+  // Runs that may be in flight at once with their memory reserved: the
+  // reserved execution states of every replica.
+  int executions() const {
+    size_t sum = 0;
+    for (const auto& r : replicas) sum += r->states.reserved();
+    return static_cast<int>(sum);
+  }
 };
 
 }  // namespace glint

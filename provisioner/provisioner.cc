@@ -33,17 +33,35 @@ bool CanRun(const DeviceManager& device, const DeviceInfo& model,
 ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
                      const ExecutableNetwork& network) {
   ReplicaRouting routing;
-  // Tensor slots, one per (value, device) pair a run holds.
+  // Tensor slots, one per (value, device) pair a run holds, with the
+  // device's index in routing.devices and the value's bytes when its shape
+  // is static.
   std::map<std::pair<std::string, DeviceManager*>, int> slots;
-  auto slot = [&](const std::string& value, DeviceManager* device) {
-    auto [it, added] = slots.try_emplace({value, device}, routing.num_tensors);
-    if (added) ++routing.num_tensors;
+  auto slot = [&](const ValueInfo& value, DeviceManager* device) {
+    auto [it, added] =
+        slots.try_emplace({value.name, device}, routing.num_tensors);
+    if (added) {
+      ++routing.num_tensors;
+      const auto d =
+          std::find(routing.devices.begin(), routing.devices.end(), device);
+      routing.slot_device.push_back(
+          static_cast<int>(d - routing.devices.begin()));
+      routing.slot_bytes.push_back(
+          value.shape.IsStatic()
+              ? static_cast<size_t>(value.shape.NumElements()) *
+                    DTypeSize(value.dtype)
+              : 0);
+    }
     return it->second;
   };
+  // A value's type as its producer declares it (a peer copy's source slot
+  // is the producer's).
+  absl::flat_hash_map<std::string, ValueInfo> produced_info;
   absl::flat_hash_map<std::string, int> producer;  // value → partition.
   for (size_t i = 0; i < partitions.size(); ++i) {
     for (const ValueInfo& out : partitions[i].function->function().outputs()) {
       producer.emplace(out.name, static_cast<int>(i));
+      produced_info.emplace(out.name, out);
     }
   }
   absl::flat_hash_map<std::string, int> network_input;
@@ -66,7 +84,7 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
     for (const ValueInfo& in : f.inputs()) {
       InputRoute& route = routes.emplace_back();
       route.value = in.name;
-      route.tensor = slot(in.name, device);
+      route.tensor = slot(in, device);
       if (!present.insert({in.name, device}).second) continue;
       auto ni = network_input.find(in.name);
       auto pi = producer.find(in.name);
@@ -77,12 +95,13 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
                  partitions[pi->second].device != device) {
         route.source = InputRoute::Source::kPeer;
         route.producer = pi->second;
-        route.producer_tensor = slot(in.name, partitions[pi->second].device);
+        route.producer_tensor =
+            slot(produced_info.at(in.name), partitions[pi->second].device);
       }
     }
     std::vector<int>& results = routing.results.emplace_back();
     for (const ValueInfo& out : f.outputs()) {
-      results.push_back(slot(out.name, device));
+      results.push_back(slot(out, device));
       present.insert({out.name, device});
     }
   }
@@ -99,11 +118,81 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
     } else if (pi != producer.end()) {
       route.source = OutputRoute::Source::kPartition;
       route.producer = pi->second;
-      route.tensor = slot(out.name, partitions[pi->second].device);
+      route.tensor =
+          slot(produced_info.at(out.name), partitions[pi->second].device);
     }
   }
   return routing;
 }
+
+// Each partition's execution_bytes: the reserved bytes of the slots it
+// brings onto its device (its results, and its arguments copied in),
+// each counted for the first partition that holds it.
+void SumExecutionBytes(Replica& replica) {
+  const ReplicaRouting& routing = replica.routing;
+  std::vector<bool> counted(routing.slot_bytes.size(), false);
+  for (size_t i = 0; i < replica.partitions.size(); ++i) {
+    uint64_t bytes = 0;
+    auto count = [&](int slot) {
+      if (slot < 0 || counted[slot]) return;
+      counted[slot] = true;
+      bytes += routing.slot_bytes[slot];
+    };
+    for (const InputRoute& in : routing.inputs[i]) count(in.tensor);
+    for (int slot : routing.results[i]) count(slot);
+    replica.partitions[i].execution_bytes = bytes;
+  }
+}
+
+}  // namespace
+
+absl::Status ReserveExecutions(Replica& replica, int max_executions) {
+  const ReplicaRouting& routing = replica.routing;
+  std::vector<uint64_t> need(routing.devices.size(), 0);
+  for (size_t s = 0; s < routing.slot_bytes.size(); ++s) {
+    need[routing.slot_device[s]] += routing.slot_bytes[s];
+  }
+  int executions = std::max(1, max_executions);
+  for (size_t d = 0; d < routing.devices.size(); ++d) {
+    if (need[d] == 0) continue;
+    const uint64_t available = routing.devices[d]->AvailableMemory();
+    if (need[d] > available) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "not even one execution fits on device ",
+          routing.devices[d]->GetDeviceInfo().name, ": it needs ", need[d],
+          " bytes for the values a run holds there, ", available,
+          " of the device's memory are left after the weights"));
+    }
+    // Beyond the first, executions take at most half of what is left, so
+    // that a network added later finds room for its own.
+    const uint64_t more = (available - need[d]) / 2 / need[d];
+    executions = static_cast<int>(
+        std::min<uint64_t>(static_cast<uint64_t>(executions), 1 + more));
+  }
+  std::vector<std::unique_ptr<ExecutionState>> states;
+  for (int e = 0; e < executions; ++e) {
+    std::unique_ptr<ExecutionState> state = replica.states.MakeState();
+    for (size_t s = 0; s < routing.slot_bytes.size(); ++s) {
+      if (routing.slot_bytes[s] == 0) continue;
+      DeviceManager* device = routing.devices[routing.slot_device[s]];
+      absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
+          device->Allocate(routing.slot_bytes[s]);
+      if (!buffer.ok()) {
+        return absl::Status(
+            buffer.status().code(),
+            absl::StrCat("reserving execution ", e, " on device ",
+                         device->GetDeviceInfo().name, ": ",
+                         buffer.status().message()));
+      }
+      state->tensors[s].buffer = *std::move(buffer);
+    }
+    states.push_back(std::move(state));
+  }
+  replica.states.Reserve(std::move(states));
+  return absl::OkStatus();
+}
+
+namespace {
 
 // Whether device `a` suits a logical device planned on `model`, needing
 // `want` bytes, better than `b`: one with room first, then one with the
@@ -129,7 +218,7 @@ bool BetterDevice(const DeviceInfo& a, const DeviceInfo& b, uint64_t want,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
-    const Dag& dag, const CompileOptions& options) const {
+    const Dag& dag, const CompileOptions& options, int max_executions) const {
   // Partition validates the Dags it makes, but callers may build their
   // own: device counts and logical device indices are checked, with the
   // partitioner's own validator, before anything indexes by them.
@@ -147,7 +236,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   }
   // If anything fails, `network` is destroyed on return, evicting every
   // function this call loaded.
-  GLINT_RETURN_IF_ERROR(Load(dag, physical, options, network.get()));
+  GLINT_RETURN_IF_ERROR(
+      Load(dag, physical, options, max_executions, network.get()));
   return network;
 }
 
@@ -227,7 +317,8 @@ absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Provisioner::Place(
 
 absl::Status Provisioner::Load(
     const Dag& dag, const std::vector<std::vector<DeviceManager*>>& physical,
-    const CompileOptions& options, ExecutableNetwork* network) const {
+    const CompileOptions& options, int max_executions,
+    ExecutableNetwork* network) const {
   // Each partition compiles once per backend; replicas share the result.
   std::map<std::pair<size_t, const Backend*>,
            std::shared_ptr<const CompiledFunction>>
@@ -264,8 +355,16 @@ absl::Status Provisioner::Load(
       partitions.push_back(std::move(p));
     }
     ReplicaRouting routing = Route(partitions, *network);
-    network->replicas.push_back(
-        std::make_unique<Replica>(std::move(partitions), std::move(routing)));
+    auto replica =
+        std::make_unique<Replica>(std::move(partitions), std::move(routing));
+    SumExecutionBytes(*replica);
+    network->replicas.push_back(std::move(replica));
+  }
+  // Once every replica's weights are in: executions never take the room a
+  // later replica's weights need. Held by `network`, so that a failure
+  // frees what was reserved.
+  for (const auto& replica : network->replicas) {
+    GLINT_RETURN_IF_ERROR(ReserveExecutions(*replica, max_executions));
   }
   // Every replica is loaded: the devices hold the constants, and the host
   // copies would only double the network's footprint.

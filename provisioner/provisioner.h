@@ -20,6 +20,15 @@
 
 namespace glint {
 
+// Reserves the execution states of `replica` (loaded, routed): the device
+// memory of the values one run holds on each device (ReplicaRouting::
+// slot_bytes), allocated up front for as many runs as may be in flight at
+// once: at least one, at most `max_executions`, and beyond the first no
+// more than half of what each device has left, so that networks added
+// later find room too. RESOURCE_EXHAUSTED when not even one execution
+// fits. Values of dynamic shape reserve nothing (runs allocate them).
+absl::Status ReserveExecutions(Replica& replica, int max_executions);
+
 // Thread-safe (stateless apart from the borrowed devices).
 class Provisioner {
  public:
@@ -30,8 +39,15 @@ class Provisioner {
   // ones of every replica, saying how many are needed, or a partition does
   // not fit), UNIMPLEMENTED / INVALID_ARGUMENT from compile, UNAVAILABLE
   // for stopped devices. Every partition is compiled with `options`.
+  //
+  // Each replica gets its execution states reserved (ReserveExecutions),
+  // at most `max_executions` of them.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
-      const Dag& dag, const CompileOptions& options = CompileOptions()) const;
+      const Dag& dag, const CompileOptions& options = CompileOptions(),
+      int max_executions = kDefaultMaxExecutions) const;
+
+  // Executions reserved per replica at most, by default.
+  static constexpr int kDefaultMaxExecutions = 8;
 
  private:
   // Provision's steps. Logical → physical device, per replica: distinct
@@ -42,7 +58,7 @@ class Provisioner {
   // every replica, into `network`.
   absl::Status Load(const Dag& dag,
                     const std::vector<std::vector<DeviceManager*>>& physical,
-                    const CompileOptions& options,
+                    const CompileOptions& options, int max_executions,
                     ExecutableNetwork* network) const;
 
   const std::vector<DeviceManager*> devices_;

@@ -149,5 +149,79 @@ TEST_F(ProvisionerTest, DeadDeviceIsNotUsable) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
 }
 
+
+// Each replica's execution states are reserved up front: per device, the
+// values one run holds there (its partitions' inputs and results), as
+// many executions as the cap allows and the half of what is left beyond
+// the first admits; the routing's slot sizes sum to what is reserved.
+TEST_F(ProvisionerTest, ExecutionsAreReservedAsTheDevicesAllow) {
+  // One layer of 64×64 floats (16 KiB) on a batch of 256 rows: the input
+  // and output are 64 KiB each, 128 KiB an execution.
+  const std::string model = testing::MakeDeepMlpModel(256, 64, 1);
+  constexpr uint64_t kExecution = 2 * 256 * 64 * 4;
+  struct Case {
+    uint64_t memory;
+    int max_executions;
+    size_t want;
+  };
+  for (const Case& c : {Case{64 * kMiB, 8, 8}, Case{64 * kMiB, 3, 3},
+                        Case{1 * kMiB, 8, 0}}) {
+    faulty_.clear();
+    devices_.clear();
+    MakeDevices(1, c.memory);
+    absl::StatusOr<Dag> dag = Plan(model);
+    ASSERT_TRUE(dag.ok()) << dag.status();
+    const uint64_t before = devices_[0]->AvailableMemory();
+    auto network =
+        Provisioner(devices_).Provision(*dag, CompileOptions(),
+                                        c.max_executions);
+    ASSERT_TRUE(network.ok()) << network.status();
+    const Replica& replica = *(*network)->replicas[0];
+    EXPECT_EQ(replica.partitions[0].execution_bytes, kExecution);
+    size_t want = c.want;
+    if (want == 0) {  // As many as half of what is left allows.
+      const uint64_t left = devices_[0]->AvailableMemory() +
+                            replica.states.reserved() * kExecution;
+      want = 1 + (left - kExecution) / 2 / kExecution;
+      EXPECT_GT(want, 1u);
+      EXPECT_LT(want, 8u);
+    }
+    EXPECT_EQ(replica.states.reserved(), want) << c.memory;
+    EXPECT_EQ((*network)->executions(), static_cast<int>(want));
+    EXPECT_EQ(replica.states.idle(), want);
+    const uint64_t weights = replica.partitions[0].weight_bytes;
+    EXPECT_LE(weights + want * kExecution,
+              before - devices_[0]->AvailableMemory());
+    network->reset();
+    EXPECT_EQ(devices_[0]->AvailableMemory(), before);
+  }
+}
+
+// One execution's memory cannot be had beside the weights: RESOURCE_EXHAUSTED,
+// and everything loaded is evicted again.
+TEST_F(ProvisionerTest, NoRoomForOneExecutionEvictsEverything) {
+  MakeDevices(1, 64 * kMiB);
+  absl::StatusOr<Dag> dag = Plan(testing::MakeDeepMlpModel(256, 64, 1));
+  ASSERT_TRUE(dag.ok()) << dag.status();
+  const uint64_t before = devices_[0]->AvailableMemory();
+  constexpr uint64_t kExecution = 2 * 256 * 64 * 4;
+  uint64_t loaded = 0;  // Weights and arena.
+  {
+    auto network = Provisioner(devices_).Provision(*dag, CompileOptions(), 1);
+    ASSERT_TRUE(network.ok()) << network.status();
+    loaded = before - devices_[0]->AvailableMemory() - kExecution;
+  }
+  // The weights and arena fit; the 128 KiB of one execution do not.
+  faulty_[0]->SetAllocationLimit(loaded + kExecution / 2);
+  auto network = Provisioner(devices_).Provision(*dag);
+  ASSERT_FALSE(network.ok());
+  EXPECT_EQ(network.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(network.status().message().find("reserving execution 0"),
+            std::string::npos)
+      << network.status();
+  faulty_[0]->SetAllocationLimit(std::nullopt);
+  EXPECT_EQ(devices_[0]->AvailableMemory(), before);
+}
+
 }  // namespace
 }  // namespace glint
