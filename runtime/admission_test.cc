@@ -124,5 +124,74 @@ TEST(AdmissionQueueTest, AStartMayCallBackIntoTheQueue) {
   EXPECT_EQ(queue.queued(), 0u);
 }
 
+
+// A network's execution slots: no more of its runs at once than its plan
+// has reserved, the others wait; a run of another network (or of none)
+// starts meanwhile, whatever their order of arrival or priority.
+TEST(AdmissionQueueTest, ExecutionSlotsBoundEachNetworkApart) {
+  AdmissionQueue queue(Options(8, 16, 1000));
+  Log log;
+  int a_key = 0, b_key = 0;
+  const ExecutionSlots a{&a_key, 2}, b{&b_key, 1};
+  bool waits = true;
+  ASSERT_TRUE(queue.Admit(0, a, log.Run("a1"), &waits).ok());
+  EXPECT_FALSE(waits);
+  ASSERT_TRUE(queue.Admit(0, a, log.Run("a2"), &waits).ok());
+  EXPECT_FALSE(waits);
+  ASSERT_TRUE(queue.Admit(5, a, log.Run("a3"), &waits).ok());  // Waits.
+  EXPECT_TRUE(waits);
+  ASSERT_TRUE(queue.Admit(0, b, log.Run("b1"), &waits).ok());
+  EXPECT_FALSE(waits);
+  ASSERT_TRUE(queue.Admit(9, b, log.Run("b2"), &waits).ok());  // Waits.
+  EXPECT_TRUE(waits);
+  ASSERT_TRUE(queue.Admit(0, log.Run("plain")).ok());
+  EXPECT_EQ(log.events,
+            (std::vector<std::string>{"a1", "a2", "b1", "plain"}));
+  EXPECT_EQ(queue.active(), 4);
+  EXPECT_EQ(queue.queued(), 2u);
+  EXPECT_EQ(queue.executing(&a_key), 2);
+  EXPECT_EQ(queue.executing(&b_key), 1);
+  // The plain run's end frees no slot of a or b: nobody starts.
+  queue.Release();
+  EXPECT_EQ(log.events.size(), 4u);
+  // One of a's ends: a3 takes its slot, though b2 is more urgent.
+  queue.Release(&a_key);
+  EXPECT_EQ(log.events.back(), "a3");
+  queue.Release(&b_key);
+  EXPECT_EQ(log.events.back(), "b2");
+  for (int i = 0; i < 2; ++i) queue.Release(&a_key);
+  queue.Release(&b_key);
+  EXPECT_EQ(queue.active(), 0);
+  EXPECT_EQ(queue.executing(&a_key), 0);
+  EXPECT_EQ(queue.queued(), 0u);
+}
+
+// Among runs that can start, priority and age decide as always; a run
+// waiting for its network's slot counts in max_queue_size, and Shutdown
+// refuses it.
+TEST(AdmissionQueueTest, SlotWaitersFollowThePriorityOrderAndTheLimits) {
+  AdmissionQueue queue(Options(1, 3, 1000));
+  Log log;
+  int key = 0;
+  const ExecutionSlots one{&key, 1};
+  ASSERT_TRUE(queue.Admit(0, one, log.Run("n1")).ok());
+  ASSERT_TRUE(queue.Admit(0, one, log.Run("n2")).ok());  // Its slot.
+  ASSERT_TRUE(queue.Admit(1, log.Run("p1")).ok());       // max_active.
+  ASSERT_TRUE(queue.Admit(0, one, log.Run("n3")).ok());
+  EXPECT_EQ(queue.Admit(0, log.Run("p2")).code(),
+            absl::StatusCode::kResourceExhausted);
+  // n1 ends: both n2 and p1 could start; p1 is more urgent. One active
+  // slot: only p1 starts.
+  queue.Release(&key);
+  EXPECT_EQ(log.events, (std::vector<std::string>{"n1", "p1"}));
+  queue.Release();  // p1 ends: n2 starts.
+  EXPECT_EQ(log.events.back(), "n2");
+  queue.Shutdown();  // n3 is refused.
+  EXPECT_EQ(log.events.back(), "refused n3");
+  queue.Release(&key);
+  EXPECT_EQ(queue.active(), 0);
+  EXPECT_EQ(queue.executing(&key), 0);
+}
+
 }  // namespace
 }  // namespace glint
