@@ -178,6 +178,13 @@ struct PartitionInfo {
   int num_nodes = 0;
   uint64_t weight_bytes = 0;      // Constants resident on the device.
   uint64_t activation_bytes = 0;  // Planned arena of one execution.
+  // Device memory one execution holds on the partition's device for the
+  // values crossing into and out of it, reserved per execution (values of
+  // dynamic shape count 0: runs allocate them).
+  uint64_t execution_bytes = 0;
+  // Executions of replica 0 that may be in flight at once, their memory
+  // reserved (HostManagerOptions::max_concurrent_executions).
+  int executions = 0;
   uint64_t memory_bytes = 0;      // Cost model: weights + peak activations.
   uint64_t input_bytes = 0;       // Cost model: bytes crossing in per run.
   double flops = 0;               // Estimated per run.
@@ -302,6 +309,11 @@ struct NetworkStatistics {
   // built is slower than a warm one. 0 for a network of static shapes.
   uint64_t shape_builds = 0;
   absl::Duration shape_build_time = absl::ZeroDuration();
+  // Runs (with dynamic batching, batches) that waited in the admission
+  // queue because every execution slot of their plan was taken (its
+  // device memory reserved for that many runs, HostManagerOptions::
+  // max_concurrent_executions), and how long, from asking to admission.
+  DurationStats slot_wait;
   std::vector<PartitionStatistics> partitions;
 };
 

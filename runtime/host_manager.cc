@@ -85,10 +85,10 @@ absl::StatusOr<std::unique_ptr<HostManager>> HostManager::Create(
     return absl::InvalidArgumentError("a HostManager needs a device");
   }
   if (options.max_active_requests < 1 || options.max_queue_size < 0 ||
-      options.priority_aging < 1) {
+      options.priority_aging < 1 || options.max_concurrent_executions < 1) {
     return absl::InvalidArgumentError(
-        "max_active_requests and priority_aging must be positive and "
-        "max_queue_size not negative");
+        "max_active_requests, priority_aging and max_concurrent_executions "
+        "must be positive and max_queue_size not negative");
   }
   return std::unique_ptr<HostManager>(
       new HostManager(options, std::move(devices)));
@@ -110,7 +110,8 @@ HostManager::HostManager(HostManagerOptions options,
     : options_(options),
       devices_(std::move(devices)),
       builder_(std::make_unique<NetworkBuilder>(
-          Borrow<DeviceManager>(devices_), options_.run_onnx_inference)),
+          Borrow<DeviceManager>(devices_), options_.run_onnx_inference,
+          options_.max_concurrent_executions)),
       executor_(std::make_unique<Executor>()),
       admission_(std::make_unique<AdmissionQueue>(
           AdmissionOptions{options_.max_active_requests,
@@ -545,18 +546,25 @@ void HostManager::RunNetworkAsync(absl::string_view name,
   TraceSlice* queued = TraceAdmission(options);
   measures->queued = MonotonicNow();
   entry->stats.AddQueued(1);
+  // One of the plan's execution slots too: no more runs in flight than it
+  // has device memory reserved for (ExecutableNetwork::executions).
+  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
   absl::Status admission = admission_->Admit(
-      options.priority,
+      options.priority, slots,
       [this, executable, entry, measures, request = *std::move(request),
        finish, queued](bool admitted) {
         entry->stats.AddQueued(-1);
         if (admitted) {
           measures->admitted = MonotonicNow();
           entry->stats.AddInFlight(1);
+          if (measures->waited_for_slot) {
+            entry->stats.RecordSlotWait(measures->admitted - measures->queued);
+          }
         }
         StartRun(*executor_, **executable, std::move(*request), finish,
                  queued, admitted);
-      });
+      },
+      &measures->waited_for_slot);
   if (!admission.ok()) {
     entry->stats.AddQueued(-1);
     (*finish)(admission, false);
@@ -620,8 +628,9 @@ void HostManager::FinishRun(NetworkEntry& entry,
   }
   absl::StatusOr<std::vector<NamedTensor>> named =
       NameOutputs(entry.info, outputs, std::move(result));
+  // Before the plan may go: its address keys its execution slots.
+  if (started) admission_->Release(executable.get());
   LeaveNetwork(entry, executable);
-  if (started) admission_->Release();
   // A device that fails runs may have died: look at the devices.
   if (!named.ok() &&
       named.status().code() == absl::StatusCode::kUnavailable) {

@@ -61,6 +61,14 @@ struct HostManagerOptions {
   // cannot starve the others (see AdmissionOptions in runtime/admission.h).
   // Must be >= 1.
   int priority_aging = 16;
+  // Runs of one replica of a network (of each batch size's plan, with
+  // dynamic batching) that may be in flight at once, at most. Their device
+  // memory is reserved when the network is added: as many as fit, at least
+  // one, and beyond the first no more than half of what a device has left
+  // (provisioner/provisioner.h ReserveExecutions). Further runs wait in the
+  // admission queue for one to end, so a run admitted never fails for
+  // device memory that other runs hold. Must be >= 1.
+  int max_concurrent_executions = 8;
   // Where AddNetwork runs ONNX's checker and shape inference (see
   // ImportOptions::run_inference). Unset: in this process, trusting every
   // model; glintd runs them in a helper process (onnx/import_sandbox.h).

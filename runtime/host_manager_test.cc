@@ -265,18 +265,22 @@ TEST(HostManagerTest, OutputsLandInTheCallersBuffers) {
 TEST(HostManagerTest, MemoryIsAccountedAndReturnedOnRemove) {
   auto host = MakeHost(8 * kMiB, 1);
   const uint64_t before = host->GetDevices()[0].available_memory_bytes;
-  ASSERT_TRUE(host->AddNetwork("mlp", MakeMlpModel(2, 256, 256), {}).ok());
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("mlp", MakeMlpModel(2, 256, 256), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  // One execution holds its input and output (2 x 256 floats each); the
+  // default 8 executions are reserved with the weights (256x256 floats).
+  const PartitionInfo& p = info->partitions[0];
+  EXPECT_EQ(p.execution_bytes, uint64_t{(2 * 256 + 2 * 256) * 4});
+  EXPECT_EQ(p.executions, 8);
   const uint64_t during = host->GetDevices()[0].available_memory_bytes;
-  // At least the weights (256x256 floats) are resident.
-  EXPECT_LE(during + 256 * 256 * 4, before);
+  EXPECT_LE(during + 256 * 256 * 4 + 8 * p.execution_bytes, before);
   std::vector<float> x;
+  // Runs use the reserved states: they allocate nothing.
   ASSERT_TRUE(host->RunNetwork("mlp", {{"x", Input(2, 256, 1, &x)}}).ok());
-  // The run's execution state (input and output buffers) stays pooled for
-  // the next run, which then allocates nothing.
-  const uint64_t warm = host->GetDevices()[0].available_memory_bytes;
-  EXPECT_EQ(warm + (2 * 256 + 2 * 256) * 4, during);
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, during);
   ASSERT_TRUE(host->RunNetwork("mlp", {{"x", Input(2, 256, 1, &x)}}).ok());
-  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, warm);
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, during);
   ASSERT_TRUE(host->RemoveNetwork("mlp").ok());
   EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
 }

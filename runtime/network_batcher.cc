@@ -48,11 +48,16 @@ void RunBatch(std::shared_ptr<const BatchRunContext> context,
       std::shared_ptr<RunTimings>(measures, &measures->timings);
   auto shared_done = std::make_shared<BatchDone>(std::move(done));
   const int members = batch.requests;
+  // The batch holds one execution slot of the plan of its size.
+  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
+  auto waited_for_slot = std::make_shared<bool>(false);
+  const absl::Duration queued = MonotonicNow();
   absl::Status admission = context->admission->Admit(
-      batch.priority, [context, entry, executable, shared_done, measures,
-                       members,
-                       request = std::make_shared<ExecutionRequest>(
-                           std::move(request))](bool admitted) {
+      batch.priority, slots,
+      [context, entry, executable, shared_done, measures, members,
+       waited_for_slot, queued,
+       request = std::make_shared<ExecutionRequest>(
+           std::move(request))](bool admitted) {
         if (!admitted) {
           LeaveNetworkPlan(*entry, *executable);
           (*shared_done)(
@@ -62,6 +67,9 @@ void RunBatch(std::shared_ptr<const BatchRunContext> context,
         // Its members leave the queue for the devices together.
         measures->admitted = true;
         measures->admitted_at = MonotonicNow();
+        if (*waited_for_slot) {
+          entry->stats.RecordSlotWait(measures->admitted_at - queued);
+        }
         entry->stats.AddQueued(-members);
         entry->stats.AddInFlight(members);
         context->executor->Run(
@@ -73,8 +81,9 @@ void RunBatch(std::shared_ptr<const BatchRunContext> context,
                 entry->stats.RecordExecution();
                 context->executed(measures->timings);
               }
+              // Before the plan may go: its address keys its slots.
+              context->admission->Release(executable->get());
               LeaveNetworkPlan(*entry, *executable);
-              context->admission->Release();
               if (!result.ok() && absl::IsUnavailable(result.status())) {
                 context->unavailable();
               }

@@ -42,6 +42,8 @@ NetworkInfo DescribeNetwork(absl::string_view name, const Dag& dag,
     pi.num_nodes = p.num_nodes;
     pi.weight_bytes = f.constant_bytes();
     pi.activation_bytes = f.arena_bytes();
+    pi.execution_bytes = p.execution_bytes;
+    pi.executions = static_cast<int>(network.replicas.front()->states.reserved());
     pi.memory_bytes = node.memory_bytes;
     pi.input_bytes = node.input_bytes;
     pi.flops = f.flops();
@@ -64,9 +66,11 @@ std::vector<int> CompiledBatchSizes(const DynamicBatching& batching) {
 }
 
 NetworkBuilder::NetworkBuilder(std::vector<DeviceManager*> devices,
-                               InferenceRunner run_onnx_inference)
+                               InferenceRunner run_onnx_inference,
+                               int max_executions)
     : devices_(std::move(devices)),
-      run_onnx_inference_(std::move(run_onnx_inference)) {}
+      run_onnx_inference_(std::move(run_onnx_inference)),
+      max_executions_(max_executions) {}
 
 std::vector<DeviceInfo> NetworkBuilder::HealthyDevices() const {
   std::vector<DeviceInfo> healthy;
@@ -170,7 +174,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
   const absl::Time planned = absl::Now();
   GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
                          Provisioner(std::move(devices))
-                             .Provision(dag, CompileOptions{options.precision}));
+                             .Provision(dag, CompileOptions{options.precision},
+                                        max_executions_));
   *info = DescribeNetwork(name, dag, *executable);
   info->dynamic_dims = std::move(dynamic_dims);
   info->batching = options.batching;

@@ -22,6 +22,7 @@
 #include "devices/device_manager.h"
 #include "onnx/onnx_importer.h"
 #include "provisioner/executable_network.h"
+#include "provisioner/provisioner.h"
 #include "runtime/journal.h"
 
 namespace glint {
@@ -32,10 +33,12 @@ std::vector<int> CompiledBatchSizes(const DynamicBatching& batching);
 
 class NetworkBuilder {
  public:
-  // `devices` are borrowed and outlive the builder. `run_onnx_inference`:
-  // see HostManagerOptions::run_onnx_inference.
+  // `devices` are borrowed and outlive the builder. `run_onnx_inference`
+  // and `max_executions`: see HostManagerOptions::run_onnx_inference and
+  // max_concurrent_executions.
   NetworkBuilder(std::vector<DeviceManager*> devices,
-                 InferenceRunner run_onnx_inference);
+                 InferenceRunner run_onnx_inference,
+                 int max_executions = Provisioner::kDefaultMaxExecutions);
 
   // Imports, partitions and provisions `onnx_model` on the healthy devices
   // and describes the result in `info`. `types` (ONNX inference's reply)
@@ -70,6 +73,7 @@ class NetworkBuilder {
 
   const std::vector<DeviceManager*> devices_;
   const InferenceRunner run_onnx_inference_;
+  const int max_executions_;
 };
 
 }  // namespace glint

@@ -73,6 +73,9 @@ struct RunMeasures {
   // whether its batch was admitted (then the run counts in flight).
   bool batched = false;
   bool batch_admitted = false;
+  // Queued with its plan's execution slots all taken (written by
+  // AdmissionQueue::Admit under its lock, read once admitted).
+  bool waited_for_slot = false;
 };
 
 // Records the end of a run on `entry` in its statistics: its durations if

@@ -110,6 +110,7 @@ NetworkStatistics NetworkStatsRecorder::Snapshot(
   stats.compute_input = compute_input_.Snapshot();
   stats.compute_infer = compute_infer_.Snapshot();
   stats.compute_output = compute_output_.Snapshot();
+  stats.slot_wait = slot_wait_.Snapshot();
   stats.queue_depth = std::max(0, queue_depth_.load());
   stats.in_flight = std::max(0, in_flight_.load());
   absl::ReaderMutexLock lock(&partitions_mu_);

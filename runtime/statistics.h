@@ -83,6 +83,9 @@ class NetworkStatsRecorder {
   // One execution of the network that succeeded (with dynamic batching,
   // one per batch).
   void RecordExecution();
+  // A run (with dynamic batching, a batch) that waited `waited` in the
+  // admission queue with its plan's execution slots all taken.
+  void RecordSlotWait(absl::Duration waited) { slot_wait_.Record(waited); }
 
   // Gauges: runs waiting for admission, runs admitted and not finished.
   void AddQueued(int delta) { queue_depth_.fetch_add(delta); }
@@ -107,6 +110,7 @@ class NetworkStatsRecorder {
   DurationSeries compute_input_;
   DurationSeries compute_infer_;
   DurationSeries compute_output_;
+  DurationSeries slot_wait_;
 
   // Only grows: recording takes it shared, a larger plan exclusively once.
   mutable absl::Mutex partitions_mu_;

@@ -25,6 +25,7 @@ absl::StatusOr<HostManagerOptions> MakeHostManagerOptions(
   HostManagerOptions host;
   host.max_active_requests = options.max_active_runs;
   host.max_queue_size = options.max_queued_runs;
+  host.max_concurrent_executions = options.max_concurrent_executions;
   if (!options.import_helper_argv.empty()) {
     ImportSandboxOptions sandbox;
     sandbox.argv = options.import_helper_argv;

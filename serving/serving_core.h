@@ -62,6 +62,8 @@ struct ServingCoreOptions {
   // HostManager's admission limits.
   int max_active_runs = 64;
   int max_queued_runs = 1024;
+  // HostManagerOptions::max_concurrent_executions.
+  int max_concurrent_executions = 8;
   // A model repository in Triton's layout; empty: none.
   std::string model_repository;
   ModelControlMode model_control_mode = ModelControlMode::kNone;

@@ -52,6 +52,12 @@ ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
           "CPU and wall-clock time the import helper gets per model.");
 ABSL_FLAG(int, max_active_runs, 64,
           "Runs executing at once; more wait in the admission queue.");
+ABSL_FLAG(int, max_concurrent_executions, 8,
+          "Runs of one network (per replica and batch size) in flight at "
+          "once, their device memory reserved when the network is added "
+          "(as many as fit, beyond the first at most half of what a device "
+          "has left); more wait in the admission queue, so that no run "
+          "fails for memory that other runs hold.");
 ABSL_FLAG(int, max_queued_runs, 1024,
           "Runs waiting for admission; beyond it RunNetwork fails at once "
           "with RESOURCE_EXHAUSTED.");
@@ -161,6 +167,8 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.core.import_time_limit = absl::GetFlag(FLAGS_import_time_limit);
   options.core.max_active_runs = absl::GetFlag(FLAGS_max_active_runs);
   options.core.max_queued_runs = absl::GetFlag(FLAGS_max_queued_runs);
+  options.core.max_concurrent_executions =
+      absl::GetFlag(FLAGS_max_concurrent_executions);
   options.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
   options.blocking_call_threads = absl::GetFlag(FLAGS_blocking_call_threads);
   options.blocking_call_queue = absl::GetFlag(FLAGS_blocking_call_queue);
