@@ -95,6 +95,21 @@ TEST(FormatTest, PartitionsShowTheirDeviceClassAndWhy) {
               ::testing::Not(HasSubstr("placed there")));
 }
 
+TEST(FormatTest, PartitionsShowTheMemoryReservedPerExecution) {
+  NetworkInfo info;
+  info.name = "mlp";
+  PartitionInfo p;
+  p.name = "p0";
+  p.execution_bytes = 3 << 20;
+  p.executions = 2;
+  info.partitions.push_back(p);
+  EXPECT_THAT(FormatNetwork(info, true),
+              HasSubstr("    per execution: 3 MiB (inputs and outputs held on "
+                        "the device), 2 executions reserved\n"));
+  info.partitions[0].executions = 1;
+  EXPECT_THAT(FormatNetwork(info, true), HasSubstr(", 1 execution reserved\n"));
+}
+
 TEST(FormatTest, NetworkShowsItsBatching) {
   NetworkInfo info;
   info.name = "cnn";
@@ -232,6 +247,12 @@ TEST(FormatTest, StatisticsTable) {
   EXPECT_THAT(FormatStatistics({n}, {d}, false),
               HasSubstr("resnet: 4 kernel builds for shapes first met at run "
                         "time, 2.5ms in all\n"));
+  EXPECT_THAT(FormatStatistics({n}, {d}, false), Not(HasSubstr("slot")));
+  n.slot_wait = {7, 3'000'000, 100, 900};
+  EXPECT_THAT(FormatStatistics({n}, {d}, false),
+              HasSubstr("resnet: 7 runs waited for an execution slot (every "
+                        "execution its memory is reserved for was running), "
+                        "3ms in all\n"));
   EXPECT_EQ(FormatStatistics({}, {}, false), "no networks\n");
 }
 

@@ -130,7 +130,11 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
         p.device_name, "): ", p.num_nodes, " nodes, weights ",
         FormatBytes(p.weight_bytes), ", activations ",
         FormatBytes(p.activation_bytes), ", ",
-        absl::StrFormat("%.4g", p.flops), " FLOPs\n", "    estimated: memory ",
+        absl::StrFormat("%.4g", p.flops), " FLOPs\n",
+        "    per execution: ", FormatBytes(p.execution_bytes),
+        " (inputs and outputs held on the device), ", p.executions,
+        p.executions == 1 ? " execution" : " executions",
+        " reserved\n", "    estimated: memory ",
         FormatBytes(p.memory_bytes), ", input ", FormatBytes(p.input_bytes),
         absl::StrFormat(" per run, %.3g ms per run\n",
                         p.estimated_seconds * 1e3),
@@ -239,6 +243,15 @@ std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
           &out, n.name, ": ", n.shape_builds,
           " kernel builds for shapes first met at run time, ",
           FormatMicros(absl::ToDoubleMicroseconds(n.shape_build_time)),
+          " in all\n");
+    }
+    for (const NetworkStatistics& n : networks) {
+      if (n.slot_wait.count == 0) continue;
+      absl::StrAppend(
+          &out, n.name, ": ", n.slot_wait.count,
+          " runs waited for an execution slot (every execution its memory "
+          "is reserved for was running), ",
+          FormatMicros(static_cast<double>(n.slot_wait.total_ns) / 1e3),
           " in all\n");
     }
     if (detailed) {

@@ -359,6 +359,8 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
     pp->set_num_nodes(p.num_nodes);
     pp->set_weight_bytes(p.weight_bytes);
     pp->set_activation_bytes(p.activation_bytes);
+    pp->set_execution_bytes(p.execution_bytes);
+    pp->set_executions(p.executions);
     pp->set_flops(p.flops);
     pp->set_memory_bytes(p.memory_bytes);
     pp->set_input_bytes(p.input_bytes);
@@ -433,6 +435,8 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
     p.num_nodes = pp.num_nodes();
     p.weight_bytes = pp.weight_bytes();
     p.activation_bytes = pp.activation_bytes();
+    p.execution_bytes = pp.execution_bytes();
+    p.executions = pp.executions();
     p.flops = pp.flops();
     p.memory_bytes = pp.memory_bytes();
     p.input_bytes = pp.input_bytes();
@@ -500,6 +504,7 @@ void NetworkStatisticsToProto(const NetworkStatistics& stats,
   proto->set_in_flight(stats.in_flight);
   proto->set_shape_builds(stats.shape_builds);
   proto->set_shape_build_ns(absl::ToInt64Nanoseconds(stats.shape_build_time));
+  DurationStatsToProto(stats.slot_wait, proto->mutable_slot_wait());
   for (const PartitionStatistics& p : stats.partitions) {
     v1::PartitionStatistics* out = proto->add_partitions();
     out->set_name(p.name);
@@ -531,6 +536,7 @@ NetworkStatistics NetworkStatisticsFromProto(
   // A negative time is no time a server reports: read as none.
   stats.shape_build_time =
       absl::Nanoseconds(std::max<int64_t>(0, proto.shape_build_ns()));
+  stats.slot_wait = DurationStatsFromProto(proto.slot_wait());
   for (const v1::PartitionStatistics& p : proto.partitions()) {
     PartitionStatistics out;
     out.name = p.name();

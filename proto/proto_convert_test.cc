@@ -342,6 +342,8 @@ TEST(NetworkInfoTest, RoundTrip) {
   part.num_nodes = 3;
   part.weight_bytes = 1024;
   part.activation_bytes = 64;
+  part.execution_bytes = 4096;
+  part.executions = 3;
   part.flops = 1e6;
   part.device_class = "sim, 50 GFLOP/s";
   part.placement_reason = "speed: 1 ms here, 4 ms on 'sim'";
@@ -372,6 +374,8 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.outputs[0].shape, Shape({1, Shape::kUnknownDim}));
   EXPECT_EQ(back.partitions[0].device_id, 1);
   EXPECT_EQ(back.partitions[0].num_nodes, 3);
+  EXPECT_EQ(back.partitions[0].execution_bytes, 4096u);
+  EXPECT_EQ(back.partitions[0].executions, 3);
   EXPECT_EQ(back.partitions[0].flops, 1e6);
   EXPECT_EQ(back.partitions[0].device_class, "sim, 50 GFLOP/s");
   EXPECT_EQ(back.partitions[0].placement_reason,
@@ -455,6 +459,7 @@ TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
   stats.in_flight = 4;
   stats.shape_builds = 11;
   stats.shape_build_time = absl::Microseconds(4321);
+  stats.slot_wait = series(7);
   stats.partitions.push_back({"p0", "sim:0", series(8)});
   stats.partitions.push_back({"p1", "sim:1", series(9)});
 
@@ -478,6 +483,7 @@ TEST(StatisticsProtoTest, NetworkStatisticsRoundTrip) {
                {&back.compute_input, &stats.compute_input},
                {&back.compute_infer, &stats.compute_infer},
                {&back.compute_output, &stats.compute_output},
+               {&back.slot_wait, &stats.slot_wait},
                {&back.partitions[1].compute, &stats.partitions[1].compute}};
   for (const auto& [got, want] : pairs) {
     EXPECT_EQ(got->count, want->count);

@@ -188,6 +188,18 @@ std::string PrometheusMetricsText(
        [](const NetworkStatistics& n) {
          return FormatDouble(absl::ToDoubleSeconds(n.shape_build_time));
        }},
+      {"glint_slot_waits_total", "counter",
+       "Runs (batches, when batching) that waited for admission because "
+       "every execution the model's device memory is reserved for was "
+       "running",
+       [](const NetworkStatistics& n) {
+         return absl::StrCat(n.slot_wait.count);
+       }},
+      {"glint_slot_wait_seconds_total", "counter",
+       "Cumulative time those runs waited, from asking to admission",
+       [](const NetworkStatistics& n) {
+         return FormatDouble(static_cast<double>(n.slot_wait.total_ns) / 1e9);
+       }},
   };
   for (const ModelFamily& family : model_families) {
     page.Family(family.name, family.type, family.help);

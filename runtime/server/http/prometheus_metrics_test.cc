@@ -80,6 +80,7 @@ std::vector<NetworkStatistics> TwoNetworks() {
   mlp.in_flight = 1;
   mlp.shape_builds = 6;
   mlp.shape_build_time = absl::Milliseconds(1250);
+  mlp.slot_wait = {3, 750'000'000, 200'000, 300'000};
   mlp.partitions = {{"p0", "sim:0", {4, 600'000'000, 150, 160}},
                     {"p1", "sim:1", {4, 4'000, 100, 110}}};
   NetworkStatistics hostile;  // A user's name with every special byte.
@@ -143,6 +144,9 @@ TEST(PrometheusMetricsTest, TritonFamiliesPerModel) {
            "glint_shape_builds_total{model=\"mlp\",version=\"1\"} 6\n",
            "glint_shape_build_seconds_total{model=\"mlp\",version=\"1\"} "
            "1.25\n",
+           "glint_slot_waits_total{model=\"mlp\",version=\"1\"} 3\n",
+           "glint_slot_wait_seconds_total{model=\"mlp\",version=\"1\"} "
+           "0.75\n",
        }) {
     EXPECT_THAT(page, HasSubstr(line));
   }
@@ -203,7 +207,7 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 21u);
+  EXPECT_EQ(typed.size(), 23u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
