@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -817,6 +818,60 @@ TEST_F(CApiTest, RefusesNullsBadHandlesAndWrongSizes) {
             nullptr);
   ExpectExpected(outputs);
   glint_tensor_list_delete(outputs);
+}
+
+// Issue 33 through the C API: a network split by memory onto devices it
+// nearly fills takes 48 runs at once; every one succeeds with the output
+// of a run alone (the runtime admits runs by the executions whose memory
+// it reserved, and queues the rest).
+TEST(CApiMemoryTest, FortyEightAsyncRunsOnANetworkSplitByMemory) {
+  GlintRuntime* runtime = nullptr;
+  ASSERT_EQ(glint_runtime_create("sim*3:memory=800KiB", &runtime), nullptr);
+  // 6 layers of 256×256 floats on 64 rows: two layers per device.
+  const std::string model = glint::testing::MakeDeepMlpModel(64, 256, 6);
+  GlintAddOptions* options = nullptr;
+  ASSERT_EQ(glint_add_options_create(&options), nullptr);
+  EXPECT_GLINT_OK(glint_add_options_set_strategy(options, "memory"));
+  EXPECT_GLINT_OK(glint_runtime_add_network(runtime, "mlp", model.data(),
+                                            model.size(), options, nullptr));
+  glint_add_options_delete(options);
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 11) / 11.0f - 0.5f;
+  const int64_t shape[] = {64, 256};
+  GlintTensor* in = nullptr;
+  ASSERT_EQ(glint_tensor_create("x", GLINT_DTYPE_FLOAT32, shape, 2, x.data(),
+                                x.size() * sizeof(float), &in),
+            nullptr);
+  const GlintTensor* ins[] = {in};
+  GlintTensorList* alone = nullptr;
+  ASSERT_EQ(glint_runtime_run(runtime, "mlp", ins, 1, nullptr, &alone),
+            nullptr);
+  const GlintTensor* want = nullptr;
+  ASSERT_EQ(glint_tensor_list_get(alone, 0, &want), nullptr);
+  const std::vector<float> expected = Floats(want);
+
+  std::vector<std::unique_ptr<AsyncResult>> runs;
+  for (int i = 0; i < 48; ++i) {
+    runs.push_back(std::make_unique<AsyncResult>());
+    ASSERT_EQ(glint_runtime_run_async(runtime, "mlp", ins, 1, nullptr, OnDone,
+                                      runs.back().get()),
+              nullptr);
+  }
+  int ok = 0;
+  for (const auto& run : runs) {
+    run->done.WaitForNotification();
+    EXPECT_EQ(run->code, GLINT_OK) << run->message;
+    if (run->code != GLINT_OK) continue;
+    ++ok;
+    const GlintTensor* got = nullptr;
+    ASSERT_EQ(glint_tensor_list_get(run->outputs, 0, &got), nullptr);
+    EXPECT_EQ(Floats(got), expected);
+    glint_tensor_list_delete(run->outputs);
+  }
+  EXPECT_EQ(ok, 48);
+  glint_tensor_list_delete(alone);
+  glint_tensor_delete(in);
+  EXPECT_EQ(glint_runtime_delete(runtime), nullptr);
 }
 
 }  // namespace
