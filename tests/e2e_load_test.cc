@@ -21,7 +21,10 @@
 #include "onnx/test_models.h"
 #include "proto/glint.grpc.pb.h"
 #include "proto/proto_convert.h"
+#include "tests/oip_test_util.h"
 #include "tests/process_util.h"
+#include "tests/test_util.h"
+#include "third_party/protocols/kserve/open_inference_grpc.grpc.pb.h"
 
 namespace glint {
 namespace {
@@ -276,6 +279,95 @@ TEST(LoadTest, OverTheMemoryQuotaNoCallStalls) {
   } while (absl::Now() < give_up);
   std::cout << "the next call served after " << attempts << " attempt(s)\n";
   ASSERT_TRUE(after.ok()) << after.status() << "\n" << (*daemon)->Log();
+}
+
+// A network split by memory onto devices it nearly fills (each has room
+// for one or two executions beside its weights, issue 33) takes 64 calls
+// at once through glint.v1 and 64 through KServe's ModelInfer: every one
+// answers OK with the output of a run alone. Runs beyond the executions
+// the devices' memory is reserved for wait in the admission queue, and
+// the statistics count them.
+TEST(LoadTest, ANetworkSplitByMemoryServesEveryCallInFlight) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> daemon =
+      GlintdProcess::Start({"--devices=sim*3:memory=800KiB"});
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  GlintClient& client = (*daemon)->client();
+  AddNetworkOptions split;
+  split.partition.strategy = PartitionStrategy::kMemory;
+  // 6 layers of 256×256 floats on 64 rows: two layers per device.
+  absl::StatusOr<NetworkInfo> info = client.AddNetwork(
+      "mlp", testing::MakeDeepMlpModel(64, 256, 6), split);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->partitions.size(), 3u);
+  for (const PartitionInfo& p : info->partitions) {
+    EXPECT_GE(p.executions, 1) << p.name;
+    EXPECT_LE(p.executions, 2) << p.name;
+  }
+  std::vector<float> x(64 * 256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 11) / 11.0f - 0.5f;
+  const Tensor input = Tensor::FromVector<float>(DType::kFloat32,
+                                                 Shape({64, 256}), x);
+  absl::StatusOr<std::vector<NamedTensor>> alone =
+      client.RunNetwork("mlp", {{"x", input}});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  const Tensor& want = (*alone)[0].tensor;
+
+  const std::vector<v1::RunNetworkRequest> requests(
+      64, Request("mlp", x, {64, 256}));
+  for (const Answer& a :
+       SendAtOnce((*daemon)->address(), requests, absl::Seconds(60))) {
+    ASSERT_TRUE(a.status.ok()) << a.status.error_message();
+    ASSERT_EQ(a.response.outputs_size(), 1);
+    absl::StatusOr<Tensor> y = TensorFromProto(a.response.outputs(0));
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(testing::CompareTensors(*y, want), "");
+  }
+
+  auto stub = inference::GRPCInferenceService::NewStub(
+      GlintClient::CreateChannel((*daemon)->address()));
+  inference::ModelInferRequest infer;
+  infer.set_model_name("mlp");
+  auto* in = infer.add_inputs();
+  in->set_name("x");
+  in->set_datatype("FP32");
+  in->add_shape(64);
+  in->add_shape(256);
+  infer.add_raw_input_contents(testing::RawBytes(input));
+  constexpr int kCalls = 64;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts(kCalls);
+  std::vector<inference::ModelInferResponse> responses(kCalls);
+  std::vector<grpc::Status> statuses(kCalls);
+  absl::Mutex mu;
+  int answered = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    contexts[i] = std::make_unique<grpc::ClientContext>();
+    contexts[i]->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+    stub->async()->ModelInfer(contexts[i].get(), &infer, &responses[i],
+                              [&, i](grpc::Status s) {
+                                absl::MutexLock lock(&mu);
+                                statuses[i] = std::move(s);
+                                ++answered;
+                              });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(
+        +[](int* n) { return *n == kCalls; }, &answered));
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    ASSERT_EQ(responses[i].raw_output_contents_size(), 1);
+    absl::StatusOr<Tensor> y = testing::TensorFromRaw(
+        "FP32", {64, 256}, responses[i].raw_output_contents(0));
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ(testing::CompareTensors(*y, want), "");
+  }
+  absl::StatusOr<ServingStatistics> stats = client.GetStatistics("mlp");
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->networks.size(), 1u);
+  EXPECT_EQ(stats->networks[0].success_count, 129u);
+  EXPECT_EQ(stats->networks[0].failure_count, 0u);
+  EXPECT_GT(stats->networks[0].slot_wait.count, 0u);
 }
 
 }  // namespace
