@@ -66,6 +66,7 @@ TSAN_TARGETS=(
   //runtime:host_manager_dynamic_shape_test
   //devices/cpu:control_flow_test
   //capi:c_api_test
+  //runtime:host_manager_memory_test
 )
 
 passed=0
