@@ -214,6 +214,34 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
 
 }  // namespace
 
+namespace {
+
+// The lines under the statistics table: what only some networks have
+// (kernel builds at run time, waits for an execution slot).
+std::string FormatNotes(const std::vector<NetworkStatistics>& networks) {
+  std::string out;
+  for (const NetworkStatistics& n : networks) {
+    if (n.shape_builds == 0) continue;
+    absl::StrAppend(
+        &out, n.name, ": ", n.shape_builds,
+        " kernel builds for shapes first met at run time, ",
+        FormatMicros(absl::ToDoubleMicroseconds(n.shape_build_time)),
+        " in all\n");
+  }
+  for (const NetworkStatistics& n : networks) {
+    if (n.slot_wait.count == 0) continue;
+    absl::StrAppend(
+        &out, n.name, ": ", n.slot_wait.count,
+        " runs waited for an execution slot (every execution its memory is "
+        "reserved for was running), ",
+        FormatMicros(static_cast<double>(n.slot_wait.total_ns) / 1e3),
+        " in all\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
                              const std::vector<DeviceStatistics>& devices,
                              bool detailed) {
@@ -237,23 +265,7 @@ std::string FormatStatistics(const std::vector<NetworkStatistics>& networks,
     absl::StrAppend(&out,
                     "(times p50/p99 of the last 1,024 successful requests; "
                     "input, compute, output on the devices)\n");
-    for (const NetworkStatistics& n : networks) {
-      if (n.shape_builds == 0) continue;
-      absl::StrAppend(
-          &out, n.name, ": ", n.shape_builds,
-          " kernel builds for shapes first met at run time, ",
-          FormatMicros(absl::ToDoubleMicroseconds(n.shape_build_time)),
-          " in all\n");
-    }
-    for (const NetworkStatistics& n : networks) {
-      if (n.slot_wait.count == 0) continue;
-      absl::StrAppend(
-          &out, n.name, ": ", n.slot_wait.count,
-          " runs waited for an execution slot (every execution its memory "
-          "is reserved for was running), ",
-          FormatMicros(static_cast<double>(n.slot_wait.total_ns) / 1e3),
-          " in all\n");
-    }
+    absl::StrAppend(&out, FormatNotes(networks));
     if (detailed) {
       for (const NetworkStatistics& n : networks) {
         if (n.partitions.empty()) continue;

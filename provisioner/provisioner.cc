@@ -25,6 +25,84 @@ bool CanRun(const DeviceManager& device, const DeviceInfo& model,
   return true;
 }
 
+// The tensor slots of a replica's runs as Route assigns them: one per
+// (value, device) pair a run holds, each with its device's index in
+// ReplicaRouting::devices and its bytes when the value's shape is static.
+class SlotTable {
+ public:
+  explicit SlotTable(ReplicaRouting* routing) : routing_(routing) {}
+
+  // The slot of `value` on `device` (already in routing->devices), made on
+  // first use.
+  int Slot(const ValueInfo& value, DeviceManager* device) {
+    auto [it, added] =
+        slots_.try_emplace({value.name, device}, routing_->num_tensors);
+    if (!added) return it->second;
+    ++routing_->num_tensors;
+    const auto d =
+        std::find(routing_->devices.begin(), routing_->devices.end(), device);
+    routing_->slot_device.push_back(
+        static_cast<int>(d - routing_->devices.begin()));
+    routing_->slot_bytes.push_back(
+        value.shape.IsStatic() ? static_cast<size_t>(value.shape.NumElements()) *
+                                     DTypeSize(value.dtype)
+                               : 0);
+    return it->second;
+  }
+
+ private:
+  ReplicaRouting* const routing_;
+  std::map<std::pair<std::string, DeviceManager*>, int> slots_;
+};
+
+// Where each value of a run comes from.
+struct ValueSources {
+  absl::flat_hash_map<std::string, int> producer;  // value → partition.
+  // A value's type as its producer declares it (a peer copy's source slot
+  // is the producer's).
+  absl::flat_hash_map<std::string, ValueInfo> produced_info;
+  absl::flat_hash_map<std::string, int> network_input;  // value → index.
+};
+
+ValueSources FindSources(const std::vector<ProvisionedPartition>& partitions,
+                         const ExecutableNetwork& network) {
+  ValueSources sources;
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
+      sources.producer.emplace(out.name, static_cast<int>(i));
+      sources.produced_info.emplace(out.name, out);
+    }
+  }
+  for (size_t i = 0; i < network.inputs.size(); ++i) {
+    sources.network_input.emplace(network.inputs[i].name, static_cast<int>(i));
+  }
+  return sources;
+}
+
+// Route's last step: where each network output comes from.
+void RouteOutputs(const std::vector<ProvisionedPartition>& partitions,
+                  const ExecutableNetwork& network,
+                  const ValueSources& sources, SlotTable& slots,
+                  ReplicaRouting* routing) {
+  for (const ValueInfo& out : network.outputs) {
+    OutputRoute& route = routing->outputs.emplace_back();
+    auto ni = sources.network_input.find(out.name);
+    auto pi = sources.producer.find(out.name);
+    if (network.constant_outputs.count(out.name) > 0) {
+      route.source = OutputRoute::Source::kConstant;
+    } else if (ni != sources.network_input.end() &&
+               pi == sources.producer.end()) {
+      route.source = OutputRoute::Source::kNetworkInput;
+      route.network_input = ni->second;
+    } else if (pi != sources.producer.end()) {
+      route.source = OutputRoute::Source::kPartition;
+      route.producer = pi->second;
+      route.tensor = slots.Slot(sources.produced_info.at(out.name),
+                                partitions[pi->second].device);
+    }
+  }
+}
+
 // The routing of one replica's runs (ReplicaRouting): which device each
 // value lives on and how it gets there, decided once here so that a run
 // only follows it. Network inputs come from the host; a partition's
@@ -33,42 +111,8 @@ bool CanRun(const DeviceManager& device, const DeviceInfo& model,
 ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
                      const ExecutableNetwork& network) {
   ReplicaRouting routing;
-  // Tensor slots, one per (value, device) pair a run holds, with the
-  // device's index in routing.devices and the value's bytes when its shape
-  // is static.
-  std::map<std::pair<std::string, DeviceManager*>, int> slots;
-  auto slot = [&](const ValueInfo& value, DeviceManager* device) {
-    auto [it, added] =
-        slots.try_emplace({value.name, device}, routing.num_tensors);
-    if (added) {
-      ++routing.num_tensors;
-      const auto d =
-          std::find(routing.devices.begin(), routing.devices.end(), device);
-      routing.slot_device.push_back(
-          static_cast<int>(d - routing.devices.begin()));
-      routing.slot_bytes.push_back(
-          value.shape.IsStatic()
-              ? static_cast<size_t>(value.shape.NumElements()) *
-                    DTypeSize(value.dtype)
-              : 0);
-    }
-    return it->second;
-  };
-  // A value's type as its producer declares it (a peer copy's source slot
-  // is the producer's).
-  absl::flat_hash_map<std::string, ValueInfo> produced_info;
-  absl::flat_hash_map<std::string, int> producer;  // value → partition.
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    for (const ValueInfo& out : partitions[i].function->function().outputs()) {
-      producer.emplace(out.name, static_cast<int>(i));
-      produced_info.emplace(out.name, out);
-    }
-  }
-  absl::flat_hash_map<std::string, int> network_input;
-  for (size_t i = 0; i < network.inputs.size(); ++i) {
-    network_input.emplace(network.inputs[i].name, static_cast<int>(i));
-  }
-
+  SlotTable slots(&routing);
+  const ValueSources sources = FindSources(partitions, network);
   // (value, device) pairs a run has made available on a device by then.
   absl::flat_hash_set<std::pair<std::string, DeviceManager*>> present;
   for (size_t i = 0; i < partitions.size(); ++i) {
@@ -84,44 +128,28 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
     for (const ValueInfo& in : f.inputs()) {
       InputRoute& route = routes.emplace_back();
       route.value = in.name;
-      route.tensor = slot(in, device);
+      route.tensor = slots.Slot(in, device);
       if (!present.insert({in.name, device}).second) continue;
-      auto ni = network_input.find(in.name);
-      auto pi = producer.find(in.name);
-      if (ni != network_input.end()) {
+      auto ni = sources.network_input.find(in.name);
+      auto pi = sources.producer.find(in.name);
+      if (ni != sources.network_input.end()) {
         route.source = InputRoute::Source::kNetworkInput;
         route.network_input = ni->second;
-      } else if (pi != producer.end() &&
+      } else if (pi != sources.producer.end() &&
                  partitions[pi->second].device != device) {
         route.source = InputRoute::Source::kPeer;
         route.producer = pi->second;
-        route.producer_tensor =
-            slot(produced_info.at(in.name), partitions[pi->second].device);
+        route.producer_tensor = slots.Slot(sources.produced_info.at(in.name),
+                                           partitions[pi->second].device);
       }
     }
     std::vector<int>& results = routing.results.emplace_back();
     for (const ValueInfo& out : f.outputs()) {
-      results.push_back(slot(out, device));
+      results.push_back(slots.Slot(out, device));
       present.insert({out.name, device});
     }
   }
-
-  for (const ValueInfo& out : network.outputs) {
-    OutputRoute& route = routing.outputs.emplace_back();
-    auto ni = network_input.find(out.name);
-    auto pi = producer.find(out.name);
-    if (network.constant_outputs.count(out.name) > 0) {
-      route.source = OutputRoute::Source::kConstant;
-    } else if (ni != network_input.end() && pi == producer.end()) {
-      route.source = OutputRoute::Source::kNetworkInput;
-      route.network_input = ni->second;
-    } else if (pi != producer.end()) {
-      route.source = OutputRoute::Source::kPartition;
-      route.producer = pi->second;
-      route.tensor =
-          slot(produced_info.at(out.name), partitions[pi->second].device);
-    }
-  }
+  RouteOutputs(partitions, network, sources, slots, &routing);
   return routing;
 }
 

@@ -75,6 +75,42 @@ void StartRun(const Executor& executor, const ExecutableNetwork& executable,
                });
 }
 
+// Steps 3 and 4 of an unbatched run: admission (an active slot and one of
+// the plan's execution slots: no more runs in flight than it has device
+// memory reserved for, ExecutableNetwork::executions), then the start, now
+// or once a running run ends. A refusal ends the run through `finish`.
+void AdmitAndStart(
+    AdmissionQueue& admission, const Executor& executor,
+    std::shared_ptr<NetworkEntry> entry,
+    std::shared_ptr<std::shared_ptr<ExecutableNetwork>> executable,
+    std::shared_ptr<ExecutionRequest> request,
+    std::shared_ptr<RunMeasures> measures, int priority, TraceSlice* queued,
+    std::shared_ptr<RunFinish> finish) {
+  measures->queued = MonotonicNow();
+  entry->stats.AddQueued(1);
+  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
+  bool* waited_for_slot = &measures->waited_for_slot;
+  absl::Status admitted = admission.Admit(
+      priority, slots,
+      [&executor, executable, entry, measures, request = std::move(request),
+       finish, queued](bool admitted) {
+        entry->stats.AddQueued(-1);
+        if (admitted) {
+          measures->admitted = MonotonicNow();
+          entry->stats.AddInFlight(1);
+          if (measures->waited_for_slot) {
+            entry->stats.RecordSlotWait(measures->admitted - measures->queued);
+          }
+        }
+        StartRun(executor, **executable, std::move(*request), finish, queued,
+                 admitted);
+      },
+      waited_for_slot);
+  if (!admitted.ok()) {
+    entry->stats.AddQueued(-1);
+    (*finish)(admitted, false);
+  }
+}
 
 }  // namespace
 
@@ -544,31 +580,10 @@ void HostManager::RunNetworkAsync(absl::string_view name,
 
   // 3. Admit: 4. start the run now, or once a running one ends.
   TraceSlice* queued = TraceAdmission(options);
-  measures->queued = MonotonicNow();
-  entry->stats.AddQueued(1);
-  // One of the plan's execution slots too: no more runs in flight than it
-  // has device memory reserved for (ExecutableNetwork::executions).
-  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
-  absl::Status admission = admission_->Admit(
-      options.priority, slots,
-      [this, executable, entry, measures, request = *std::move(request),
-       finish, queued](bool admitted) {
-        entry->stats.AddQueued(-1);
-        if (admitted) {
-          measures->admitted = MonotonicNow();
-          entry->stats.AddInFlight(1);
-          if (measures->waited_for_slot) {
-            entry->stats.RecordSlotWait(measures->admitted - measures->queued);
-          }
-        }
-        StartRun(*executor_, **executable, std::move(*request), finish,
-                 queued, admitted);
-      },
-      &measures->waited_for_slot);
-  if (!admission.ok()) {
-    entry->stats.AddQueued(-1);
-    (*finish)(admission, false);
-  }
+  AdmitAndStart(*admission_, *executor_, std::move(entry),
+                std::move(executable), *std::move(request),
+                std::move(measures), options.priority, queued,
+                std::move(finish));
 }
 
 absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::FindNetworkForRun(

@@ -11,24 +11,27 @@ namespace glint {
 
 namespace {
 
+// The plan compiled at a batch of `size` (batches are padded to one);
+// null when the network is unavailable.
+std::shared_ptr<ExecutableNetwork> PlanOfSize(NetworkEntry& entry,
+                                              int64_t size) {
+  absl::MutexLock lock(&entry.mu);
+  auto it = entry.smaller.find(static_cast<int>(size));
+  if (it != entry.smaller.end()) return it->second;
+  if (size == entry.options.batching.max_batch_size) return entry.executable;
+  return nullptr;
+}
+
 // Runs one batch of `entry`'s requests: on the plan compiled at its size,
-// once admitted (one slot for the whole batch).
+// once admitted (one slot for the whole batch, and one of the plan's
+// execution slots).
 void RunBatch(std::shared_ptr<const BatchRunContext> context,
               NetworkEntry* entry, int num_outputs, BatchExecution batch,
               BatchDone done) {
   // The batch's own reference to the plan, dropped under entry->mu when
   // it ends (as a run's, see NetworkEntry::executable).
-  auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>();
-  {
-    // The plan compiled at the batch's size (it is padded to one).
-    absl::MutexLock lock(&entry->mu);
-    auto it = entry->smaller.find(static_cast<int>(batch.size));
-    if (it != entry->smaller.end()) {
-      *executable = it->second;
-    } else if (batch.size == entry->options.batching.max_batch_size) {
-      *executable = entry->executable;
-    }
-  }
+  auto executable = std::make_shared<std::shared_ptr<ExecutableNetwork>>(
+      PlanOfSize(*entry, batch.size));
   if (*executable == nullptr) {
     done(absl::UnavailableError(
         absl::StrCat("network '", Clip(entry->info.name),
