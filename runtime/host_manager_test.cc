@@ -365,6 +365,12 @@ TEST(HostManagerTest, RunInputErrorsNameTheInput) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  RunOptions twice;
+  twice.requested_outputs = {"y", "y"};
+  absl::StatusOr<std::vector<NamedTensor>> refused =
+      host->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}}, twice);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(), "output 'y' is requested twice");
   EXPECT_EQ(host->RunNetwork("other", {}).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_TRUE(host->RunNetwork("mlp", {{"x", Input(2, 4, 1, &x)}}).ok());

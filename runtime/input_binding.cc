@@ -228,6 +228,7 @@ absl::StatusOr<std::vector<int>> BindOutputs(
     }
     return indices;
   }
+  std::vector<bool> taken(info.outputs.size(), false);
   for (const std::string& name : requested) {
     size_t i = 0;
     while (i < info.outputs.size() && info.outputs[i].name != name) ++i;
@@ -235,6 +236,11 @@ absl::StatusOr<std::vector<int>> BindOutputs(
       return absl::InvalidArgumentError(absl::StrCat(
           "network '", Clip(info.name), "' has no output '", Clip(name), "'"));
     }
+    if (taken[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", Clip(name), "' is requested twice"));
+    }
+    taken[i] = true;
     indices.push_back(static_cast<int>(i));
   }
   return indices;

@@ -39,7 +39,9 @@ absl::StatusOr<std::vector<Tensor>> BindInputs(const NetworkInfo& info,
                                                std::vector<NamedTensor> inputs);
 
 // The indices (into info.outputs) of `requested`, or of every output when
-// it is empty.
+// it is empty. INVALID_ARGUMENT for a name the network lacks or one
+// requested twice (as KServe's ModelInfer refuses it), so that a long list
+// of one name fails at its second entry instead of costing a copy each.
 absl::StatusOr<std::vector<int>> BindOutputs(
     const NetworkInfo& info, const std::vector<std::string>& requested);
 

@@ -130,6 +130,13 @@ TEST(BindOutputsTest, EveryOutputByDefaultElseThoseNamed) {
   absl::StatusOr<std::vector<int>> unknown = BindOutputs(Net(), {"w"});
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.status().message(), "network 'net' has no output 'w'");
+  // A duplicate is refused at once, whatever the list's length (issue 31,
+  // point 3: 100,000 copies of one name used to cost 40 s).
+  EXPECT_EQ(*BindOutputs(Net(), {"z", "y"}), (std::vector<int>{1, 0}));
+  absl::StatusOr<std::vector<int>> twice =
+      BindOutputs(Net(), std::vector<std::string>(100000, "y"));
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(twice.status().message(), "output 'y' is requested twice");
 }
 
 TEST(NameOutputsTest, ResultsTakeTheNamesOfTheOutputsAskedFor) {

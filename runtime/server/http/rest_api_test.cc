@@ -260,6 +260,15 @@ TEST_F(RestApiTest, InferComputesTheReference) {
           "data": [[1, 2, 3, 4], [-1, 0.5, 2, -3]]}]})");
   ASSERT_EQ(nested.status, 200) << nested.body;
   EXPECT_EQ(json::parse(nested.body)["outputs"][0]["data"], y["data"]);
+
+  // An output asked for twice is a bad request, as on every API.
+  const HttpReply twice = Post(
+      "/v2/models/mlp/infer",
+      InferBody(x, R"(, "outputs": [{"name": "y"}, {"name": "y"}])"));
+  EXPECT_EQ(twice.status, 400) << twice.body;
+  EXPECT_NE(twice.body.find("output 'y' is requested twice"),
+            std::string::npos)
+      << twice.body;
   EXPECT_FALSE(json::parse(nested.body).contains("id"));
 }
 
