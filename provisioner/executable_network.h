@@ -261,12 +261,10 @@ struct ExecutableNetwork {
   std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
 
   // Runs that may be in flight at once with their memory reserved: the
-  // reserved execution states of every replica.
-  int executions() const {
-    size_t sum = 0;
-    for (const auto& r : replicas) sum += r->states.reserved();
-    return static_cast<int>(sum);
-  }
+  // reserved execution states of every replica. Set by the provisioner
+  // once it has reserved them; read on every run, so kept rather than
+  // summed under the pools' locks.
+  int executions = 0;
 };
 
 }  // namespace glint

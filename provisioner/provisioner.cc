@@ -391,9 +391,12 @@ absl::Status Provisioner::Load(
   // Once every replica's weights are in: executions never take the room a
   // later replica's weights need. Held by `network`, so that a failure
   // frees what was reserved.
+  int executions = 0;
   for (const auto& replica : network->replicas) {
     GLINT_RETURN_IF_ERROR(ReserveExecutions(*replica, max_executions));
+    executions += static_cast<int>(replica->states.reserved());
   }
+  network->executions = executions;
   // Every replica is loaded: the devices hold the constants, and the host
   // copies would only double the network's footprint.
   for (const auto& [key, function] : compiled) function->ReleaseHostConstants();

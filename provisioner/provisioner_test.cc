@@ -187,7 +187,7 @@ TEST_F(ProvisionerTest, ExecutionsAreReservedAsTheDevicesAllow) {
       EXPECT_LT(want, 8u);
     }
     EXPECT_EQ(replica.states.reserved(), want) << c.memory;
-    EXPECT_EQ((*network)->executions(), static_cast<int>(want));
+    EXPECT_EQ((*network)->executions, static_cast<int>(want));
     EXPECT_EQ(replica.states.idle(), want);
     const uint64_t weights = replica.partitions[0].weight_bytes;
     EXPECT_LE(weights + want * kExecution,

@@ -88,7 +88,7 @@ void AdmitAndStart(
     std::shared_ptr<RunFinish> finish) {
   measures->queued = MonotonicNow();
   entry->stats.AddQueued(1);
-  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
+  const ExecutionSlots slots{executable->get(), (*executable)->executions};
   bool* waited_for_slot = &measures->waited_for_slot;
   absl::Status admitted = admission.Admit(
       priority, slots,

@@ -52,7 +52,7 @@ void RunBatch(std::shared_ptr<const BatchRunContext> context,
   auto shared_done = std::make_shared<BatchDone>(std::move(done));
   const int members = batch.requests;
   // The batch holds one execution slot of the plan of its size.
-  const ExecutionSlots slots{executable->get(), (*executable)->executions()};
+  const ExecutionSlots slots{executable->get(), (*executable)->executions};
   auto waited_for_slot = std::make_shared<bool>(false);
   const absl::Duration queued = MonotonicNow();
   absl::Status admission = context->admission->Admit(
