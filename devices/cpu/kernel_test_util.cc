@@ -67,6 +67,17 @@ absl::StatusOr<TensorView> TestKernelContext::AllocateOutput(
                        " contradicts the inferred ", want.ToString()));
     }
   }
+  if (memory_bytes_ > 0 && shape.IsStatic()) {
+    GLINT_RETURN_IF_ERROR(CheckTensorSize(output_dtypes_[i], shape,
+                                          absl::StrCat("output ", i)));
+    const int64_t bytes = shape.NumElements() * DTypeSize(output_dtypes_[i]);
+    if (bytes > memory_bytes_ - used_bytes_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "test device is out of memory: ", bytes, " bytes requested, ",
+          memory_bytes_ - used_bytes_, " of ", memory_bytes_, " available"));
+    }
+    used_bytes_ += bytes;
+  }
   GLINT_ASSIGN_OR_RETURN(outputs_[i],
                          Tensor::Create(output_dtypes_[i], shape));
   allocated_[i] = true;
@@ -178,6 +189,7 @@ absl::StatusOr<std::vector<Tensor>> RunKernel(
   }
   auto run_once = [&]() -> absl::StatusOr<std::vector<Tensor>> {
     TestKernelContext ctx(inputs, dtypes, options.output_shapes, used);
+    ctx.set_memory_bytes(options.memory_bytes);
     GLINT_RETURN_IF_ERROR(ComputeNoThrow(*kernel, ctx, node.Describe()));
     return ctx.TakeOutputs();
   };

@@ -46,6 +46,14 @@ class TestKernelContext : public KernelContext {
                                             const Shape& shape) override;
   bool output_used(int i) const override;
 
+  // Outputs come from a device memory of `bytes` (0, the default: no
+  // bound), as a compiled function's come from its device's: an output
+  // that does not fit in what is left is RESOURCE_EXHAUSTED "out of
+  // memory", before anything is allocated or touched. Tests of hostile
+  // inputs use it so that an output a huge run-time value legitimately
+  // asks for is refused as glintd's devices refuse it.
+  void set_memory_bytes(int64_t bytes) { memory_bytes_ = bytes; }
+
   // Output i; !valid() if it was never allocated.
   const Tensor& output(int i) const { return outputs_[i]; }
   std::vector<Tensor> TakeOutputs() { return std::move(outputs_); }
@@ -59,6 +67,8 @@ class TestKernelContext : public KernelContext {
   std::vector<bool> output_used_;
   std::vector<Tensor> outputs_;
   std::vector<bool> allocated_;
+  int64_t memory_bytes_ = 0;
+  int64_t used_bytes_ = 0;
 };
 
 struct RunKernelOptions {
@@ -81,6 +91,9 @@ struct RunKernelOptions {
   int threads = 1;
   // KernelSpec::precision.
   Precision precision = Precision::kFloat32;
+  // The device memory each run's outputs come from
+  // (TestKernelContext::set_memory_bytes); 0: no bound.
+  int64_t memory_bytes = 0;
 };
 
 // RunKernelOptions for a node of `opset` (the opset 18-23 tests).
