@@ -31,6 +31,14 @@ GLINT_LIB=$lib "$root/scripts/install.sh" "$prefix"
 
 fail() { echo "FAIL: $*"; exit 1; }
 
+# Under TSan, a consumer built here sees Debian's uninstrumented Abseil
+# inside libglint as Bazel's own binaries do only with the annotations of
+# third_party/tsan: the consumers run with them preloaded.
+run=()
+if [ $sanitizer = tsan ]; then
+  run=(env LD_PRELOAD="$root/third_party/tsan/libglint_tsan_support.so")
+fi
+
 # --- Layout -----------------------------------------------------------------
 lib_name=$(basename "$lib")
 for f in "lib/$lib_name" lib/libglint.so.0 lib/libglint.so include/glint/c_api.h \
@@ -89,7 +97,7 @@ cc -std=c11 -g $c_san -fno-omit-frame-pointer \
   -o "$work/c_consumer_asan" "$root/capi/consumers/consumer.c" \
   $(pkg-config --cflags --libs glint) -lm -Wl,-rpath,"$prefix/lib"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  "$work/c_consumer_asan" "$case_dir" | tee "$work/c_asan.out"
+  "${run[@]}" "$work/c_consumer_asan" "$case_dir" | tee "$work/c_asan.out"
 grep -q "1 outputs checked, 0 mismatches" "$work/c_asan.out" || fail "C consumer under ASan"
 
 # --- (b) C++, with CMake's find_package(Glint) --------------------------------
@@ -98,12 +106,12 @@ cxx_flags=""
 cmake -S "$root/capi/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="$cxx_flags" > "$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "cmake configure"; }
 cmake --build "$work/cmake" > "$work/cmake_build.log" 2>&1 || { cat "$work/cmake_build.log"; fail "cmake build"; }
-"$work/cmake/cpp_consumer" "$case_dir" | tee "$work/cpp.out"
+"${run[@]}" "$work/cmake/cpp_consumer" "$case_dir" | tee "$work/cpp.out"
 grep -q "1 outputs checked, 0 mismatches" "$work/cpp.out" || fail "C++ consumer"
 # The same program through pkg-config's C++ module.
 c++ -std=c++17 $cxx_flags -o "$work/cpp_consumer_pc" "$root/capi/consumers/cmake/consumer.cc" \
   $(pkg-config --cflags --libs glint-cpp) -Wl,-rpath,"$prefix/lib"
-"$work/cpp_consumer_pc" "$case_dir" > "$work/cpp_pc.out"
+"${run[@]}" "$work/cpp_consumer_pc" "$case_dir" > "$work/cpp_pc.out"
 grep -q "1 outputs checked, 0 mismatches" "$work/cpp_pc.out" || fail "C++ consumer (glint-cpp.pc)"
 # A version the installed package cannot satisfy is refused.
 mkdir -p "$work/v1"
