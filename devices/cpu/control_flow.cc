@@ -128,14 +128,17 @@ class SubgraphRunner {
   const std::string& owner() const { return owner_; }
 
   // Runs the subgraph on `inputs` (one per subgraph input, borrowed) and
-  // returns its outputs, owned.
-  absl::StatusOr<std::vector<Tensor>> Run(
-      const std::vector<TensorView>& inputs) const {
+  // returns its outputs, owned. Every value the subgraph makes comes from
+  // `outer`'s temporaries (KernelContext::AllocateTemporary): the device's
+  // memory when the owning node runs on one.
+  absl::StatusOr<std::vector<Tensor>> Run(const std::vector<TensorView>& inputs,
+                                          KernelContext& outer) const {
     if (inputs.size() != graph_.inputs.size()) {
       return absl::InternalError(absl::StrCat(
           owner_, ": ", inputs.size(), " inputs for ", graph_.inputs.size()));
     }
     State state;
+    state.outer = &outer;
     state.views.resize(slots_.size());
     state.owned.resize(slots_.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -186,6 +189,7 @@ class SubgraphRunner {
     std::vector<int> outputs;  // Slot ids; -1 for an unused output.
   };
   struct State {
+    KernelContext* outer = nullptr;  // Where values are allocated.
     std::vector<TensorView> views;
     std::vector<Tensor> owned;
   };
@@ -229,7 +233,8 @@ class SubgraphRunner {
             runner_.owner_, ": computed shape ", shape.ToString(), " for '",
             info.name, "', but its inferred shape is ", info.shape.ToString()));
       }
-      absl::StatusOr<Tensor> t = Tensor::Create(info.dtype, shape);
+      absl::StatusOr<Tensor> t =
+          state_.outer->AllocateTemporary(info.dtype, shape);
       if (!t.ok()) {
         return absl::Status(t.status().code(),
                             absl::StrCat(runner_.owner_, ": '", info.name,
@@ -238,6 +243,11 @@ class SubgraphRunner {
       state_.owned[slot] = *std::move(t);
       state_.views[slot] = ViewOf(state_.owned[slot]);
       return state_.views[slot];
+    }
+    // A nested control-flow node's values come from the same memory.
+    absl::StatusOr<Tensor> AllocateTemporary(DType dtype,
+                                             const Shape& shape) override {
+      return state_.outer->AllocateTemporary(dtype, shape);
     }
 
    private:
@@ -316,7 +326,8 @@ absl::StatusOr<bool> ReadCondition(const TensorView& t, absl::string_view what,
 // Stacks `parts` (equal shapes) along a new axis `axis` of the result, part
 // t at position t (or count-1-t when `reverse`). `fallback` gives the part
 // shape when there are none (unknown dims as 0).
-absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis,
+absl::StatusOr<Tensor> Stack(KernelContext& ctx,
+                             const std::vector<Tensor>& parts, int64_t axis,
                              bool reverse, DType dtype, const Shape& fallback,
                              const std::string& node, absl::string_view what) {
   Shape part_shape = fallback;
@@ -347,7 +358,7 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis,
                            ", over the limit of ", scan_output_limit,
                            " elements");
   }
-  GLINT_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(dtype, shape));
+  GLINT_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateTemporary(dtype, shape));
   const size_t es = DTypeSize(dtype);
   const int64_t outer = Product(part_shape.dims(), 0, a);
   const size_t inner =
@@ -364,11 +375,13 @@ absl::StatusOr<Tensor> Stack(const std::vector<Tensor>& parts, int64_t axis,
 }
 
 // Element `index` of `t` along `axis`, as a tensor of its own.
-absl::StatusOr<Tensor> SliceAt(const TensorView& t, int axis, int64_t index) {
+absl::StatusOr<Tensor> SliceAt(KernelContext& ctx, const TensorView& t,
+                               int axis, int64_t index) {
   std::vector<int64_t> dims = t.shape.dims();
   const int64_t len = dims[axis];
   dims.erase(dims.begin() + axis);
-  GLINT_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(t.dtype, Shape(dims)));
+  GLINT_ASSIGN_OR_RETURN(Tensor out,
+                         ctx.AllocateTemporary(t.dtype, Shape(dims)));
   const size_t es = DTypeSize(t.dtype);
   const int64_t outer = Product(t.shape.dims(), 0, axis);
   const size_t inner =
@@ -428,7 +441,7 @@ class IfKernel : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(std::vector<TensorView> captures,
                            InputViews(ctx, 1, ctx.num_inputs(), node()));
     const SubgraphRunner& branch = cond ? *then_ : *else_;
-    GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, branch.Run(captures));
+    GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, branch.Run(captures, ctx));
     for (size_t i = 0; i < outs.size(); ++i) {
       GLINT_RETURN_IF_ERROR(
           EmitOutput(ctx, static_cast<int>(i), outs[i], node()));
@@ -548,7 +561,7 @@ class LoopKernel : public KernelBase {
         args[2 + j] = i == 0 ? initial[j] : ViewOf(carried[j]);
       }
       std::copy(captures.begin(), captures.end(), args.begin() + 2 + carried_);
-      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args));
+      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args, ctx));
       GLINT_ASSIGN_OR_RETURN(cond, ReadCondition(ViewOf(outs[0]),
                                                  "the body's "
                                                  "condition",
@@ -579,8 +592,9 @@ class LoopKernel : public KernelBase {
       if (!ctx.output_used(carried_ + j)) continue;
       GLINT_ASSIGN_OR_RETURN(
           Tensor stacked,
-          Stack(scans[j], 0, false, body_->outputs()[1 + carried_ + j].dtype,
-                scan_shapes_[j], node(), absl::StrCat("scan output ", j)));
+          Stack(ctx, scans[j], 0, false,
+                body_->outputs()[1 + carried_ + j].dtype, scan_shapes_[j],
+                node(), absl::StrCat("scan output ", j)));
       GLINT_RETURN_IF_ERROR(EmitOutput(ctx, carried_ + j, stacked, node()));
     }
     return absl::OkStatus();
@@ -673,8 +687,9 @@ class ScanKernel : public KernelBase {
     SubgraphRunBudget budget;
     std::vector<int64_t> scan_elements(scan_outputs_, 0);
     if (!batched_) {
-      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                             RunScan(data, captures, budget, scan_elements));
+      GLINT_ASSIGN_OR_RETURN(
+          std::vector<Tensor> outs,
+          RunScan(ctx, data, captures, budget, scan_elements));
       for (size_t i = 0; i < outs.size(); ++i) {
         GLINT_RETURN_IF_ERROR(
             EmitOutput(ctx, static_cast<int>(i), outs[i], node()));
@@ -698,7 +713,7 @@ class ScanKernel : public KernelBase {
       std::vector<Tensor> slices;
       std::vector<TensorView> views;
       for (const TensorView& v : data) {
-        GLINT_ASSIGN_OR_RETURN(Tensor s, SliceAt(v, 0, b));
+        GLINT_ASSIGN_OR_RETURN(Tensor s, SliceAt(ctx, v, 0, b));
         views.push_back(ViewOf(s));
         slices.push_back(std::move(s));
       }
@@ -713,8 +728,9 @@ class ScanKernel : public KernelBase {
                                "scan inputs are not supported");
         }
       }
-      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs,
-                             RunScan(views, captures, budget, scan_elements));
+      GLINT_ASSIGN_OR_RETURN(
+          std::vector<Tensor> outs,
+          RunScan(ctx, views, captures, budget, scan_elements));
       per_batch.push_back(std::move(outs));
     }
     const int outputs = states_ + scan_outputs_;
@@ -727,9 +743,9 @@ class ScanKernel : public KernelBase {
       if (i >= states_) {
         fallback.mutable_dims().insert(fallback.mutable_dims().begin(), 0);
       }
-      GLINT_ASSIGN_OR_RETURN(Tensor stacked,
-                             Stack(parts, 0, false, body_out.dtype, fallback,
-                                   node(), absl::StrCat("output ", i)));
+      GLINT_ASSIGN_OR_RETURN(
+          Tensor stacked, Stack(ctx, parts, 0, false, body_out.dtype, fallback,
+                                node(), absl::StrCat("output ", i)));
       GLINT_RETURN_IF_ERROR(EmitOutput(ctx, i, stacked, node()));
     }
     return absl::OkStatus();
@@ -739,11 +755,12 @@ class ScanKernel : public KernelBase {
   explicit ScanKernel(const KernelSpec& spec) : KernelBase(spec) {}
 
   // One scan (opset 9's semantics) over `data` (states, then scan inputs):
-  // the final states, then the scan outputs. Iterations take from `budget`;
-  // `scan_elements` counts each scan output's elements so far (across batch
-  // entries) against the limit as they are made.
+  // the final states, then the scan outputs, allocated as `ctx`'s
+  // temporaries. Iterations take from `budget`; `scan_elements` counts each
+  // scan output's elements so far (across batch entries) against the limit
+  // as they are made.
   absl::StatusOr<std::vector<Tensor>> RunScan(
-      const std::vector<TensorView>& data,
+      KernelContext& ctx, const std::vector<TensorView>& data,
       const std::vector<TensorView>& captures, SubgraphRunBudget& budget,
       std::vector<int64_t>& scan_elements) const {
     int64_t length = -1;
@@ -773,11 +790,11 @@ class ScanKernel : public KernelBase {
       for (int j = 0; j < scan_inputs_; ++j) {
         const int64_t index = in_dirs_[j] != 0 ? length - 1 - t : t;
         GLINT_ASSIGN_OR_RETURN(Tensor s,
-                               SliceAt(data[states_ + j], axes[j], index));
+                               SliceAt(ctx, data[states_ + j], axes[j], index));
         slices.push_back(std::move(s));
         args[states_ + j] = ViewOf(slices.back());
       }
-      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args));
+      GLINT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, body_->Run(args, ctx));
       states.assign(outs.begin(), outs.begin() + states_);
       for (int j = 0; j < scan_outputs_; ++j) {
         Tensor& part = outs[states_ + j];
@@ -803,8 +820,8 @@ class ScanKernel : public KernelBase {
       const ValueInfo& out = body_->outputs()[states_ + j];
       GLINT_ASSIGN_OR_RETURN(
           Tensor stacked,
-          Stack(scans[j], out_axes_[j], out_dirs_[j] != 0, out.dtype, out.shape,
-                node(), absl::StrCat("scan output ", j)));
+          Stack(ctx, scans[j], out_axes_[j], out_dirs_[j] != 0, out.dtype,
+                out.shape, node(), absl::StrCat("scan output ", j)));
       result.push_back(std::move(stacked));
     }
     return result;

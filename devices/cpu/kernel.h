@@ -57,6 +57,19 @@ class KernelContext {
   // False for an optional output the graph does not use; a kernel may then
   // skip computing it (it must still not allocate it).
   virtual bool output_used(int i) const = 0;
+  // A tensor for the kernel's own use during this Compute (a control-flow
+  // body's values, a Loop's scan parts), from the memory the outputs come
+  // from: on a device, the device's, so that what a run holds is bounded by
+  // the device whether a value leaves the node or not. Freed when its last
+  // copy goes, which must be before Compute returns. The memory is not
+  // zeroed. INVALID_ARGUMENT for a shape over the ceilings
+  // (CheckTensorSize); RESOURCE_EXHAUSTED when the memory runs out. The
+  // default, for contexts with no device (constant folding), is host
+  // memory.
+  virtual absl::StatusOr<Tensor> AllocateTemporary(DType dtype,
+                                                   const Shape& shape) {
+    return Tensor::CreateUninitialized(dtype, shape);
+  }
 };
 
 // Everything the compiler knows about a node when it builds its kernel.

@@ -70,13 +70,8 @@ absl::StatusOr<TensorView> TestKernelContext::AllocateOutput(
   if (memory_bytes_ > 0 && shape.IsStatic()) {
     GLINT_RETURN_IF_ERROR(CheckTensorSize(output_dtypes_[i], shape,
                                           absl::StrCat("output ", i)));
-    const int64_t bytes = shape.NumElements() * DTypeSize(output_dtypes_[i]);
-    if (bytes > memory_bytes_ - used_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "test device is out of memory: ", bytes, " bytes requested, ",
-          memory_bytes_ - used_bytes_, " of ", memory_bytes_, " available"));
-    }
-    used_bytes_ += bytes;
+    GLINT_RETURN_IF_ERROR(
+        Take(shape.NumElements() * DTypeSize(output_dtypes_[i])));
   }
   GLINT_ASSIGN_OR_RETURN(outputs_[i],
                          Tensor::Create(output_dtypes_[i], shape));
@@ -86,6 +81,40 @@ absl::StatusOr<TensorView> TestKernelContext::AllocateOutput(
     std::memset(outputs_[i].raw_data(), 0xA5, outputs_[i].num_bytes());
   }
   return ViewOf(outputs_[i]);
+}
+
+absl::Status TestKernelContext::Take(int64_t bytes) {
+  const int64_t used = used_bytes_->load();
+  if (bytes > memory_bytes_ - used) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "test device is out of memory: ", bytes, " bytes requested, ",
+        memory_bytes_ - used, " of ", memory_bytes_, " available"));
+  }
+  *used_bytes_ += bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> TestKernelContext::AllocateTemporary(
+    DType dtype, const Shape& shape) {
+  if (memory_bytes_ <= 0 || !shape.IsStatic()) {
+    return Tensor::CreateUninitialized(dtype, shape);
+  }
+  GLINT_RETURN_IF_ERROR(CheckTensorSize(dtype, shape, "a temporary"));
+  const int64_t bytes = shape.NumElements() * DTypeSize(dtype);
+  GLINT_RETURN_IF_ERROR(Take(bytes));
+  absl::StatusOr<Tensor> t = Tensor::CreateUninitialized(dtype, shape);
+  if (!t.ok()) {
+    *used_bytes_ -= bytes;
+    return t.status();
+  }
+  // A borrow of `t` whose keep-alive also gives the bytes back.
+  auto owner = std::make_shared<Tensor>(*t);
+  std::shared_ptr<void> keep(owner.get(),
+                             [owner, used = used_bytes_, bytes](void*) mutable {
+                               *used -= bytes;
+                               owner.reset();
+                             });
+  return Tensor::Borrow(dtype, shape, t->raw_data(), std::move(keep));
 }
 
 bool TestKernelContext::output_used(int i) const {

@@ -10,6 +10,7 @@
 #ifndef GLINT_DEVICES_CPU_KERNEL_TEST_UTIL_H_
 #define GLINT_DEVICES_CPU_KERNEL_TEST_UTIL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,10 +46,14 @@ class TestKernelContext : public KernelContext {
   absl::StatusOr<TensorView> AllocateOutput(int i,
                                             const Shape& shape) override;
   bool output_used(int i) const override;
+  // From the same bounded memory as the outputs, when set_memory_bytes
+  // bounds it; the bytes come back when the tensor goes.
+  absl::StatusOr<Tensor> AllocateTemporary(DType dtype,
+                                           const Shape& shape) override;
 
-  // Outputs come from a device memory of `bytes` (0, the default: no
-  // bound), as a compiled function's come from its device's: an output
-  // that does not fit in what is left is RESOURCE_EXHAUSTED "out of
+  // Outputs (and temporaries) come from a device memory of `bytes` (0, the
+  // default: no bound), as a compiled function's come from its device's: an
+  // output that does not fit in what is left is RESOURCE_EXHAUSTED "out of
   // memory", before anything is allocated or touched. Tests of hostile
   // inputs use it so that an output a huge run-time value legitimately
   // asks for is refused as glintd's devices refuse it.
@@ -67,8 +72,14 @@ class TestKernelContext : public KernelContext {
   std::vector<bool> output_used_;
   std::vector<Tensor> outputs_;
   std::vector<bool> allocated_;
+  // Takes `bytes` from the bounded memory; RESOURCE_EXHAUSTED when they do
+  // not fit.
+  absl::Status Take(int64_t bytes);
+
   int64_t memory_bytes_ = 0;
-  int64_t used_bytes_ = 0;
+  // Shared with the temporaries, which give their bytes back when freed.
+  std::shared_ptr<std::atomic<int64_t>> used_bytes_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 struct RunKernelOptions {

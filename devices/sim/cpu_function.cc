@@ -168,6 +168,28 @@ class StepContext : public cpu::KernelContext {
     return view;
   }
 
+  // A control-flow body's values: device memory, like dynamic values.
+  absl::StatusOr<Tensor> AllocateTemporary(DType dtype,
+                                           const Shape& shape) override {
+    if (!shape.IsStatic()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(node_.Describe(), " computed shape ", shape.ToString(),
+                       ": dimensions must not be negative"));
+    }
+    if (absl::Status s = CheckTensorSize(dtype, shape, node_.Describe());
+        !s.ok()) {
+      return s;
+    }
+    const size_t bytes =
+        static_cast<size_t>(shape.NumElements()) * DTypeSize(dtype);
+    if (bytes == 0) return Tensor::Create(dtype, shape);
+    GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
+                           memory_.allocate(bytes));
+    void* data = memory_.resolve(*buffer);
+    return Tensor::Borrow(dtype, shape, data,
+                          std::shared_ptr<DeviceBuffer>(std::move(buffer)));
+  }
+
  private:
   const Node& node_;
   const std::vector<int>& inputs_;

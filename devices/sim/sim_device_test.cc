@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace glint {
@@ -176,6 +177,104 @@ TEST(SimDeviceTest, LoadAndLaunchComputesAndAccountsMemory) {
   dy.buffer.reset();
   loaded->reset();
   EXPECT_EQ(device->AvailableMemory(), 1u << 20);
+}
+
+// If(c) { ReduceSum(Range(0, n, 1)) } else { 0 }: a body value whose size
+// the request picks (n int64 elements), never an output of the function.
+Graph SumOfRangeGraph() {
+  auto body = [](bool then) {
+    auto g = std::make_shared<Graph>();
+    g->name = then ? "then" : "else";
+    g->opset_version = 13;
+    g->inputs = {{"n_in", DType::kInt64, Shape()}};
+    g->values["n_in"] = g->inputs[0];
+    if (then) {
+      g->initializers["zero"] = Tensor::FromVector<int64_t>(
+          DType::kInt64, Shape(), std::vector<int64_t>{0});
+      g->initializers["one"] = Tensor::FromVector<int64_t>(
+          DType::kInt64, Shape(), std::vector<int64_t>{1});
+      g->values["zero"] = {"zero", DType::kInt64, Shape()};
+      g->values["one"] = {"one", DType::kInt64, Shape()};
+      g->nodes = {
+          Node{"range", "Range", "", {"zero", "n_in", "one"}, {"r"}, {}},
+          Node{"sum",
+               "ReduceSum",
+               "",
+               {"r"},
+               {"s"},
+               {{"keepdims", int64_t{0}}}}};
+      g->values["r"] = {"r", DType::kInt64, Shape({Shape::kUnknownDim})};
+      g->values["s"] = {"s", DType::kInt64, Shape()};
+      g->outputs = {g->values["s"]};
+    } else {
+      g->nodes = {Node{
+          "zero",
+          "Constant",
+          "",
+          {},
+          {"s"},
+          {{"value", Tensor::FromVector<int64_t>(DType::kInt64, Shape(),
+                                                 std::vector<int64_t>{0})}}}};
+      g->values["s"] = {"s", DType::kInt64, Shape()};
+      g->outputs = {g->values["s"]};
+    }
+    return g;
+  };
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {{"c", DType::kBool, Shape()}, {"n", DType::kInt64, Shape()}};
+  g.outputs = {{"y", DType::kInt64, Shape()}};
+  Node node{"if",
+            "If",
+            "",
+            {"c", "n"},
+            {"y"},
+            {{"then_branch", GraphAttribute(body(true))},
+             {"else_branch", GraphAttribute(body(false))}}};
+  node.num_implicit_inputs = 1;
+  g.nodes = {node};
+  g.values["c"] = g.inputs[0];
+  g.values["n"] = g.inputs[1];
+  g.values["y"] = g.outputs[0];
+  return g;
+}
+
+// Values inside a control-flow body come from the device's memory as every
+// other value of a run does: a request that makes a body value larger than
+// the device is RESOURCE_EXHAUSTED from the device, not host memory the
+// device never counted (issue 34), and all of it comes back.
+TEST(SimDeviceTest, ControlFlowBodyValuesComeFromDeviceMemory) {
+  auto device = MakeDevice(0, 1 << 20);
+  auto compiled = device->backend().Compile(SumOfRangeGraph());
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  auto loaded = device->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const uint64_t available = device->AvailableMemory();
+  auto run = [&](int64_t n, Tensor* y) {
+    Tensor c = *Tensor::Create(DType::kBool, Shape());
+    *c.data<bool>() = true;
+    Tensor tn = Tensor::FromVector<int64_t>(DType::kInt64, Shape(), {n});
+    DeviceTensor dc, dn, dy;
+    Stream* s = *device->AcquireStream();
+    device->CopyToDevice(*s, &c, &dc);
+    device->CopyToDevice(*s, &tn, &dn);
+    device->Launch(*s, **loaded, {&dc, &dn}, {&dy});
+    device->CopyToHost(*s, &dy, y);
+    absl::Status status = s->Synchronize();
+    device->ReleaseStream(s);
+    return status;
+  };
+  Tensor y;
+  ASSERT_TRUE(run(1000, &y).ok());
+  EXPECT_EQ(*y.data<int64_t>(), 499500);
+  // 2^20 int64 elements are 8 MiB, on a device of 1 MiB.
+  absl::Status big = run(int64_t{1} << 20, &y);
+  EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted) << big;
+  EXPECT_TRUE(absl::StrContains(big.message(), "is out of memory")) << big;
+  EXPECT_EQ(device->AvailableMemory(), available);
+  ASSERT_TRUE(run(10, &y).ok());
+  EXPECT_EQ(*y.data<int64_t>(), 45);
+  EXPECT_EQ(device->AvailableMemory(), available);
 }
 
 // A function's host copy of its constants goes once every device has
