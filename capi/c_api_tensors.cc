@@ -23,6 +23,7 @@ using glint::capi_internal::Error;
 using glint::capi_internal::FromStatus;
 using glint::capi_internal::Guard;
 using glint::capi_internal::KnownDType;
+using glint::capi_internal::RawDType;
 using glint::capi_internal::kTensorTag;
 
 extern "C" {
@@ -32,13 +33,13 @@ GlintStatus* glint_tensor_create(const char* name, GlintDType dtype,
                                  const void* data, size_t byte_size,
                                  GlintTensor** out) {
   static constexpr char kFn[] = "glint_tensor_create";
+  const int raw_dtype = RawDType(dtype);
   return Guard(kFn, [&]() -> GlintStatus* {
     GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
     GLINT_C_CHECK(CheckNotNull(kFn, "out", out));
-    if (!KnownDType(dtype)) {
+    if (!KnownDType(raw_dtype)) {
       return Error(GLINT_INVALID_ARGUMENT, kFn,
-                   absl::StrCat("dtype ", static_cast<int>(dtype),
-                                " is not a GlintDType"));
+                   absl::StrCat("dtype ", raw_dtype, " is not a GlintDType"));
     }
     if (rank > 0) GLINT_C_CHECK(CheckNotNull(kFn, "dims", dims));
     if (rank > static_cast<size_t>(glint::kMaxTensorRank)) {
@@ -54,7 +55,7 @@ GlintStatus* glint_tensor_create(const char* name, GlintDType dtype,
                                   "; dimensions must be >= 0"));
       }
     }
-    const glint::DType type = static_cast<glint::DType>(dtype);
+    const glint::DType type = static_cast<glint::DType>(raw_dtype);
     glint::Shape shape(std::move(shape_dims));
     const std::string what =
         absl::StrCat("tensor '", glint::Clip(name), "'");

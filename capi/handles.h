@@ -231,7 +231,19 @@ inline GlintStatus* CheckNotNull(const char* function, const char* param,
                absl::StrCat(param, " is NULL"));
 }
 
-inline bool KnownDType(GlintDType dtype) {
+// A caller's GlintDType as the integer it passed, read without loading it
+// as the enum: C lets a caller pass any int (the tests pass 1234), which in
+// C++ is outside GlintDType's range, and loading it as one is undefined
+// (UBSan's -fsanitize=enum flags it).
+inline int RawDType(const GlintDType& dtype) {
+  static_assert(sizeof(GlintDType) == sizeof(int), "GlintDType is an int");
+  int raw;
+  std::memcpy(&raw, &dtype, sizeof raw);
+  return raw;
+}
+
+// True for a GlintDType that Glint has (`dtype` from RawDType).
+inline bool KnownDType(int dtype) {
   switch (dtype) {
     case GLINT_DTYPE_FLOAT32:
     case GLINT_DTYPE_UINT8:
