@@ -107,13 +107,11 @@ absl::StatusOr<Tensor> TestKernelContext::AllocateTemporary(
     *used_bytes_ -= bytes;
     return t.status();
   }
-  // A borrow of `t` whose keep-alive also gives the bytes back.
-  auto owner = std::make_shared<Tensor>(*t);
-  std::shared_ptr<void> keep(owner.get(),
-                             [owner, used = used_bytes_, bytes](void*) mutable {
-                               *used -= bytes;
-                               owner.reset();
-                             });
+  // A borrow of `t` whose keep-alive holds it and gives the bytes back.
+  std::shared_ptr<void> keep(
+      t->raw_data(), [owner = *t, used = used_bytes_, bytes](void*) {
+        *used -= bytes;
+      });
   return Tensor::Borrow(dtype, shape, t->raw_data(), std::move(keep));
 }
 
