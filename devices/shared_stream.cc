@@ -28,14 +28,8 @@ class SharedStream::View : public Stream {
     stream_->Push(queue_, std::move(item));
     event.set_latest(std::move(marker));
   }
-  void Wait(const Event& event) override {
-    std::shared_ptr<const EventMarker> marker = event.latest();
-    if (marker == nullptr) return;  // Never recorded: a no-op, as in CUDA.
-    Item item;
-    item.kind = Kind::kWait;
-    item.wait = std::move(marker);
-    stream_->Push(queue_, std::move(item));
-  }
+  void Wait(const Event& event) override { AddWait(event, false); }
+  void WaitForCompletion(const Event& event) override { AddWait(event, true); }
   void OnDone(std::function<void(absl::Status)> callback) override {
     Item item;
     item.kind = Kind::kCallback;
@@ -61,6 +55,15 @@ class SharedStream::View : public Stream {
   }
 
  private:
+  void AddWait(const Event& event, bool any_status) {
+    std::shared_ptr<const EventMarker> marker = event.latest();
+    if (marker == nullptr) return;  // Never recorded: a no-op, as in CUDA.
+    Item item;
+    item.kind = Kind::kWait;
+    item.wait = std::move(marker);
+    item.wait_any_status = any_status;
+    stream_->Push(queue_, std::move(item));
+  }
   void Add(Kind kind, StreamWork work) {
     Item item;
     item.kind = kind;
@@ -162,14 +165,14 @@ void SharedStream::Advance(const std::shared_ptr<Queue>& queue,
         deferred.callbacks.emplace_back(std::move(head.callback), q.status);
         break;
       case Kind::kWait:
-        if (q.status.ok()) {
+        if (q.status.ok() || head.wait_any_status) {
           if (!head.wait->done()) {
             q.busy = true;  // Until WaitDone.
             deferred.waits.emplace_back(head.wait, queue);
             return;
           }
           absl::Status s = head.wait->status();
-          if (!s.ok()) q.status = std::move(s);
+          if (!s.ok() && !head.wait_any_status) q.status = std::move(s);
         }
         break;
       case Kind::kWork:
@@ -221,8 +224,9 @@ void SharedStream::WaitDone(const std::shared_ptr<Queue>& queue,
     Queue& q = *queue;
     q.busy = false;
     absl::Status s = marker.status();
-    if (!s.ok() && q.status.ok()) q.status = std::move(s);
-    q.items.pop_front();  // The wait.
+    const bool any_status = q.items.front().wait_any_status;  // The wait.
+    if (!s.ok() && q.status.ok() && !any_status) q.status = std::move(s);
+    q.items.pop_front();
     ++q.completed;
     Advance(queue, deferred);
   }

@@ -105,6 +105,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
     Kind kind = Kind::kWork;
     StreamWork work;                             // kWork, kLaunch.
     std::shared_ptr<const EventMarker> wait;     // kWait.
+    // kWait: waited for even after the view has failed, its status
+    // ignored (Stream::WaitForCompletion).
+    bool wait_any_status = false;
     std::shared_ptr<EventMarker> signal;         // kRecord.
     std::function<void(absl::Status)> callback;  // kCallback.
   };

@@ -170,6 +170,43 @@ TEST(SharedStreamTest, AViewsErrorTravelsThroughItsEventsOnly) {
   EXPECT_TRUE(healthy->status().ok());
 }
 
+// WaitForCompletion: the waiter waits for a failed event without taking
+// its error, and a failed waiter still waits before its (skipped) items
+// and the events recorded behind them complete.
+TEST(SharedStreamTest, WaitForCompletionWaitsWhateverEitherSidesStatus) {
+  auto first = NewShared(0), second = NewShared(1);
+  std::unique_ptr<Stream> failing = View(*first);
+  Gate gate;
+  StreamInternal::Enqueue(*failing, gate.Blocker());
+  StreamInternal::Enqueue(*failing, [] { return absl::AbortedError("x"); });
+  Event broken;
+  failing->Record(broken);
+
+  std::unique_ptr<Stream> healthy = View(*second);
+  healthy->WaitForCompletion(broken);
+  Log log;
+  StreamInternal::Enqueue(*healthy, log.Step("healthy"));
+
+  std::unique_ptr<Stream> failed = View(*second);
+  StreamInternal::Enqueue(*failed, [] { return absl::CancelledError("c"); });
+  failed->WaitForCompletion(broken);
+  Event behind;
+  failed->Record(behind);
+
+  // Nothing passes the waits while the failing view has not got there.
+  EXPECT_EQ(failed->Synchronize(absl::Now() + absl::Milliseconds(50)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_NE(behind.latest(), nullptr);
+  EXPECT_FALSE(behind.latest()->done());
+  EXPECT_TRUE(log.names().empty());
+  gate.Open();
+  EXPECT_TRUE(healthy->Synchronize().ok());
+  EXPECT_EQ(log.names(), std::vector<std::string>{"healthy"});
+  EXPECT_EQ(failed->Synchronize().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(behind.latest()->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(broken.latest()->done());
+}
+
 TEST(SharedStreamTest, AWaitingViewHoldsNoThread) {
   // Two views wait on an event a HostStream has not reached; the views
   // behind them on the same shared stream (both threads' worth) run.

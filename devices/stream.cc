@@ -61,6 +61,15 @@ void HostStream::Wait(const Event& event) {
   Push(Item{nullptr, nullptr, std::move(marker)});
 }
 
+void HostStream::WaitForCompletion(const Event& event) {
+  std::shared_ptr<const EventMarker> marker = event.latest();
+  if (marker == nullptr) return;
+  Item item;
+  item.wait = std::move(marker);
+  item.wait_any_status = true;
+  Push(std::move(item));
+}
+
 void HostStream::OnDone(std::function<void(absl::Status)> callback) {
   Item item;
   item.callback = std::move(callback);
@@ -169,7 +178,9 @@ void HostStream::WorkerLoop() {
       item.callback(error);
       continue;
     }
-    if (item.wait != nullptr && error.ok()) {
+    if (item.wait != nullptr && item.wait_any_status) {
+      AwaitMarker(*item.wait).IgnoreError();  // Its outcome does not matter.
+    } else if (item.wait != nullptr && error.ok()) {
       error = AwaitMarker(*item.wait);
     }
     if (item.work && error.ok()) {

@@ -56,6 +56,13 @@ class Stream {
   // never-recorded event is a no-op. Never blocks the caller. An error
   // carried by the event fails this stream.
   virtual void Wait(const Event& event) = 0;
+  // Later items wait for the version of `event` recorded at this call, as
+  // with Wait, but its outcome does not matter: the event's error does not
+  // fail this stream, and a stream that has failed still waits for it (its
+  // later items are then skipped as usual). For memory another stream's
+  // work may still be touching, whether that work succeeds or not (the
+  // executor's reuse of a partition's execution state).
+  virtual void WaitForCompletion(const Event& event) = 0;
 
   // Calls `callback` on a device thread once every item enqueued before it
   // has finished, with the stream's sticky status; it runs also when the
@@ -150,6 +157,7 @@ class HostStream : public Stream {
   int priority() const override { return priority_; }
   void Record(Event& event) override;
   void Wait(const Event& event) override;
+  void WaitForCompletion(const Event& event) override;
   void OnDone(std::function<void(absl::Status)> callback) override;
   bool Query() const override;
   absl::Status Synchronize(
@@ -169,6 +177,9 @@ class HostStream : public Stream {
     std::shared_ptr<EventMarker> signal;      // Completed with the status.
     std::shared_ptr<const EventMarker> wait;  // Waited for before anything.
     std::function<void(absl::Status)> callback;  // Always called.
+    // With `wait`: waited for even when the stream has failed, and its
+    // status ignored (WaitForCompletion).
+    bool wait_any_status = false;
   };
 
   void Push(Item item) ABSL_LOCKS_EXCLUDED(mu_);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "devices/stream_internal.h"
 #include "gtest/gtest.h"
 
@@ -125,6 +126,39 @@ TEST(HostStreamTest, ErrorsAreStickyAndTravelThroughEvents) {
   EXPECT_FALSE(b_ran);
   ASSERT_TRUE(a.ClearError().ok());
   EXPECT_TRUE(a.status().ok());
+}
+
+TEST(HostStreamTest, WaitForCompletionTakesNoErrorAndWaitsWhenFailed) {
+  HostStream a(0, 0, "a"), b(1, 0, "b"), c(2, 0, "c");
+  absl::Notification release;
+  StreamInternal::Enqueue(a, [&] {
+    release.WaitForNotification();
+    return absl::DataLossError("boom");
+  });
+  Event e;
+  a.Record(e);
+  // b is healthy: it waits, keeps its status and runs what follows.
+  b.WaitForCompletion(e);
+  std::atomic<bool> b_ran{false};
+  StreamInternal::Enqueue(b, [&] {
+    b_ran = true;
+    return absl::OkStatus();
+  });
+  // c has failed already: it still waits before the event behind it.
+  StreamInternal::Enqueue(c, [] { return absl::CancelledError("c"); });
+  c.WaitForCompletion(e);
+  Event behind;
+  c.Record(behind);
+  EXPECT_EQ(c.Synchronize(absl::Now() + absl::Milliseconds(50)).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(behind.Query());
+  EXPECT_FALSE(b_ran);
+  release.Notify();
+  EXPECT_TRUE(b.Synchronize().ok());
+  EXPECT_TRUE(b_ran);
+  EXPECT_EQ(c.Synchronize().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(behind.Query());
+  EXPECT_EQ(e.Synchronize().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(HostStreamTest, OnDoneRunsEvenAfterAnError) {

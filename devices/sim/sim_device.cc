@@ -184,6 +184,9 @@ class SimDevice::OwnedStream : public Stream {
   int priority() const override { return stream_->priority(); }
   void Record(Event& event) override { stream_->Record(event); }
   void Wait(const Event& event) override { stream_->Wait(event); }
+  void WaitForCompletion(const Event& event) override {
+    stream_->WaitForCompletion(event);
+  }
   void OnDone(std::function<void(absl::Status)> callback) override {
     stream_->OnDone(std::move(callback));
   }
