@@ -359,8 +359,50 @@ void FaultInjectingDevice::Launch(Stream& stream,
       return Charge(output_bytes, "launch outputs");
     });
   }
+  bool held = false;
+  {
+    absl::MutexLock lock(&mu_);
+    held = held_;
+  }
+  if (held) {
+    StreamInternal::EnqueueLaunch(stream, [this]() -> absl::Status {
+      absl::MutexLock lock(&mu_);
+      auto go = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !held_ || stopped_;
+      };
+      mu_.Await(absl::Condition(&go));
+      if (stopped_) {
+        return absl::UnavailableError("held launch ended: device stopped");
+      }
+      return absl::OkStatus();
+    });
+  }
   inner_->Launch(stream, function, std::move(inputs), std::move(outputs),
                  options);
+  StreamInternal::Enqueue(stream, [this] {
+    absl::MutexLock lock(&mu_);
+    ++finished_launches_;
+    return absl::OkStatus();
+  });
+}
+
+void FaultInjectingDevice::Hold(bool held) {
+  absl::MutexLock lock(&mu_);
+  held_ = held;
+}
+
+int64_t FaultInjectingDevice::finished_launches() const {
+  absl::MutexLock lock(&mu_);
+  return finished_launches_;
+}
+
+bool FaultInjectingDevice::AwaitFinishedLaunches(int64_t n,
+                                                 absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return finished_launches_ >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
 }
 
 absl::Status RegisterFaultInjectingDeviceType(DeviceRegistry& registry) {

@@ -100,6 +100,11 @@ class FaultInjectingDevice : public DeviceManager {
   void SetFailLaunch(int64_t k);
   void SetHangLaunch(int64_t k);
   void SetLaunchDelay(absl::Duration delay);
+  // While held, each launch enqueued waits before it runs, holding the
+  // device's compute thread as a hang does (copies and other runs' waits
+  // go on), until Hold(false), Stop() or Kill() (then UNAVAILABLE). For
+  // tests that need a device busy for as long as they look at the others.
+  void Hold(bool held);
   // The device dies: the wrapped device is stopped (pending work fails with
   // UNAVAILABLE, a hung launch is released) and every later call fails fast
   // with UNAVAILABLE. Idempotent.
@@ -109,6 +114,11 @@ class FaultInjectingDevice : public DeviceManager {
   // Bytes charged against the allocation limit so far, and Launch calls.
   uint64_t allocated_bytes() const;
   int64_t launch_count() const;
+  // Launches that have run to their end successfully.
+  int64_t finished_launches() const;
+  // Waits until at least `n` launches have finished (true) or `timeout`
+  // passes (false).
+  bool AwaitFinishedLaunches(int64_t n, absl::Duration timeout) const;
   DeviceManager& inner() { return *inner_; }
 
   // --- DeviceManager -----------------------------------------------------
@@ -162,6 +172,8 @@ class FaultInjectingDevice : public DeviceManager {
   FaultOptions options_ ABSL_GUARDED_BY(mu_);
   uint64_t allocated_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t launches_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t finished_launches_ ABSL_GUARDED_BY(mu_) = 0;
+  bool held_ ABSL_GUARDED_BY(mu_) = false;
   bool dead_ ABSL_GUARDED_BY(mu_) = false;
   // Set by Stop() and Kill(); releases hung and delayed launches.
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
