@@ -182,8 +182,10 @@ struct PartitionInfo {
   // values crossing into and out of it, reserved per execution (values of
   // dynamic shape count 0: runs allocate them).
   uint64_t execution_bytes = 0;
-  // Executions of replica 0 that may be in flight at once, their memory
-  // reserved (HostManagerOptions::max_concurrent_executions).
+  // Executions of this partition (in replica 0) that may be in flight at
+  // once, their memory reserved on its device
+  // (HostManagerOptions::max_concurrent_executions). A run holds one only
+  // while it is on this partition.
   int executions = 0;
   uint64_t memory_bytes = 0;      // Cost model: weights + peak activations.
   uint64_t input_bytes = 0;       // Cost model: bytes crossing in per run.

@@ -8,8 +8,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace glint {
 namespace {
@@ -49,9 +52,14 @@ struct RunState {
   // ReplicaRouting::devices order (its index is its track in a trace): the
   // run's own error scope on streams all runs share.
   std::vector<std::unique_ptr<Stream>> streams;
-  // From the replica's pool (PickReplica), with the replica.
-  std::unique_ptr<ExecutionState> state;
-  std::vector<Tensor> outputs;            // Host copies.
+  // Its ticket on the replica and, per partition, the ring entry it holds
+  // (TakeEntries), and the done-event version it recorded there (kept: a
+  // later run re-records the entry's event).
+  uint64_t ticket = 0;
+  std::vector<PartitionExecution*> entries;
+  std::vector<size_t> entry_index;  // In each partition's ring.
+  std::vector<std::shared_ptr<EventMarker>> done_markers;
+  std::vector<Tensor> outputs;  // Host copies.
 
   std::atomic<int> pending_streams{0};
 
@@ -72,7 +80,10 @@ struct RunState {
 
   bool timed() const { return request.timings != nullptr; }
   const ReplicaRouting& routing() const { return replica->routing; }
-  DeviceTensor* Slot(int slot) { return &state->tensors[slot]; }
+  DeviceTensor* Slot(int slot) {
+    const ReplicaRouting& r = routing();
+    return &entries[r.slot_owner[slot]]->tensors[r.slot_index[slot]];
+  }
 };
 
 // Whether the run may go on: fails (and so skips what follows on the
@@ -190,8 +201,8 @@ void ReportTimings(RunState& run) {
 // The first failing partition in topological order is where the run broke;
 // later ones only inherited the error through events.
 absl::Status DescribeFailure(const RunState& run, absl::Status status) {
-  for (size_t i = 0; i < run.replica->partitions.size(); ++i) {
-    std::shared_ptr<EventMarker> m = run.state->done_events[i]->latest();
+  for (size_t i = 0; i < run.done_markers.size(); ++i) {
+    const std::shared_ptr<EventMarker>& m = run.done_markers[i];
     if (m == nullptr || m->status().ok()) continue;
     const ProvisionedPartition& p = run.replica->partitions[i];
     return absl::Status(
@@ -214,6 +225,40 @@ void ReleaseReplica(Replica& replica) {
   replica.outstanding.fetch_sub(1);
 }
 
+// A kept buffer may exceed what its last run used by this much (and twice
+// that run's bytes) before the run's end frees it.
+constexpr size_t kMaxSlackBytes = size_t{64} << 10;
+
+// Once the run has ended: the buffers of the entries it held that are far
+// larger than it used (kept from a larger request of a network with
+// dynamic dims) are freed, so that one large request does not pin device
+// memory for ever; so are, after a failed run, the buffers no reservation
+// sized, so that a failed run leaves the devices' memory as it found it.
+// Only entries no later run has taken since: one that has is that run's
+// now (it reuses or frees the buffers as it needs).
+void TrimEntries(RunState& run, bool failed) {
+  if (run.entries.empty()) return;
+  Replica& replica = *run.replica;
+  const ReplicaRouting& routing = replica.routing;
+  absl::MutexLock lock(&replica.ring_mu);
+  for (size_t p = 0; p < run.entries.size(); ++p) {
+    const PartitionRing& ring = replica.rings[p];
+    const size_t e = run.entry_index[p];
+    if (ring.holders[e] != run.ticket) continue;
+    PartitionExecution& entry = *ring.entries[e];
+    for (size_t i = 0; i < entry.tensors.size(); ++i) {
+      DeviceTensor& t = entry.tensors[i];
+      if (t.buffer == nullptr) continue;
+      const size_t reserved = routing.slot_bytes[routing.owned_slots[p][i]];
+      if (reserved > 0 && t.buffer->size() == reserved) continue;
+      const size_t used = t.shape.IsStatic() ? t.num_bytes() : 0;
+      if (failed || t.buffer->size() > 2 * used + kMaxSlackBytes) {
+        t.buffer.reset();
+      }
+    }
+  }
+}
+
 void Finish(std::shared_ptr<RunState> run) {
   absl::Status status;
   for (const std::unique_ptr<Stream>& stream : run->streams) {
@@ -224,10 +269,7 @@ void Finish(std::shared_ptr<RunState> run) {
   if (status.ok()) status = CheckRunnable(run->request);
   ReportTimings(*run);
   CloseStreams(*run);
-  // The state goes back to the pool with its reserved buffers; after a
-  // failure the buffers the run allocated itself are freed, so a failed run
-  // leaves the devices' memory as it found it.
-  run->replica->ReleaseState(std::move(run->state), !status.ok());
+  TrimEntries(*run, !status.ok());
   ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
   if (status.ok()) {
@@ -240,9 +282,6 @@ void Finish(std::shared_ptr<RunState> run) {
 // Ends a run that failed before anything was enqueued.
 void FailEarly(std::shared_ptr<RunState> run, absl::Status status) {
   CloseStreams(*run);
-  if (run->state != nullptr) {
-    run->replica->ReleaseState(std::move(run->state), /*failed=*/true);
-  }
   if (run->replica != nullptr) ReleaseReplica(*run->replica);
   ExecutionCallback done = std::move(run->done);
   done(std::move(status));
@@ -284,15 +323,15 @@ ReplicaLoad LoadOf(const Replica& replica) {
 // Step 1: the replica whose devices are least loaded takes the run (see
 // ReplicaLoad), among those whose devices are all healthy if any is (a
 // replica on a dead device would fail the run; the others keep serving),
-// and among those the ones with an idle execution state first, which the
-// run takes: admission lets no more runs in than the network has reserved
-// states, so a run admitted finds one and allocates nothing for its
-// planned values (ExecutionStatePool). Load is counted per device over
-// every network and plan the executor runs there (DeviceManager::load),
-// not per replica: with dynamic batching each batch size is a network of
-// its own on the same devices. The run counts on the replica and its
-// devices from here on (ReleaseReplica). Atomics and the pools' locks
-// only: two picks at once may see the same loads and choose alike.
+// and among those the ones with fewer runs than entries to hold them
+// (Replica::capacity) first: admission lets no more runs in than the
+// network's replicas have together, so an admitted run finds room without
+// waiting behind another run when any replica has it. Load is counted per
+// device over every network and plan the executor runs there
+// (DeviceManager::load), not per replica: with dynamic batching each batch
+// size is a network of its own on the same devices. The run counts on the
+// replica and its devices from here on (ReleaseReplica). Atomics only: two
+// picks at once may see the same loads and choose alike.
 void PickReplica(RunState& run) {
   const ExecutableNetwork& network = *run.network;
   auto healthy = [](const Replica& r) {
@@ -312,17 +351,12 @@ void PickReplica(RunState& run) {
                    [](const auto& a, const auto& b) {
                      return a.first.LessThan(b.first);
                    });
-  Replica* replica = nullptr;
+  Replica* replica = candidates.front().second;
   for (const auto& [load, r] : candidates) {
-    run.state = r->states.TryAcquire();
-    if (run.state != nullptr) {
+    if (r->outstanding.load() < r->capacity()) {
       replica = r;
       break;
     }
-  }
-  if (replica == nullptr) {  // Beyond the reserved states: a new one.
-    replica = candidates.front().second;
-    run.state = replica->states.Acquire();
   }
   const uint64_t ticket = next_placement_ticket.fetch_add(1);
   for (DeviceManager* device : replica->routing.devices) {
@@ -409,6 +443,79 @@ void StopClocks(RunState& run) {
   }
 }
 
+// Whether the last holder of a ring entry is done with it on every device
+// (or it never had one).
+bool Idle(const PartitionExecution& entry) {
+  for (const std::unique_ptr<Event>& released : entry.released) {
+    if (!released->Query()) return false;
+  }
+  return true;
+}
+
+// The entry of `ring` a new run takes: an idle one if any, the one used
+// last among them (its buffers are warm, and the others stay untouched
+// when runs come one at a time); else the one whose holder came first,
+// which is likely to be done first. Any choice is safe: the holder is an
+// earlier run, already enqueued.
+size_t ChooseEntry(const PartitionRing& ring) {
+  size_t best = 0;
+  bool best_idle = Idle(*ring.entries[0]);
+  for (size_t e = 1; e < ring.entries.size(); ++e) {
+    const bool idle = Idle(*ring.entries[e]);
+    if (idle != best_idle) {
+      if (idle) best = e, best_idle = true;
+      continue;
+    }
+    if (idle ? ring.holders[e] > ring.holders[best]
+             : ring.holders[e] < ring.holders[best]) {
+      best = e;
+    }
+  }
+  return best;
+}
+
+// Step 3, first: the run's ticket on its replica and, for each partition,
+// the ring entry it takes (Replica::rings). Under ring_mu, with steps 3 and
+// 4, so that tickets follow enqueue order: every entry's previous holder
+// has enqueued all its work, and its events, before this run waits on
+// them.
+void TakeEntries(Replica& replica, RunState& run)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(replica.ring_mu) {
+  run.ticket = replica.next_ticket++;
+  run.entries.reserve(replica.rings.size());
+  run.entry_index.reserve(replica.rings.size());
+  for (PartitionRing& ring : replica.rings) {
+    const size_t e = ChooseEntry(ring);
+    ring.holders[e] = run.ticket;
+    run.entries.push_back(ring.entries[e].get());
+    run.entry_index.push_back(e);
+  }
+  run.done_markers.resize(replica.rings.size());
+}
+
+// Before partition `i` writes into its entry (on its device's view `d`):
+// the entry's previous holder has finished every use of it, on every
+// device, whether that run succeeded or not (WaitForCompletion takes no
+// error). Its last uses recorded `released` behind them (Release); a
+// never-recorded or completed event (a fresh entry, one its holder is done
+// with) costs no item.
+void AwaitEntry(RunState& run, size_t i, int d) {
+  Stream& stream = *run.streams[d];
+  bool waiting = false;
+  for (const std::unique_ptr<Event>& released : run.entries[i]->released) {
+    if (released->Query()) continue;
+    if (!waiting) MarkPhase(run, d, Phase::kNone);  // Counts in no phase.
+    waiting = true;
+    stream.WaitForCompletion(*released);
+  }
+}
+
+// After work on view `d` that used partition `owner`'s entry: the entry's
+// release on that device follows it (re-recording keeps only the last).
+void Release(RunState& run, int owner, int d) {
+  run.streams[d]->Record(*run.entries[owner]->released[d]);
+}
+
 // Step 3: the whole DAG, in topological order, following the replica's
 // routing: for each partition, on its device's stream, copy network inputs
 // in or wait for a producer on another device and peer-copy its output in;
@@ -418,17 +525,28 @@ void StopClocks(RunState& run) {
 void EnqueuePartitions(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   const std::vector<ProvisionedPartition>& partitions = run.replica->partitions;
-  ExecutionState& state = *run.state;
   for (size_t i = 0; i < partitions.size(); ++i) {
     const ProvisionedPartition& p = partitions[i];
     const int d = routing.partition_device[i];
     DeviceManager* device = p.device;
     Stream& stream = *run.streams[d];
+    AwaitEntry(run, i, d);
+    // The entries this partition's launch uses on `d` (its own, and those
+    // of earlier partitions there whose values it reads): released behind
+    // it.
+    absl::InlinedVector<int, 4> used = {static_cast<int>(i)};
+    auto use = [&](int slot) {
+      const int owner = routing.slot_owner[slot];
+      if (std::find(used.begin(), used.end(), owner) == used.end()) {
+        used.push_back(owner);
+      }
+    };
     std::vector<const DeviceTensor*> args;
     args.reserve(routing.inputs[i].size());
     for (const InputRoute& in : routing.inputs[i]) {
       DeviceTensor* tensor = run.Slot(in.tensor);
       args.push_back(tensor);
+      use(in.tensor);
       switch (in.source) {
         case InputRoute::Source::kOnDevice:
           break;
@@ -449,7 +567,7 @@ void EnqueuePartitions(RunState& run) {
             StreamSlice s(
                 run, d, [&] { return absl::StrCat("wait ", producer.name); },
                 "wait");
-            stream.Wait(*state.done_events[in.producer]);
+            stream.Wait(run.entries[in.producer]->done);
           }
           MarkPhase(run, d, Phase::kInput);
           StreamSlice s(
@@ -461,6 +579,9 @@ void EnqueuePartitions(RunState& run) {
               },
               "copy");
           device->CopyFromPeer(stream, run.Slot(in.producer_tensor), tensor);
+          // The copy is the producer's entry's last use here: a pipeline's
+          // stage is free for the next run once its results have moved on.
+          Release(run, routing.slot_owner[in.producer_tensor], d);
           break;
         }
       }
@@ -489,7 +610,10 @@ void EnqueuePartitions(RunState& run) {
       device->Launch(stream, *p.function, std::move(args), std::move(results),
                      launch);
     }
-    stream.Record(*state.done_events[i]);
+    PartitionExecution& entry = *run.entries[i];
+    stream.Record(entry.done);
+    run.done_markers[i] = entry.done.latest();
+    for (int owner : used) Release(run, owner, d);
   }
 }
 
@@ -531,6 +655,7 @@ void EnqueueOutputs(RunState& run) {
           device->CopyToHost(*run.streams[d], run.Slot(route.tensor),
                              &run.outputs[r]);
         }
+        Release(run, routing.slot_owner[route.tensor], d);
         break;
       }
       case OutputRoute::Source::kNone:
@@ -605,8 +730,13 @@ void Executor::Run(const ExecutableNetwork& network, ExecutionRequest request,
   }
   StartClocks(*run);
   StartProfile(*run);
-  EnqueuePartitions(*run);
-  EnqueueOutputs(*run);
+  {
+    Replica& replica = *run->replica;
+    absl::MutexLock lock(&replica.ring_mu);
+    TakeEntries(replica, *run);
+    EnqueuePartitions(*run);
+    EnqueueOutputs(*run);
+  }
   StopClocks(*run);
   TraceEnqueue(*run, enqueue_start);
   ArmCompletion(std::move(run));

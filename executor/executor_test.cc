@@ -111,7 +111,7 @@ TEST_F(ExecutorTest, ChainsPartitionsAcrossDevices) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ((*out)[0].data<float>()[i], want[i]);
 }
 
-TEST_F(ExecutorTest, WarmRunsReuseTheirExecutionState) {
+TEST_F(ExecutorTest, RunsReuseTheReservedEntriesOfEachPartition) {
   Provisioner provisioner({devices_[0].get(), devices_[1].get()});
   auto net = provisioner.Provision(TwoStageDag());
   ASSERT_TRUE(net.ok());
@@ -120,23 +120,26 @@ TEST_F(ExecutorTest, WarmRunsReuseTheirExecutionState) {
     return Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
                                      {v, v, v, v});
   };
-  // The states are reserved when the network is provisioned, up to the
-  // default number of executions (these devices have room for them all).
-  const size_t reserved = replica.states.reserved();
-  EXPECT_EQ(reserved, size_t{Provisioner::kDefaultMaxExecutions});
-  EXPECT_EQ(replica.states.idle(), reserved);
+  // Each partition's ring is reserved when the network is provisioned, up
+  // to the default number of executions (these devices have room for
+  // them all); admission may let in one run per entry.
+  for (size_t p = 0; p < replica.partitions.size(); ++p) {
+    EXPECT_EQ(replica.executions(p),
+              size_t{Provisioner::kDefaultMaxExecutions});
+  }
+  EXPECT_EQ((*net)->executions, 2 * Provisioner::kDefaultMaxExecutions);
   const uint64_t free0 = devices_[0]->AvailableMemory();
   const uint64_t free1 = devices_[1]->AvailableMemory();
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 20; ++i) {  // Every entry, more than once.
     auto out = RunSync(**net, input(i));
     ASSERT_TRUE(out.ok()) << out.status();
     EXPECT_EQ((*out)[0].data<float>()[0], i + 1.0f);  // Fresh data each run.
-    // Not even the first run allocates device memory: the reserved state's
-    // buffers are reused, so the devices' free memory does not move.
+    // Not even the first run allocates device memory: the reserved
+    // entries' buffers are reused, so the devices' free memory does not
+    // move.
     EXPECT_EQ(devices_[0]->AvailableMemory(), free0);
     EXPECT_EQ(devices_[1]->AvailableMemory(), free1);
   }
-  EXPECT_EQ(replica.states.idle(), reserved);
 }
 
 TEST(ExecutorReplicaTest, RunsGoToTheReplicaWhoseDevicesAreLeastLoaded) {
@@ -789,6 +792,68 @@ TEST_F(ExecutorFaultTest, CancellingOneRunLeavesTheRunsBesideItAlone) {
     EXPECT_EQ((*out[r])[0].data<float>()[0], r + 1.0f);
     EXPECT_EQ((*out[r])[0].data<float>()[1], 0.0f);
   }
+}
+
+// One reserved entry per partition: every run waits on the devices for
+// the entry the run before it holds, whether that run fails, is cancelled
+// or succeeds; nothing is allocated beyond the reservation, and each run
+// computes its own result. (Device 0 is held until all 32 runs are
+// enqueued, so that each waits for the one before it.)
+TEST_F(ExecutorFaultTest, OneEntryPerPartitionPassesFromRunToRun) {
+  Dag dag = TwoStageDag();
+  for (int i = 0; i < 2; ++i) {
+    dag.logical_devices[i] = faulty_[i]->GetDeviceInfo();
+  }
+  auto net = Provisioner({faulty_[0].get(), faulty_[1].get()})
+                 .Provision(dag, CompileOptions(), /*max_executions=*/1);
+  ASSERT_TRUE(net.ok()) << net.status();
+  for (size_t p = 0; p < 2; ++p) {
+    EXPECT_EQ((*net)->replicas[0]->executions(p), 1u);
+  }
+  EXPECT_EQ((*net)->executions, 2);
+  const uint64_t free0 = faulty_[0]->AvailableMemory();
+  const uint64_t free1 = faulty_[1]->AvailableMemory();
+
+  constexpr int kRuns = 32;
+  constexpr int kFailing = 4, kCancelled = 10;
+  faulty_[0]->Hold(true);
+  faulty_[1]->SetFailLaunch(faulty_[1]->launch_count() + kFailing + 1);
+  auto cancel = std::make_shared<CancellationToken>();
+  std::vector<absl::StatusOr<std::vector<Tensor>>> out(kRuns);
+  std::vector<absl::Notification> done(kRuns);
+  for (int r = 0; r < kRuns; ++r) {
+    ExecutionRequest request;
+    request.inputs = {Tensor::FromVector<float>(DType::kFloat32, Shape({4}),
+                                                {float(r), -1, 0, 0})};
+    request.outputs = {0};
+    if (r == kCancelled) request.cancel = cancel;
+    executor_.Run(**net, std::move(request),
+                  [&, r](absl::StatusOr<std::vector<Tensor>> result) {
+                    out[r] = std::move(result);
+                    done[r].Notify();
+                  });
+  }
+  cancel->Cancel();
+  faulty_[0]->Hold(false);
+  for (int r = 0; r < kRuns; ++r) done[r].WaitForNotification();
+  for (int r = 0; r < kRuns; ++r) {
+    if (r == kFailing) {
+      EXPECT_EQ(out[r].status().code(), absl::StatusCode::kInternal)
+          << out[r].status();
+    } else if (r == kCancelled) {
+      EXPECT_EQ(out[r].status().code(), absl::StatusCode::kCancelled)
+          << out[r].status();
+    } else {
+      ASSERT_TRUE(out[r].ok()) << r << ": " << out[r].status();
+      // y = Relu(x + (1, -1, 1, -1)).
+      const std::vector<float> want = {r + 1.0f, 0, 1, 0};
+      for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ((*out[r])[0].data<float>()[i], want[i]) << r;
+      }
+    }
+  }
+  EXPECT_EQ(faulty_[0]->AvailableMemory(), free0);
+  EXPECT_EQ(faulty_[1]->AvailableMemory(), free1);
 }
 
 TEST_F(ExecutorFaultTest, DeadDeviceFailsFastWithUnavailable) {

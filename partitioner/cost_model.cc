@@ -96,8 +96,8 @@ SegmentCost GraphCostModel::Segment(int begin, int end) const {
       }
       if (f.producer >= begin && f.producer < end) continue;  // Inside.
       // A segment input: copied in at the start into a buffer of the run's
-      // own, held until the run ends (the executor's ExecutionState), so
-      // live through the whole segment.
+      // own, held while the run is on the partition (the executor's
+      // PartitionExecution), so live through the whole segment.
       cost.input_bytes += f.bytes;
       live_range(begin, end - 1, f.bytes);
     }

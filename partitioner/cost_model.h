@@ -40,7 +40,7 @@ class GraphCostModel {
   // from its producer to its last consumer; the segment's inputs and the
   // values leaving it (or graph outputs) live through the whole segment, as
   // a run holds them on the device in buffers of its own (the executor's
-  // ExecutionState) while its internal values share the function's arena.
+  // PartitionExecution) while its internal values share the function's arena.
   // So memory_bytes() is what one execution needs beside the weights.
   SegmentCost Segment(int begin, int end) const;
 

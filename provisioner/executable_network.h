@@ -1,8 +1,8 @@
 // The provisioned network: what the Provisioner builds and the Executor
 // runs. Compiled and loaded partitions, their placement, the routing of
-// every value between them (decided once, at provisioning) and the pooled
-// per-run execution states. A leaf type: it knows devices, not the
-// components that build or run it.
+// every value between them (decided once, at provisioning) and each
+// partition's ring of execution states. A leaf type: it knows devices, not
+// the components that build or run it.
 #ifndef GLINT_PROVISIONER_EXECUTABLE_NETWORK_H_
 #define GLINT_PROVISIONER_EXECUTABLE_NETWORK_H_
 
@@ -23,124 +23,40 @@
 
 namespace glint {
 
-// What one run of a replica needs on the devices: the device tensors of
-// the values crossing partition borders and the partitions' done-events.
-// Owned by one run at a time. Thread-compatible.
-struct ExecutionState {
-  ExecutionState(size_t num_tensors, size_t num_partitions)
+// One partition's share of a run's state on its device: the device
+// tensors of the values the partition brings there (its results, and its
+// arguments copied in: ReplicaRouting::owned_slots), its done-event, and
+// per device of the replica an event recorded behind the run's last use
+// of those tensors there. The entries of a partition's ring
+// (Replica::rings) serve its runs in turn; a run waits for the `released`
+// events of the entry's previous holder before it writes into it. Touched
+// by one run at a time, in the order those events impose.
+// Thread-compatible.
+struct PartitionExecution {
+  PartitionExecution(size_t num_tensors, size_t num_devices)
       : tensors(num_tensors) {
-    done_events.reserve(num_partitions);
-    for (size_t i = 0; i < num_partitions; ++i) {
-      done_events.push_back(std::make_unique<Event>());
+    released.reserve(num_devices);
+    for (size_t d = 0; d < num_devices; ++d) {
+      released.push_back(std::make_unique<Event>());
     }
   }
 
-  // One per tensor slot of the replica (ReplicaRouting::num_tensors).
-  // Buffers stay between runs and are reused when large enough. Sized once
-  // at construction, so addresses stay stable while enqueued work points
-  // at them.
+  // Sized once, so addresses stay stable while enqueued work points at
+  // them. Buffers stay between runs and are reused when large enough.
   std::vector<DeviceTensor> tensors;
-  std::vector<std::unique_ptr<Event>> done_events;  // One per partition.
-  // Whether the state served a run before (it then holds its buffers).
-  bool warm = false;
+  Event done;
+  std::vector<std::unique_ptr<Event>> released;  // Per ReplicaRouting device.
 };
 
-// The execution states of one replica: the ones reserved for it at
-// provisioning (their buffers allocated on the devices up front, so that a
-// run holding one allocates nothing for the values it plans) and, beyond
-// them, states made on demand. Thread-safe.
-//
-// Whoever runs the replica bounds how many runs hold a state at once to
-// reserved() (HostManager's admission does); a run beyond it still gets a
-// state, a new empty one whose buffers it allocates as it runs, as callers
-// without admission (tools, tests) always did.
-class ExecutionStatePool {
- public:
-  // Idle states kept at most beyond the reserved ones; states beyond it are
-  // freed on release, so a burst of concurrent runs does not pin its memory
-  // for ever.
-  static constexpr size_t kMaxIdle = 8;
-
-  // New states get `num_tensors` tensor slots and `num_partitions`
-  // done-events.
-  ExecutionStatePool(size_t num_tensors, size_t num_partitions)
-      : num_tensors_(num_tensors), num_partitions_(num_partitions) {}
-
-  // A state with the pool's slots and done-events, for Reserve to fill.
-  std::unique_ptr<ExecutionState> MakeState() const {
-    return std::make_unique<ExecutionState>(num_tensors_, num_partitions_);
-  }
-
-  // Adds states whose buffers hold reserved device memory; they are kept
-  // for the pool's lifetime. Called before the replica runs.
-  void Reserve(std::vector<std::unique_ptr<ExecutionState>> states)
-      ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    reserved_ += states.size();
-    for (auto& state : states) idle_.push_back(std::move(state));
-  }
-
-  // An idle state, or null when none is.
-  std::unique_ptr<ExecutionState> TryAcquire() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (idle_.empty()) return nullptr;
-    std::unique_ptr<ExecutionState> state = std::move(idle_.back());
-    idle_.pop_back();
-    return state;
-  }
-
-  // An idle state, or a new empty one.
-  std::unique_ptr<ExecutionState> Acquire() ABSL_LOCKS_EXCLUDED(mu_) {
-    std::unique_ptr<ExecutionState> state = TryAcquire();
-    return state != nullptr ? std::move(state) : MakeState();
-  }
-
-  // A kept buffer may exceed what its last run used by this much (and
-  // twice that run's bytes) before Release frees it.
-  static constexpr size_t kMaxSlackBytes = size_t{64} << 10;
-
-  // Returns a state whose run has finished (every enqueued item done).
-  // Buffers far larger than the run used (kept from a larger request of a
-  // network with dynamic dims) are freed, so that one large request does
-  // not pin device memory in the idle states for ever; so are the buffers
-  // of slots no reservation sized (`reserved_bytes`, indexed by slot: 0
-  // for a value of dynamic shape) after a `failed` run, so that a failed
-  // run leaves the devices' memory as it found it.
-  void Release(std::unique_ptr<ExecutionState> state,
-               const std::vector<size_t>& reserved_bytes, bool failed)
-      ABSL_LOCKS_EXCLUDED(mu_) {
-    state->warm = true;
-    for (size_t i = 0; i < state->tensors.size(); ++i) {
-      DeviceTensor& t = state->tensors[i];
-      if (t.buffer == nullptr) continue;
-      const size_t reserved =
-          i < reserved_bytes.size() ? reserved_bytes[i] : 0;
-      if (reserved > 0 && t.buffer->size() == reserved) continue;
-      const size_t used = t.shape.IsStatic() ? t.num_bytes() : 0;
-      if (failed || t.buffer->size() > 2 * used + kMaxSlackBytes) {
-        t.buffer.reset();
-      }
-    }
-    absl::MutexLock lock(&mu_);
-    if (idle_.size() < reserved_ + kMaxIdle) idle_.push_back(std::move(state));
-  }
-
-  size_t idle() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    return idle_.size();
-  }
-  // States reserved at provisioning.
-  size_t reserved() const ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    return reserved_;
-  }
-
- private:
-  const size_t num_tensors_;
-  const size_t num_partitions_;
-  mutable absl::Mutex mu_;
-  std::vector<std::unique_ptr<ExecutionState>> idle_ ABSL_GUARDED_BY(mu_);
-  size_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+// The entries of one partition's ring: those made at provisioning hold
+// their buffers' reserved device memory for the network's lifetime. The
+// entries are fixed once the replica runs; `holders` changes under
+// Replica::ring_mu only.
+struct PartitionRing {
+  std::vector<std::unique_ptr<PartitionExecution>> entries;
+  // Run tickets (Replica::next_ticket) of each entry's last holder; 0 for
+  // none. Read and written under Replica::ring_mu only.
+  std::vector<uint64_t> holders;
 };
 
 // One partition, loaded on its device.
@@ -214,23 +130,32 @@ struct ReplicaRouting {
   std::vector<std::vector<int>> results;
   // Per network output (ExecutableNetwork::outputs order).
   std::vector<OutputRoute> outputs;
-  // Tensor slots of an ExecutionState: one per (value, device) pair the
-  // replica's runs hold.
+  // Tensor slots of a run: one per (value, device) pair the replica's
+  // runs hold.
   int num_tensors = 0;
   // Per tensor slot: its index in `devices` and the bytes reserved for it
-  // in each reserved execution state (0 for a value of dynamic shape).
+  // in each reserved entry of its owner's ring (0 for a value of dynamic
+  // shape).
   std::vector<int> slot_device;
   std::vector<size_t> slot_bytes;
+  // Per tensor slot, the partition that writes it (its producer, or the
+  // first partition on its device that copies it in) and its index in
+  // that partition's PartitionExecution::tensors; per partition, the slots
+  // it owns.
+  std::vector<int> slot_owner;
+  std::vector<int> slot_index;
+  std::vector<std::vector<int>> owned_slots;
 };
 
 // One copy of the network on its own devices. Fixed after construction but
-// for `outstanding` and the pool.
+// for `outstanding` (atomic) and the rings' holders (under ring_mu), so
+// thread-safe for runs.
 struct Replica {
   Replica(std::vector<ProvisionedPartition> partitions_in,
           ReplicaRouting routing_in)
       : partitions(std::move(partitions_in)),
         routing(std::move(routing_in)),
-        states(routing.num_tensors, partitions.size()) {}
+        rings(partitions.size()) {}
 
   std::vector<ProvisionedPartition> partitions;  // Topological order.
   ReplicaRouting routing;
@@ -238,13 +163,38 @@ struct Replica {
   // of the replica's devices (DeviceManager::load, counted over every
   // network sharing them), not by this count.
   std::atomic<int> outstanding{0};
-  // Execution states of this replica's runs; states.reserved() of them
-  // may run at once without allocating (see ExecutionStatePool).
-  ExecutionStatePool states;
 
-  // Gives a run's state back (see ExecutionStatePool::Release).
-  void ReleaseState(std::unique_ptr<ExecutionState> state, bool failed) {
-    states.Release(std::move(state), routing.slot_bytes, failed);
+  // Per partition, the entries its runs take in turn, whose device memory
+  // was reserved at provisioning (ReserveExecutions): a run takes an idle
+  // one if any, else waits on its device's stream for the previous holder
+  // of the one it takes to be done with it. So a run holds an
+  // entry only while it works on that partition, and a pipeline whose
+  // stages each fit one execution still has a run in every stage.
+  // The provisioner makes the entries (at least one per partition) before
+  // the replica runs; they stay until it is destroyed.
+  std::vector<PartitionRing> rings;
+
+  // Held while a run takes its tickets and enqueues its work, so that
+  // ticket order is enqueue order: every event a run waits for was
+  // recorded before (no run waits for a later one, so runs always finish).
+  absl::Mutex ring_mu;
+  uint64_t next_ticket ABSL_GUARDED_BY(ring_mu) = 1;
+
+  // A ring entry sized for partition `p`'s slots.
+  std::unique_ptr<PartitionExecution> MakeExecution(size_t p) const {
+    return std::make_unique<PartitionExecution>(
+        routing.owned_slots.size() > p ? routing.owned_slots[p].size() : 0,
+        routing.devices.size());
+  }
+  // The executions partition `p` reserves (its ring's size).
+  size_t executions(size_t p) const { return rings[p].entries.size(); }
+  // Runs that can hold an entry of every partition they are on at once
+  // with no partition short of one: the sum of the rings' sizes (a
+  // pipeline's runs each hold the stage they are on), for admission.
+  int capacity() const {
+    size_t total = 0;
+    for (const PartitionRing& ring : rings) total += ring.entries.size();
+    return static_cast<int>(total);
   }
 };
 
@@ -260,10 +210,10 @@ struct ExecutableNetwork {
   std::vector<std::vector<int>> placement;
   std::vector<std::unique_ptr<Replica>> replicas;  // At least one.
 
-  // Runs that may be in flight at once with their memory reserved: the
-  // reserved execution states of every replica. Set by the provisioner
-  // once it has reserved them; read on every run, so kept rather than
-  // summed under the pools' locks.
+  // Runs admitted at once (HostManager's execution slots): every
+  // replica's Replica::capacity(). A run beyond what a partition's ring
+  // holds waits on the device for an entry, without a thread. Set by the
+  // provisioner once it has reserved the entries; read on every run.
   int executions = 0;
 };
 

@@ -153,21 +153,34 @@ ReplicaRouting Route(const std::vector<ProvisionedPartition>& partitions,
   return routing;
 }
 
+// Which partition owns each slot: the first, in topological order, to
+// name it among its arguments or results. That is the one that writes it
+// (a partition's results are its own; an argument is copied in by the
+// first partition on its device to need it, the later ones find it there).
+void AssignOwners(ReplicaRouting& routing) {
+  routing.slot_owner.assign(routing.num_tensors, -1);
+  routing.slot_index.assign(routing.num_tensors, -1);
+  routing.owned_slots.assign(routing.inputs.size(), {});
+  auto own = [&](int slot, size_t p) {
+    if (slot < 0 || routing.slot_owner[slot] >= 0) return;
+    routing.slot_owner[slot] = static_cast<int>(p);
+    routing.slot_index[slot] = static_cast<int>(routing.owned_slots[p].size());
+    routing.owned_slots[p].push_back(slot);
+  };
+  for (size_t p = 0; p < routing.inputs.size(); ++p) {
+    for (const InputRoute& in : routing.inputs[p]) own(in.tensor, p);
+    for (int slot : routing.results[p]) own(slot, p);
+  }
+  // Every output slot is a result of its producer, owned above.
+}
+
 // Each partition's execution_bytes: the reserved bytes of the slots it
-// brings onto its device (its results, and its arguments copied in),
-// each counted for the first partition that holds it.
+// owns (its results, and its arguments copied in).
 void SumExecutionBytes(Replica& replica) {
   const ReplicaRouting& routing = replica.routing;
-  std::vector<bool> counted(routing.slot_bytes.size(), false);
   for (size_t i = 0; i < replica.partitions.size(); ++i) {
     uint64_t bytes = 0;
-    auto count = [&](int slot) {
-      if (slot < 0 || counted[slot]) return;
-      counted[slot] = true;
-      bytes += routing.slot_bytes[slot];
-    };
-    for (const InputRoute& in : routing.inputs[i]) count(in.tensor);
-    for (int slot : routing.results[i]) count(slot);
+    for (int slot : routing.owned_slots[i]) bytes += routing.slot_bytes[slot];
     replica.partitions[i].execution_bytes = bytes;
   }
 }
@@ -176,11 +189,14 @@ void SumExecutionBytes(Replica& replica) {
 
 absl::Status ReserveExecutions(Replica& replica, int max_executions) {
   const ReplicaRouting& routing = replica.routing;
+  const std::vector<ProvisionedPartition>& partitions = replica.partitions;
+  // What one execution of every partition on a device holds there.
   std::vector<uint64_t> need(routing.devices.size(), 0);
-  for (size_t s = 0; s < routing.slot_bytes.size(); ++s) {
-    need[routing.slot_device[s]] += routing.slot_bytes[s];
+  for (size_t p = 0; p < partitions.size(); ++p) {
+    need[routing.partition_device[p]] += partitions[p].execution_bytes;
   }
-  int executions = std::max(1, max_executions);
+  std::vector<int> executions(routing.devices.size(),
+                              std::max(1, max_executions));
   for (size_t d = 0; d < routing.devices.size(); ++d) {
     if (need[d] == 0) continue;
     const uint64_t available = routing.devices[d]->AvailableMemory();
@@ -194,29 +210,34 @@ absl::Status ReserveExecutions(Replica& replica, int max_executions) {
     // Beyond the first, executions take at most half of what is left, so
     // that a network added later finds room for its own.
     const uint64_t more = (available - need[d]) / 2 / need[d];
-    executions = static_cast<int>(
-        std::min<uint64_t>(static_cast<uint64_t>(executions), 1 + more));
+    executions[d] = static_cast<int>(
+        std::min<uint64_t>(static_cast<uint64_t>(executions[d]), 1 + more));
   }
-  std::vector<std::unique_ptr<ExecutionState>> states;
-  for (int e = 0; e < executions; ++e) {
-    std::unique_ptr<ExecutionState> state = replica.states.MakeState();
-    for (size_t s = 0; s < routing.slot_bytes.size(); ++s) {
-      if (routing.slot_bytes[s] == 0) continue;
-      DeviceManager* device = routing.devices[routing.slot_device[s]];
-      absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
-          device->Allocate(routing.slot_bytes[s]);
-      if (!buffer.ok()) {
-        return absl::Status(
-            buffer.status().code(),
-            absl::StrCat("reserving execution ", e, " on device ",
-                         device->GetDeviceInfo().name, ": ",
-                         buffer.status().message()));
+  for (size_t p = 0; p < partitions.size(); ++p) {
+    PartitionRing& ring = replica.rings[p];
+    const int count = executions[routing.partition_device[p]];
+    for (int e = 0; e < count; ++e) {
+      std::unique_ptr<PartitionExecution> entry = replica.MakeExecution(p);
+      for (size_t i = 0; i < routing.owned_slots[p].size(); ++i) {
+        const int slot = routing.owned_slots[p][i];
+        if (routing.slot_bytes[slot] == 0) continue;
+        DeviceManager* device = routing.devices[routing.slot_device[slot]];
+        absl::StatusOr<std::unique_ptr<DeviceBuffer>> buffer =
+            device->Allocate(routing.slot_bytes[slot]);
+        if (!buffer.ok()) {
+          return absl::Status(
+              buffer.status().code(),
+              absl::StrCat("reserving execution ", e, " of partition ",
+                           partitions[p].name, " on device ",
+                           device->GetDeviceInfo().name, ": ",
+                           buffer.status().message()));
+        }
+        entry->tensors[i].buffer = *std::move(buffer);
       }
-      state->tensors[s].buffer = *std::move(buffer);
+      ring.entries.push_back(std::move(entry));
+      ring.holders.push_back(0);
     }
-    states.push_back(std::move(state));
   }
-  replica.states.Reserve(std::move(states));
   return absl::OkStatus();
 }
 
@@ -383,6 +404,7 @@ absl::Status Provisioner::Load(
       partitions.push_back(std::move(p));
     }
     ReplicaRouting routing = Route(partitions, *network);
+    AssignOwners(routing);
     auto replica =
         std::make_unique<Replica>(std::move(partitions), std::move(routing));
     SumExecutionBytes(*replica);
@@ -394,7 +416,7 @@ absl::Status Provisioner::Load(
   int executions = 0;
   for (const auto& replica : network->replicas) {
     GLINT_RETURN_IF_ERROR(ReserveExecutions(*replica, max_executions));
-    executions += static_cast<int>(replica->states.reserved());
+    executions += replica->capacity();
   }
   network->executions = executions;
   // Every replica is loaded: the devices hold the constants, and the host

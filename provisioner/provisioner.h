@@ -20,13 +20,16 @@
 
 namespace glint {
 
-// Reserves the execution states of `replica` (loaded, routed): the device
-// memory of the values one run holds on each device (ReplicaRouting::
-// slot_bytes), allocated up front for as many runs as may be in flight at
-// once: at least one, at most `max_executions`, and beyond the first no
-// more than half of what each device has left, so that networks added
-// later find room too. RESOURCE_EXHAUSTED when not even one execution
-// fits. Values of dynamic shape reserve nothing (runs allocate them).
+// Reserves the ring entries of `replica`'s partitions (loaded, routed;
+// Replica::rings): each entry holds the device memory of the values a
+// partition brings onto its device for one run (the slots it owns,
+// ReplicaRouting::slot_bytes), allocated up front. On each device, every
+// partition there gets the same number of entries: at least one, at most
+// `max_executions`, and beyond the first no more than half of what the
+// device has left, so that networks added later find room too.
+// RESOURCE_EXHAUSTED when not even one execution of the partitions on a
+// device fits. Values of dynamic shape reserve nothing (runs allocate them
+// in the entry they hold, which keeps them).
 absl::Status ReserveExecutions(Replica& replica, int max_executions);
 
 // Thread-safe (stateless apart from the borrowed devices).
@@ -40,13 +43,13 @@ class Provisioner {
   // not fit), UNIMPLEMENTED / INVALID_ARGUMENT from compile, UNAVAILABLE
   // for stopped devices. Every partition is compiled with `options`.
   //
-  // Each replica gets its execution states reserved (ReserveExecutions),
-  // at most `max_executions` of them.
+  // Each replica's partitions get their ring entries reserved
+  // (ReserveExecutions), at most `max_executions` each.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, const CompileOptions& options = CompileOptions(),
       int max_executions = kDefaultMaxExecutions) const;
 
-  // Executions reserved per replica at most, by default.
+  // Executions reserved per partition at most, by default.
   static constexpr int kDefaultMaxExecutions = 8;
 
  private:

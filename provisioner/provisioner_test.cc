@@ -180,15 +180,14 @@ TEST_F(ProvisionerTest, ExecutionsAreReservedAsTheDevicesAllow) {
     EXPECT_EQ(replica.partitions[0].execution_bytes, kExecution);
     size_t want = c.want;
     if (want == 0) {  // As many as half of what is left allows.
-      const uint64_t left = devices_[0]->AvailableMemory() +
-                            replica.states.reserved() * kExecution;
+      const uint64_t left =
+          devices_[0]->AvailableMemory() + replica.executions(0) * kExecution;
       want = 1 + (left - kExecution) / 2 / kExecution;
       EXPECT_GT(want, 1u);
       EXPECT_LT(want, 8u);
     }
-    EXPECT_EQ(replica.states.reserved(), want) << c.memory;
+    EXPECT_EQ(replica.executions(0), want) << c.memory;
     EXPECT_EQ((*network)->executions, static_cast<int>(want));
-    EXPECT_EQ(replica.states.idle(), want);
     const uint64_t weights = replica.partitions[0].weight_bytes;
     EXPECT_LE(weights + want * kExecution,
               before - devices_[0]->AvailableMemory());

@@ -61,13 +61,16 @@ struct HostManagerOptions {
   // cannot starve the others (see AdmissionOptions in runtime/admission.h).
   // Must be >= 1.
   int priority_aging = 16;
-  // Runs of one replica of a network (of each batch size's plan, with
-  // dynamic batching) that may be in flight at once, at most. Their device
-  // memory is reserved when the network is added: as many as fit, at least
-  // one, and beyond the first no more than half of what a device has left
-  // (provisioner/provisioner.h ReserveExecutions). Further runs wait in the
-  // admission queue for one to end, so a run admitted never fails for
-  // device memory that other runs hold. Must be >= 1.
+  // Executions of each partition of a network (per replica, and per batch
+  // size's plan with dynamic batching) that may be in flight at once, at
+  // most. Their device memory is reserved when the network is added: as
+  // many as fit, at least one, and beyond the first no more than half of
+  // what a device has left (provisioner/provisioner.h ReserveExecutions).
+  // A run holds one only while it is on that partition, so a pipeline
+  // keeps a run on every stage. A network admits as many runs as its
+  // partitions' executions sum to; further runs wait in the admission
+  // queue for one to end, so a run admitted never fails for device memory
+  // that other runs hold. Must be >= 1.
   int max_concurrent_executions = 8;
   // Where AddNetwork runs ONNX's checker and shape inference (see
   // ImportOptions::run_inference). Unset: in this process, trusting every

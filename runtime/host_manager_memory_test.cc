@@ -1,6 +1,7 @@
 // Runs admitted by the device memory their executions need (issue 33): a
 // network split by memory onto devices it nearly fills serves any number
 // of runs in flight, each correct, none failed for device memory.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -80,8 +81,8 @@ class MemoryAdmissionTest : public ::testing::Test {
   }
 
   // Adds `name` split by memory and checks the premise: at least two
-  // partitions, each on a device with room for one or two executions.
-  void Add(const std::string& name) {
+  // partitions, each on a device with room for one to `most` executions.
+  void Add(const std::string& name, int most = 2) {
     absl::StatusOr<NetworkInfo> info = host_->AddNetwork(
         name, testing::MakeDeepMlpModel(kBatch, kWidth, kLayers),
         SplitByMemory());
@@ -89,7 +90,7 @@ class MemoryAdmissionTest : public ::testing::Test {
     ASSERT_GE(info->partitions.size(), 2u);
     for (const PartitionInfo& p : info->partitions) {
       EXPECT_GE(p.executions, 1) << p.name;
-      EXPECT_LE(p.executions, 2) << p.name;
+      EXPECT_LE(p.executions, most) << p.name;
       EXPECT_GT(p.execution_bytes, 0u) << p.name;
     }
   }
@@ -191,8 +192,10 @@ TEST_F(MemoryAdmissionTest, SixtyFourAndAThousandInFlightAreAllCorrect) {
 // and runs of one waiting for its slots hold up no run of the other.
 TEST_F(MemoryAdmissionTest, TwoNetworksOnTheSameDevices) {
   Start(/*devices=*/3, /*memory=*/1600 * kKiB, /*max_queue_size=*/2048);
-  Add("a");
-  Add("b");
+  // Each device reserves what it has room for: a stage with fewer
+  // weights on its device gets more executions.
+  Add("a", /*most=*/8);
+  Add("b", /*most=*/8);
   const std::vector<Tensor> want_a = References("a", 8);
   const std::vector<Tensor> want_b = References("b", 8);
   ASSERT_EQ(want_a.size(), 8u);
@@ -233,6 +236,74 @@ TEST_F(MemoryAdmissionTest, ADeviceDiesInTheMiddle) {
     EXPECT_NE(p.device_id, victim) << p.name;
     EXPECT_GE(p.executions, 1) << p.name;
   }
+}
+
+// A pipeline whose devices each fit one execution keeps a run on every
+// stage: a run holds the execution state of the partition it is on, not of
+// the whole network. With the last stage held busy, later runs still go
+// through the earlier stages, as many as there are stages; once it goes,
+// every run finishes, correct.
+TEST_F(MemoryAdmissionTest, APipelineKeepsARunOnEveryStage) {
+  Devices d = MakeDevices(3, 800 * kKiB);
+  faulty_ = d.faulty;
+  HostManagerOptions options;
+  options.max_concurrent_executions = 1;
+  auto host = HostManager::Create(options, std::move(d.owned));
+  ASSERT_TRUE(host.ok()) << host.status();
+  host_ = *std::move(host);
+  Add("mlp");
+  absl::StatusOr<NetworkInfo> info = host_->GetNetwork("mlp");
+  ASSERT_TRUE(info.ok());
+  const int stages = static_cast<int>(info->partitions.size());
+  std::vector<int> devices;
+  for (const PartitionInfo& p : info->partitions) {
+    EXPECT_EQ(p.executions, 1) << p.name;
+    devices.push_back(p.device_id);
+  }
+  std::sort(devices.begin(), devices.end());
+  ASSERT_EQ(std::unique(devices.begin(), devices.end()), devices.end())
+      << "one stage per device";
+  const std::vector<Tensor> want = References("mlp", 8);
+  ASSERT_EQ(want.size(), 8u);
+
+  FaultInjectingDevice* first = faulty_[info->partitions.front().device_id];
+  FaultInjectingDevice* last = faulty_[info->partitions.back().device_id];
+  const int64_t through_first = first->finished_launches();
+  last->Hold(true);
+  absl::Mutex mu;
+  int ok = 0;
+  absl::BlockingCounter answered(2 * stages);
+  for (int r = 0; r < 2 * stages; ++r) {
+    const Tensor* expected = &want[r % 8];
+    host_->RunNetworkAsync(
+        "mlp", {{"x", Input(r % 8)}}, RunOptions(),
+        [&, expected](absl::StatusOr<std::vector<NamedTensor>> out) {
+          EXPECT_TRUE(out.ok()) << out.status();
+          if (out.ok()) {
+            const Tensor& got = (*out)[0].tensor;
+            bool same = got.num_elements() == expected->num_elements();
+            for (int64_t i = 0; same && i < got.num_elements(); ++i) {
+              same = std::abs(got.data<float>()[i] -
+                              expected->data<float>()[i]) <= 1e-5f;
+            }
+            EXPECT_TRUE(same);
+            absl::MutexLock lock(&mu);
+            ok += same ? 1 : 0;
+          }
+          answered.DecrementCount();
+        });
+  }
+  // The first run waits on the last stage; one run is on each stage
+  // before it, each having passed the first: `stages` runs through the
+  // first stage while the last is held (one alone if a run held every
+  // stage's state until it ended).
+  EXPECT_TRUE(
+      first->AwaitFinishedLaunches(through_first + stages, absl::Seconds(60)));
+  EXPECT_EQ(first->finished_launches(), through_first + stages);
+  last->Hold(false);
+  answered.Wait();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(ok, 2 * stages);
 }
 
 // The limit is an option: with 1, one run at a time per replica, the rest

@@ -48,6 +48,7 @@ scripts/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 # TSan only by its allocator's limit (issue 34).
 TSAN_TARGETS=(
   //devices:stream_test
+  //devices:shared_stream_test
   //devices:compute_engine_test
   //devices/fault:fault_injecting_device_test
   //devices/conformance:device_conformance_test

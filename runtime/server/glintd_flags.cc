@@ -53,11 +53,12 @@ ABSL_FLAG(absl::Duration, import_time_limit, absl::Seconds(120),
 ABSL_FLAG(int, max_active_runs, 64,
           "Runs executing at once; more wait in the admission queue.");
 ABSL_FLAG(int, max_concurrent_executions, 8,
-          "Runs of one network (per replica and batch size) in flight at "
-          "once, their device memory reserved when the network is added "
-          "(as many as fit, beyond the first at most half of what a device "
-          "has left); more wait in the admission queue, so that no run "
-          "fails for memory that other runs hold.");
+          "Executions of each partition of a network (per replica and "
+          "batch size) in flight at once, their device memory reserved "
+          "when the network is added (as many as fit, beyond the first at "
+          "most half of what a device has left); a run holds one only "
+          "while on that partition, and more runs wait in the admission "
+          "queue, so that no run fails for memory that other runs hold.");
 ABSL_FLAG(int, max_queued_runs, 1024,
           "Runs waiting for admission; beyond it RunNetwork fails at once "
           "with RESOURCE_EXHAUSTED.");
