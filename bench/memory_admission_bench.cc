@@ -3,19 +3,29 @@
 // whose device memory the plan reserved, so throughput should rise to the
 // devices' capacity and stay flat beyond it, with no run failing.
 //
-//   bazel run -c opt //bench:memory_admission_bench -- [levels=1,2,4,8,48,256,1024]
-//       [seconds=3] [max_concurrent_executions=8]
+//   bazel run -c opt //bench:memory_admission_bench --
+//   [levels=1,2,4,8,48,256,1024]
+//       [seconds=3] [max_concurrent_executions=8] [compute_gflops=0]
 //
 // The network: an MLP of 12 layers of 1024×1024 floats (48 MiB of weights)
 // on a batch of 256 rows (1 MiB a value), added with strategy memory to 4
 // sim devices of 24 MiB (the set-up: 3 partitions, each device
 // nearly full, with room for one or two executions' values beside the
 // weights). The baseline in the same run: the same model whole on one
-// device of 1 GiB (every execution it wants reserved). Each level keeps that many
-// RunNetworkAsync calls outstanding (a closed loop: each answer starts the
+// device of 1 GiB (every execution it wants reserved). Each level keeps that
+// many RunNetworkAsync calls outstanding (a closed loop: each answer starts the
 // next call) for the given seconds; printed per level: runs/s, its ratio
 // to the level-1 figure of the same plan, p50 latency, failures by code and
 // the runs that waited for an execution slot. Asserts nothing.
+//
+// With compute_gflops > 0 every device gets the simulated timing model at
+// that rate (devices/sim: a launch takes at least its FLOPs at that rate,
+// waiting rather than computing beyond the host's own time), so that the
+// devices work side by side as accelerators would instead of sharing this
+// host's cores: the split plan's three stages can then overlap, and
+// throughput at 3 in flight and beyond shows whether runs hold a stage's
+// execution state only while they are on it (a pipeline) or the whole
+// network's until they end (one run at a time).
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -202,11 +212,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad max_concurrent_executions '%s'\n", argv[3]);
     return 2;
   }
+  double gflops = 0;
+  if (argc > 4 && (!absl::SimpleAtod(argv[4], &gflops) || gflops < 0)) {
+    std::fprintf(stderr, "bad compute_gflops '%s'\n", argv[4]);
+    return 2;
+  }
   std::printf("load average: %s\n", glint::bench::LoadAverage().c_str());
   std::vector<glint::DeviceConfig> split(4);
   for (glint::DeviceConfig& d : split) d.memory_bytes = uint64_t{24} << 20;
   std::vector<glint::DeviceConfig> whole(1);
   whole[0].memory_bytes = uint64_t{1} << 30;
+  if (gflops > 0) {
+    for (glint::DeviceConfig& d : split) {
+      d.params["compute_gflops"] = absl::StrCat(gflops);
+    }
+    whole[0].params["compute_gflops"] = absl::StrCat(gflops);
+    std::printf("devices with the timing model at %g GFLOP/s\n", gflops);
+  }
   const absl::Duration duration = absl::Seconds(seconds);
   if (int rc = glint::Measure("split by memory over 4 devices of 24 MiB",
                               split, glint::PartitionStrategy::kMemory,
