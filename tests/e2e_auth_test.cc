@@ -214,7 +214,8 @@ TEST_F(E2eAuthTest, TlsAndScopedTokens) {
   EXPECT_THAT((*daemon)->Log(), Not(HasSubstr("WITHOUT")));
 
   // Health stays open: CheckHealth sends no token.
-  EXPECT_TRUE((*daemon)->CheckHealth(absl::Seconds(10)).ok());
+  const absl::Status health = (*daemon)->CheckHealth(absl::Seconds(10));
+  EXPECT_TRUE(health.ok()) << health;
 
   // No token: UNAUTHENTICATED, for infer and admin calls alike.
   std::unique_ptr<GlintClient> anonymous = ClientOf(address, TlsClient(""));
@@ -382,7 +383,8 @@ TEST_F(E2eAuthTest, MutualTlsNeedsAClientCertificateFromTheCa) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
   EXPECT_THAT(r->stdout_text, HasSubstr("mlp"));
-  EXPECT_TRUE((*daemon)->CheckHealth(absl::Seconds(10)).ok());
+  const absl::Status health = (*daemon)->CheckHealth(absl::Seconds(10));
+  EXPECT_TRUE(health.ok()) << health;
 }
 
 TEST_F(E2eAuthTest, ExposedPortWithoutSecurityIsWarnedAbout) {

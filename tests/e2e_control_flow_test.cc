@@ -88,7 +88,8 @@ TEST(E2eControlFlowTest, LoopRunsItsRunTimeTripCountAndRefusesOneOverTheLimit) {
       << over.status();
 
   // The daemon still serves, this network included.
-  EXPECT_TRUE((*d)->CheckHealth(absl::Seconds(10)).ok());
+  const absl::Status health = (*d)->CheckHealth(absl::Seconds(10));
+  EXPECT_TRUE(health.ok()) << health;
   ExpectOutputs(client.RunNetwork("loop", {TripCount(2), X(0.5f, 4)}, {},
                                   absl::Seconds(30)),
                 Expected(2, 0.5f, 4));
