@@ -156,7 +156,9 @@ TEST_F(ExecutorTimingTest, ConcurrentRequestsPipelineAcrossStages) {
 TEST_F(ExecutorTimingTest, OneExecutionPerStageStillPipelines) {
   // The same with one execution state reserved per partition: a run holds
   // a stage's state only while it is on that stage, so 4 requests take 5
-  // stage-times, not 8 (one run at a time).
+  // stage-times, not 8 (one run at a time). The bound is halfway between:
+  // each of the 4 runs hands its states on twice, which under TSan on a
+  // busy machine cost 76 ms over the 5 stages.
   auto net = Provision(MakeDag({{"x", "w", "a", 0}, {"a", "w", "y", 1}}, "y"),
                        /*max_executions=*/1);
   ASSERT_NE(net, nullptr);
@@ -164,7 +166,7 @@ TEST_F(ExecutorTimingTest, OneExecutionPerStageStillPipelines) {
   ASSERT_EQ(net->replicas[0]->executions(1), 1u);
   const auto [enqueue, total] = RunConcurrently(*net, 4);
   EXPECT_GE(total, 5 * kStage);
-  EXPECT_LT(total, 5 * kStage + kStage * 3 / 4) << total;
+  EXPECT_LT(total, 5 * kStage + kStage * 3 / 2) << total;
 }
 
 // RunTimings: each phase as the timing model makes it. Every copy takes the
