@@ -254,19 +254,31 @@ absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
     const AddNetworkOptions& options) {
   absl::StatusOr<NetworkInfo> info =
       Add(name, onnx_model, options, AddMode::kRestore);
-  if (info.ok() || info.status().code() == absl::StatusCode::kAlreadyExists ||
-      name.empty() || !IsValidUtf8(name)) {
-    return info;
+  if (!info.ok() && !absl::IsAlreadyExists(info.status())) {
+    // Its own error is the one to return; this fails only as Add did.
+    RestoreUnavailable(name, info.status().message()).IgnoreError();
+  }
+  return info;
+}
+
+absl::Status HostManager::RestoreUnavailable(absl::string_view name,
+                                             absl::string_view reason) {
+  if (name.empty() || !IsValidUtf8(name)) {
+    return absl::InvalidArgumentError(absl::StrCat("network name '",
+                                                   Clip(absl::CHexEscape(name)),
+                                                   "' is empty or not UTF-8"));
   }
   auto entry = std::make_shared<NetworkEntry>();
   entry->info.name = std::string(name);
-  entry->info.unavailable_reason = std::string(info.status().message());
+  entry->info.unavailable_reason = std::string(reason);
   entry->journaled = options_.journal != nullptr;
   absl::MutexLock lock(&mu_);
-  if (!networks_.contains(name) && !adding_.contains(name)) {
-    networks_[std::string(name)] = std::move(entry);
+  if (networks_.contains(name) || adding_.contains(name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("a network named '", Clip(name), "' already exists"));
   }
-  return info;
+  networks_[std::string(name)] = std::move(entry);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
@@ -282,8 +294,9 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
   }
   GLINT_RETURN_IF_ERROR(ValidateDynamicBatching(options.batching));
   GLINT_RETURN_IF_ERROR(Reserve(name, mode));
+  std::optional<CachedPlan> new_plan;
   absl::StatusOr<std::shared_ptr<NetworkEntry>> entry =
-      BuildEntry(name, onnx_model, options, mode);
+      BuildEntry(name, onnx_model, options, mode, &new_plan);
   // Durable before it is visible: once a client could see it, a restart
   // must not lose it. The name is still reserved, so no remove or add of
   // the same name interleaves with the journal.
@@ -294,6 +307,15 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
       (*entry)->executable.reset();
       (*entry)->smaller.clear();
       entry = s;
+    }
+  }
+  // The plan only once the network is recorded: a failed add (a full disk,
+  // say) leaves the journal as it was.
+  if (entry.ok() && new_plan.has_value()) {
+    // A plan not kept costs the next restart time, nothing else.
+    if (absl::Status s = options_.journal->SavePlan(name, *new_plan); !s.ok()) {
+      GLINT_LOG_WARN("cannot keep the plan of '{}': {}", Clip(name),
+                     s.ToString());
     }
   }
   absl::ReleasableMutexLock lock(&mu_);
@@ -338,7 +360,8 @@ absl::Status HostManager::Reserve(absl::string_view name, AddMode mode) {
 
 absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
     absl::string_view name, absl::string_view onnx_model,
-    const AddNetworkOptions& options, AddMode mode) {
+    const AddNetworkOptions& options, AddMode mode,
+    std::optional<CachedPlan>* new_plan) {
   auto entry = std::make_shared<NetworkEntry>();
   // The plan cache: what is kept for this name, whether it matches, and
   // what the policy lets this add reuse. ReplaceNetwork's networks have no
@@ -373,11 +396,7 @@ absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
                          std::move(built));
   if (journal != nullptr && !choice.reuse_plan) {
     made.key = key;
-    // A plan not kept costs the next restart time, nothing else.
-    if (absl::Status s = journal->SavePlan(name, made); !s.ok()) {
-      GLINT_LOG_WARN("cannot keep the plan of '{}': {}", Clip(name),
-                     s.ToString());
-    }
+    *new_plan = std::move(made);
   }
   // A journal that keeps the model gives it back for re-provisioning;
   // holding it here too would keep a second copy of the weights for the

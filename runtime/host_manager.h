@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,16 @@ class HostManager {
                                              absl::string_view onnx_model,
                                              const AddNetworkOptions& options);
 
+  // A network the journal holds but cannot give back (glintd's restore at
+  // start, for a record whose contents are corrupt): listed, unavailable
+  // with `reason`, as RestoreNetwork lists one that no longer imports, so
+  // that it never vanishes silently; RemoveNetwork erases it. Its runs fail
+  // UNAVAILABLE. INVALID_ARGUMENT for a name AddNetwork would refuse,
+  // ALREADY_EXISTS for one taken.
+  absl::Status RestoreUnavailable(absl::string_view name,
+                                  absl::string_view reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Adds `name`, or replaces the network of that name that an earlier
   // ReplaceNetwork added, without a gap: the new one is built while the
   // old one serves (so both must fit the devices for a moment), then runs
@@ -202,10 +213,12 @@ class HostManager {
   absl::Status Reserve(absl::string_view name, AddMode mode)
       ABSL_LOCKS_EXCLUDED(mu_);
   // ...then builds the network's entry (replaying the plan cache as the
-  // options allow, keeping the new plan), not yet visible to runs.
+  // options allow), not yet visible to runs. A plan made anew is left in
+  // `new_plan` for Add to keep once the network is recorded.
   absl::StatusOr<std::shared_ptr<NetworkEntry>> BuildEntry(
       absl::string_view name, absl::string_view onnx_model,
-      const AddNetworkOptions& options, AddMode mode) ABSL_LOCKS_EXCLUDED(mu_);
+      const AddNetworkOptions& options, AddMode mode,
+      std::optional<CachedPlan>* new_plan) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Device failure (the monitor's callback): re-provisions every network
   // with a partition on a `dead` device onto the healthy ones (fewer

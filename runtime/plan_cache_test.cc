@@ -25,14 +25,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Keeps everything in memory; thread-safe.
+// Keeps everything in memory; thread-safe. Record fails as told (a full
+// disk, say).
 class MemoryJournal : public NetworkJournal {
  public:
   absl::Status Record(absl::string_view name, absl::string_view,
                       const AddNetworkOptions&) override {
     absl::MutexLock lock(&mu_);
+    if (!record_error_.ok()) return record_error_;
     recorded_.insert(std::string(name));
     return absl::OkStatus();
+  }
+  void FailRecords(absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    record_error_ = std::move(error);
+  }
+  bool recorded(const std::string& name) {
+    absl::MutexLock lock(&mu_);
+    return recorded_.count(name) > 0;
   }
   absl::Status Erase(absl::string_view name) override {
     absl::MutexLock lock(&mu_);
@@ -67,6 +77,7 @@ class MemoryJournal : public NetworkJournal {
   std::set<std::string> recorded_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, CachedPlan> plans_ ABSL_GUARDED_BY(mu_);
   int saves_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status record_error_ ABSL_GUARDED_BY(mu_);
 };
 
 class PlanCacheTest : public ::testing::Test {
@@ -281,6 +292,55 @@ TEST_F(PlanCacheTest, ACachedReplyThatDoesNotFitTheModelIsRefused) {
   EXPECT_FALSE(info.ok());
   // Listed with the reason rather than lost; OVERRIDE repairs it.
   EXPECT_FALSE(host->GetNetwork("n")->unavailable_reason.empty());
+}
+
+// The journal as it was: a plan is kept only for a recorded network.
+TEST_F(PlanCacheTest, AnAddThatCannotBeRecordedKeepsNoPlan) {
+  std::unique_ptr<HostManager> host = MakeHost();
+  journal_.FailRecords(absl::ResourceExhaustedError("disk full"));
+  absl::StatusOr<NetworkInfo> info = host->AddNetwork("n", model_, {});
+  EXPECT_TRUE(absl::IsResourceExhausted(info.status())) << info.status();
+  EXPECT_THAT(info.status().message(), HasSubstr("disk full"));
+  EXPECT_TRUE(absl::IsNotFound(journal_.LoadPlan("n").status()));
+  EXPECT_EQ(journal_.saves(), 0);
+  EXPECT_TRUE(absl::IsNotFound(host->GetNetwork("n").status()));
+
+  journal_.FailRecords(absl::OkStatus());
+  ASSERT_TRUE(host->AddNetwork("n", model_, {}).ok());
+  EXPECT_TRUE(journal_.recorded("n"));
+  EXPECT_TRUE(journal_.LoadPlan("n").ok());
+}
+
+// A corrupt record (glintd's restore): listed with its reason, its runs
+// UNAVAILABLE, until removed; then the name is free again.
+TEST_F(PlanCacheTest, ANetworkThatCannotBeRestoredIsListedUntilRemoved) {
+  ASSERT_TRUE(journal_.Record("n", model_, {}).ok());
+  std::unique_ptr<HostManager> host = MakeHost();
+  ASSERT_TRUE(host->RestoreUnavailable("n", "its record is corrupt").ok());
+
+  absl::StatusOr<NetworkInfo> info = host->GetNetwork("n");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->unavailable_reason, "its record is corrupt");
+  std::vector<NetworkInfo> listed = host->ListNetworks();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].name, "n");
+  std::vector<float> x(16, 0.5f);
+  absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
+      "n", {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, 16}), x)}});
+  EXPECT_TRUE(absl::IsUnavailable(out.status())) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("its record is corrupt"));
+  EXPECT_TRUE(
+      absl::IsAlreadyExists(host->AddNetwork("n", model_, {}).status()));
+  EXPECT_TRUE(absl::IsAlreadyExists(host->RestoreUnavailable("n", "again")));
+  EXPECT_TRUE(absl::IsInvalidArgument(host->RestoreUnavailable("", "why")));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(host->RestoreUnavailable("bad\xFF", "why")));
+
+  ASSERT_TRUE(host->RemoveNetwork("n").ok());
+  EXPECT_FALSE(journal_.recorded("n"));
+  EXPECT_TRUE(host->ListNetworks().empty());
+  ASSERT_TRUE(host->AddNetwork("n", model_, {}).ok());
+  EXPECT_FALSE(Run(*host, "n").empty());
 }
 
 TEST(PlanReuseTest, NamesRoundTrip) {

@@ -3,7 +3,6 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/digest.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "proto/glint.pb.h"
@@ -27,7 +26,7 @@ absl::Status StoreJournal::Record(absl::string_view name,
 absl::Status StoreJournal::Erase(absl::string_view name) {
   absl::Status s = store_->Delete(name);
   if (!s.ok() && !absl::IsNotFound(s)) return s;
-  absl::Status plan = store_->DeletePlan(Sha256Hex(name));
+  absl::Status plan = store_->DeletePlan(name);
   return absl::IsNotFound(plan) ? absl::OkStatus() : plan;
 }
 
@@ -37,7 +36,7 @@ absl::StatusOr<std::string> StoreJournal::LoadModel(absl::string_view name) {
 }
 
 absl::StatusOr<CachedPlan> StoreJournal::LoadPlan(absl::string_view name) {
-  GLINT_ASSIGN_OR_RETURN(std::string blob, store_->LoadPlan(Sha256Hex(name)));
+  GLINT_ASSIGN_OR_RETURN(std::string blob, store_->LoadPlan(name));
   store::v1::CachedPlan proto;
   if (!proto.ParseFromString(blob)) {
     return absl::DataLossError(
@@ -66,28 +65,64 @@ absl::Status StoreJournal::SavePlan(absl::string_view name,
     auto* r = proto.add_placement();
     for (int id : replica) r->add_device_ids(id);
   }
-  return store_->SavePlan(Sha256Hex(name), proto.SerializeAsString());
+  return store_->SavePlan(name, proto.SerializeAsString());
 }
 
-RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host) {
+namespace {
+
+// Lists a network whose record cannot be restored as unavailable, saying
+// why: it must not vanish from the listings while its record is there.
+void ListUnavailable(HostManager& host, const std::string& name,
+                     const std::string& file, const absl::Status& why,
+                     RestoreReport& report) {
+  GLINT_LOG_ERROR("network '{}' stays unavailable: {}", name, why.ToString());
+  absl::Status listed = host.RestoreUnavailable(
+      name,
+      absl::StrCat("its stored record cannot be restored (",
+                   absl::StatusCodeToString(why.code()), ": ", why.message(),
+                   "); remove the network and add it again"));
+  if (listed.ok()) {
+    ++report.unavailable;
+  } else {
+    GLINT_LOG_ERROR("cannot list network '{}' of {}: {}", name, file,
+                    listed.ToString());
+    ++report.unreadable;
+  }
+}
+
+}  // namespace
+
+RestoreReport RestoreNetworks(NetworkStore& store, HostManager& host) {
   RestoreReport report;
   for (const StoreEntry& entry : store.LoadAll()) {
     if (!entry.network.ok()) {
-      GLINT_LOG_ERROR("cannot restore {}: {}", entry.file,
-                      entry.network.status().ToString());
+      if (!entry.name.empty()) {
+        ListUnavailable(host, entry.name, entry.file, entry.network.status(),
+                        report);
+        continue;
+      }
+      // Not even a name to list it by: an old record, a damaged header.
+      GLINT_LOG_ERROR("cannot restore {} (its network's name is unknown): {}",
+                      entry.file, entry.network.status().ToString());
       ++report.unreadable;
       continue;
     }
     const StoredNetwork& stored = *entry.network;
+    if (entry.format_version < kStoreRecordFormat) {
+      // Rewritten with its name outside the payload, so that damage to
+      // the payload no longer loses which network it was.
+      if (absl::Status s = store.Save(stored); !s.ok()) {
+        GLINT_LOG_WARN("cannot rewrite {} in the current format: {}",
+                       entry.file, s.ToString());
+      }
+    }
     v1::AddNetworkOptions proto;
     absl::StatusOr<AddNetworkOptions> options =
         proto.ParseFromString(stored.options)
             ? AddNetworkOptionsFromProto(proto)
             : absl::DataLossError("its options are not readable");
     if (!options.ok()) {
-      GLINT_LOG_ERROR("cannot restore network '{}' from {}: {}", stored.name,
-                      entry.file, options.status().ToString());
-      ++report.unreadable;
+      ListUnavailable(host, stored.name, entry.file, options.status(), report);
       continue;
     }
     absl::StatusOr<NetworkInfo> info =

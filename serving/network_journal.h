@@ -36,16 +36,21 @@ class StoreJournal : public NetworkJournal {
 
 struct RestoreReport {
   int restored = 0;
-  // Records that came back unavailable (listed with their reason) or that
-  // could not be read at all (logged with the file and reason).
+  // Records that came back unavailable: listed by name with the reason
+  // (a model that no longer imports or fits, a corrupt record).
   int unavailable = 0;
+  // Records that do not even tell their network's name (a damaged header,
+  // or a record from before the store's format 2): logged with the file
+  // and reason.
   int unreadable = 0;
 };
 
 // Re-adds every network `store` holds to `host` (HostManager::
 // RestoreNetwork), each independently: one that fails is listed with its
-// reason and never stops the others.
-RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host);
+// reason (HostManager::RestoreUnavailable when its record is corrupt but
+// names it) and never stops the others. Rewrites records of an older format
+// in the current one.
+RestoreReport RestoreNetworks(NetworkStore& store, HostManager& host);
 
 }  // namespace glint
 

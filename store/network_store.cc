@@ -28,11 +28,18 @@ namespace {
 
 constexpr absl::string_view kNetworkMagic = "GLINTNET";
 constexpr absl::string_view kPlanMagic = "GLINTPLN";
-constexpr uint32_t kFormatVersion = 1;  // Of the file header.
+// File formats (network_store.h): version 1 frames a payload, version 2
+// (records only, the one Save writes) adds the network's name.
+constexpr uint32_t kFramedVersion = 1;
+constexpr uint32_t kNamedVersion = 2;
+static_assert(kNamedVersion == kStoreRecordFormat);
 constexpr uint32_t kRecordVersion = 1;  // NetworkRecord.format_version.
 constexpr size_t kDigestSize = kSha256Size;
-// Magic, version, payload length, payload digest.
+// Version 1: magic, version, payload length, payload digest.
 constexpr size_t kHeaderSize = 8 + 4 + 8 + kDigestSize;
+// Version 2: magic, version, name length, payload length, payload digest;
+// then the name.
+constexpr size_t kNamedHeaderSize = 8 + 4 + 4 + 8 + kDigestSize;
 
 constexpr absl::string_view kNetworksDir = "networks";
 constexpr absl::string_view kPlansDir = "plans";
@@ -47,6 +54,7 @@ absl::Status PosixError(absl::string_view op, absl::string_view path, int err) {
   switch (err) {
     case ENOSPC:
     case EDQUOT:
+    case EFBIG:  // Beyond RLIMIT_FSIZE or the file system's largest file.
       return absl::ResourceExhaustedError(msg);
     case EACCES:
     case EPERM:
@@ -207,11 +215,23 @@ uint64_t GetLittleEndian(absl::string_view src) {
   return value;
 }
 
+// The version 1 header of a plan file.
 std::string Header(absl::string_view magic, absl::string_view payload) {
   std::string header(magic);
-  PutLittleEndian(&header, kFormatVersion, 4);
+  PutLittleEndian(&header, kFramedVersion, 4);
   PutLittleEndian(&header, payload.size(), 8);
   header += Sha256(payload);
+  return header;
+}
+
+// The version 2 header of a record file, with the name after it.
+std::string NamedHeader(absl::string_view name, absl::string_view payload) {
+  std::string header(kNetworkMagic);
+  PutLittleEndian(&header, kNamedVersion, 4);
+  PutLittleEndian(&header, name.size(), 4);
+  PutLittleEndian(&header, payload.size(), 8);
+  header += Sha256(payload);
+  header.append(name.data(), name.size());
   return header;
 }
 
@@ -220,26 +240,33 @@ absl::Status Corrupt(absl::string_view path, absl::string_view why) {
       absl::StrCat("corrupt store file '", path, "': ", why));
 }
 
-// The payload of a file read from `path`, after checking its header.
-absl::StatusOr<absl::string_view> Unframe(absl::string_view file,
-                                          absl::string_view magic,
-                                          absl::string_view path) {
+// The format version of a file read from `path` whose magic is `magic`:
+// checks the magic and that the version field is there.
+absl::StatusOr<uint32_t> FormatVersion(absl::string_view file,
+                                       absl::string_view magic,
+                                       absl::string_view path) {
   if (file.empty()) return Corrupt(path, "empty file");
   // A file shorter than the magic must at least be a prefix of it.
   if (!absl::StartsWith(magic, file.substr(0, magic.size()))) {
     return Corrupt(path, absl::StrCat("bad magic (expected \"", magic, "\")"));
   }
-  if (file.size() < kHeaderSize) {
-    return Corrupt(path, absl::StrCat("truncated header (", file.size(), " of ",
-                                      kHeaderSize, " bytes)"));
+  if (file.size() < magic.size() + 4) {
+    return Corrupt(path,
+                   absl::StrCat("truncated header (", file.size(), " bytes)"));
   }
-  const uint64_t version = GetLittleEndian(file.substr(8, 4));
-  if (version != kFormatVersion) {
-    return Corrupt(path, absl::StrCat("unsupported format version ", version));
-  }
-  const uint64_t length = GetLittleEndian(file.substr(12, 8));
-  const absl::string_view digest = file.substr(20, kDigestSize);
-  const absl::string_view payload = file.substr(kHeaderSize);
+  return static_cast<uint32_t>(GetLittleEndian(file.substr(8, 4)));
+}
+
+absl::Status TruncatedHeader(absl::string_view path, size_t size,
+                             size_t expected) {
+  return Corrupt(path, absl::StrCat("truncated header (", size, " of ",
+                                    expected, " bytes)"));
+}
+
+// Checks `payload`, all that follows the header, against the length and
+// digest the header gives.
+absl::Status CheckPayload(absl::string_view payload, uint64_t length,
+                          absl::string_view digest, absl::string_view path) {
   if (payload.size() < length) {
     return Corrupt(path, absl::StrCat("truncated payload (", payload.size(),
                                       " of ", length, " bytes)"));
@@ -249,14 +276,74 @@ absl::StatusOr<absl::string_view> Unframe(absl::string_view file,
                                       " bytes after the payload"));
   }
   if (Sha256(payload) != digest) return Corrupt(path, "checksum mismatch");
+  return absl::OkStatus();
+}
+
+// The payload of a version 1 file read from `path`, after checking its
+// header.
+absl::StatusOr<absl::string_view> Unframe(absl::string_view file,
+                                          absl::string_view magic,
+                                          absl::string_view path) {
+  GLINT_ASSIGN_OR_RETURN(uint32_t version, FormatVersion(file, magic, path));
+  if (version != kFramedVersion) {
+    return Corrupt(path, absl::StrCat("unsupported format version ", version));
+  }
+  if (file.size() < kHeaderSize) {
+    return TruncatedHeader(path, file.size(), kHeaderSize);
+  }
+  const absl::string_view payload = file.substr(kHeaderSize);
+  GLINT_RETURN_IF_ERROR(CheckPayload(payload,
+                                     GetLittleEndian(file.substr(12, 8)),
+                                     file.substr(20, kDigestSize), path));
   return payload;
 }
 
-absl::StatusOr<StoredNetwork> DecodeNetwork(absl::string_view file,
-                                            absl::string_view path,
-                                            absl::string_view file_name) {
-  GLINT_ASSIGN_OR_RETURN(absl::string_view payload,
-                         Unframe(file, kNetworkMagic, path));
+std::string FileNameOf(absl::string_view name) {
+  return absl::StrCat(Sha256Hex(name), kNetworkSuffix);
+}
+
+// A record file as far as it could be read: its name as soon as the header
+// gives one that matches the file name, then the network or why not.
+struct DecodedRecord {
+  std::string name;
+  uint32_t format_version = 0;
+  absl::StatusOr<StoredNetwork> network = absl::UnknownError("not decoded");
+};
+
+// The payload of a version 2 record, setting `decoded.name` once it is
+// known to be right.
+absl::StatusOr<absl::string_view> UnframeNamed(absl::string_view file,
+                                               absl::string_view path,
+                                               absl::string_view file_name,
+                                               DecodedRecord& decoded) {
+  if (file.size() < kNamedHeaderSize) {
+    return TruncatedHeader(path, file.size(), kNamedHeaderSize);
+  }
+  const uint64_t name_size = GetLittleEndian(file.substr(12, 4));
+  const absl::string_view rest = file.substr(kNamedHeaderSize);
+  if (rest.size() < name_size) {
+    return Corrupt(path, absl::StrCat("truncated name (", rest.size(), " of ",
+                                      name_size, " bytes)"));
+  }
+  const absl::string_view name = rest.substr(0, name_size);
+  // Catches a damaged name, and a file copied or renamed by hand (it would
+  // shadow another name).
+  if (FileNameOf(name) != file_name) {
+    return Corrupt(
+        path, absl::StrCat("record names network '", absl::CHexEscape(name),
+                           "', whose file name differs"));
+  }
+  decoded.name = std::string(name);
+  const absl::string_view payload = rest.substr(name_size);
+  GLINT_RETURN_IF_ERROR(CheckPayload(payload,
+                                     GetLittleEndian(file.substr(16, 8)),
+                                     file.substr(24, kDigestSize), path));
+  return payload;
+}
+
+absl::StatusOr<StoredNetwork> DecodeRecord(absl::string_view payload,
+                                           absl::string_view path,
+                                           absl::string_view file_name) {
   store::v1::NetworkRecord record;
   if (payload.size() > INT_MAX ||
       !record.ParseFromArray(payload.data(),
@@ -267,8 +354,10 @@ absl::StatusOr<StoredNetwork> DecodeNetwork(absl::string_view file,
     return Corrupt(path, absl::StrCat("unsupported record version ",
                                       record.format_version()));
   }
-  // Catches a file copied or renamed by hand: it would shadow another name.
-  if (absl::StrCat(Sha256Hex(record.name()), kNetworkSuffix) != file_name) {
+  // In version 1 the only check that the file is this network's; in
+  // version 2 the header's name was checked already and the record's must
+  // agree with it.
+  if (FileNameOf(record.name()) != file_name) {
     return Corrupt(path, absl::StrCat("record names network '",
                                       absl::CHexEscape(record.name()),
                                       "', whose file name differs"));
@@ -278,15 +367,52 @@ absl::StatusOr<StoredNetwork> DecodeNetwork(absl::string_view file,
                        std::move(*record.mutable_options())};
 }
 
-absl::Status CheckPlanKey(absl::string_view key) {
-  const bool ok = !key.empty() && key.size() <= 128 &&
-                  std::all_of(key.begin(), key.end(), [](char c) {
-                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                  });
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("plan key '", absl::CHexEscape(key),
-                   "' is not 1 to 128 lowercase hex digits"));
+DecodedRecord DecodeNetwork(absl::string_view file, absl::string_view path,
+                            absl::string_view file_name) {
+  DecodedRecord decoded;
+  absl::StatusOr<uint32_t> version = FormatVersion(file, kNetworkMagic, path);
+  if (!version.ok()) {
+    decoded.network = version.status();
+    return decoded;
+  }
+  decoded.format_version = *version;
+  absl::StatusOr<absl::string_view> payload =
+      *version == kNamedVersion
+          ? UnframeNamed(file, path, file_name, decoded)
+          : Unframe(file, kNetworkMagic, path);  // Version 1, or refused.
+  decoded.network =
+      payload.ok() ? DecodeRecord(*payload, path, file_name) : payload.status();
+  return decoded;
+}
+
+absl::Status RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return PosixError("remove", path, errno);
+  }
+  return absl::OkStatus();
+}
+
+// Removes the plans whose network has no record. Unsynced, like the temp
+// files: if the unlink is lost, the next Open removes them again.
+absl::Status RemoveOrphanPlans(const std::string& dir) {
+  const std::string plans = absl::StrCat(dir, "/", kPlansDir);
+  GLINT_ASSIGN_OR_RETURN(std::vector<std::string> files,
+                         ListFiles(plans, kPlanSuffix));
+  for (const std::string& file : files) {
+    const absl::string_view digest =
+        absl::string_view(file).substr(0, file.size() - kPlanSuffix.size());
+    const std::string record =
+        absl::StrCat(dir, "/", kNetworksDir, "/", digest, kNetworkSuffix);
+    struct stat st;
+    if (::stat(record.c_str(), &st) == 0) continue;
+    if (errno != ENOENT) return PosixError("stat", record, errno);
+    GLINT_RETURN_IF_ERROR(RemoveFile(absl::StrCat(plans, "/", file)));
+  }
+  return absl::OkStatus();
+}
+
+std::string PlanFileOf(absl::string_view name) {
+  return absl::StrCat(Sha256Hex(name), kPlanSuffix);
 }
 
 }  // namespace
@@ -320,12 +446,10 @@ absl::StatusOr<std::unique_ptr<NetworkStore>> NetworkStore::Open(
     GLINT_ASSIGN_OR_RETURN(std::vector<std::string> temps,
                            ListFiles(folder, kTempSuffix));
     for (const std::string& temp : temps) {
-      const std::string path = absl::StrCat(folder, "/", temp);
-      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        return PosixError("remove", path, errno);
-      }
+      GLINT_RETURN_IF_ERROR(RemoveFile(absl::StrCat(folder, "/", temp)));
     }
   }
+  GLINT_RETURN_IF_ERROR(RemoveOrphanPlans(dir));
   return std::unique_ptr<NetworkStore>(
       new NetworkStore(std::move(dir), lock.release()));
 }
@@ -378,14 +502,13 @@ absl::Status NetworkStore::Save(const StoredNetwork& network) {
                      record.ByteSizeLong(), " bytes (the limit is 2 GiB)"));
   }
   return WriteDurably(absl::StrCat(dir_, "/", kNetworksDir),
-                      absl::StrCat(Sha256Hex(network.name), kNetworkSuffix),
-                      Header(kNetworkMagic, payload), payload);
+                      FileNameOf(network.name),
+                      NamedHeader(network.name, payload), payload);
 }
 
 absl::Status NetworkStore::Delete(absl::string_view name) {
   const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
-  const std::string path =
-      absl::StrCat(folder, "/", Sha256Hex(name), kNetworkSuffix);
+  const std::string path = absl::StrCat(folder, "/", FileNameOf(name));
   if (::unlink(path.c_str()) != 0) {
     if (errno == ENOENT) {
       return absl::NotFoundError(
@@ -400,17 +523,22 @@ std::vector<StoreEntry> NetworkStore::LoadAll() const {
   const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
   absl::StatusOr<std::vector<std::string>> files =
       ListFiles(folder, kNetworkSuffix);
-  if (!files.ok()) return {StoreEntry{folder, files.status()}};
+  if (!files.ok()) return {StoreEntry{folder, "", files.status()}};
   std::vector<StoreEntry> good, bad;
   for (const std::string& file : *files) {
     std::string path = absl::StrCat(folder, "/", file);
     absl::StatusOr<std::string> contents = ReadFile(path);
     if (absl::IsNotFound(contents.status())) continue;  // Deleted meanwhile.
-    absl::StatusOr<StoredNetwork> network =
-        contents.ok() ? DecodeNetwork(*contents, path, file)
-                      : absl::StatusOr<StoredNetwork>(contents.status());
-    (network.ok() ? good : bad)
-        .push_back(StoreEntry{std::move(path), std::move(network)});
+    DecodedRecord decoded;
+    if (contents.ok()) {
+      decoded = DecodeNetwork(*contents, path, file);
+    } else {
+      decoded.network = contents.status();
+    }
+    (decoded.network.ok() ? good : bad)
+        .push_back(StoreEntry{std::move(path), std::move(decoded.name),
+                              std::move(decoded.network),
+                              decoded.format_version});
   }
   std::sort(good.begin(), good.end(),
             [](const StoreEntry& a, const StoreEntry& b) {
@@ -425,7 +553,7 @@ std::vector<StoreEntry> NetworkStore::LoadAll() const {
 
 absl::StatusOr<StoredNetwork> NetworkStore::Load(
     absl::string_view name) const {
-  const std::string file = absl::StrCat(Sha256Hex(name), kNetworkSuffix);
+  const std::string file = FileNameOf(name);
   const std::string path = absl::StrCat(dir_, "/", kNetworksDir, "/", file);
   absl::StatusOr<std::string> contents = ReadFile(path);
   if (absl::IsNotFound(contents.status())) {
@@ -433,29 +561,27 @@ absl::StatusOr<StoredNetwork> NetworkStore::Load(
   }
   if (!contents.ok()) return contents.status();
   GLINT_ASSIGN_OR_RETURN(StoredNetwork network,
-                         DecodeNetwork(*contents, path, file));
+                         DecodeNetwork(*contents, path, file).network);
   if (network.name != name) {  // A digest collision: not this network.
     return absl::NotFoundError(absl::StrCat("no stored network '", name, "'"));
   }
   return network;
 }
 
-absl::Status NetworkStore::SavePlan(absl::string_view key,
+absl::Status NetworkStore::SavePlan(absl::string_view name,
                                     absl::string_view blob) {
-  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
-  return WriteDurably(absl::StrCat(dir_, "/", kPlansDir),
-                      absl::StrCat(key, kPlanSuffix), Header(kPlanMagic, blob),
-                      blob);
+  return WriteDurably(absl::StrCat(dir_, "/", kPlansDir), PlanFileOf(name),
+                      Header(kPlanMagic, blob), blob);
 }
 
 absl::StatusOr<std::string> NetworkStore::LoadPlan(
-    absl::string_view key) const {
-  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
+    absl::string_view name) const {
   const std::string path =
-      absl::StrCat(dir_, "/", kPlansDir, "/", key, kPlanSuffix);
+      absl::StrCat(dir_, "/", kPlansDir, "/", PlanFileOf(name));
   absl::StatusOr<std::string> contents = ReadFile(path);
   if (absl::IsNotFound(contents.status())) {
-    return absl::NotFoundError(absl::StrCat("no cached plan '", key, "'"));
+    return absl::NotFoundError(
+        absl::StrCat("no cached plan for network '", name, "'"));
   }
   if (!contents.ok()) return contents.status();
   GLINT_RETURN_IF_ERROR(Unframe(*contents, kPlanMagic, path).status());
@@ -463,13 +589,13 @@ absl::StatusOr<std::string> NetworkStore::LoadPlan(
   return contents;
 }
 
-absl::Status NetworkStore::DeletePlan(absl::string_view key) {
-  GLINT_RETURN_IF_ERROR(CheckPlanKey(key));
+absl::Status NetworkStore::DeletePlan(absl::string_view name) {
   const std::string folder = absl::StrCat(dir_, "/", kPlansDir);
-  const std::string path = absl::StrCat(folder, "/", key, kPlanSuffix);
+  const std::string path = absl::StrCat(folder, "/", PlanFileOf(name));
   if (::unlink(path.c_str()) != 0) {
     if (errno == ENOENT) {
-      return absl::NotFoundError(absl::StrCat("no cached plan '", key, "'"));
+      return absl::NotFoundError(
+          absl::StrCat("no cached plan for network '", name, "'"));
     }
     return PosixError("remove", path, errno);
   }

@@ -4,17 +4,25 @@
 // Layout under the store's folder:
 //   LOCK                          held (flock) while a NetworkStore is open
 //   networks/<sha256(name)>.net   one NetworkRecord (proto/store.proto)
-//   plans/<key>.plan              one plan blob
+//   plans/<sha256(name)>.plan     the plan blob of that network, if any
 //   */*.tmp                       a write in progress; removed by Open
-// A network's file is named by the digest of its name because names are
-// arbitrary UTF-8 of any length ('/', "..", 4 KiB...); the name itself is
-// inside the record.
+// A network's files are named by the digest of its name because names are
+// arbitrary UTF-8 of any length ('/', "..", 4 KiB...). A plan belongs to a
+// record: Open removes plans whose network has no record (which a crash
+// between the two deletions of a remove leaves behind).
 //
-// Each file is a 52-byte header then the payload:
-//   magic "GLINTNET" or "GLINTPLN" (8 bytes), format version (uint32 LE, 1),
-//   payload length (uint64 LE), SHA-256 of the payload (32 bytes).
-// A reader checks all four, so a torn, truncated or bit-flipped file is
-// reported as DATA_LOSS instead of being served.
+// A record file (format version 2) is a 56-byte header, the network's name,
+// then the payload:
+//   magic "GLINTNET" (8 bytes), format version (uint32 LE, 2), name length
+//   (uint32 LE), payload length (uint64 LE), SHA-256 of the payload (32).
+// The name comes before the payload and outside its checksum so that a
+// record whose payload is damaged still tells which network it was: its
+// name is checked against the file name (the digest of the name), which no
+// flipped bit survives. A plan file (and a record written before version
+// 2) has no name: a 52-byte header (magic "GLINTPLN" or "GLINTNET",
+// version 1, payload length, digest) then the payload. A reader checks
+// every field, so a torn, truncated or bit-flipped file is reported as
+// DATA_LOSS instead of being served.
 //
 // Durability: a write goes to a temp file in the same folder, which is
 // fsynced, renamed over the final name, and then the folder is fsynced. A
@@ -44,10 +52,22 @@ struct StoredNetwork {
 
 struct StoreEntry {
   std::string file;  // Path of the record, for messages.
+  // The network's name whenever the file tells it, also when the rest is
+  // corrupt (so that the network can be listed as unavailable rather than
+  // vanish); empty when the file cannot say (its header is damaged, it is
+  // an old record without the name outside its payload, or it cannot be
+  // read at all).
+  std::string name;
   // DATA_LOSS naming the file and why when its contents are corrupt; the
   // I/O error (e.g. PERMISSION_DENIED) when it cannot be read at all.
   absl::StatusOr<StoredNetwork> network;
+  // The record's file format: below the current one, Save(network) would
+  // rewrite it in the current format (RestoreNetworks does).
+  uint32_t format_version = 0;
 };
+
+// The format Save writes; StoreEntry::format_version below it is older.
+inline constexpr uint32_t kStoreRecordFormat = 2;
 
 // Thread-safe. Records of different names (plans of different keys) may be
 // saved, loaded and deleted concurrently: each call touches only its own
@@ -56,9 +76,9 @@ struct StoreEntry {
 class NetworkStore {
  public:
   // Opens the store in `dir`, creating it (and missing parents) and its
-  // subfolders if needed, and removes temp files a crash left behind.
-  // FAILED_PRECONDITION if another NetworkStore (in this process or another)
-  // has `dir` open.
+  // subfolders if needed, and removes what a crash left behind: temp files,
+  // and plans whose network has no record. FAILED_PRECONDITION if another
+  // NetworkStore (in this process or another) has `dir` open.
   static absl::StatusOr<std::unique_ptr<NetworkStore>> Open(std::string dir);
 
   ~NetworkStore();
@@ -68,17 +88,20 @@ class NetworkStore {
   const std::string& dir() const { return dir_; }
 
   // Saves `network`, replacing a record of the same name. Durable when it
-  // returns OK. INVALID_ARGUMENT for a name that is empty or not UTF-8, or a
-  // record protobuf cannot encode (2 GiB or more).
+  // returns OK; otherwise the store is as it was (the temp file is
+  // removed). INVALID_ARGUMENT for a name that is empty or not UTF-8, or a
+  // record protobuf cannot encode (2 GiB or more); RESOURCE_EXHAUSTED when
+  // the disk is full or the file exceeds a quota or size limit.
   absl::Status Save(const StoredNetwork& network);
 
   // Deletes the record of `name`, durably when OK. NOT_FOUND if none.
   absl::Status Delete(absl::string_view name);
 
   // Every record, sorted by name, then the unusable ones sorted by file.
-  // Never fails as a whole: a bad record is an entry with an error and does
-  // not stop the others (nor does a folder that cannot be listed: that is
-  // one entry naming the folder).
+  // Never fails as a whole: a bad record is an entry with an error (and its
+  // name when the file still tells it) and does not stop the others (nor
+  // does a folder that cannot be listed: that is one entry naming the
+  // folder).
   std::vector<StoreEntry> LoadAll() const;
 
   // The record of `name`, read from disk on each call: glintd keeps no
@@ -87,14 +110,15 @@ class NetworkStore {
   // failure). NOT_FOUND if none; DATA_LOSS when corrupt.
   absl::StatusOr<StoredNetwork> Load(absl::string_view name) const;
 
-  // Plan cache: opaque blobs by `key`, a lowercase hex digest the caller
-  // computes ([0-9a-f]{1,128}; else INVALID_ARGUMENT). SavePlan replaces,
-  // with the same durability as Save.
-  absl::Status SavePlan(absl::string_view key, absl::string_view blob);
+  // Plan cache: one opaque blob per network, by the network's name. It is
+  // the caller's to save a plan only for a recorded network; one whose
+  // record is missing at the next Open is removed.
+  // SavePlan replaces, with the same durability and errors as Save.
+  absl::Status SavePlan(absl::string_view name, absl::string_view blob);
   // NOT_FOUND when absent, DATA_LOSS when corrupt.
-  absl::StatusOr<std::string> LoadPlan(absl::string_view key) const;
+  absl::StatusOr<std::string> LoadPlan(absl::string_view name) const;
   // NOT_FOUND when absent.
-  absl::Status DeletePlan(absl::string_view key);
+  absl::Status DeletePlan(absl::string_view name);
 
  private:
   NetworkStore(std::string dir, int lock_fd);

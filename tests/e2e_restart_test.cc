@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/digest.h"
 #include "devices/cpu/isa.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -257,6 +261,130 @@ TEST(RestartTest, PrecisionSurvivesARestart) {
   EXPECT_EQ(std::memcmp((*after)[0].tensor.raw_data(), before.raw_data(),
                         before.num_bytes()),
             0);
+}
+
+// Every file under `dir`, relative to it, sorted.
+std::vector<std::string> FilesUnder(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) {
+      files.push_back(std::filesystem::relative(e.path(), dir).string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A record whose payload is damaged on disk (a flipped byte) comes back
+// listed by name, UNAVAILABLE with the reason, on glint.v1 and in `glint
+// list`, until it is removed; the other networks serve as before.
+TEST(RestartTest, ACorruptRecordIsListedUnavailableUntilRemoved) {
+  const std::string store = testing::NewTempDir("store");
+  const std::vector<std::string> args = {"--store_dir=" + store};
+  {
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> d =
+        GlintdProcess::Start(args);
+    ASSERT_TRUE(d.ok()) << d.status();
+    for (int k : {0, 1}) {
+      ASSERT_TRUE((*d)->client()
+                      .AddNetwork(absl::StrCat("net", k),
+                                  testing::MakeMlpModel(1, Width(k), 3))
+                      .ok());
+    }
+  }  // Stopped.
+  const std::string record =
+      absl::StrCat(store, "/networks/", Sha256Hex("net1"), ".net");
+  {
+    std::fstream file(record, std::ios::binary | std::ios::in | std::ios::out);
+    ASSERT_TRUE(file.good()) << record;
+    file.seekg(-20, std::ios::end);  // Inside the model's bytes.
+    char byte = 0;
+    file.read(&byte, 1);
+    file.seekp(-20, std::ios::end);
+    byte ^= 0x10;
+    file.write(&byte, 1);
+    ASSERT_TRUE(file.good());
+  }
+
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> d = GlintdProcess::Start(args);
+  ASSERT_TRUE(d.ok()) << d.status();
+  GlintClient& client = (*d)->client();
+  absl::StatusOr<std::vector<NetworkInfo>> listed = client.ListNetworks();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].name, "net0");
+  EXPECT_TRUE((*listed)[0].unavailable_reason.empty());
+  EXPECT_EQ((*listed)[1].name, "net1");
+  EXPECT_THAT((*listed)[1].unavailable_reason, HasSubstr("checksum mismatch"));
+  EXPECT_THAT((*listed)[1].unavailable_reason, HasSubstr(record));
+  ExpectComputes(client, "net0", 0);
+  absl::StatusOr<std::vector<NamedTensor>> out = client.RunNetwork(
+      "net1", {{"x", Tensor::FromVector(DType::kFloat32, Shape({1, Width(1)}),
+                                        std::vector<float>(Width(1), 1.0f))}});
+  EXPECT_TRUE(absl::IsUnavailable(out.status())) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("checksum mismatch"));
+
+  absl::StatusOr<testing::CommandResult> cli =
+      testing::RunCommand({testing::RunfilePath("client/glint"),
+                           "--server=" + (*d)->address(), "list"},
+                          absl::Seconds(30));
+  ASSERT_TRUE(cli.ok()) << cli.status();
+  EXPECT_EQ(cli->exit_code, 0) << cli->stderr_text;
+  EXPECT_THAT(cli->stdout_text, HasSubstr("network net1\n  UNAVAILABLE: "));
+
+  // Removed, it is gone for good; the name takes a new network.
+  ASSERT_TRUE(client.RemoveNetwork("net1").ok());
+  EXPECT_FALSE(std::filesystem::exists(record));
+  ASSERT_TRUE(
+      client.AddNetwork("net1", testing::MakeMlpModel(1, Width(1), 3)).ok());
+  ExpectComputes(client, "net1", 1);
+}
+
+// A full disk while a network is added, as the kernel reports it to glintd
+// (writes past `prlimit --fsize` fail with EFBIG): AddNetwork fails
+// RESOURCE_EXHAUSTED, glintd keeps serving, and the store is as it was:
+// no temp file, no plan of the failed network, and the restart restores
+// exactly what was there.
+TEST(RestartTest, AFullDiskFailsAnAddAndLeavesTheStoreAsItWas) {
+  const std::string store = testing::NewTempDir("store");
+  const std::vector<std::string> args = {"--store_dir=" + store};
+  std::vector<std::string> before;
+  {
+    absl::StatusOr<std::unique_ptr<GlintdProcess>> d =
+        GlintdProcess::Start(args, absl::Seconds(30), ClientOptions(),
+                             {"/usr/bin/prlimit", "--fsize=1048576"});
+    ASSERT_TRUE(d.ok()) << d.status();
+    GlintClient& client = (*d)->client();
+    ASSERT_TRUE(
+        client.AddNetwork("small", testing::MakeMlpModel(1, Width(0), 3)).ok());
+    before = FilesUnder(store);
+    // 4 MiB of weights, beyond the 1 MiB a file may have.
+    absl::StatusOr<NetworkInfo> big =
+        client.AddNetwork("big", testing::MakeDeepMlpModel(1, 512, 4));
+    EXPECT_TRUE(absl::IsResourceExhausted(big.status())) << big.status();
+    EXPECT_THAT(big.status().message(), HasSubstr("File too large"));
+    EXPECT_EQ(FilesUnder(store), before);
+    ASSERT_TRUE((*d)->CheckHealth(absl::Seconds(10)).ok());
+    ExpectComputes(client, "small", 0);
+    absl::StatusOr<std::vector<NetworkInfo>> listed = client.ListNetworks();
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    ASSERT_EQ(listed->size(), 1u);
+  }
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> again =
+      GlintdProcess::Start(args);
+  ASSERT_TRUE(again.ok()) << again.status();
+  absl::StatusOr<std::vector<NetworkInfo>> listed =
+      (*again)->client().ListNetworks();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].name, "small");
+  EXPECT_TRUE((*listed)[0].unavailable_reason.empty());
+  ExpectComputes((*again)->client(), "small", 0);
+  // And now that the disk has room, the add succeeds.
+  EXPECT_TRUE((*again)
+                  ->client()
+                  .AddNetwork("big", testing::MakeDeepMlpModel(1, 512, 4))
+                  .ok());
 }
 
 }  // namespace

@@ -210,7 +210,8 @@ std::string ChildProcess::Log() const { return ReadAll(log_path_); }
 
 absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
     const std::vector<std::string>& extra_args, absl::Duration timeout,
-    const ClientOptions& client_options) {
+    const ClientOptions& client_options,
+    const std::vector<std::string>& command_prefix) {
   const absl::Time deadline = absl::Now() + timeout;
   const std::string dir = NewTempDir("glintd");
   const std::string port_file = dir + "/port";
@@ -218,9 +219,9 @@ absl::StatusOr<std::unique_ptr<GlintdProcess>> GlintdProcess::Start(
   p->log_path_ = dir + "/glintd.log";
   p->client_options_ = client_options;
 
-  std::vector<std::string> argv = {RunfilePath("runtime/server/glintd"),
-                                   "--listen=127.0.0.1:0",
-                                   "--port_file=" + port_file};
+  std::vector<std::string> argv = command_prefix;
+  argv.insert(argv.end(), {RunfilePath("runtime/server/glintd"),
+                           "--listen=127.0.0.1:0", "--port_file=" + port_file});
   // Each daemon keeps its networks in its own folder unless told where: the
   // default (~/.glint/store) would be shared, and locked, by every daemon.
   bool has_store = false;

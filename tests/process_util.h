@@ -86,11 +86,14 @@ class GlintdProcess {
   // and ListNetworks succeeds. Errors include the tail of glintd's log.
   // `client_options`' TLS settings and token (for a glintd started with
   // --tls_cert or --auth_tokens) serve client() and CheckHealth(); its
-  // timeouts are replaced by the harness's.
+  // timeouts are replaced by the harness's. `command_prefix`, when given,
+  // runs glintd through a program that execs it (`prlimit --fsize=N`, say),
+  // so pid() stays glintd's.
   static absl::StatusOr<std::unique_ptr<GlintdProcess>> Start(
       const std::vector<std::string>& extra_args,
       absl::Duration timeout = absl::Seconds(30),
-      const ClientOptions& client_options = ClientOptions());
+      const ClientOptions& client_options = ClientOptions(),
+      const std::vector<std::string>& command_prefix = {});
 
   ~GlintdProcess();
 

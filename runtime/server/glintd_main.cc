@@ -80,6 +80,10 @@ int Run() {
   sigaddset(&shutdown_signals, SIGINT);
   sigaddset(&shutdown_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
+  // A file size limit (ulimit -f) makes a store write fail with EFBIG,
+  // answered RESOURCE_EXHAUSTED like a full disk, instead of SIGXFSZ
+  // killing the daemon with every network in it.
+  signal(SIGXFSZ, SIG_IGN);
 
   absl::StatusOr<GlintServerOptions> options = GlintServerOptionsFromFlags();
   if (!options.ok()) {
