@@ -132,8 +132,8 @@ class DeviceManager {
   // items interleave on the device, the most urgent ready first
   // (options.priority); a view waiting for an event holds up no other.
   // Query/Synchronize/status/ClearError concern the view's own items; its
-  // launches are checked with options.launch_check. Destroy the view once
-  // its work is done. UNAVAILABLE once stopped.
+  // launches and copies are checked with options.work_check. Destroy the
+  // view once its work is done. UNAVAILABLE once stopped.
   virtual absl::StatusOr<std::unique_ptr<Stream>> OpenSharedStream(
       SharedStreamOptions options) = 0;
 

@@ -42,8 +42,8 @@ class SharedStream::View : public Stream {
   }
   absl::Status status() const override { return stream_->Status(*queue_); }
   absl::Status ClearError() override { return stream_->Clear(*queue_); }
-  absl::Status CheckLaunch() const override {
-    return queue_->launch_check ? queue_->launch_check() : absl::OkStatus();
+  absl::Status CheckWork() const override {
+    return queue_->work_check ? queue_->work_check() : absl::OkStatus();
   }
   void BeginBatch() override { stream_->Hold(queue_, true); }
   void EndBatch() override { stream_->Hold(queue_, false); }
@@ -103,8 +103,8 @@ SharedStream::~SharedStream() {
 }
 
 std::unique_ptr<Stream> SharedStream::OpenView(SharedStreamOptions options) {
-  auto queue = std::make_shared<Queue>(options.priority,
-                                       std::move(options.launch_check));
+  auto queue =
+      std::make_shared<Queue>(options.priority, std::move(options.work_check));
   {
     absl::MutexLock lock(&mu_);
     // Forget the queues of views gone, so that the list stays as long as

@@ -87,7 +87,7 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   SharedStream& operator=(const SharedStream&) = delete;
 
   // A view for one user (see the class comment); its priority() and
-  // CheckLaunch() come from `options`. Destroy it, as any stream, only once
+  // CheckWork() come from `options`. Destroy it, as any stream, only once
   // its work is done.
   std::unique_ptr<Stream> OpenView(SharedStreamOptions options);
 
@@ -115,9 +115,9 @@ class SharedStream : public std::enable_shared_from_this<SharedStream> {
   // stream's mu_ (which the annotations cannot name from here).
   struct Queue {
     Queue(int priority, std::function<absl::Status()> check)
-        : priority(priority), launch_check(std::move(check)) {}
+        : priority(priority), work_check(std::move(check)) {}
     const int priority;
-    const std::function<absl::Status()> launch_check;
+    const std::function<absl::Status()> work_check;
     std::deque<Item> items;  // Pending, oldest first; not the running one.
     // Its next item is running, ready to run or waiting for an event:
     // nothing else of the view may start meanwhile.

@@ -37,7 +37,7 @@ std::unique_ptr<Stream> View(SharedStream& stream, int priority = 0,
                              std::function<absl::Status()> check = nullptr) {
   SharedStreamOptions options;
   options.priority = priority;
-  options.launch_check = std::move(check);
+  options.work_check = std::move(check);
   return stream.OpenView(std::move(options));
 }
 
@@ -462,7 +462,7 @@ TEST(SharedStreamTest, ClearErrorRefusesWhileTheViewHasWorkPending) {
   EXPECT_TRUE(a->Synchronize().ok());
 }
 
-TEST(SharedStreamTest, PriorityDeviceAndLaunchCheckAreTheViews) {
+TEST(SharedStreamTest, PriorityDeviceAndWorkCheckAreTheViews) {
   auto shared = NewShared(3);
   std::unique_ptr<Stream> urgent =
       View(*shared, 5, [] { return absl::CancelledError("not wanted"); });
@@ -470,8 +470,8 @@ TEST(SharedStreamTest, PriorityDeviceAndLaunchCheckAreTheViews) {
   EXPECT_EQ(urgent->priority(), 5);
   EXPECT_EQ(urgent->device_id(), 3);
   EXPECT_EQ(plain->priority(), 0);
-  EXPECT_EQ(urgent->CheckLaunch().code(), absl::StatusCode::kCancelled);
-  EXPECT_TRUE(plain->CheckLaunch().ok());
+  EXPECT_EQ(urgent->CheckWork().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(plain->CheckWork().ok());
 }
 
 TEST(SharedStreamTest, StopFailsPendingAndLaterWorkAndNeverHangs) {

@@ -85,13 +85,14 @@ class Stream {
   virtual absl::Status ClearError() = 0;
 
   // A check the device makes right before a launch of this stream starts
-  // computing, after any wait for the device's compute engine: an error
-  // fails the launch (and so the stream, or the view) without computing. A
-  // run that is cancelled or shut down then stops even where its launch was
-  // already queued behind other runs' work. Per view of a shared stream:
-  // given when the view is opened (SharedStreamOptions::launch_check);
+  // computing and before a copy starts moving bytes, after any wait for the
+  // device's compute or copy engine: an error fails the item (and so the
+  // stream, or the view) without doing it. A run that is cancelled or shut
+  // down then stops even where its work was already queued behind other
+  // runs' (on a slow link, their copies). Per view of a shared stream:
+  // given when the view is opened (SharedStreamOptions::work_check);
   // other streams have none.
-  virtual absl::Status CheckLaunch() const { return absl::OkStatus(); }
+  virtual absl::Status CheckWork() const { return absl::OkStatus(); }
 
   // Items enqueued between BeginBatch() and EndBatch() start no earlier
   // than EndBatch(): a user that enqueues a run's work item by item (the
@@ -128,10 +129,10 @@ struct SharedStreamOptions {
   // launches meet other streams' at the compute engine with it. What the
   // view's Stream::priority() says.
   int priority = 0;
-  // Stream::CheckLaunch of the view: checked right before each of its
-  // launches computes. Null: none. Called on a device thread; must not
-  // block.
-  std::function<absl::Status()> launch_check;
+  // Stream::CheckWork of the view: checked right before each of its
+  // launches computes and each of its copies moves bytes. Null: none. Called on
+  // a device thread; must not block.
+  std::function<absl::Status()> work_check;
 };
 
 // A stream backed by one host worker thread: the simulated devices' stream.

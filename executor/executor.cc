@@ -370,16 +370,16 @@ void PickReplica(RunState& run) {
 // stream, with the run's priority. Runs share the stream (so a device's
 // threads do not grow with the runs in flight) but each view is an error
 // scope of its own, so one run's failure never poisons another's. Each
-// view checks, right before each of its launches computes, that the run is
-// still wanted: a launch queued behind other runs' work is skipped once
-// this run is cancelled or late.
+// view checks, right before each of its launches computes and each of its
+// copies moves bytes, that the run is still wanted: work queued behind
+// other runs' is skipped once this run is cancelled, late or shut down.
 absl::Status OpenStreams(RunState& run) {
   const ReplicaRouting& routing = run.routing();
   run.streams.reserve(routing.devices.size());
   for (size_t d = 0; d < routing.devices.size(); ++d) {
     SharedStreamOptions options;
     options.priority = run.request.priority;
-    options.launch_check = [request = &run.request] {
+    options.work_check = [request = &run.request] {
       return CheckRunnable(*request);
     };
     absl::StatusOr<std::unique_ptr<Stream>> stream =
@@ -593,7 +593,7 @@ void EnqueuePartitions(RunState& run) {
       StreamSlice s(
           run, d, [&] { return absl::StrCat("partition ", p.name); },
           "compute");
-      // The view's launch check (OpenStreams) runs right before the launch
+      // The view's work check (OpenStreams) runs right before the launch
       // computes: a run cancelled or late by then skips this partition and
       // all after it. A timed run's launch is timed from here.
       if (run.timed()) {

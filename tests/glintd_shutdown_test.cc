@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
@@ -154,6 +155,132 @@ TEST(ShutdownWhileBusyTest, ExitsPromptlyWithSlowRunsInFlight) {
     unavailable += c == absl::StatusCode::kUnavailable;
   }
   EXPECT_GT(unavailable, 0);
+}
+
+// Waits (bounded) until `runs` runs of `network` are admitted and in
+// flight at once, as GetStatistics reports: a condition, polled.
+absl::Status AwaitRunsInFlight(GlintClient& client, const std::string& network,
+                               int runs) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  int in_flight = -1, queued = -1;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<ServingStatistics> stats = client.GetStatistics(network);
+    if (stats.ok() && !stats->networks.empty()) {
+      in_flight = stats->networks[0].in_flight;
+      queued = stats->networks[0].queue_depth;
+      if (in_flight >= runs) return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("never ", runs, " runs in flight; last: ", in_flight,
+                   ", queued ", queued));
+}
+
+// What SIGTERM did to a busy glintd.
+struct Stopped {
+  absl::Status arrived;      // Whether the runs were in flight first.
+  absl::StatusOr<int> code;  // Its exit code.
+  absl::Duration took;       // From the signal to its exit.
+};
+
+// Sends SIGTERM once `runs` runs of `network` are in flight (or once that
+// wait gives up: the clients must end either way), then waits for glintd to
+// exit and for `clients` to end.
+Stopped StopWhenInFlight(GlintdProcess& d, const std::string& network, int runs,
+                         std::vector<std::thread>& clients) {
+  Stopped stopped;
+  stopped.arrived = AwaitRunsInFlight(d.client(), network, runs);
+  const absl::Time signalled = absl::Now();
+  stopped.code = d.Stop(SIGTERM, absl::Seconds(20));
+  stopped.took = absl::Now() - signalled;
+  for (std::thread& t : clients) t.join();
+  return stopped;
+}
+
+// `clients` threads each send one run of `network` (input "x" of `width`
+// floats) and keep its status code.
+std::vector<std::thread> SendRuns(const std::string& address,
+                                  const std::string& network, int64_t width,
+                                  std::vector<absl::StatusCode>& codes) {
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    clients.emplace_back([&address, &network, &codes, width, i] {
+      GlintClient client(GlintClient::CreateChannel(address), ClientOptions());
+      std::vector<float> x(width, 0.5f);
+      absl::StatusOr<std::vector<NamedTensor>> out = client.RunNetwork(
+          network,
+          {{"x",
+            Tensor::FromVector<float>(DType::kFloat32, Shape({1, width}), x)}},
+          {}, absl::Seconds(120));
+      codes[i] = out.status().code();
+    });
+  }
+  return clients;
+}
+
+// A slow link (1 MB/s) with 80 runs or more in flight, each with a 1 MiB
+// input to copy in (~1 s each, over a minute in all): on SIGTERM their
+// queued copies are skipped, not waited out, so glintd exits promptly even
+// with a grace of 30 s, in which it would otherwise have waited for them.
+TEST(ShutdownWhileBusyTest, QueuedCopiesOnASlowLinkAreSkipped) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> d = GlintdProcess::Start(
+      {"--devices=sim:link_gbps=0.001", "--max_active_runs=100",
+       "--max_concurrent_executions=100", "--shutdown_grace=30s"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  constexpr int64_t kWidth = 256 * 1024;  // 1 MiB of float32.
+  ASSERT_TRUE((*d)->client()
+                  .AddNetwork("wide", testing::MakeMlpModel(1, kWidth, 1))
+                  .ok());
+  const std::string address = (*d)->address();
+  std::vector<absl::StatusCode> codes(100, absl::StatusCode::kOk);
+  std::vector<std::thread> clients = SendRuns(address, "wide", kWidth, codes);
+  // The premise: enough of them in flight that their copies alone would
+  // take far longer than the bound below.
+  const Stopped stopped = StopWhenInFlight(**d, "wide", 80, clients);
+  ASSERT_TRUE(stopped.arrived.ok()) << stopped.arrived;
+  ASSERT_TRUE(stopped.code.ok()) << stopped.code.status();
+  EXPECT_EQ(*stopped.code, 0) << (*d)->Log();
+  std::cout << "glintd exited " << absl::FormatDuration(stopped.took)
+            << " after SIGTERM with 100 runs copying on a 1 MB/s link\n";
+  EXPECT_LT(stopped.took, absl::Seconds(5)) << (*d)->Log();
+  EXPECT_THAT((*d)->Log(), ::testing::Not(::testing::HasSubstr("overran")));
+  int unavailable = 0;
+  for (absl::StatusCode c : codes) {
+    EXPECT_TRUE(c == absl::StatusCode::kOk ||
+                c == absl::StatusCode::kUnavailable)
+        << absl::StatusCodeToString(c);
+    unavailable += c == absl::StatusCode::kUnavailable;
+  }
+  EXPECT_GT(unavailable, 50);
+}
+
+// A launch already computing cannot be cut short (a single ~30 s layer on
+// a device of 10 kFLOP/s): glintd still exits within its grace plus 1 s,
+// the run's call cancelled when the grace ends.
+TEST(ShutdownWhileBusyTest, ExitsWithinGracePlusOneSecondWhateverTheDevice) {
+  absl::StatusOr<std::unique_ptr<GlintdProcess>> d = GlintdProcess::Start(
+      {"--devices=sim:compute_gflops=0.00001", "--shutdown_grace=1s"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE((*d)->client()
+                  .AddNetwork("stuck", testing::MakeMlpModel(1, 512, 256))
+                  .ok());
+  const std::string address = (*d)->address();
+  std::vector<absl::StatusCode> codes(1, absl::StatusCode::kOk);
+  std::vector<std::thread> clients = SendRuns(address, "stuck", 512, codes);
+  const Stopped stopped = StopWhenInFlight(**d, "stuck", 1, clients);
+  ASSERT_TRUE(stopped.arrived.ok()) << stopped.arrived;
+  ASSERT_TRUE(stopped.code.ok()) << stopped.code.status();
+  EXPECT_EQ(*stopped.code, 0) << (*d)->Log();
+  std::cout << "glintd exited " << absl::FormatDuration(stopped.took)
+            << " after SIGTERM with a launch of ~30 s computing\n";
+  // The bound is 2 s; the rest is the margin of a loaded machine.
+  EXPECT_LT(stopped.took, absl::Seconds(4)) << (*d)->Log();
+  EXPECT_GE(stopped.took, absl::Seconds(1));  // The grace was given.
+  EXPECT_THAT((*d)->Log(), ::testing::HasSubstr("shutdown overran"));
+  EXPECT_TRUE(codes[0] == absl::StatusCode::kUnavailable ||
+              codes[0] == absl::StatusCode::kCancelled)
+      << absl::StatusCodeToString(codes[0]);
 }
 
 }  // namespace

@@ -988,30 +988,40 @@ TEST_P(DeviceConformanceTest, SharedStreamViewsKeepTheirErrorsApart) {
   EXPECT_EQ(Values(yf), ReluExpected(xf));
 }
 
-TEST_P(DeviceConformanceTest, ASharedViewsLaunchCheckStopsOnlyItsLaunches) {
+TEST_P(DeviceConformanceTest, ASharedViewsWorkCheckStopsOnlyItsWork) {
   auto device = NewDevice(0);
   ASSERT_NE(device, nullptr);
   constexpr int kN = 4;
   std::unique_ptr<LoadedFunction> relu = LoadRelu(*device, kN);
   ASSERT_NE(relu, nullptr);
   SharedStreamOptions unwanted;
-  unwanted.launch_check = [] { return absl::CancelledError("not wanted"); };
-  auto refused = device->OpenSharedStream(std::move(unwanted));
+  unwanted.work_check = [] { return absl::CancelledError("not wanted"); };
+  auto refused = device->OpenSharedStream(unwanted);
+  auto refused_launch = device->OpenSharedStream(unwanted);
   auto wanted = device->OpenSharedStream({});
-  ASSERT_TRUE(refused.ok() && wanted.ok());
+  ASSERT_TRUE(refused.ok() && refused_launch.ok() && wanted.ok());
   const std::vector<float> xs = Iota(kN, -1);
   Tensor x = HostTensor(xs), y_refused, y_wanted;
   DeviceTensor dx, dy_refused, dy_wanted;
   device->CopyToDevice(**wanted, &x, &dx);
   Event copied;
   (*wanted)->Record(copied);
+  // A refused copy moves no bytes: the caller's memory keeps its values.
+  Tensor untouched = HostTensor(std::vector<float>(kN, 42.0f));
+  Tensor copied_back;
   (*refused)->Wait(copied);
-  device->Launch(**refused, *relu, {&dx}, {&dy_refused});
-  device->CopyToHost(**refused, &dy_refused, &y_refused);
+  device->CopyToHostInto(**refused, &dx, untouched, &copied_back);
+  // A refused launch never computes.
+  (*refused_launch)->Wait(copied);
+  device->Launch(**refused_launch, *relu, {&dx}, {&dy_refused});
+  device->CopyToHost(**refused_launch, &dy_refused, &y_refused);
   device->Launch(**wanted, *relu, {&dx}, {&dy_wanted});
   device->CopyToHost(**wanted, &dy_wanted, &y_wanted);
   EXPECT_EQ((*refused)->Synchronize().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ((*refused_launch)->Synchronize().code(),
+            absl::StatusCode::kCancelled);
   ASSERT_TRUE((*wanted)->Synchronize().ok());
+  EXPECT_EQ(Values(untouched), std::vector<float>(kN, 42.0f));
   EXPECT_EQ(dy_refused.buffer, nullptr);  // It never computed.
   EXPECT_EQ(y_refused.raw_data(), nullptr);
   EXPECT_EQ(Values(y_wanted), ReluExpected(xs));

@@ -311,12 +311,11 @@ void FaultInjectingDevice::Launch(Stream& stream,
   if (faults.launch_delay > absl::ZeroDuration()) {
     // A slow device, not a synchronisation aid: Stop() cuts it short. Slow
     // compute: on a shared stream it holds the compute thread.
-    // Part of the launch, so the stream's launch check comes first: a run
+    // Part of the launch, so the stream's work check comes first: a run
     // no longer wanted does not wait out the delay.
     StreamInternal::EnqueueLaunch(
-        stream,
-        [this, &stream, delay = faults.launch_delay]() -> absl::Status {
-          GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
+        stream, [this, &stream, delay = faults.launch_delay]() -> absl::Status {
+          GLINT_RETURN_IF_ERROR(stream.CheckWork());
           absl::MutexLock lock(&mu_);
           if (mu_.AwaitWithTimeout(absl::Condition(&stopped_), delay)) {
             return absl::UnavailableError(

@@ -44,7 +44,7 @@ struct FaultOptions {
   // through --devices.
   int64_t kill_at_launch = 0;
   // Every launch is preceded on its stream by an item that takes this long
-  // (a simulated slow device), after the stream's launch check (a run no
+  // (a simulated slow device), after the stream's work check (a run no
   // longer wanted skips it). Cut short, with UNAVAILABLE, by Stop/Kill.
   absl::Duration launch_delay = absl::ZeroDuration();
   // The device is dead from the start (as after Kill()).

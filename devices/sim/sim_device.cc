@@ -472,9 +472,12 @@ uint64_t SimDevice::AvailableMemory() const {
   return config_.memory_bytes - used_bytes_;
 }
 
-absl::Status SimDevice::TimedCopy(size_t bytes,
+absl::Status SimDevice::TimedCopy(const Stream& stream, size_t bytes,
                                   const std::function<void()>& copy) {
   absl::MutexLock engine(&copy_engine_);
+  // After the wait for the engine, which on a slow link may be long: a run
+  // no longer wanted (shut down, say) moves no bytes.
+  GLINT_RETURN_IF_ERROR(stream.CheckWork());
   const absl::Time start = absl::Now();
   copy();
   WaitOutModel(start, timing_.CopyTime(bytes));
@@ -483,7 +486,7 @@ absl::Status SimDevice::TimedCopy(size_t bytes,
 
 void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
                              DeviceTensor* dst) {
-  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
     const size_t bytes = src->num_bytes();
     // A kept buffer is reused when large enough; a larger input (a shape
     // per request) replaces it, as DeviceManager promises.
@@ -498,7 +501,7 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
     }
     dst->dtype = src->dtype();
     dst->shape = src->shape();
-    return TimedCopy(bytes, [&] {
+    return TimedCopy(stream, bytes, [&] {
       if (bytes > 0) std::memcpy(to, src->raw_data(), bytes);
     });
   });
@@ -506,7 +509,7 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
 
 void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
                            Tensor* dst) {
-  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
     if (src->buffer == nullptr) {
       return absl::InternalError("copy from a device tensor with no buffer");
     }
@@ -517,7 +520,7 @@ void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
     GLINT_ASSIGN_OR_RETURN(
             *dst, Tensor::CreateUninitialized(src->dtype, src->shape));
     const size_t bytes = dst->num_bytes();
-    return TimedCopy(bytes, [&] {
+    return TimedCopy(stream, bytes, [&] {
       if (bytes > 0) std::memcpy(dst->raw_data(), from, bytes);
     });
   });
@@ -526,7 +529,8 @@ void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
 void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
                                Tensor into, Tensor* dst) {
   StreamInternal::Enqueue(
-      stream, [this, src, into = std::move(into), dst]() -> absl::Status {
+      stream,
+      [this, &stream, src, into = std::move(into), dst]() -> absl::Status {
         if (src->buffer == nullptr) {
           return absl::InternalError(
               "copy from a device tensor with no buffer");
@@ -546,7 +550,7 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
             *dst, Tensor::CreateUninitialized(src->dtype, src->shape));
         }
         const size_t bytes = dst->num_bytes();
-        return TimedCopy(bytes, [&] {
+        return TimedCopy(stream, bytes, [&] {
           if (bytes > 0) std::memcpy(dst->raw_data(), from, bytes);
         });
       });
@@ -554,7 +558,7 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
 
 void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
                              DeviceTensor* dst) {
-  StreamInternal::Enqueue(stream, [this, src, dst]() -> absl::Status {
+  StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
     if (src->buffer == nullptr) {
       return absl::InternalError("peer copy from a tensor with no buffer");
     }
@@ -575,7 +579,7 @@ void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
       return absl::InternalError(
           "peer copy to a buffer of another device type");
     }
-    return TimedCopy(bytes, [&] {
+    return TimedCopy(stream, bytes, [&] {
       if (bytes > 0) std::memcpy(to, from, bytes);
     });
   });
@@ -624,7 +628,7 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
         memory.resolve = &SimDevice::HostAddress;
         const absl::Status s =
             compute_engine_.Run(priority, [&]() -> absl::Status {
-              GLINT_RETURN_IF_ERROR(stream.CheckLaunch());
+              GLINT_RETURN_IF_ERROR(stream.CheckWork());
               const absl::Time start = absl::Now();
               absl::Status result = loaded->cpu_function().Execute(
                   memory, inputs, outputs, profile);

@@ -160,9 +160,10 @@ class SimDevice : public DeviceManager {
   // The shared stream, made on first use.
   std::shared_ptr<SharedStream> Shared() ABSL_LOCKS_EXCLUDED(streams_mu_);
   void ForgetStream(const HostStream* stream) ABSL_LOCKS_EXCLUDED(streams_mu_);
-  // Runs a copy of `bytes` on the copy engine, taking at least the
-  // modelled time.
-  absl::Status TimedCopy(size_t bytes, const std::function<void()>& copy)
+  // Runs a copy of `bytes` enqueued on `stream` on the copy engine, taking
+  // at least the modelled time, once the stream's work check passes.
+  absl::Status TimedCopy(const Stream& stream, size_t bytes,
+                         const std::function<void()>& copy)
       ABSL_LOCKS_EXCLUDED(copy_engine_);
 
   const int id_;

@@ -249,6 +249,9 @@ void GlintServer::Shutdown() {
     shut_down_ = true;
   }
   const absl::Time start = absl::Now();
+  // One deadline for the whole shutdown: the time the runs take to stop
+  // comes out of the calls' grace, not on top of it.
+  const absl::Time deadline = start + options_.shutdown_grace;
   ready_.store(false);
   if (server_ != nullptr) {
     server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now.
@@ -264,8 +267,7 @@ void GlintServer::Shutdown() {
     if (http_server_ != nullptr) http_server_->Stop();
   });
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() +
-                      absl::ToChronoMilliseconds(options_.shutdown_grace));
+    server_->Shutdown(absl::ToChronoTime(deadline));
   }
   http_stop.join();
   GLINT_LOG_INFO("stopped serving in {}",

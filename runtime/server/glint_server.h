@@ -67,7 +67,8 @@ struct GlintServerOptions {
   // The grpc.health.v1 service that is SERVING while the process answers
   // (liveness); empty: none.
   std::string liveness_service = "liveness";
-  // How long RPCs in progress get to finish once Shutdown begins.
+  // How long RPCs in progress get to finish once Shutdown begins (from
+  // its start, whatever the runs and devices are doing meanwhile).
   absl::Duration shutdown_grace = absl::Seconds(5);
 };
 
@@ -102,10 +103,12 @@ class GlintServer {
   bool ready() const { return ready_.load(); }
 
   // What SIGINT/SIGTERM do: health says NOT_SERVING, new calls and runs are
-  // refused, queued runs fail, runs in flight stop before their next
-  // partition and imports in progress are killed (all UNAVAILABLE); calls
-  // in progress get `shutdown_grace` to end, then are cancelled. Returns
-  // once both ports have stopped. Idempotent.
+  // refused, queued runs fail, runs in flight stop before their next launch
+  // or copy and imports in progress are killed (all UNAVAILABLE); calls in
+  // progress get until `shutdown_grace` after the start of Shutdown to end,
+  // then are cancelled. Returns once both ports have stopped, which an item
+  // already running on a device (one launch, one copy) may delay: glintd's
+  // main bounds the whole exit by the grace plus 1 s. Idempotent.
   void Shutdown() ABSL_LOCKS_EXCLUDED(shutdown_mu_);
 
  private:

@@ -8,6 +8,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "devices/device_spec.h"
 #include "runtime/server/common/kernel_threads.h"
@@ -128,6 +129,11 @@ ABSL_FLAG(std::string, liveness_service, "liveness",
           "loaded, for readiness. Empty: none.");
 ABSL_FLAG(int, repository_poll_secs, 15,
           "Seconds between two scans of --model_repository in poll mode.");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
+          "On SIGTERM/SIGINT: how long calls in progress get to end before "
+          "they are cancelled; glintd exits within this plus 1 s whatever "
+          "its devices are doing (set it below the orchestrator's, e.g. "
+          "Kubernetes' terminationGracePeriodSeconds).");
 
 namespace glint {
 namespace {
@@ -181,6 +187,12 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.core.repository_poll =
       absl::Seconds(absl::GetFlag(FLAGS_repository_poll_secs));
   options.liveness_service = absl::GetFlag(FLAGS_liveness_service);
+  options.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  if (options.shutdown_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shutdown_grace must not be negative; got ",
+                     absl::FormatDuration(options.shutdown_grace)));
+  }
   absl::StatusOr<ModelControlMode> mode =
       ParseModelControlMode(absl::GetFlag(FLAGS_model_control_mode));
   if (!mode.ok()) {

@@ -30,6 +30,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -37,6 +38,8 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "devices/device_spec.h"
@@ -95,6 +98,7 @@ int Run() {
     GLINT_LOG_ERROR("--http_port_file needs HTTP on (--http_listen)");
     return 1;
   }
+  const absl::Duration grace = options->shutdown_grace;
   absl::StatusOr<std::unique_ptr<GlintServer>> server =
       GlintServer::BuildAndStart(*std::move(options));
   if (!server.ok()) {
@@ -114,6 +118,20 @@ int Run() {
   int signal = 0;
   sigwait(&shutdown_signals, &signal);
   GLINT_LOG_INFO("received signal {}; shutting down", signal);
+  // The promise to an orchestrator: gone within the grace plus 1 s. The
+  // shutdown stops runs before their next launch or copy, but an item
+  // already running on a device (one long launch) cannot be cut short; if
+  // that, or anything else, holds the exit up past the bound, the process
+  // ends here. Nothing is lost: every acknowledged AddNetwork is on disk
+  // and the runs still in flight were answered when gRPC's grace ended.
+  const absl::Duration bound = grace + absl::Seconds(1);
+  std::thread([bound] {
+    absl::SleepFor(bound);
+    GLINT_LOG_ERROR("shutdown overran its bound ({}); exiting now",
+                    absl::FormatDuration(bound));
+    std::fflush(nullptr);  // The log is stdout.
+    std::_Exit(0);
+  }).detach();
   (*server)->Shutdown();
   server->reset();
   GLINT_LOG_INFO("glintd stopped");
