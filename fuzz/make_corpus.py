@@ -666,6 +666,61 @@ def placement_seeds():
             for i, plan in enumerate(PLACEMENTS)]
 
 
+def varint(n):
+    out = b""
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([byte | 0x80])
+        else:
+            return out + bytes([byte])
+
+
+def store_record(name, model, options=b"", version=1):
+    """A glint.store.v1.NetworkRecord, encoded by hand (proto/store.proto)."""
+    def field(number, data):
+        return bytes([number << 3 | 2]) + varint(len(data)) + data
+    record = b"\x08" + varint(version) + field(2, name) + field(3, model)
+    return record + (field(4, options) if options else b"")
+
+
+def store_record_seeds():
+    """Record files of the network network_store_fuzzer names (store/
+    network_store.h): both formats, good and damaged."""
+    import struct
+    name = b"fuzzed network"
+
+    def format1(payload):
+        return (b"GLINTNET" + struct.pack("<IQ", 1, len(payload)) +
+                hashlib.sha256(payload).digest() + payload)
+
+    def format2(payload, header_name=name):
+        return (b"GLINTNET" +
+                struct.pack("<IIQ", 2, len(header_name), len(payload)) +
+                hashlib.sha256(payload).digest() + header_name + payload)
+
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])]))
+    model = model.SerializeToString()
+    good = format2(store_record(name, model, b"\x10\x01"))
+    flipped = bytearray(good)
+    flipped[-3] ^= 0x10
+    return [
+        ("format2", good),
+        ("format2_empty_model", format2(store_record(name, b""))),
+        ("format1", format1(store_record(name, model))),
+        ("format2_other_name", format2(store_record(b"other", b"m"))),
+        ("format2_record_version2",
+         format2(store_record(name, b"m", version=2))),
+        ("truncated", good[:len(good) // 2]),
+        ("flipped", bytes(flipped)),
+        ("header_only", good[:56]),
+    ]
+
+
 def main():
     tests = node_tests()
     if not tests:
@@ -682,6 +737,7 @@ def main():
     write_target("rest_request_fuzzer", rest_request_seeds(tests))
     write_target("device_spec_fuzzer", device_spec_seeds())
     write_target("placement_fuzzer", placement_seeds())
+    write_target("network_store_fuzzer", store_record_seeds())
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ TARGETS=(
   "rest_request_fuzzer //runtime/server/http:rest_request_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
   "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"
+  "network_store_fuzzer //store:network_store_fuzzer 4096"
 )
 
 want=${1:-all}
