@@ -34,7 +34,7 @@ namespace glint {
 struct RunTimings {
   // Network inputs host->device, and producers' outputs peer-copied in.
   int64_t input_ns = 0;
-  // The partitions' launches, from the pre-work check (after the inputs
+  // The partitions' launches, from the pre-launch check (after the inputs
   // are in) to the launch's end: includes waiting for the device's compute
   // engine behind other runs.
   int64_t compute_ns = 0;

@@ -186,7 +186,7 @@ class HostManager {
   std::vector<DeviceStatistics> GetDeviceStatistics() const;
 
   // Refuses new runs and adds (UNAVAILABLE), fails the queued runs, stops
-  // the in-flight ones before their next partition (UNAVAILABLE; a
+  // the in-flight ones before their next launch or copy (UNAVAILABLE; a
   // partition already computing finishes) and waits for them. Called by
   // glintd on SIGINT/SIGTERM; idempotent.
   void Shutdown();

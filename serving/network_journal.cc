@@ -84,15 +84,16 @@ void ListUnavailable(HostManager& host, const std::string& name,
   if (listed.ok()) {
     ++report.unavailable;
   } else {
-    GLINT_LOG_ERROR("cannot list network '{}' of {}: {}", name, file,
-                    listed.ToString());
-    ++report.unreadable;
+    // ALREADY_EXISTS: a client added the name while the restore ran, and
+    // its network replaced the record.
+    GLINT_LOG_WARN("network '{}' of {} is not listed: {}", name, file,
+                   listed.ToString());
   }
 }
 
 }  // namespace
 
-RestoreReport RestoreNetworks(NetworkStore& store, HostManager& host) {
+RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host) {
   RestoreReport report;
   for (const StoreEntry& entry : store.LoadAll()) {
     if (!entry.network.ok()) {
@@ -108,14 +109,6 @@ RestoreReport RestoreNetworks(NetworkStore& store, HostManager& host) {
       continue;
     }
     const StoredNetwork& stored = *entry.network;
-    if (entry.format_version < kStoreRecordFormat) {
-      // Rewritten with its name outside the payload, so that damage to
-      // the payload no longer loses which network it was.
-      if (absl::Status s = store.Save(stored); !s.ok()) {
-        GLINT_LOG_WARN("cannot rewrite {} in the current format: {}",
-                       entry.file, s.ToString());
-      }
-    }
     v1::AddNetworkOptions proto;
     absl::StatusOr<AddNetworkOptions> options =
         proto.ParseFromString(stored.options)

@@ -40,17 +40,16 @@ struct RestoreReport {
   // (a model that no longer imports or fits, a corrupt record).
   int unavailable = 0;
   // Records that do not even tell their network's name (a damaged header,
-  // or a record from before the store's format 2): logged with the file
-  // and reason.
+  // or a damaged record of format 1, from before the store named them):
+  // logged with the file and reason.
   int unreadable = 0;
 };
 
 // Re-adds every network `store` holds to `host` (HostManager::
 // RestoreNetwork), each independently: one that fails is listed with its
 // reason (HostManager::RestoreUnavailable when its record is corrupt but
-// names it) and never stops the others. Rewrites records of an older format
-// in the current one.
-RestoreReport RestoreNetworks(NetworkStore& store, HostManager& host);
+// names it) and never stops the others.
+RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host);
 
 }  // namespace glint
 

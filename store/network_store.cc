@@ -392,23 +392,42 @@ absl::Status RemoveFile(const std::string& path) {
   return absl::OkStatus();
 }
 
-// Removes the plans whose network has no record. Unsynced, like the temp
-// files: if the unlink is lost, the next Open removes them again.
-absl::Status RemoveOrphanPlans(const std::string& dir) {
+// Removes the plans whose network has no record. Best effort: a plan left
+// costs disk space, nothing else, so an error here never stops a store from
+// opening. Unsynced, like the temp files: if the unlink is lost, the next
+// Open removes them again.
+void RemoveOrphanPlans(const std::string& dir) {
   const std::string plans = absl::StrCat(dir, "/", kPlansDir);
-  GLINT_ASSIGN_OR_RETURN(std::vector<std::string> files,
-                         ListFiles(plans, kPlanSuffix));
-  for (const std::string& file : files) {
+  absl::StatusOr<std::vector<std::string>> files =
+      ListFiles(plans, kPlanSuffix);
+  if (!files.ok()) return;
+  for (const std::string& file : *files) {
     const absl::string_view digest =
         absl::string_view(file).substr(0, file.size() - kPlanSuffix.size());
     const std::string record =
         absl::StrCat(dir, "/", kNetworksDir, "/", digest, kNetworkSuffix);
     struct stat st;
-    if (::stat(record.c_str(), &st) == 0) continue;
-    if (errno != ENOENT) return PosixError("stat", record, errno);
-    GLINT_RETURN_IF_ERROR(RemoveFile(absl::StrCat(plans, "/", file)));
+    if (::stat(record.c_str(), &st) != 0 && errno == ENOENT) {
+      RemoveFile(absl::StrCat(plans, "/", file)).IgnoreError();
+    }
   }
-  return absl::OkStatus();
+}
+
+// The format version field of the record at `path`, reading only the
+// header's first 12 bytes; 0 when it cannot be read.
+uint32_t FormatVersionOf(const std::string& path) {
+  ScopedFd fd(OpenFile(path, O_RDONLY));
+  if (fd.get() < 0) return 0;
+  char header[12];
+  size_t size = 0;
+  while (size < sizeof(header)) {
+    const ssize_t n = ::read(fd.get(), header + size, sizeof(header) - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    size += static_cast<size_t>(n);
+  }
+  return static_cast<uint32_t>(
+      GetLittleEndian(absl::string_view(header + 8, 4)));
 }
 
 std::string PlanFileOf(absl::string_view name) {
@@ -449,9 +468,30 @@ absl::StatusOr<std::unique_ptr<NetworkStore>> NetworkStore::Open(
       GLINT_RETURN_IF_ERROR(RemoveFile(absl::StrCat(folder, "/", temp)));
     }
   }
-  GLINT_RETURN_IF_ERROR(RemoveOrphanPlans(dir));
-  return std::unique_ptr<NetworkStore>(
+  RemoveOrphanPlans(dir);
+  std::unique_ptr<NetworkStore> store(
       new NetworkStore(std::move(dir), lock.release()));
+  store->UpgradeRecords();
+  return store;
+}
+
+void NetworkStore::UpgradeRecords() {
+  const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
+  absl::StatusOr<std::vector<std::string>> files =
+      ListFiles(folder, kNetworkSuffix);
+  if (!files.ok()) return;
+  for (const std::string& file : *files) {
+    const std::string path = absl::StrCat(folder, "/", file);
+    if (FormatVersionOf(path) != kFramedVersion) continue;
+    absl::StatusOr<std::string> contents = ReadFile(path);
+    if (!contents.ok()) continue;
+    DecodedRecord decoded = DecodeNetwork(*contents, path, file);
+    contents->clear();  // A model's worth of bytes: not twice at once.
+    contents->shrink_to_fit();
+    // A damaged one stays as it is, for LoadAll to report; one that cannot
+    // be rewritten (a full disk) stays in format 1, which still loads.
+    if (decoded.network.ok()) Save(*decoded.network).IgnoreError();
+  }
 }
 
 absl::Status NetworkStore::WriteDurably(const std::string& folder,
@@ -459,7 +499,7 @@ absl::Status NetworkStore::WriteDurably(const std::string& folder,
                                         absl::string_view header,
                                         absl::string_view payload) {
   const std::string path = absl::StrCat(folder, "/", file);
-  // Unique, so that concurrent writes of one plan key do not share a temp.
+  // Unique, so that concurrent writes of one file do not share a temp.
   const std::string temp =
       absl::StrCat(path, ".", next_temp_.fetch_add(1), kTempSuffix);
   ScopedFd fd(OpenFile(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644));

@@ -61,24 +61,27 @@ struct StoreEntry {
   // DATA_LOSS naming the file and why when its contents are corrupt; the
   // I/O error (e.g. PERMISSION_DENIED) when it cannot be read at all.
   absl::StatusOr<StoredNetwork> network;
-  // The record's file format: below the current one, Save(network) would
-  // rewrite it in the current format (RestoreNetworks does).
+  // The record's file format (0 when unreadable). Open rewrites good
+  // records of an older one, so LoadAll sees one only if that failed.
   uint32_t format_version = 0;
 };
 
 // The format Save writes; StoreEntry::format_version below it is older.
 inline constexpr uint32_t kStoreRecordFormat = 2;
 
-// Thread-safe. Records of different names (plans of different keys) may be
+// Thread-safe. Records (and plans) of different names may be
 // saved, loaded and deleted concurrently: each call touches only its own
 // files and rename is atomic, so no lock is needed. The caller orders
 // operations on one name. One process at a time: Open locks the folder.
 class NetworkStore {
  public:
   // Opens the store in `dir`, creating it (and missing parents) and its
-  // subfolders if needed, and removes what a crash left behind: temp files,
-  // and plans whose network has no record. FAILED_PRECONDITION if another
-  // NetworkStore (in this process or another) has `dir` open.
+  // subfolders if needed, removes what a crash left behind (temp files;
+  // plans whose network has no record) and rewrites good records of format
+  // 1 in the current format, so that from then on they name their network
+  // even if damaged. FAILED_PRECONDITION if another NetworkStore (in this
+  // process or another) has `dir` open. glintd opens its store before it
+  // serves, so these rewrites never race a client's add or remove.
   static absl::StatusOr<std::unique_ptr<NetworkStore>> Open(std::string dir);
 
   ~NetworkStore();
@@ -113,7 +116,8 @@ class NetworkStore {
   // Plan cache: one opaque blob per network, by the network's name. It is
   // the caller's to save a plan only for a recorded network; one whose
   // record is missing at the next Open is removed.
-  // SavePlan replaces, with the same durability and errors as Save.
+  // SavePlan replaces, with the same durability as Save (RESOURCE_EXHAUSTED
+  // on a full disk).
   absl::Status SavePlan(absl::string_view name, absl::string_view blob);
   // NOT_FOUND when absent, DATA_LOSS when corrupt.
   absl::StatusOr<std::string> LoadPlan(absl::string_view name) const;
@@ -122,6 +126,10 @@ class NetworkStore {
 
  private:
   NetworkStore(std::string dir, int lock_fd);
+
+  // Open's rewrite of format-1 records. Best effort: a record it cannot
+  // rewrite still loads.
+  void UpgradeRecords();
 
   // Writes `header` + `payload` to folder/file via a temp file; see above.
   absl::Status WriteDurably(const std::string& folder, absl::string_view file,

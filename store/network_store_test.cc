@@ -405,12 +405,21 @@ TEST(NetworkStoreTest, CorruptRecordsAreListedAndNeverStopTheOthers) {
   }
 }
 
-TEST(NetworkStoreTest, RecordsOfFormatOneStillLoad) {
-  auto store = OpenStore(FreshDir());
+TEST(NetworkStoreTest, RecordsOfFormatOneLoadAndOpenRewritesThem) {
+  const std::string dir = FreshDir();
+  auto store = OpenStore(dir);
   ASSERT_NE(store, nullptr);
   WriteBytes(NetworkFile(*store, "old"),
              Framed("GLINTNET", RecordBytes(1, "old", "model")));
+  std::string damaged = Framed("GLINTNET", RecordBytes(1, "damaged", "m"));
+  damaged.back() ^= 0x01;
+  WriteBytes(NetworkFile(*store, "damaged"), damaged);
   std::vector<StoreEntry> entries = store->LoadAll();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_THAT(entries[1].network.status().message(),
+              HasSubstr("checksum mismatch"));
+  EXPECT_EQ(entries[1].name, "");  // Format 1 cannot say.
+  entries.pop_back();
   ASSERT_EQ(entries.size(), 1u);
   ASSERT_TRUE(entries[0].network.ok()) << entries[0].network.status();
   EXPECT_EQ(entries[0].network->model, "model");
@@ -420,12 +429,19 @@ TEST(NetworkStoreTest, RecordsOfFormatOneStillLoad) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->model, "model");
 
-  // Saved again, it is in the current format.
-  ASSERT_TRUE(Ok(store->Save(*loaded)));
+  // Opened again, the good one is in the current format; the damaged one
+  // is left as it was, for LoadAll to report.
+  store.reset();
+  store = OpenStore(dir);
+  ASSERT_NE(store, nullptr);
   entries = store->LoadAll();
-  ASSERT_EQ(entries.size(), 1u);
+  ASSERT_EQ(entries.size(), 2u);
+  ASSERT_TRUE(entries[0].network.ok()) << entries[0].network.status();
+  EXPECT_EQ(entries[0].network->model, "model");
   EXPECT_EQ(entries[0].format_version, kStoreRecordFormat);
   EXPECT_EQ(entries[0].name, "old");
+  EXPECT_EQ(entries[1].format_version, 1u);
+  EXPECT_EQ(ReadBytes(NetworkFile(*store, "damaged")), damaged);
 }
 
 // A full disk, as the kernel reports it: a write beyond RLIMIT_FSIZE fails

@@ -487,6 +487,9 @@ absl::Status SimDevice::TimedCopy(const Stream& stream, size_t bytes,
 void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
                              DeviceTensor* dst) {
   StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
+    // Before anything is allocated or written: a run no longer wanted
+    // leaves its destination as it was.
+    GLINT_RETURN_IF_ERROR(stream.CheckWork());
     const size_t bytes = src->num_bytes();
     // A kept buffer is reused when large enough; a larger input (a shape
     // per request) replaces it, as DeviceManager promises.
@@ -510,6 +513,7 @@ void SimDevice::CopyToDevice(Stream& stream, const Tensor* src,
 void SimDevice::CopyToHost(Stream& stream, const DeviceTensor* src,
                            Tensor* dst) {
   StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
+    GLINT_RETURN_IF_ERROR(stream.CheckWork());
     if (src->buffer == nullptr) {
       return absl::InternalError("copy from a device tensor with no buffer");
     }
@@ -531,6 +535,7 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
   StreamInternal::Enqueue(
       stream,
       [this, &stream, src, into = std::move(into), dst]() -> absl::Status {
+        GLINT_RETURN_IF_ERROR(stream.CheckWork());
         if (src->buffer == nullptr) {
           return absl::InternalError(
               "copy from a device tensor with no buffer");
@@ -559,6 +564,7 @@ void SimDevice::CopyToHostInto(Stream& stream, const DeviceTensor* src,
 void SimDevice::CopyFromPeer(Stream& stream, const DeviceTensor* src,
                              DeviceTensor* dst) {
   StreamInternal::Enqueue(stream, [this, &stream, src, dst]() -> absl::Status {
+    GLINT_RETURN_IF_ERROR(stream.CheckWork());
     if (src->buffer == nullptr) {
       return absl::InternalError("peer copy from a tensor with no buffer");
     }

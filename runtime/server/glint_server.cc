@@ -257,18 +257,23 @@ void GlintServer::Shutdown() {
     server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING from now.
   }
   if (inference_service_ != nullptr) inference_service_->Shutdown();
+  // gRPC takes no new calls from now and cancels those still in progress
+  // at the deadline, alongside the core's shutdown below: a run that a
+  // device holds past the grace (one long launch) has its call answered
+  // CANCELLED then, not never.
+  std::thread grpc_stop([this, deadline] {
+    if (server_ != nullptr) server_->Shutdown(absl::ToChronoTime(deadline));
+  });
   // No new work; polling stops, queued runs fail, in-flight ones stop
-  // before their next partition and imports in progress are killed, all
-  // UNAVAILABLE, so their RPCs end well within the grace period.
+  // before their next launch or copy and imports in progress are killed,
+  // all UNAVAILABLE, so their RPCs end well within the grace period.
   if (core_ != nullptr) core_->Shutdown();
   // HTTP stops alongside gRPC: its requests in progress end with the runs,
   // idle keep-alive connections within its keep-alive timeout.
   std::thread http_stop([this] {
     if (http_server_ != nullptr) http_server_->Stop();
   });
-  if (server_ != nullptr) {
-    server_->Shutdown(absl::ToChronoTime(deadline));
-  }
+  grpc_stop.join();
   http_stop.join();
   GLINT_LOG_INFO("stopped serving in {}",
                  absl::FormatDuration(absl::Now() - start));

@@ -38,6 +38,7 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/logging.h"
@@ -69,6 +70,11 @@ absl::Status WritePortFile(const std::string& path, int port) {
   }
   return absl::OkStatus();
 }
+
+// Whether Run() has finished, so that the shutdown watchdog stays quiet
+// while the process exits normally.
+ABSL_CONST_INIT absl::Mutex exit_mu(absl::kConstInit);
+bool exited ABSL_GUARDED_BY(exit_mu) = false;
 
 int Run() {
   if (absl::Status s = SetLogLevel(absl::GetFlag(FLAGS_log_level)); !s.ok()) {
@@ -122,19 +128,26 @@ int Run() {
   // shutdown stops runs before their next launch or copy, but an item
   // already running on a device (one long launch) cannot be cut short; if
   // that, or anything else, holds the exit up past the bound, the process
-  // ends here. Nothing is lost: every acknowledged AddNetwork is on disk
-  // and the runs still in flight were answered when gRPC's grace ended.
+  // ends here, with exit code 1. Nothing is lost: every acknowledged
+  // AddNetwork is on disk (a write cut short leaves a temp file, which the
+  // next start removes), and the calls still in progress were cancelled
+  // when the grace ended.
   const absl::Duration bound = grace + absl::Seconds(1);
   std::thread([bound] {
     absl::SleepFor(bound);
+    absl::MutexLock lock(&exit_mu);  // Held until the process is gone.
+    if (exited) return;
     GLINT_LOG_ERROR("shutdown overran its bound ({}); exiting now",
                     absl::FormatDuration(bound));
     std::fflush(nullptr);  // The log is stdout.
-    std::_Exit(0);
+    std::_Exit(1);
   }).detach();
   (*server)->Shutdown();
   server->reset();
   GLINT_LOG_INFO("glintd stopped");
+  // From here static destructors may run: the watchdog must not log.
+  absl::MutexLock lock(&exit_mu);
+  exited = true;
   return 0;
 }
 
