@@ -206,13 +206,14 @@ struct Answer {
 };
 
 // One thread per element of `answers`, each sending one run of `network`
-// (input "x" of `width` floats) and keeping its answer there.
+// (input "x" of `width` floats) and keeping its answer there. The strings
+// are copied: the caller's may be temporaries.
 std::vector<std::thread> SendRuns(const std::string& address,
                                   const std::string& network, int64_t width,
                                   std::vector<Answer>& answers) {
   std::vector<std::thread> clients;
   for (size_t i = 0; i < answers.size(); ++i) {
-    clients.emplace_back([&address, &network, &answers, width, i] {
+    clients.emplace_back([address, network, &answers, width, i] {
       GlintClient client(GlintClient::CreateChannel(address), ClientOptions());
       std::vector<float> x(width, 0.5f);
       absl::StatusOr<std::vector<NamedTensor>> out = client.RunNetwork(
@@ -250,7 +251,9 @@ TEST(ShutdownWhileBusyTest, QueuedCopiesOnASlowLinkAreSkipped) {
   EXPECT_EQ(*stopped.code, 0) << (*d)->Log();
   std::cout << "glintd exited " << absl::FormatDuration(stopped.took)
             << " after SIGTERM with 100 runs copying on a 1 MB/s link\n";
-  EXPECT_LT(stopped.took, absl::Seconds(5)) << (*d)->Log();
+  // Far below both the 80 s and more that the copies would take and the
+  // 30 s grace (0.4-0.6 s plain, 2.4-4.2 s under TSan with 100 clients).
+  EXPECT_LT(stopped.took, absl::Seconds(15)) << (*d)->Log();
   EXPECT_THAT((*d)->Log(), ::testing::Not(::testing::HasSubstr("overran")));
   int unavailable = 0;
   for (const Answer& a : answers) {
