@@ -9,7 +9,13 @@
 //
 //   tests/corpus/make_corpus.sh /tmp/corpus
 //   bazel run -c opt //bench:corpus_bench -- /tmp/corpus [threads] [iters]
-//       [rounds] [models|all]
+//       [rounds] [models|all] [--profile]
+//
+// --profile: after its timed runs, each model runs `iters` more times with
+// the per-op profile on, in-process and through glintd, and the bench
+// prints both sides' node time per run and their top ops (where a gap
+// between the two, or to ORT, comes from). The profiled runs are not in
+// the latencies.
 //
 // oneDNN runs on OpenMP, so the thread count is applied through
 // OMP_NUM_THREADS before anything starts (re-exec'd when it differs), as
@@ -33,7 +39,10 @@
 #include "absl/strings/str_split.h"
 #include "bench/omp_env.h"
 #include "bench/timing.h"
+#include "core/allocator_policy.h"
 #include "core/device_info.h"
+#include "core/op_profile.h"
+#include "core/trace.h"
 #include "runtime/host_manager.h"
 #include "tests/corpus_util.h"
 #include "tests/process_util.h"
@@ -88,8 +97,42 @@ bool Wanted(const std::vector<std::string>& only, const std::string& name) {
          std::find(only.begin(), only.end(), name) != only.end();
 }
 
+// `iters` profiled runs of `name` in-process and through glintd: each
+// side's node time per run and its top ops.
+absl::Status PrintProfiles(HostManager& host, GlintClient& client,
+                           const std::string& name,
+                           const std::vector<NamedTensor>& inputs, int iters) {
+  OpProfileBuilder local, remote;
+  for (int i = 0; i < iters; ++i) {
+    RunOptions options;
+    options.trace = std::make_shared<RunTrace>();
+    options.profile = true;
+    absl::Status status = host.RunNetwork(name, inputs, options).status();
+    if (!status.ok()) return status;
+    local.Add(OpSpansFromSlices(options.trace->Slices()));
+    RunNetworkCall call;
+    call.inputs = inputs;
+    call.profile = true;
+    absl::StatusOr<RunNetworkReply> reply = client.Run(name, call);
+    if (!reply.ok()) return reply.status();
+    absl::StatusOr<std::vector<OpSpan>> spans =
+        OpSpansFromChromeJson(reply->trace_json);
+    if (!spans.ok()) return spans.status();
+    remote.Add(*spans);
+  }
+  for (const auto& [side, builder] :
+       {std::pair<const char*, OpProfileBuilder*>{"in-process", &local},
+        {"glintd", &remote}}) {
+    const OpProfile profile = builder->Build();
+    std::printf("  %s profile: %.3f ms of node time per run\n%s", side,
+                profile.total_us / 1000 / iters,
+                FormatOpProfile(profile, 8).c_str());
+  }
+  return absl::OkStatus();
+}
+
 int Run(const std::string& dir, int threads, int iters, int rounds,
-        const std::vector<std::string>& only) {
+        const std::vector<std::string>& only, bool profile) {
   absl::StatusOr<std::vector<CorpusModel>> models =
       testing::ReadCorpusManifest(dir);
   if (!models.ok()) {
@@ -176,6 +219,13 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
     std::printf("%-34s %9.3f %9.3f %9.3f %7.2f %7.2f %10.2e\n",
                 model.name.c_str(), ort, local, remote, local / ort,
                 remote / ort, max_rel);
+    if (profile) {
+      absl::Status printed = PrintProfiles(**host, (*glintd)->client(),
+                                           model.name, *inputs, iters);
+      if (!printed.ok()) {
+        std::printf("  profile: %s\n", printed.ToString().c_str());
+      }
+    }
     std::fflush(stdout);
     (void)(*glintd)->client().RemoveNetwork(model.name);
   }
@@ -199,16 +249,29 @@ int Run(const std::string& dir, int threads, int iters, int rounds,
 }  // namespace glint
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  bool profile = false;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (absl::string_view(argv[i]) == "--profile") {
+      profile = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  if (args.size() < 2) {
     std::cerr << "usage: corpus_bench CORPUS_DIR [threads] [iters] [rounds] "
-                 "[models|all]\n";
+                 "[models|all] [--profile]\n";
     return 2;
   }
-  const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
-  const int iters = argc > 3 ? std::atoi(argv[3]) : 10;
-  const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
+  argc = static_cast<int>(args.size());
+  const int threads = argc > 2 ? std::atoi(args[2]) : 2;
+  const int iters = argc > 3 ? std::atoi(args[3]) : 10;
+  const int rounds = argc > 4 ? std::max(1, std::atoi(args[4])) : 3;
   const std::vector<std::string> only =
-      argc > 5 ? absl::StrSplit(argv[5], ',') : std::vector<std::string>{};
+      argc > 5 ? absl::StrSplit(args[5], ',') : std::vector<std::string>{};
   glint::bench::ReexecWithOmpThreads(threads, argv);
-  return glint::Run(argv[1], threads, iters, rounds, only);
+  // As glintd and the glint CLI do (core/allocator_policy.h): the glintd
+  // client and the in-process runs move MBs a run.
+  glint::ConfigureAllocatorForTensors();
+  return glint::Run(args[1], threads, iters, rounds, only, profile);
 }

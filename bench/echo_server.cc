@@ -23,8 +23,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
+#include "core/allocator_policy.h"
 #include "proto/glint.grpc.pb.h"
-#include "runtime/server/common/allocator_policy.h"
 #include "runtime/server/grpc/server_setup.h"
 
 namespace glint {
@@ -88,7 +88,7 @@ class EchoService final : public v1::HostManager::CallbackService {
 };
 
 int Run() {
-  ConfigureAllocatorForServing();
+  ConfigureAllocatorForTensors();
   GrpcServerOptions options;
   options.listen = "127.0.0.1:0";
   grpc::ServerBuilder builder;

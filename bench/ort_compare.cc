@@ -29,15 +29,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <optional>
-#include <set>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -49,6 +49,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "bench/timing.h"
+#include "core/allocator_policy.h"
 #include "core/device_info.h"
 #include "runtime/host_manager.h"
 #include "tests/process_util.h"
@@ -454,6 +455,7 @@ int main(int argc, char** argv) {
     setenv("OMP_NUM_THREADS", want.c_str(), 1);
     execv("/proc/self/exe", argv);
   }
+  glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
   if (precision) {
     return glint::RunPrecision(args[0], threads, iters, rounds, models);
   }

@@ -46,6 +46,7 @@
 #include "absl/types/span.h"
 #include "bench/timing.h"
 #include "client/glint_client.h"
+#include "core/allocator_policy.h"
 #include "core/device_info.h"
 #include "grpcpp/grpcpp.h"
 #include "onnx/test_models.h"
@@ -379,5 +380,6 @@ int main(int argc, char** argv) {
       sizes.push_back(kib);
     }
   }
+  glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
   return glint::Run(iters, rounds, sizes);
 }

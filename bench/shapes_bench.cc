@@ -35,6 +35,7 @@
 #include "absl/time/clock.h"
 #include "bench/omp_env.h"
 #include "bench/timing.h"
+#include "core/allocator_policy.h"
 #include "core/device_info.h"
 #include "core/status_macros.h"
 #include "runtime/host_manager.h"
@@ -244,5 +245,6 @@ int main(int argc, char** argv) {
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
   glint::bench::ReexecWithOmpThreads(threads, argv);
+  glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
   return glint::Run(argv[1], threads, iters, rounds);
 }

@@ -31,6 +31,7 @@
 #include "bench/timing.h"
 #include "client/glint_client.h"
 #include "client/shared_memory.h"
+#include "core/allocator_policy.h"
 #include "core/device_info.h"
 #include "onnx/test_models.h"
 #include "proto/inference.grpc.pb.h"
@@ -269,5 +270,6 @@ int main(int argc, char** argv) {
       sizes.push_back(kib);
     }
   }
+  glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
   return glint::Run(iters, rounds, sizes);
 }

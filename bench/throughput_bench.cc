@@ -64,6 +64,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/allocator_policy.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/glint.grpc.pb.h"
 #include "proto/proto_convert.h"
@@ -604,6 +605,7 @@ int main(int argc, char** argv) {
   // This process's Mutexes: no lock-order graph (Debian's Abseil keeps one
   // without NDEBUG), as in glintd.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
   glint::Config config;
   if (argc < 3 || (std::string(argv[1]) != "batching" &&
                    std::string(argv[1]) != "scale")) {

@@ -41,11 +41,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/allocator_policy.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
 #include "devices/device_spec.h"
 #include "onnx/import_sandbox.h"
-#include "runtime/server/common/allocator_policy.h"
 #include "runtime/server/common/kernel_threads.h"
 #include "runtime/server/glint_server.h"
 #include "runtime/server/glintd_flags.h"
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   }
   // Before any thread exists: so that removed networks' memory goes back
   // to the OS (allocator_policy.h).
-  glint::ConfigureAllocatorForServing();
+  glint::ConfigureAllocatorForTensors();
   // Debian builds Abseil with mutex deadlock detection on: every lock then
   // updates a global lock graph, which cost ~12% of throughput with many
   // runs in flight (thousands of live event mutexes). The tests keep it.

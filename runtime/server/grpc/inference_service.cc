@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/allocator_policy.h"
 #include "core/logging.h"
 #include "core/text.h"
 #include "proto/oip_convert.h"
 #include "proto/status_util.h"
-#include "runtime/server/common/allocator_policy.h"
 #include "runtime/server/grpc/grpc_auth.h"
 #include "runtime/server/grpc/oip_infer.h"
 #include "runtime/server/grpc/reactors.h"

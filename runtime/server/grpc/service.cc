@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/allocator_policy.h"
 #include "core/logging.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
-#include "runtime/server/common/allocator_policy.h"
 #include "runtime/server/grpc/grpc_auth.h"
 #include "runtime/server/grpc/run_request.h"
 

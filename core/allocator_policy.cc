@@ -1,4 +1,4 @@
-#include "runtime/server/common/allocator_policy.h"
+#include "core/allocator_policy.h"
 
 // Any libc header defines __GLIBC__ (through <features.h>); the test below
 // needs it defined first.
@@ -12,7 +12,7 @@ namespace glint {
 
 #if defined(__GLIBC__)
 
-void ConfigureAllocatorForServing() {
+void ConfigureAllocatorForTensors() {
   // One arena. glibc otherwise gives threads their own arenas (up to 8 per
   // core) as they contend; memory freed into an arena stays with it, so
   // the blocks of one add/run/remove cycle end up spread over arenas that
@@ -45,7 +45,7 @@ void ReleaseFreeMemory() { malloc_trim(0); }
 
 #else
 
-void ConfigureAllocatorForServing() {}
+void ConfigureAllocatorForTensors() {}
 void ReleaseFreeMemory() {}
 
 #endif

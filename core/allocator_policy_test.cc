@@ -1,7 +1,7 @@
 // That the policy makes freed memory leave the process: a freed block of
 // weights' size, and heap blocks freed under a live one, stop counting in
 // VmRSS once ReleaseFreeMemory has run.
-#include "runtime/server/common/allocator_policy.h"
+#include "core/allocator_policy.h"
 
 #include <cstdlib>  // Defines __GLIBC__, tested below.
 
@@ -41,7 +41,7 @@ constexpr int64_t kMiB = 1 << 20;
 
 class AllocatorPolicyTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { ConfigureAllocatorForServing(); }
+  static void SetUpTestSuite() { ConfigureAllocatorForTensors(); }
 };
 
 TEST_F(AllocatorPolicyTest, FreedMemoryLeavesTheProcess) {
