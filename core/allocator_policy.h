@@ -11,7 +11,7 @@
 // Who calls ConfigureAllocatorForTensors: glintd, the glint CLI and the
 // benchmarks, first thing in main. A library does not change its host
 // process's malloc: programs that embed the runtime or GlintClient call it
-// themselves (the C API: glint_configure_allocator).
+// themselves.
 // Linux/glibc only; elsewhere both calls do nothing.
 #ifndef GLINT_CORE_ALLOCATOR_POLICY_H_
 #define GLINT_CORE_ALLOCATOR_POLICY_H_

@@ -352,19 +352,48 @@ class ConcatKernel final : public KernelBase {
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(ctx, 0, Shape(out),
                                                         dtype_, node()));
     if (y.num_elements() == 0) return absl::OkStatus();
+    // The output is `outer` rows, each the inputs' chunks side by side
+    // (input i's chunk starts at byte start[i] of a row). Its bytes are
+    // copied in parallel ranges of at least kGrainBytes: concatenating
+    // along the channels of a channels-last region (DenseNet's blocks,
+    // ShuffleNet's) is one short chunk per pixel per input, and a single
+    // thread doing it was 15% of DenseNet's time.
     const size_t elem = DTypeSize(dtype_);
     const int64_t outer = Product(out, 0, axis);
-    auto* dst = static_cast<uint8_t*>(y.data);
-    for (int64_t o = 0; o < outer; ++o) {
-      for (const TensorView* in : ins) {
-        const size_t chunk =
-            static_cast<size_t>(Product(in->shape.dims(), axis, rank)) * elem;
-        if (chunk == 0) continue;
-        std::memcpy(dst, static_cast<const uint8_t*>(in->data) + o * chunk,
-                    chunk);
-        dst += chunk;
-      }
+    std::vector<int64_t> chunk(n), start(n + 1, 0);
+    for (int i = 0; i < n; ++i) {
+      chunk[i] = Product(ins[i]->shape.dims(), axis, rank) *
+                 static_cast<int64_t>(elem);
+      start[i + 1] = start[i] + chunk[i];
     }
+    const int64_t row = start[n];
+    auto* dst = static_cast<uint8_t*>(y.data);
+    constexpr int64_t kGrainBytes = 64 << 10;
+    ParallelFor(outer * row, kGrainBytes, [&](int64_t begin, int64_t end) {
+      int64_t o = begin / row;
+      int64_t pos = begin % row;
+      // The input whose chunk holds `pos`: the last with start <= pos and
+      // a chunk (empty inputs have none).
+      int i =
+          static_cast<int>(std::upper_bound(start.begin(), start.end(), pos) -
+                           start.begin()) -
+          1;
+      for (int64_t b = begin; b < end;) {
+        while (pos >= start[i + 1]) ++i;
+        const int64_t take = std::min(start[i + 1] - pos, end - b);
+        std::memcpy(dst + b,
+                    static_cast<const uint8_t*>(ins[i]->data) + o * chunk[i] +
+                        (pos - start[i]),
+                    static_cast<size_t>(take));
+        b += take;
+        pos += take;
+        if (pos == row) {
+          pos = 0;
+          i = 0;
+          ++o;
+        }
+      }
+    });
     return absl::OkStatus();
   }
 

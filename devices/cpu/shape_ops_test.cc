@@ -191,6 +191,60 @@ TEST(ConcatTest, NegativeAxisAndErrors) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Concat copies its output in parallel byte ranges that start and end
+// inside chunks and rows: every split, with empty inputs among them, gives
+// the reference's bytes.
+TEST(ConcatTest, ParallelRangesGiveTheReferenceBytes) {
+  struct Case {
+    std::vector<Ints> shapes;
+    int64_t axis;
+  };
+  // Channels-last concatenation (one short chunk per pixel per input), one
+  // row (axis 0), and a middle axis.
+  const std::vector<Case> cases = {
+      {{{1, 37, 41, 5}, {1, 37, 41, 0}, {1, 37, 41, 32}, {1, 37, 41, 3}}, 3},
+      {{{3001, 17}, {0, 17}, {4999, 17}}, 0},
+      {{{2, 7, 3, 1031}, {2, 1, 3, 1031}, {2, 13, 3, 1031}}, 1},
+  };
+  const int saved_threads = omp_get_max_threads();
+  for (const Case& c : cases) {
+    std::vector<Tensor> inputs;
+    std::vector<std::string> names;
+    float next = 0;
+    for (const Ints& shape : c.shapes) {
+      int64_t count = 1;
+      for (int64_t d : shape) count *= d;
+      std::vector<float> values(count);
+      for (float& v : values) v = next++;
+      inputs.push_back(MakeTensor<float>(shape, values));
+      names.push_back("x" + std::to_string(names.size()));
+    }
+    // The reference: row by row, input by input.
+    const int rank = static_cast<int>(c.shapes[0].size());
+    int64_t outer = 1;
+    for (int d = 0; d < c.axis; ++d) outer *= c.shapes[0][d];
+    std::vector<float> want;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (const Tensor& t : inputs) {
+        const int64_t chunk = t.num_elements() / outer;
+        const float* x = t.data<float>() + o * chunk;
+        want.insert(want.end(), x, x + chunk);
+      }
+    }
+    for (int threads : {1, 2, 3, 4}) {
+      omp_set_num_threads(threads);
+      auto out = RunKernel(CpuKernelRegistry(),
+                           MakeNode("Concat", names, {"y"}, {{"axis", c.axis}}),
+                           inputs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ((*out)[0].shape().rank(), rank);
+      EXPECT_EQ(ToVector<float>((*out)[0]), want)
+          << "axis " << c.axis << ", " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved_threads);
+}
+
 TEST(IdentityTest, CopiesAnyDType) {
   Tensor b = *Tensor::Create(DType::kBool, Shape({3}));
   b.data<uint8_t>()[1] = 1;
