@@ -462,6 +462,51 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
   return absl::OkStatus();
 }
 
+absl::Status FuseConcatBatchNorm(Graph* graph) {
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& concat = graph->nodes[i];
+    if (!IsDefaultDomain(concat) || concat.op_type != "Concat" ||
+        concat.outputs.size() != 1 || concat.inputs.empty()) {
+      continue;
+    }
+    const int64_t axis = concat.GetInt("axis", 1);
+    // In the region every value is 4-D NHWC (its batch and image size may
+    // be dynamic); the channels are axis 3.
+    const ValueInfo* out = graph->FindValue(concat.outputs[0]);
+    if ((axis != 3 && axis != -1) || out == nullptr ||
+        out->dtype != DType::kFloat32 || !out->shape.has_rank() ||
+        out->shape.rank() != 4) {
+      continue;
+    }
+    const int j = SoleConsumer(*graph, i);
+    if (j < 0) continue;
+    const Node& bn = graph->nodes[j];
+    if (bn.op_type != kChannelsLastBatchNormOp || bn.inputs.size() != 5 ||
+        bn.inputs[0] != concat.outputs[0] || bn.outputs.size() != 1) {
+      continue;
+    }
+    bool fusable = true;
+    for (int k = 1; k <= 4 && fusable; ++k) {
+      const Tensor* t = graph->FindInitializer(bn.inputs[k]);
+      fusable = t != nullptr && t->dtype() == DType::kFloat32;
+    }
+    for (const std::string& in : concat.inputs) {
+      const ValueInfo* info = graph->FindValue(in);
+      fusable = fusable && info != nullptr && info->dtype == DType::kFloat32;
+    }
+    if (!fusable) continue;
+    std::vector<std::string> inputs(bn.inputs.begin() + 1, bn.inputs.end());
+    inputs.insert(inputs.end(), concat.inputs.begin(), concat.inputs.end());
+    Node& fused = graph->nodes[j];
+    fused.op_type = kChannelsLastConcatBatchNormOp;
+    fused.inputs = std::move(inputs);
+    graph->values.erase(concat.outputs[0]);
+    graph->nodes.erase(graph->nodes.begin() + i);
+    --i;
+  }
+  return absl::OkStatus();
+}
+
 bool IsLayoutReorder(const Node& node) {
   return node.op_type == "Transpose" &&
          (absl::StrContains(node.name, kToNhwcSuffix) ||

@@ -37,6 +37,17 @@
 //   glint.GlobalAveragePoolChannelsLast
 //                      the ONNX pools (same attributes; MaxPool without its
 //                      Indices output) on [N, spatial..., channels].
+//   glint.BatchNormChannelsLast
+//                      BatchNormalization (inference) on [N, spatial...,
+//                      channels]; attribute "activation" (Relu or none).
+//   glint.ConcatBatchNormChannelsLast
+//                      Concat along the last axis, then
+//                      glint.BatchNormChannelsLast, in one pass: inputs
+//                      scale, B, mean, var (constants, of the sum of the
+//                      inputs' channels), then the inputs to concatenate
+//                      (1 or more, [N, spatial..., C_i], float32);
+//                      attributes "epsilon" and "activation" (Relu or
+//                      none).
 //
 // "activation" is an ONNX op name ("Relu", "LeakyRelu" with
 // "activation_alpha", "Sigmoid", "Tanh", "Gelu"); see devices/cpu/dnnl_util.h.
@@ -59,6 +70,8 @@ inline constexpr char kChannelsLastGlobalAveragePoolOp[] =
     "glint.GlobalAveragePoolChannelsLast";
 inline constexpr char kChannelsLastBatchNormOp[] =
     "glint.BatchNormChannelsLast";
+inline constexpr char kChannelsLastConcatBatchNormOp[] =
+    "glint.ConcatBatchNormChannelsLast";
 inline constexpr char kChannelShuffleOp[] = "glint.ChannelShuffle";
 inline constexpr char kChannelsLastChannelShuffleOp[] =
     "glint.ChannelShuffleChannelsLast";

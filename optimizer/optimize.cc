@@ -23,6 +23,7 @@ absl::Status OptimizeGraph(Graph* graph, const RewriteBackend& backend) {
   GLINT_RETURN_IF_ERROR(FuseResidualAdd(graph));
   // A Relu after a residual Add now follows the fused node.
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
+  GLINT_RETURN_IF_ERROR(FuseConcatBatchNorm(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();
 }

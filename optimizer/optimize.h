@@ -134,6 +134,16 @@ inline constexpr char kToNchwSuffix[] = "__to_nchw";
 // count too: the names are all a compiled partition has to go by.
 bool IsLayoutReorder(const Node& node);
 
+// A Concat along the channels of a channels-last region whose output only
+// feeds a glint.BatchNormChannelsLast (DenseNet's pre-activation: every
+// layer concatenates the block's features, then normalises and Relus them
+// before its 1x1 Conv) becomes one glint.ConcatBatchNormChannelsLast: the
+// inputs are normalised as they are gathered, one pass over memory instead
+// of two, and the concatenation is never stored. The BatchNormalization's
+// four parameters must be constants. Runs after the last FuseActivations,
+// so the Relu is already in the BatchNormalization.
+absl::Status FuseConcatBatchNorm(Graph* graph);
+
 // MatMul / glint.FusedMatMul / Conv / glint.FusedConv without an activation
 // whose output only feeds Add(output, Z), Z of the same shape (a residual
 // connection), takes Z as its addend input: oneDNN adds it as the result is

@@ -289,6 +289,134 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelSpec& spec) {
   return std::unique_ptr<Kernel>(std::move(kernel));
 }
 
+// -------------------------------------- glint.ConcatBatchNormChannelsLast
+
+// Concat along the channels of [N, ..., C_i] inputs, then y = x * a + b
+// per channel [-> Relu], written in one pass: each output row (a pixel) is
+// gathered from the inputs' rows and normalised on the way
+// (optimizer/optimize.h FuseConcatBatchNorm). Inputs 0-3 are the
+// BatchNormalization's constant parameters, folded into a and b when the
+// kernel is built; 4... are the values to concatenate. float32.
+class ConcatBatchNormKernel final : public KernelBase {
+ public:
+  ConcatBatchNormKernel(const KernelSpec& spec, std::vector<float> a,
+                        std::vector<float> b, bool relu)
+      : KernelBase(spec), a_(std::move(a)), b_(std::move(b)), relu_(relu) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const int n = ctx.num_inputs() - 4;
+    std::vector<const TensorView*> xs(n);
+    for (int i = 0; i < n; ++i) {
+      GLINT_ASSIGN_OR_RETURN(xs[i],
+                             GetInput(ctx, 4 + i, DType::kFloat32, node()));
+    }
+    const Shape& first = xs[0]->shape;
+    const int rank = first.rank();
+    if (rank < 2) {
+      return InvalidArgument(node(), "input shape ", first.ToString(),
+                             "; expected [N, ..., C]");
+    }
+    std::vector<int64_t> out = first.dims();
+    out[rank - 1] = 0;
+    std::vector<int64_t> start(n + 1, 0);
+    for (int i = 0; i < n; ++i) {
+      const Shape& s = xs[i]->shape;
+      bool same = s.rank() == rank;
+      for (int d = 0; same && d + 1 < rank; ++d)
+        same = s.dim(d) == first.dim(d);
+      if (!same) {
+        return InvalidArgument(node(), "input shapes ", first.ToString(),
+                               " and ", s.ToString(),
+                               " differ off the channel axis");
+      }
+      start[i + 1] = start[i] + s.dim(rank - 1);
+    }
+    const int64_t c = start[n];
+    if (c != static_cast<int64_t>(a_.size())) {
+      return InvalidArgument(node(), "the inputs have ", c,
+                             " channels together but the parameters have ",
+                             a_.size());
+    }
+    out[rank - 1] = c;
+    GLINT_ASSIGN_OR_RETURN(
+        TensorView y,
+        AllocateOutput(ctx, 0, Shape(out), DType::kFloat32, node()));
+    const int64_t rows = c == 0 ? 0 : y.num_elements() / c;
+    float* py = y.as<float>();
+    ParallelFor(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r) {
+                    for (int i = 0; i < n; ++i) {
+                      const int64_t ci = start[i + 1] - start[i];
+                      Normalize(xs[i]->as<const float>() + r * ci,
+                                a_.data() + start[i], b_.data() + start[i],
+                                py + r * c + start[i], ci);
+                    }
+                  }
+                });
+    return absl::OkStatus();
+  }
+
+ private:
+  void Normalize(const float* __restrict x, const float* __restrict a,
+                 const float* __restrict b, float* __restrict y,
+                 int64_t count) const {
+    if (relu_) {
+      for (int64_t k = 0; k < count; ++k) {
+        y[k] = std::max(x[k] * a[k] + b[k], 0.0f);
+      }
+    } else {
+      for (int64_t k = 0; k < count; ++k) y[k] = x[k] * a[k] + b[k];
+    }
+  }
+
+  const std::vector<float> a_, b_;
+  const bool relu_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeConcatBatchNorm(
+    const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 5, 1 << 20));
+  for (int i = 0; i < spec.node->num_inputs(); ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+  }
+  GLINT_RETURN_IF_ERROR(SpecOutputDType(spec, 0, DType::kFloat32).status());
+  const std::string activation = spec.node->GetString("activation", "");
+  if (!activation.empty() && activation != "Relu") {
+    return Unimplemented(node, "activation '", activation, "' (only Relu)");
+  }
+  // scale, B, mean, var -> a = scale / sqrt(var + epsilon),
+  // b = B - mean * a, in double as BatchNormalization folds them.
+  std::vector<const Tensor*> params(4);
+  for (int i = 0; i < 4; ++i) {
+    params[i] = spec.constant(i);
+    if (params[i] == nullptr) {
+      return Unimplemented(node, "parameter ", i,
+                           " is not a constant (FuseConcatBatchNorm fuses "
+                           "constant parameters only)");
+    }
+    if (params[i]->shape().rank() != 1 ||
+        params[i]->num_elements() != params[0]->num_elements()) {
+      return InvalidArgument(node, "parameter ", i, " has shape ",
+                             params[i]->shape().ToString(), "; expected [",
+                             params[0]->num_elements(), "]");
+    }
+  }
+  const double epsilon = spec.node->GetFloat("epsilon", 1e-5f);
+  const int64_t c = params[0]->num_elements();
+  std::vector<float> a(c), b(c);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double ad = params[0]->data<float>()[ch] /
+                      std::sqrt(params[3]->data<float>()[ch] + epsilon);
+    a[ch] = static_cast<float>(ad);
+    b[ch] = static_cast<float>(params[1]->data<float>()[ch] -
+                               params[2]->data<float>()[ch] * ad);
+  }
+  return std::unique_ptr<Kernel>(new ConcatBatchNormKernel(
+      spec, std::move(a), std::move(b), activation == "Relu"));
+}
+
 // ----------------------------------------------------------------- Softmax
 
 // Before opset 13 the input is coerced to 2-D [prod(dims[:axis]),
@@ -453,6 +581,7 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeSoftmax(const KernelSpec& spec) {
 void RegisterNormalizationKernels(KernelRegistry* registry) {
   registry->Register("BatchNormalization", MakeBatchNorm);
   registry->Register(kChannelsLastBatchNormOp, MakeBatchNorm);
+  registry->Register(kChannelsLastConcatBatchNormOp, MakeConcatBatchNorm);
   registry->Register("Softmax", MakeSoftmax<SoftmaxMode::kSoftmax>);
   registry->Register("LogSoftmax", MakeSoftmax<SoftmaxMode::kLogSoftmax>);
   registry->Register("Hardmax", MakeSoftmax<SoftmaxMode::kHardmax>);

@@ -1,4 +1,7 @@
+#include <omp.h>
+
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "devices/cpu/kernel.h"
@@ -145,6 +148,89 @@ TEST(BatchNormTest, TrainingModeUsesBatchStatistics) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_LT(MaxRelativeError((*out)[0], want), 1e-5);
   EXPECT_FALSE((*out)[1].valid());
+}
+
+// glint.ConcatBatchNormChannelsLast against Concat then
+// glint.BatchNormChannelsLast [then Relu], with and without the Relu, on
+// 1 to 3 kernel threads; and its refusals.
+TEST(ConcatBatchNormTest, MatchesConcatThenBatchNorm) {
+  const std::vector<int64_t> channels = {5, 32, 1, 19};
+  std::vector<Tensor> xs;
+  std::vector<std::string> names;
+  int64_t c = 0;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    xs.push_back(
+        RandomTensor({2, 9, 11, channels[i]}, 70 + static_cast<uint32_t>(i)));
+    names.push_back("x" + std::to_string(i));
+    c += channels[i];
+  }
+  std::vector<Tensor> params = {RandomTensor({c}, 80), RandomTensor({c}, 81),
+                                RandomTensor({c}, 82), RandomTensor({c}, 83)};
+  for (int64_t k = 0; k < c; ++k) {
+    params[3].data<float>()[k] = 0.5f + std::fabs(params[3].data<float>()[k]);
+  }
+  RunKernelOptions constant;
+  constant.constant_inputs = {0, 1, 2, 3};
+  RunKernelOptions bn_constant;
+  bn_constant.constant_inputs = {1, 2, 3, 4};
+  for (const char* activation : {"", "Relu"}) {
+    auto cat = RunKernel(
+        CpuKernelRegistry(),
+        MakeNode("Concat", names, {"cat"}, {{"axis", int64_t{3}}}), xs);
+    ASSERT_TRUE(cat.ok()) << cat.status();
+    std::vector<Tensor> bn_inputs = {(*cat)[0]};
+    bn_inputs.insert(bn_inputs.end(), params.begin(), params.end());
+    auto want = RunKernel(
+        CpuKernelRegistry(),
+        MakeNode("glint.BatchNormChannelsLast",
+                 {"cat", "scale", "b", "mean", "var"}, {"y"},
+                 {{"epsilon", 1e-3f}, {"activation", std::string(activation)}}),
+        bn_inputs, bn_constant);
+    ASSERT_TRUE(want.ok()) << want.status();
+    std::vector<std::string> fused_names = {"scale", "b", "mean", "var"};
+    fused_names.insert(fused_names.end(), names.begin(), names.end());
+    std::vector<Tensor> fused_inputs = params;
+    fused_inputs.insert(fused_inputs.end(), xs.begin(), xs.end());
+    const Node fused =
+        MakeNode("glint.ConcatBatchNormChannelsLast", fused_names, {"y"},
+                 {{"epsilon", 1e-3f}, {"activation", std::string(activation)}});
+    const int saved_threads = omp_get_max_threads();
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      auto got = RunKernel(CpuKernelRegistry(), fused, fused_inputs, constant);
+      omp_set_num_threads(saved_threads);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ((*got)[0].shape(), Shape({2, 9, 11, c}));
+      EXPECT_THAT(ToVector<float>((*got)[0]),
+                  Pointwise(FloatNear(1e-5), ToVector<float>((*want)[0])))
+          << "activation '" << activation << "', " << threads << " threads";
+    }
+  }
+  // Parameters that are not constants, of the wrong channel count, and
+  // inputs that differ off the channel axis.
+  std::vector<Tensor> inputs = params;
+  inputs.insert(inputs.end(), xs.begin(), xs.end());
+  std::vector<std::string> all = {"scale", "b", "mean", "var"};
+  all.insert(all.end(), names.begin(), names.end());
+  const Node fused = MakeNode("glint.ConcatBatchNormChannelsLast", all, {"y"});
+  auto out = RunKernel(CpuKernelRegistry(), fused, inputs);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("constant"));
+  std::vector<Tensor> fewer = inputs;
+  fewer.pop_back();
+  out = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("glint.ConcatBatchNormChannelsLast",
+               std::vector<std::string>(all.begin(), all.end() - 1), {"y"}),
+      fewer, constant);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("channels"));
+  std::vector<Tensor> mismatched = inputs;
+  mismatched.back() = RandomTensor({2, 9, 10, channels.back()}, 90);
+  out = RunKernel(CpuKernelRegistry(), fused, mismatched, constant);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("differ off the channel axis"));
 }
 
 TEST(DropoutTest, TrainingModeOnlyWithRatioZero) {

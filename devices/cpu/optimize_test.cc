@@ -1,5 +1,4 @@
-#include "devices/cpu/cpu_rewrites.h"
-
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -9,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "devices/cpu/cpu_rewrites.h"
 #include "devices/cpu/kernel_test_util.h"
 #include "gtest/gtest.h"
 
@@ -495,16 +495,19 @@ Graph DenseBlockAndHead() {
 TEST(OptimizeTest, ConcatBatchNormAndInnerResizeStayChannelsLast) {
   const Graph opt = OptimizeAndCompare(DenseBlockAndHead(), 1e-4f);
   const std::vector<std::string> ops = OpTypes(opt);
+  // The Concat and the BatchNormalization (with its Relu) are one pass.
   EXPECT_EQ(ops, (std::vector<std::string>{
-                     "Transpose", kFusedConvOp, kFusedConvOp, "Concat",
-                     kChannelsLastBatchNormOp, kFusedConvOp, "Resize",
+                     "Transpose", kFusedConvOp, kFusedConvOp,
+                     kChannelsLastConcatBatchNormOp, kFusedConvOp, "Resize",
                      kFusedConvOp, "Transpose", "Resize"}));
-  EXPECT_EQ(opt.nodes[4].GetString("activation", ""), "Relu");
-  const Node& concat = opt.nodes[3];
-  EXPECT_EQ(concat.GetInt("axis", 0), 3);
-  EXPECT_EQ(concat.outputs, std::vector<std::string>{"cat__nhwc"});
+  const Node& fused = opt.nodes[3];
+  EXPECT_EQ(fused.GetString("activation", ""), "Relu");
+  EXPECT_EQ(fused.inputs,
+            (std::vector<std::string>{"scale", "bias", "mean", "var",
+                                      "c1__nhwc", "c2__nhwc"}));
+  EXPECT_EQ(opt.FindValue("cat__nhwc"), nullptr);
   // The inner Resize scales H and W of NHWC; the final one keeps NCHW.
-  const Node& inner = opt.nodes[6];
+  const Node& inner = opt.nodes[5];
   ASSERT_EQ(inner.inputs.size(), 3u);
   EXPECT_EQ(inner.inputs[0], "c3__nhwc");
   const Tensor* scales = opt.FindInitializer(inner.inputs[2]);
@@ -512,9 +515,35 @@ TEST(OptimizeTest, ConcatBatchNormAndInnerResizeStayChannelsLast) {
   EXPECT_EQ(std::vector<float>(scales->data<float>(),
                                scales->data<float>() + 4),
             (std::vector<float>{1, 2, 2, 1}));
-  const Node& last = opt.nodes[9];
+  const Node& last = opt.nodes[8];
   EXPECT_EQ(last.inputs, (std::vector<std::string>{"c4", "", "up2"}));
   EXPECT_EQ(opt.FindValue("up__nhwc")->shape, Shape({1, 12, 12, 5}));
+}
+
+// A concatenation read by more than the BatchNormalization is stored: the
+// Concat and the BatchNormalization stay apart.
+TEST(OptimizeTest, ConcatReadTwiceIsNotFusedIntoTheBatchNorm) {
+  Graph g = DenseBlockAndHead();
+  AddInitializer(g, "w5", Random({5, 7, 1, 1}, 59));
+  // c3 = Conv(r) + Conv(cat): the Concat has a second reader.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].outputs[0] != "c3") continue;
+    g.nodes[i].outputs = {"c3a"};
+    AddValue(g, "c3a", Shape({1, 5, 6, 6}));
+    AddValue(g, "c3b", Shape({1, 5, 6, 6}));
+    g.nodes.insert(g.nodes.begin() + i + 1,
+                   {MakeNode("Conv", {"cat", "w5"}, {"c3b"}),
+                    MakeNode("Add", {"c3a", "c3b"}, {"c3"})});
+    break;
+  }
+  NameNodes(&g);
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  const std::vector<std::string> ops = OpTypes(opt);
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "Concat"), ops.end());
+  EXPECT_NE(std::find(ops.begin(), ops.end(), kChannelsLastBatchNormOp),
+            ops.end());
+  EXPECT_EQ(std::find(ops.begin(), ops.end(), kChannelsLastConcatBatchNormOp),
+            ops.end());
 }
 
 // DenseNet's transition as PyTorch exports a padded pool: Conv, Pad, then
