@@ -687,15 +687,51 @@ class ConstantOfShapeKernel final : public KernelBase {
     }
     GLINT_ASSIGN_OR_RETURN(TensorView y, AllocateOutput(
         ctx, 0, Shape(dims), value_.dtype(), node()));
+    // Filled in parallel ranges, by element width (Faster R-CNN fills
+    // masks of millions of elements with it: an element-wise memcpy took
+    // 3.4 ms a call, 3x ONNX Runtime's time).
     const size_t size = DTypeSize(value_.dtype());
-    for (int64_t i = 0; i < y.num_elements(); ++i) {
-      std::memcpy(static_cast<char*>(y.data) + i * size, value_.raw_data(),
-                  size);
-    }
+    const auto* value = static_cast<const uint8_t*>(value_.raw_data());
+    const bool zero =
+        std::all_of(value, value + size, [](uint8_t b) { return b == 0; });
+    auto* dst = static_cast<uint8_t*>(y.data);
+    ParallelFor(y.num_elements(), 1 << 16, [&](int64_t begin, int64_t end) {
+      if (zero) {
+        std::memset(dst + begin * size, 0, (end - begin) * size);
+        return;
+      }
+      switch (size) {
+        case 1:
+          std::memset(dst + begin, value[0], end - begin);
+          break;
+        case 2:
+          Fill<uint16_t>(dst, value, begin, end);
+          break;
+        case 4:
+          Fill<uint32_t>(dst, value, begin, end);
+          break;
+        case 8:
+          Fill<uint64_t>(dst, value, begin, end);
+          break;
+        default:
+          for (int64_t i = begin; i < end; ++i) {
+            std::memcpy(dst + i * size, value, size);
+          }
+      }
+    });
     return absl::OkStatus();
   }
 
  private:
+  template <typename U>
+  static void Fill(uint8_t* dst, const uint8_t* value, int64_t begin,
+                   int64_t end) {
+    U v;
+    std::memcpy(&v, value, sizeof(U));
+    std::fill(reinterpret_cast<U*>(dst) + begin,
+              reinterpret_cast<U*>(dst) + end, v);
+  }
+
   Tensor value_;
 };
 

@@ -1,5 +1,7 @@
 #include <omp.h>
 
+#include <cstring>
+#include <optional>
 #include <vector>
 
 #include "devices/cpu/kernel.h"
@@ -243,6 +245,52 @@ TEST(ConcatTest, ParallelRangesGiveTheReferenceBytes) {
     }
   }
   omp_set_num_threads(saved_threads);
+}
+
+// ConstantOfShape fills in parallel ranges by element width: every element
+// of a large output holds the value, for each width and for the default
+// zero, on 1 to 3 kernel threads.
+TEST(ConstantOfShapeTest, EveryElementHoldsTheValueAtEveryWidth) {
+  const int saved_threads = omp_get_max_threads();
+  const Ints dims = {3, 517, 331};  // 513,381 elements: several ranges.
+  const Tensor shape = MakeTensor<int64_t>({3}, dims);
+  const int64_t count = dims[0] * dims[1] * dims[2];
+  struct Case {
+    std::optional<Tensor> value;
+    std::vector<uint8_t> bytes;  // One element's.
+  };
+  std::vector<Case> cases;
+  cases.push_back({std::nullopt, {0, 0, 0, 0}});  // float32 0
+  for (Tensor t :
+       {MakeTensor<float>({1}, {1.5f}), MakeTensor<int64_t>({1}, {-7}),
+        MakeTensor<uint8_t>({1}, {200}), MakeTensor<int16_t>({1}, {-300})}) {
+    const auto* b = static_cast<const uint8_t*>(t.raw_data());
+    cases.push_back({t, std::vector<uint8_t>(b, b + t.num_bytes())});
+  }
+  for (const Case& c : cases) {
+    Node node = MakeNode("ConstantOfShape", {"shape"}, {"y"});
+    if (c.value.has_value()) node.attributes["value"] = *c.value;
+    RunKernelOptions options;
+    options.output_dtypes = {c.value.has_value() ? c.value->dtype()
+                                                 : DType::kFloat32};
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      auto out = RunKernel(CpuKernelRegistry(), node, {shape}, options);
+      omp_set_num_threads(saved_threads);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const Tensor& y = (*out)[0];
+      ASSERT_EQ(y.num_elements(), count);
+      ASSERT_EQ(y.num_bytes(), count * c.bytes.size());
+      const auto* got = static_cast<const uint8_t*>(y.raw_data());
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < count; ++i) {
+        wrong += std::memcmp(got + i * c.bytes.size(), c.bytes.data(),
+                             c.bytes.size()) != 0;
+      }
+      EXPECT_EQ(wrong, 0) << c.bytes.size() << "-byte value, " << threads
+                          << " threads";
+    }
+  }
 }
 
 TEST(IdentityTest, CopiesAnyDType) {
