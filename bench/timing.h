@@ -41,13 +41,13 @@ inline double Median(std::vector<double> v) {
 
 using RunFn = std::function<absl::StatusOr<std::vector<NamedTensor>>()>;
 
-// Appends to *micros the microseconds of `iters` calls of `run` after 3
-// warm-up calls; the last call's outputs land in `out` (when not null). A
-// failing call ends the timing with its status.
+// Appends to *micros the microseconds of `iters` calls of `run` after
+// `warmup` untimed calls; the last call's outputs land in `out` (when not
+// null). A failing call ends the timing with its status.
 inline absl::Status TimeRuns(int iters, const RunFn& run,
                              std::vector<NamedTensor>* out,
-                             std::vector<double>* micros) {
-  for (int i = 0; i < 3 + iters; ++i) {
+                             std::vector<double>* micros, int warmup = 3) {
+  for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<NamedTensor>> r = run();
     const double us = std::chrono::duration<double, std::micro>(
@@ -55,7 +55,7 @@ inline absl::Status TimeRuns(int iters, const RunFn& run,
                           .count();
     if (!r.ok()) return r.status();
     if (out != nullptr) *out = *std::move(r);
-    if (i >= 3) micros->push_back(us);
+    if (i >= warmup) micros->push_back(us);
   }
   return absl::OkStatus();
 }
