@@ -21,11 +21,13 @@
 namespace glint {
 
 using optimizer_internal::AddInitializer;
+using optimizer_internal::FindProducer;
 using optimizer_internal::FreshName;
 using optimizer_internal::IsDefaultDomain;
 using optimizer_internal::SoleConsumer;
 using optimizer_internal::TransposeNode;
 using optimizer_internal::TransposePerm;
+using optimizer_internal::Uses;
 
 namespace {
 
@@ -503,6 +505,130 @@ absl::Status FuseConcatBatchNorm(Graph* graph) {
     graph->values.erase(concat.outputs[0]);
     graph->nodes.erase(graph->nodes.begin() + i);
     --i;
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// A one-element int64/int32 initializer's value.
+std::optional<int64_t> OneInt(const Graph& graph, const std::string& name) {
+  const Tensor* t = name.empty() ? nullptr : graph.FindInitializer(name);
+  if (t == nullptr || t->num_elements() != 1) return std::nullopt;
+  if (t->dtype() == DType::kInt64) return t->data<int64_t>()[0];
+  if (t->dtype() == DType::kInt32) return t->data<int32_t>()[0];
+  return std::nullopt;
+}
+
+// The channels [begin, end) that `slice` takes of an NHWC value of
+// `channels` channels: a Slice along axis 3 with constant starts and ends
+// and step 1 (ShuffleNet's chunk, in the region); else nullopt. Bounds as
+// ONNX resolves them (negative from the end, clamped to [0, channels]).
+std::optional<std::pair<int64_t, int64_t>> ChannelSliceRange(const Graph& graph,
+                                                             const Node& slice,
+                                                             int64_t channels) {
+  if (!IsDefaultDomain(slice) || slice.op_type != "Slice" ||
+      slice.inputs.size() < 4 || slice.inputs.size() > 5 ||
+      slice.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  const std::optional<int64_t> axis = OneInt(graph, slice.inputs[3]);
+  if (!axis.has_value() || (*axis != 3 && *axis != -1)) return std::nullopt;
+  if (slice.inputs.size() == 5 && !slice.inputs[4].empty() &&
+      OneInt(graph, slice.inputs[4]) != std::optional<int64_t>(1)) {
+    return std::nullopt;
+  }
+  const std::optional<int64_t> start = OneInt(graph, slice.inputs[1]);
+  const std::optional<int64_t> end = OneInt(graph, slice.inputs[2]);
+  if (!start.has_value() || !end.has_value()) return std::nullopt;
+  auto resolve = [channels](int64_t v) {
+    if (v < 0) v = v < -channels ? 0 : v + channels;
+    return std::min(v, channels);
+  };
+  const int64_t b = resolve(*start);
+  return std::make_pair(b, std::max(b, resolve(*end)));
+}
+
+}  // namespace
+
+absl::Status FuseChannelGather(Graph* graph) {
+  for (int s = 0; s < static_cast<int>(graph->nodes.size()); ++s) {
+    const Node& shuffle = graph->nodes[s];
+    if (shuffle.op_type != kChannelsLastChannelShuffleOp ||
+        shuffle.inputs.size() != 1 || shuffle.outputs.size() != 1) {
+      continue;
+    }
+    const std::string shuffled = shuffle.outputs[0];
+    const ValueInfo* out = graph->FindValue(shuffled);
+    const int64_t groups = shuffle.GetInt("groups", 0);
+    if (out == nullptr || out->dtype != DType::kFloat32 ||
+        !out->shape.has_rank() || out->shape.rank() != 4 ||
+        out->shape.dim(3) <= 0 || groups < 1 ||
+        out->shape.dim(3) % groups != 0) {
+      continue;
+    }
+    const int64_t channels = out->shape.dim(3);
+    // The Concat it shuffles, when the shuffle alone reads it.
+    std::vector<std::string> inputs = {shuffle.inputs[0]};
+    int concat = FindProducer(*graph, s, shuffle.inputs[0]);
+    if (concat >= 0) {
+      const Node& c = graph->nodes[concat];
+      const int64_t axis = c.GetInt("axis", 1);
+      if (IsDefaultDomain(c) && c.op_type == "Concat" &&
+          c.outputs.size() == 1 && (axis == 3 || axis == -1) &&
+          SoleConsumer(*graph, concat) == s) {
+        inputs = c.inputs;
+      } else {
+        concat = -1;
+      }
+    }
+    // Its readers, when every one is a channel Slice of it (the next unit's
+    // chunk into halves) and it is no graph output.
+    std::vector<int> slices;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    bool all_slices = !Uses(*graph).IsGraphOutput(shuffled);
+    for (int k = s + 1; k < static_cast<int>(graph->nodes.size()); ++k) {
+      const Node& reader = graph->nodes[k];
+      const int reads = static_cast<int>(
+          std::count(reader.inputs.begin(), reader.inputs.end(), shuffled));
+      if (reads == 0) continue;
+      const auto range = ChannelSliceRange(*graph, reader, channels);
+      if (reads != 1 || reader.inputs[0] != shuffled || !range.has_value()) {
+        all_slices = false;
+        break;
+      }
+      slices.push_back(k);
+      ranges.push_back(*range);
+    }
+    if (!all_slices) slices.clear();
+    if (concat < 0 && slices.empty()) continue;  // Nothing to save.
+    Node fused;
+    fused.name = shuffle.name;
+    fused.op_type = kChannelsLastChannelGatherOp;
+    fused.inputs = inputs;
+    fused.attributes["groups"] = groups;
+    std::vector<int64_t> bounds;
+    if (slices.empty()) {
+      fused.outputs = {shuffled};
+      bounds = {0, channels};
+    } else {
+      for (size_t j = 0; j < slices.size(); ++j) {
+        fused.outputs.push_back(graph->nodes[slices[j]].outputs[0]);
+        bounds.push_back(ranges[j].first);
+        bounds.push_back(ranges[j].second);
+      }
+      graph->values.erase(shuffled);
+    }
+    fused.attributes["ranges"] = std::move(bounds);
+    graph->nodes[s] = std::move(fused);
+    for (auto it = slices.rbegin(); it != slices.rend(); ++it) {
+      graph->nodes.erase(graph->nodes.begin() + *it);
+    }
+    if (concat >= 0) {
+      graph->values.erase(graph->nodes[concat].outputs[0]);
+      graph->nodes.erase(graph->nodes.begin() + concat);
+      --s;
+    }
   }
   return absl::OkStatus();
 }

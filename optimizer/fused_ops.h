@@ -48,6 +48,14 @@
 //                      (1 or more, [N, spatial..., C_i], float32);
 //                      attributes "epsilon" and "activation" (Relu or
 //                      none).
+//   glint.ChannelShuffle, glint.ChannelShuffleChannelsLast
+//                      ShuffleNet's channel shuffle (attribute "groups")
+//                      on [N, C, spatial...] or [N, spatial..., C].
+//   glint.ChannelGatherChannelsLast
+//                      Concat along the last axis, channel shuffle in
+//                      "groups" groups, then Slices of channels, in one
+//                      pass: inputs [N, spatial..., C_i] (float32), output
+//                      j the shuffled channels [ranges[2j], ranges[2j+1]).
 //
 // "activation" is an ONNX op name ("Relu", "LeakyRelu" with
 // "activation_alpha", "Sigmoid", "Tanh", "Gelu"); see devices/cpu/dnnl_util.h.
@@ -73,6 +81,8 @@ inline constexpr char kChannelsLastBatchNormOp[] =
 inline constexpr char kChannelsLastConcatBatchNormOp[] =
     "glint.ConcatBatchNormChannelsLast";
 inline constexpr char kChannelShuffleOp[] = "glint.ChannelShuffle";
+inline constexpr char kChannelsLastChannelGatherOp[] =
+    "glint.ChannelGatherChannelsLast";
 inline constexpr char kChannelsLastChannelShuffleOp[] =
     "glint.ChannelShuffleChannelsLast";
 

@@ -24,6 +24,7 @@ absl::Status OptimizeGraph(Graph* graph, const RewriteBackend& backend) {
   // A Relu after a residual Add now follows the fused node.
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));
   GLINT_RETURN_IF_ERROR(FuseConcatBatchNorm(graph));
+  GLINT_RETURN_IF_ERROR(FuseChannelGather(graph));
   RemoveUnusedInitializers(graph);
   return graph->Validate();
 }

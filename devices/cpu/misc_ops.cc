@@ -383,6 +383,174 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeChannelShuffle(
       spec, groups, spec.node->op_type == kChannelsLastChannelShuffleOp));
 }
 
+// ------------------------------------------ glint.ChannelGatherChannelsLast
+
+// ShuffleNet's Concat -> channel shuffle -> Slices into the next unit's two
+// halves, fused by the CPU optimiser (optimizer/optimize.h
+// FuseChannelGather) into one pass that reads each input and writes each
+// output once. Inputs X_i [N, spatial..., C_i] (float32, equal but for the
+// last axis), concatenated along the channels to C = sum C_i, then
+// shuffled in `groups` groups (shuffled channel k is concatenated channel
+// (k % g) * (C / g) + k / g); output j is the shuffled channels
+// [ranges[2j], ranges[2j + 1]).
+class ChannelGatherKernel final : public KernelBase {
+ public:
+  ChannelGatherKernel(const KernelSpec& spec, int64_t groups,
+                      std::vector<int64_t> ranges)
+      : KernelBase(spec), groups_(groups), ranges_(std::move(ranges)) {}
+
+  absl::Status Compute(KernelContext& ctx) const override {
+    const int n = ctx.num_inputs();
+    std::vector<const TensorView*> xs(n);
+    for (int i = 0; i < n; ++i) {
+      GLINT_ASSIGN_OR_RETURN(xs[i], GetInput(ctx, i, DType::kFloat32, node()));
+    }
+    const Shape& first = xs[0]->shape;
+    const int rank = first.rank();
+    if (rank < 2) {
+      return InvalidArgument(node(), "input shape ", first.ToString(),
+                             "; expected [N, ..., C]");
+    }
+    int64_t total = 0;
+    bool equal_split = n == groups_;
+    for (int i = 0; i < n; ++i) {
+      const Shape& s = xs[i]->shape;
+      bool same = s.rank() == rank;
+      for (int d = 0; same && d + 1 < rank; ++d)
+        same = s.dim(d) == first.dim(d);
+      if (!same) {
+        return InvalidArgument(node(), "input shapes ", first.ToString(),
+                               " and ", s.ToString(),
+                               " differ off the channel axis");
+      }
+      total += s.dim(rank - 1);
+      equal_split = equal_split && s.dim(rank - 1) == first.dim(rank - 1);
+    }
+    if (total % groups_ != 0) {
+      return InvalidArgument(node(), total, " channels do not split into ",
+                             groups_, " groups");
+    }
+    for (int64_t bound : ranges_) {
+      if (bound > total) {
+        return InvalidArgument(node(), "an output range ends at channel ",
+                               bound, ", past the inputs' ", total);
+      }
+    }
+    int64_t pixels = 1;
+    for (int d = 0; d + 1 < rank; ++d) pixels *= first.dim(d);
+    const int outputs = static_cast<int>(ranges_.size() / 2);
+    std::vector<float*> ys(outputs);
+    for (int j = 0; j < outputs; ++j) {
+      std::vector<int64_t> dims = first.dims();
+      dims[rank - 1] = ranges_[2 * j + 1] - ranges_[2 * j];
+      GLINT_ASSIGN_OR_RETURN(
+          TensorView y,
+          AllocateOutput(ctx, j, Shape(dims), DType::kFloat32, node()));
+      ys[j] = y.as<float>();
+    }
+    const int64_t per = total / groups_;
+    std::vector<const float*> base(n);
+    std::vector<int64_t> width(n);
+    for (int i = 0; i < n; ++i) {
+      base[i] = xs[i]->as<const float>();
+      width[i] = xs[i]->shape.dim(rank - 1);
+    }
+    // The general path's table: each concatenated channel's input and its
+    // channel there.
+    std::vector<int> input_of;
+    std::vector<int64_t> channel_of;
+    if (!equal_split) {
+      for (int i = 0; i < n; ++i) {
+        for (int64_t c = 0; c < width[i]; ++c) {
+          input_of.push_back(i);
+          channel_of.push_back(c);
+        }
+      }
+    }
+    ParallelFor(pixels,
+                std::max<int64_t>(1, 4096 / std::max<int64_t>(total, 1)),
+                [&](int64_t begin, int64_t end) {
+                  std::vector<const float*> row(n);
+                  for (int64_t r = begin; r < end; ++r) {
+                    for (int i = 0; i < n; ++i) row[i] = base[i] + r * width[i];
+                    for (int j = 0; j < outputs; ++j) {
+                      const int64_t b = ranges_[2 * j], e = ranges_[2 * j + 1];
+                      float* dst = ys[j] + r * (e - b);
+                      if (equal_split) {
+                        // Shuffled channel k is input k % g's channel k / g.
+                        Interleave(row.data(), b, e, dst);
+                      } else {
+                        for (int64_t k = b; k < e; ++k) {
+                          const int64_t src = (k % groups_) * per + k / groups_;
+                          *dst++ = row[input_of[src]][channel_of[src]];
+                        }
+                      }
+                    }
+                  }
+                });
+    return absl::OkStatus();
+  }
+
+ private:
+  // Shuffled channels [b, e) of inputs that each hold C / g channels: whole
+  // groups take one channel of every input in turn.
+  void Interleave(const float* const* in, int64_t b, int64_t e,
+                  float* dst) const {
+    const int64_t g = groups_;
+    int64_t k = b;
+    for (; k < e && k % g != 0; ++k) *dst++ = in[k % g][k / g];
+    const int64_t whole = (e - k) / g;
+    const int64_t j0 = k / g;
+    if (g == 2) {
+      const float* a = in[0] + j0;
+      const float* c = in[1] + j0;
+      for (int64_t j = 0; j < whole; ++j) {
+        dst[2 * j] = a[j];
+        dst[2 * j + 1] = c[j];
+      }
+      dst += 2 * whole;
+    } else {
+      for (int64_t j = 0; j < whole; ++j) {
+        for (int64_t i = 0; i < g; ++i) *dst++ = in[i][j0 + j];
+      }
+    }
+    for (k += whole * g; k < e; ++k) *dst++ = in[k % g][k / g];
+  }
+
+  const int64_t groups_;
+  const std::vector<int64_t> ranges_;
+};
+
+absl::StatusOr<std::unique_ptr<Kernel>> MakeChannelGather(
+    const KernelSpec& spec) {
+  const std::string node = spec.node->Describe();
+  GLINT_RETURN_IF_ERROR(CheckArity(spec, 1, 1 << 20));
+  for (int i = 0; i < spec.node->num_inputs(); ++i) {
+    GLINT_RETURN_IF_ERROR(SpecInputDType(spec, i, {DType::kFloat32}).status());
+  }
+  const int64_t groups = spec.node->GetInt("groups", 0);
+  if (groups < 1) {
+    return InvalidArgument(node, "groups ", groups, " must be positive");
+  }
+  std::vector<int64_t> ranges = spec.node->GetInts("ranges", {});
+  if (ranges.size() != 2 * spec.node->outputs.size()) {
+    return InvalidArgument(node, "has ", spec.node->outputs.size(),
+                           " outputs but ", ranges.size(),
+                           " range bounds; expected two per output");
+  }
+  for (size_t j = 0; j < spec.node->outputs.size(); ++j) {
+    if (ranges[2 * j] < 0 || ranges[2 * j + 1] < ranges[2 * j]) {
+      return InvalidArgument(node, "output ", j, "'s range [", ranges[2 * j],
+                             ", ", ranges[2 * j + 1],
+                             ") is not a range of channels");
+    }
+    GLINT_RETURN_IF_ERROR(
+        SpecOutputDType(spec, static_cast<int>(j), DType::kFloat32).status());
+  }
+  return std::unique_ptr<Kernel>(
+      new ChannelGatherKernel(spec, groups, std::move(ranges)));
+}
+
 }  // namespace
 
 void RegisterMiscKernels(KernelRegistry* registry) {
@@ -390,6 +558,7 @@ void RegisterMiscKernels(KernelRegistry* registry) {
   registry->Register("TfIdfVectorizer", MakeTfIdfVectorizer);
   registry->Register(kChannelShuffleOp, MakeChannelShuffle);
   registry->Register(kChannelsLastChannelShuffleOp, MakeChannelShuffle);
+  registry->Register(kChannelsLastChannelGatherOp, MakeChannelGather);
 }
 
 }  // namespace glint::cpu

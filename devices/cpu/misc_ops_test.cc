@@ -222,5 +222,62 @@ TEST(TfIdfVectorizerTest, RefusesStringsAndMalformedPools) {
   EXPECT_EQ(rank.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// glint.ChannelGatherChannelsLast by hand: inputs concatenated, shuffled
+// and cut into outputs, pixel by pixel, on both paths (inputs of C / g
+// channels each, and any other split), and its refusals.
+TEST(ChannelGatherTest, ConcatShuffleAndSlicesPixelByPixel) {
+  // Two pixels. Equal split, g = 2: a = (1, 2 | 3, 4), b = (10, 20 | 30,
+  // 40); concatenated (1, 2, 10, 20), shuffled (1, 10, 2, 20).
+  const Tensor a = MakeTensor<float>({1, 2, 1, 2}, {1, 2, 3, 4});
+  const Tensor b = MakeTensor<float>({1, 2, 1, 2}, {10, 20, 30, 40});
+  Node node =
+      MakeNode("glint.ChannelGatherChannelsLast", {"a", "b"}, {"y0", "y1"});
+  node.attributes["groups"] = int64_t{2};
+  node.attributes["ranges"] = std::vector<int64_t>{1, 4, 0, 1};
+  auto out = RunKernel(CpuKernelRegistry(), node, {a, b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), Shape({1, 2, 1, 3}));
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(10, 2, 20, 30, 4, 40));
+  EXPECT_THAT(ToVector<float>((*out)[1]), ElementsAre(1, 3));
+  // Three inputs of 1, 2 and 3 channels, g = 3: concatenated
+  // (p, q0, q1, r0, r1, r2), shuffled channel k = concatenated
+  // (k % 3) * 2 + k / 3: (p, q1, r1, q0, r0, r2).
+  Node three =
+      MakeNode("glint.ChannelGatherChannelsLast", {"p", "q", "r"}, {"y"});
+  three.attributes["groups"] = int64_t{3};
+  three.attributes["ranges"] = std::vector<int64_t>{0, 6};
+  out = RunKernel(CpuKernelRegistry(), three,
+                  {MakeTensor<float>({1, 1, 1, 1}, {1}),
+                   MakeTensor<float>({1, 1, 1, 2}, {2, 3}),
+                   MakeTensor<float>({1, 1, 1, 3}, {4, 5, 6})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(1, 3, 5, 2, 4, 6));
+  // Four equal inputs, g = 4, a range that starts and ends inside a group.
+  Node four =
+      MakeNode("glint.ChannelGatherChannelsLast", {"a", "b", "a", "b"}, {"y"});
+  four.attributes["groups"] = int64_t{4};
+  four.attributes["ranges"] = std::vector<int64_t>{3, 6};
+  out = RunKernel(CpuKernelRegistry(), four, {a, b, a, b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // Shuffled (1, 10, 1, 10, 2, 20, 2, 20) per first pixel.
+  EXPECT_THAT(ToVector<float>((*out)[0]), ElementsAre(10, 2, 20, 30, 4, 40));
+
+  Node past = node;
+  past.attributes["ranges"] = std::vector<int64_t>{1, 5, 0, 1};
+  out = RunKernel(CpuKernelRegistry(), past, {a, b});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("past"));
+  Node bounds = node;
+  bounds.attributes["ranges"] = std::vector<int64_t>{1, 4};
+  out = RunKernel(CpuKernelRegistry(), bounds, {a, b});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("two per output"));
+  out = RunKernel(CpuKernelRegistry(), node,
+                  {a, MakeTensor<float>({1, 1, 1, 2}, {10, 20})});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(out.status().message()),
+              HasSubstr("differ off the channel axis"));
+}
+
 }  // namespace
 }  // namespace glint::cpu

@@ -620,13 +620,17 @@ TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
   NameNodes(&g);
   const Graph opt = OptimizeAndCompare(g, 1e-4f);
   const std::vector<std::string> ops = OpTypes(opt);
+  // The Concat and the shuffle are one gather of channels.
   EXPECT_EQ(ops, (std::vector<std::string>{
-                     "Transpose", kFusedConvOp, "Slice", "Slice",
-                     kFusedConvOp, "Concat", kChannelsLastChannelShuffleOp,
-                     kFusedConvOp, "Transpose"}));
+                     "Transpose", kFusedConvOp, "Slice", "Slice", kFusedConvOp,
+                     kChannelsLastChannelGatherOp, kFusedConvOp, "Transpose"}));
   for (const Node& node : opt.nodes) {
-    if (node.op_type == kChannelsLastChannelShuffleOp) {
+    if (node.op_type == kChannelsLastChannelGatherOp) {
+      EXPECT_EQ(node.inputs,
+                (std::vector<std::string>{"left__nhwc", "b__nhwc"}));
+      EXPECT_EQ(node.outputs, std::vector<std::string>{"shuffled__nhwc"});
       EXPECT_EQ(node.GetInt("groups", 0), 2);
+      EXPECT_EQ(node.GetInts("ranges", {}), (std::vector<int64_t>{0, 8}));
     }
     if (node.op_type == "Slice") {
       const Tensor* axes = opt.FindInitializer(node.inputs[3]);
@@ -634,6 +638,76 @@ TEST(OptimizeTest, ShuffleUnitStaysChannelsLastWithOneShuffleNode) {
       EXPECT_EQ(axes->data<int64_t>()[0], 3);
     }
   }
+}
+
+// Two units: the second one's chunk (Slices of the first shuffle, bounds
+// written from the end and past it) joins the first unit's Concat and
+// shuffle, so one gather writes the two halves straight away.
+TEST(OptimizeTest, ShuffleThenChunkIsOneGatherWithTwoOutputs) {
+  Graph g = NewGraph("x", Shape({1, 3, 5, 5}), "y", Shape({1, 4, 5, 5}));
+  AddInitializer(g, "w0", Random({8, 3, 1, 1}, 81));
+  AddInitializer(g, "w1", Random({4, 4, 1, 1}, 82));
+  AddInitializer(g, "w3", Random({4, 4, 3, 3}, 83));
+  AddInitializer(g, "w2", Random({4, 8, 1, 1}, 84));
+  AddInitializer(g, "zero", Int64s({0}));
+  AddInitializer(g, "four", Int64s({4}));
+  AddInitializer(g, "eight", Int64s({8}));
+  AddInitializer(g, "minus4", Int64s({-4}));
+  AddInitializer(g, "past", Int64s({std::numeric_limits<int64_t>::max()}));
+  AddInitializer(g, "axis1", Int64s({1}));
+  AddInitializer(g, "split_shape", Int64s({1, 2, 4, 5, 5}));
+  AddInitializer(g, "merge_shape", Int64s({1, 8, 5, 5}));
+  AddValue(g, "c0", Shape({1, 8, 5, 5}));
+  for (const char* v : {"left", "right", "b", "left2", "right2", "b2"}) {
+    AddValue(g, v, Shape({1, 4, 5, 5}));
+  }
+  for (const char* v : {"cat", "shuffled", "cat2", "shuffled2"}) {
+    AddValue(g, v, Shape({1, 8, 5, 5}));
+  }
+  for (const char* v : {"g5", "g5b"}) AddValue(g, v, Shape({1, 2, 4, 5, 5}));
+  for (const char* v : {"t5", "t5b"}) AddValue(g, v, Shape({1, 4, 2, 5, 5}));
+  auto shuffle = [](const std::string& in, const std::string& g5,
+                    const std::string& t5, const std::string& out) {
+    return std::vector<Node>{
+        MakeNode("Reshape", {in, "split_shape"}, {g5}),
+        MakeNode("Transpose", {g5}, {t5},
+                 {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}}),
+        MakeNode("Reshape", {t5, "merge_shape"}, {out})};
+  };
+  g.nodes = {
+      MakeNode("Conv", {"x", "w0"}, {"c0"}),
+      MakeNode("Slice", {"c0", "zero", "four", "axis1"}, {"left"}),
+      MakeNode("Slice", {"c0", "four", "eight", "axis1"}, {"right"}),
+      MakeNode("Conv", {"right", "w1"}, {"b"}),
+      MakeNode("Concat", {"left", "b"}, {"cat"}, {{"axis", int64_t{1}}})};
+  for (Node& n : shuffle("cat", "g5", "t5", "shuffled")) g.nodes.push_back(n);
+  g.nodes.push_back(
+      MakeNode("Slice", {"shuffled", "zero", "four", "axis1"}, {"left2"}));
+  g.nodes.push_back(
+      MakeNode("Slice", {"shuffled", "minus4", "past", "axis1"}, {"right2"}));
+  g.nodes.push_back(MakeNode("Conv", {"right2", "w3"}, {"b2"},
+                             {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}));
+  g.nodes.push_back(
+      MakeNode("Concat", {"left2", "b2"}, {"cat2"}, {{"axis", int64_t{1}}}));
+  for (Node& n : shuffle("cat2", "g5b", "t5b", "shuffled2")) {
+    g.nodes.push_back(n);
+  }
+  g.nodes.push_back(MakeNode("Conv", {"shuffled2", "w2"}, {"y"}));
+  NameNodes(&g);
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  EXPECT_EQ(OpTypes(opt),
+            (std::vector<std::string>{
+                "Transpose", kFusedConvOp, "Slice", "Slice", kFusedConvOp,
+                kChannelsLastChannelGatherOp, kFusedConvOp,
+                kChannelsLastChannelGatherOp, kFusedConvOp, "Transpose"}));
+  const Node& first = opt.nodes[5];
+  EXPECT_EQ(first.inputs, (std::vector<std::string>{"left__nhwc", "b__nhwc"}));
+  EXPECT_EQ(first.outputs,
+            (std::vector<std::string>{"left2__nhwc", "right2__nhwc"}));
+  EXPECT_EQ(first.GetInt("groups", 0), 2);
+  EXPECT_EQ(first.GetInts("ranges", {}), (std::vector<int64_t>{0, 4, 4, 8}));
+  EXPECT_EQ(opt.FindValue("shuffled__nhwc"), nullptr);
+  EXPECT_EQ(opt.nodes[7].outputs, std::vector<std::string>{"shuffled2__nhwc"});
 }
 
 // The shuffle alone, in NCHW (no Conv near it), against the three ops.
