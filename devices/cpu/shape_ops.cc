@@ -3,9 +3,11 @@
 // bool, float16, bfloat16) since they only move bytes. Outputs are fresh
 // buffers (the context has no aliasing), so even Reshape copies.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -197,6 +199,63 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReshape(const KernelSpec& spec) {
 
 // --------------------------------------------------------------- Transpose
 
+// y[b][c][r] = x[b][r][c] for `batches` matrices of rows x cols, in tiles
+// of 32 x 32 (a tile's reads and writes stay in cache), the tiles of
+// columns in parallel. The layout reorders into and out of channels-last
+// regions are this (NCHW [N, C, HW] <-> NHWC [N, HW, C]); through the
+// general walk, which gathers one element at a time with an index update
+// per output row, an image's 3-channel input took 130 us.
+template <typename U>
+void Transpose2D(const U* x, U* y, int64_t batches, int64_t rows,
+                 int64_t cols) {
+  constexpr int64_t kTile = 32;
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  const int64_t grain = std::max<int64_t>(1, 16384 / (kTile * rows));
+  ParallelFor(batches * col_tiles, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t b = t / col_tiles;
+      const int64_t c0 = (t % col_tiles) * kTile;
+      const int64_t c1 = std::min(cols, c0 + kTile);
+      const U* xb = x + b * rows * cols;
+      U* yb = y + b * rows * cols;
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile);
+        for (int64_t c = c0; c < c1; ++c) {
+          for (int64_t r = r0; r < r1; ++r) yb[c * rows + r] = xb[r * cols + c];
+        }
+      }
+    }
+  });
+}
+
+// When the permutation, with size-1 axes dropped and axes that stay
+// adjacent merged, swaps the last two of [batches, rows, cols] (or of
+// [rows, cols]): those three; else nullopt.
+std::optional<std::array<int64_t, 3>> AsBatchedTranspose(
+    const std::vector<int64_t>& out_dims,
+    const std::vector<int64_t>& in_strides_by_out) {
+  std::vector<int64_t> dims, strides;  // Of the output, merged.
+  for (size_t i = 0; i < out_dims.size(); ++i) {
+    if (out_dims[i] == 1) continue;
+    if (!dims.empty() && strides.back() == in_strides_by_out[i] * out_dims[i]) {
+      dims.back() *= out_dims[i];
+      strides.back() = in_strides_by_out[i];
+      continue;
+    }
+    dims.push_back(out_dims[i]);
+    strides.push_back(in_strides_by_out[i]);
+  }
+  if (dims.size() == 2 && strides[0] == 1 && strides[1] == dims[0]) {
+    // Output [cols, rows] of input [rows, cols].
+    return std::array<int64_t, 3>{1, dims[1], dims[0]};
+  }
+  if (dims.size() == 3 && strides[1] == 1 && strides[2] == dims[1] &&
+      strides[0] == dims[1] * dims[2]) {
+    return std::array<int64_t, 3>{dims[0], dims[2], dims[1]};
+  }
+  return std::nullopt;
+}
+
 template <typename U>
 void TransposeCopy(const U* x, U* y, const std::vector<int64_t>& out_dims,
                    const std::vector<int64_t>& in_strides_by_out) {
@@ -278,6 +337,29 @@ class TransposeKernel final : public KernelBase {
     if (rank == 0 || std::is_sorted(perm.begin(), perm.end())) {
       CopyData(*x, y);
       return absl::OkStatus();
+    }
+    if (const auto shape = AsBatchedTranspose(out_dims, strides_by_out)) {
+      const auto [batches, rows, cols] = *shape;
+      switch (DTypeSize(dtype_)) {
+        case 1:
+          Transpose2D(x->as<const uint8_t>(), y.as<uint8_t>(), batches, rows,
+                      cols);
+          return absl::OkStatus();
+        case 2:
+          Transpose2D(x->as<const uint16_t>(), y.as<uint16_t>(), batches, rows,
+                      cols);
+          return absl::OkStatus();
+        case 4:
+          Transpose2D(x->as<const uint32_t>(), y.as<uint32_t>(), batches, rows,
+                      cols);
+          return absl::OkStatus();
+        case 8:
+          Transpose2D(x->as<const uint64_t>(), y.as<uint64_t>(), batches, rows,
+                      cols);
+          return absl::OkStatus();
+        default:
+          break;  // The general walk says what is wrong.
+      }
     }
     switch (DTypeSize(dtype_)) {
       case 1:

@@ -136,32 +136,37 @@ TEST(TransposeTest, DefaultAndExplicitPerm) {
 TEST(TransposeTest, LargeFourDimensionalPermutations) {
   const int saved_threads = omp_get_max_threads();
   omp_set_num_threads(4);
-  const Ints dims = {3, 37, 41, 29};
-  const int n = 3 * 37 * 41 * 29;
-  const Tensor x = MakeTensor<float>(dims, Ramp(n));
-  const Ints perms[] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0}, {1, 0, 3, 2}};
-  for (const Ints& perm : perms) {
-    auto out = RunKernel(CpuKernelRegistry(),
-                         MakeNode("Transpose", {"x"}, {"y"}, {{"perm", perm}}),
-                         {x});
-    ASSERT_TRUE(out.ok()) << out.status();
-    Ints out_dims(4), in_strides = {37 * 41 * 29, 41 * 29, 29, 1};
-    for (int i = 0; i < 4; ++i) out_dims[i] = dims[perm[i]];
-    ASSERT_EQ((*out)[0].shape(), Shape(out_dims));
-    const std::vector<float> y = ToVector<float>((*out)[0]);
-    int64_t o = 0, mismatches = 0;
-    for (int64_t a = 0; a < out_dims[0]; ++a)
-      for (int64_t b = 0; b < out_dims[1]; ++b)
-        for (int64_t c = 0; c < out_dims[2]; ++c)
-          for (int64_t d = 0; d < out_dims[3]; ++d, ++o) {
-            const int64_t want = a * in_strides[perm[0]] +
-                                 b * in_strides[perm[1]] +
-                                 c * in_strides[perm[2]] +
-                                 d * in_strides[perm[3]];
-            if (y[o] != static_cast<float>(want)) ++mismatches;
-          }
-    EXPECT_EQ(mismatches, 0) << "perm " << perm[0] << perm[1] << perm[2]
-                             << perm[3];
+  // Size-1 axes too: the reorders of a channels-last region (the first two
+  // perms) take the tiled 2-D path with or without a batch.
+  for (const Ints& dims : {Ints{3, 37, 41, 29}, Ints{1, 37, 41, 29},
+                           Ints{3, 1, 41, 29}, Ints{1, 37, 1, 29}}) {
+    const int n = static_cast<int>(dims[0] * dims[1] * dims[2] * dims[3]);
+    const Tensor x = MakeTensor<float>(dims, Ramp(n));
+    const Ints perms[] = {{0, 2, 3, 1}, {0, 3, 1, 2}, {3, 2, 1, 0},
+                          {1, 0, 3, 2}, {0, 1, 3, 2}, {2, 3, 0, 1}};
+    for (const Ints& perm : perms) {
+      auto out =
+          RunKernel(CpuKernelRegistry(),
+                    MakeNode("Transpose", {"x"}, {"y"}, {{"perm", perm}}), {x});
+      ASSERT_TRUE(out.ok()) << out.status();
+      Ints out_dims(4), in_strides = {dims[1] * dims[2] * dims[3],
+                                      dims[2] * dims[3], dims[3], 1};
+      for (int i = 0; i < 4; ++i) out_dims[i] = dims[perm[i]];
+      ASSERT_EQ((*out)[0].shape(), Shape(out_dims));
+      const std::vector<float> y = ToVector<float>((*out)[0]);
+      int64_t o = 0, mismatches = 0;
+      for (int64_t a = 0; a < out_dims[0]; ++a)
+        for (int64_t b = 0; b < out_dims[1]; ++b)
+          for (int64_t c = 0; c < out_dims[2]; ++c)
+            for (int64_t d = 0; d < out_dims[3]; ++d, ++o) {
+              const int64_t want =
+                  a * in_strides[perm[0]] + b * in_strides[perm[1]] +
+                  c * in_strides[perm[2]] + d * in_strides[perm[3]];
+              if (y[o] != static_cast<float>(want)) ++mismatches;
+            }
+      EXPECT_EQ(mismatches, 0) << "perm " << perm[0] << perm[1] << perm[2]
+                               << perm[3] << " of " << Shape(dims).ToString();
+    }
   }
   omp_set_num_threads(saved_threads);
 }
