@@ -3,6 +3,8 @@
 // loop and oneDNN's primitives), which must agree.
 #include "devices/cpu/rnn.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -367,6 +369,28 @@ TEST(RnnTest, LargerShapesOnBothPaths) {
     c.direction = "bidirectional";
     CheckAllPaths(c, 7);
   }
+}
+
+// Bidirectional layout-0 runs with steps too small to split over threads
+// run their two directions side by side (two unidirectional primitives, a
+// thread each): the same outputs as the reference, for every cell, with
+// bias, initial states and peepholes, on 1 to 4 kernel threads.
+TEST(RnnTest, BidirectionalDirectionsSideBySide) {
+  const int saved_threads = omp_get_max_threads();
+  for (int threads : {1, 2, 4}) {
+    omp_set_num_threads(threads);
+    uint32_t seed = 500;
+    for (Case c : Cells()) {
+      c.direction = "bidirectional";
+      c.layout = 0;
+      c.t = 6, c.n = 3, c.k = 7, c.h = 9;
+      c.bias = c.initial = true;
+      CheckAllPaths(c, seed += 10);
+      c.bias = c.initial = false;
+      CheckAllPaths(c, seed += 10);
+    }
+  }
+  omp_set_num_threads(saved_threads);
 }
 
 TEST(RnnTest, ClipInputForgetAndActivations) {
