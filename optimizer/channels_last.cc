@@ -483,8 +483,10 @@ absl::Status FuseConcatBatchNorm(Graph* graph) {
     const int j = SoleConsumer(*graph, i);
     if (j < 0) continue;
     const Node& bn = graph->nodes[j];
+    // spatial=0 (opsets 7-8) is refused by the kernel: left to say so.
     if (bn.op_type != kChannelsLastBatchNormOp || bn.inputs.size() != 5 ||
-        bn.inputs[0] != concat.outputs[0] || bn.outputs.size() != 1) {
+        bn.inputs[0] != concat.outputs[0] || bn.outputs.size() != 1 ||
+        bn.GetInt("spatial", 1) != 1) {
       continue;
     }
     bool fusable = true;

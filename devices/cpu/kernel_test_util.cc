@@ -7,6 +7,10 @@
 #include <random>
 #include <thread>
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "core/half.h"
@@ -319,5 +323,16 @@ void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
   // And float32 precision is float32's accuracy.
   EXPECT_LT(MaxRelativeError(f32, want), 1e-4);
 }
+
+#if defined(_OPENMP)
+ScopedOmpThreads::ScopedOmpThreads(int threads)
+    : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(threads);
+}
+ScopedOmpThreads::~ScopedOmpThreads() { omp_set_num_threads(saved_); }
+#else
+ScopedOmpThreads::ScopedOmpThreads(int threads) : saved_(threads) {}
+ScopedOmpThreads::~ScopedOmpThreads() = default;
+#endif
 
 }  // namespace glint::cpu::testing

@@ -176,6 +176,20 @@ void ExpectBf16Result(const Tensor& got, const Tensor& want_rounded,
                       const Tensor& want, const Tensor& magnitude,
                       const Tensor& f32);
 
+// Sets the calling thread's OpenMP thread count (up or down, unlike
+// ScopedKernelThreads) for a scope and restores it, also when an ASSERT
+// leaves the test early. A no-op without OpenMP.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads);
+  ~ScopedOmpThreads();
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int saved_ = 1;
+};
+
 }  // namespace glint::cpu::testing
 
 #endif  // GLINT_DEVICES_CPU_KERNEL_TEST_UTIL_H_

@@ -467,43 +467,45 @@ class ChannelGatherKernel final : public KernelBase {
         }
       }
     }
-    ParallelFor(pixels,
-                std::max<int64_t>(1, 4096 / std::max<int64_t>(total, 1)),
-                [&](int64_t begin, int64_t end) {
-                  std::vector<const float*> row(n);
-                  for (int64_t r = begin; r < end; ++r) {
-                    for (int i = 0; i < n; ++i) row[i] = base[i] + r * width[i];
-                    for (int j = 0; j < outputs; ++j) {
-                      const int64_t b = ranges_[2 * j], e = ranges_[2 * j + 1];
-                      float* dst = ys[j] + r * (e - b);
-                      if (equal_split) {
-                        // Shuffled channel k is input k % g's channel k / g.
-                        Interleave(row.data(), b, e, dst);
-                      } else {
-                        for (int64_t k = b; k < e; ++k) {
-                          const int64_t src = (k % groups_) * per + k / groups_;
-                          *dst++ = row[input_of[src]][channel_of[src]];
-                        }
-                      }
-                    }
-                  }
-                });
+    ParallelFor(
+        pixels, std::max<int64_t>(1, 4096 / std::max<int64_t>(total, 1)),
+        [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) {
+            for (int j = 0; j < outputs; ++j) {
+              const int64_t b = ranges_[2 * j], e = ranges_[2 * j + 1];
+              float* dst = ys[j] + r * (e - b);
+              if (equal_split) {
+                // Shuffled channel k is input k % g's channel k / g; every
+                // input's row r starts at r * per.
+                Interleave(base.data(), r * per, b, e, dst);
+              } else {
+                for (int64_t k = b; k < e; ++k) {
+                  const int64_t src = (k % groups_) * per + k / groups_;
+                  const int i = input_of[src];
+                  *dst++ = base[i][r * width[i] + channel_of[src]];
+                }
+              }
+            }
+          }
+        });
     return absl::OkStatus();
   }
 
  private:
-  // Shuffled channels [b, e) of inputs that each hold C / g channels: whole
-  // groups take one channel of every input in turn.
-  void Interleave(const float* const* in, int64_t b, int64_t e,
-                  float* dst) const {
+  // Shuffled channels [b, e) of inputs that each hold C / g channels, the
+  // row at `offset` of each: whole groups take one channel of every input
+  // in turn.
+  void Interleave(const float* const* base, int64_t offset, int64_t b,
+                  int64_t e, float* dst) const {
     const int64_t g = groups_;
+    auto in = [&](int64_t i) { return base[i] + offset; };
     int64_t k = b;
-    for (; k < e && k % g != 0; ++k) *dst++ = in[k % g][k / g];
+    for (; k < e && k % g != 0; ++k) *dst++ = in(k % g)[k / g];
     const int64_t whole = (e - k) / g;
     const int64_t j0 = k / g;
     if (g == 2) {
-      const float* a = in[0] + j0;
-      const float* c = in[1] + j0;
+      const float* a = in(0) + j0;
+      const float* c = in(1) + j0;
       for (int64_t j = 0; j < whole; ++j) {
         dst[2 * j] = a[j];
         dst[2 * j + 1] = c[j];
@@ -511,10 +513,10 @@ class ChannelGatherKernel final : public KernelBase {
       dst += 2 * whole;
     } else {
       for (int64_t j = 0; j < whole; ++j) {
-        for (int64_t i = 0; i < g; ++i) *dst++ = in[i][j0 + j];
+        for (int64_t i = 0; i < g; ++i) *dst++ = in(i)[j0 + j];
       }
     }
-    for (k += whole * g; k < e; ++k) *dst++ = in[k % g][k / g];
+    for (k += whole * g; k < e; ++k) *dst++ = in(k % g)[k / g];
   }
 
   const int64_t groups_;

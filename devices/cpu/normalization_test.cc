@@ -1,5 +1,3 @@
-#include <omp.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
@@ -21,6 +19,7 @@ using testing::MaxRelativeError;
 using testing::RandomTensor;
 using testing::RunKernel;
 using testing::RunKernelOptions;
+using testing::ScopedOmpThreads;
 using testing::ToVector;
 
 TEST(BatchNormTest, HandComputed) {
@@ -194,11 +193,9 @@ TEST(ConcatBatchNormTest, MatchesConcatThenBatchNorm) {
     const Node fused =
         MakeNode("glint.ConcatBatchNormChannelsLast", fused_names, {"y"},
                  {{"epsilon", 1e-3f}, {"activation", std::string(activation)}});
-    const int saved_threads = omp_get_max_threads();
     for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
+      ScopedOmpThreads scoped(threads);
       auto got = RunKernel(CpuKernelRegistry(), fused, fused_inputs, constant);
-      omp_set_num_threads(saved_threads);
       ASSERT_TRUE(got.ok()) << got.status();
       EXPECT_EQ((*got)[0].shape(), Shape({2, 9, 11, c}));
       EXPECT_THAT(ToVector<float>((*got)[0]),

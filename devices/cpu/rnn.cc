@@ -274,6 +274,16 @@ class RecurrentKernel final : public KernelBase {
     }
     if (run.t == 0 || run.n == 0) return absl::OkStatus();
     return CatchDnnl(node(), [&]() -> absl::Status {
+      if (directions_[0] != nullptr && SmallSteps(run) &&
+          KernelThreads() >= 2) {
+        // What Compute will run: a primitive per direction, made on one
+        // thread (RunDirectionsAtOnce).
+        ScopedKernelThreads one(1);
+        for (int dd = 0; dd < 2; ++dd) {
+          directions_[dd]->GetEntry(ForDirection(run, dd));
+        }
+        return absl::OkStatus();
+      }
       GetEntry(run);
       return absl::OkStatus();
     });
@@ -351,7 +361,8 @@ class RecurrentKernel final : public KernelBase {
   // A bidirectional node in layout 0 also gets one kernel per direction
   // (forward, reverse), the same node's configuration for that direction
   // alone, which RunDirectionsAtOnce runs side by side. Call once, before
-  // the kernel is shared.
+  // Prepare (which then makes their primitives instead of the
+  // bidirectional one when they will run) and before the kernel is shared.
   void MakeDirectionKernels(const KernelSpec& spec) {
     if (cfg_.dirs != 2 || cfg_.layout != 0 || !UseDnnlAtAll()) return;
     for (int dd = 0; dd < 2; ++dd) {
@@ -1127,8 +1138,8 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeRecurrentKernel(
   }
   auto kernel =
       std::make_unique<RecurrentKernel>(spec, std::move(cfg), path, dnnl_fits);
-  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
   kernel->MakeDirectionKernels(spec);
+  GLINT_RETURN_IF_ERROR(kernel->Prepare(spec));
   return std::unique_ptr<Kernel>(std::move(kernel));
 }
 

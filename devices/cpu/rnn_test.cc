@@ -3,8 +3,6 @@
 // loop and oneDNN's primitives), which must agree.
 #include "devices/cpu/rnn.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <functional>
 #include <string>
@@ -376,9 +374,8 @@ TEST(RnnTest, LargerShapesOnBothPaths) {
 // thread each): the same outputs as the reference, for every cell, with
 // bias, initial states and peepholes, on 1 to 4 kernel threads.
 TEST(RnnTest, BidirectionalDirectionsSideBySide) {
-  const int saved_threads = omp_get_max_threads();
   for (int threads : {1, 2, 4}) {
-    omp_set_num_threads(threads);
+    testing::ScopedOmpThreads scoped(threads);
     uint32_t seed = 500;
     for (Case c : Cells()) {
       c.direction = "bidirectional";
@@ -390,7 +387,6 @@ TEST(RnnTest, BidirectionalDirectionsSideBySide) {
       CheckAllPaths(c, seed += 10);
     }
   }
-  omp_set_num_threads(saved_threads);
 }
 
 TEST(RnnTest, ClipInputForgetAndActivations) {

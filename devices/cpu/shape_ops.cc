@@ -200,29 +200,29 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeReshape(const KernelSpec& spec) {
 // --------------------------------------------------------------- Transpose
 
 // y[b][c][r] = x[b][r][c] for `batches` matrices of rows x cols, in tiles
-// of 32 x 32 (a tile's reads and writes stay in cache), the tiles of
-// columns in parallel. The layout reorders into and out of channels-last
-// regions are this (NCHW [N, C, HW] <-> NHWC [N, HW, C]); through the
-// general walk, which gathers one element at a time with an index update
-// per output row, an image's 3-channel input took 130 us.
+// of 32 x 32 (a tile's reads and writes stay in cache), the tiles in
+// parallel. The layout reorders into and out of channels-last regions are
+// this (NCHW [N, C, HW] <-> NHWC [N, HW, C]); through the general walk,
+// which gathers one element at a time with an index update per output row,
+// an image's 3-channel input took 130 us.
 template <typename U>
 void Transpose2D(const U* x, U* y, int64_t batches, int64_t rows,
                  int64_t cols) {
   constexpr int64_t kTile = 32;
   const int64_t col_tiles = (cols + kTile - 1) / kTile;
-  const int64_t grain = std::max<int64_t>(1, 16384 / (kTile * rows));
-  ParallelFor(batches * col_tiles, grain, [&](int64_t begin, int64_t end) {
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+  const int64_t tiles = col_tiles * row_tiles;
+  ParallelFor(batches * tiles, 16, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t b = t / col_tiles;
-      const int64_t c0 = (t % col_tiles) * kTile;
+      const int64_t b = t / tiles;
+      const int64_t c0 = (t % tiles) / row_tiles * kTile;
+      const int64_t r0 = (t % tiles) % row_tiles * kTile;
       const int64_t c1 = std::min(cols, c0 + kTile);
+      const int64_t r1 = std::min(rows, r0 + kTile);
       const U* xb = x + b * rows * cols;
       U* yb = y + b * rows * cols;
-      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
-        const int64_t r1 = std::min(rows, r0 + kTile);
-        for (int64_t c = c0; c < c1; ++c) {
-          for (int64_t r = r0; r < r1; ++r) yb[c * rows + r] = xb[r * cols + c];
-        }
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) yb[c * rows + r] = xb[r * cols + c];
       }
     }
   });

@@ -18,6 +18,7 @@ using testing::MakeNode;
 using testing::MakeTensor;
 using testing::RunKernel;
 using testing::RunKernelOptions;
+using testing::ScopedOmpThreads;
 using testing::ToVector;
 
 using Ints = std::vector<int64_t>;
@@ -134,8 +135,7 @@ TEST(TransposeTest, DefaultAndExplicitPerm) {
 // Four threads even on a one-core machine, so that the rows are chunked
 // (sanitizer builds run ParallelFor serially).
 TEST(TransposeTest, LargeFourDimensionalPermutations) {
-  const int saved_threads = omp_get_max_threads();
-  omp_set_num_threads(4);
+  ScopedOmpThreads four(4);
   // Size-1 axes too: the reorders of a channels-last region (the first two
   // perms) take the tiled 2-D path with or without a batch.
   for (const Ints& dims : {Ints{3, 37, 41, 29}, Ints{1, 37, 41, 29},
@@ -168,7 +168,6 @@ TEST(TransposeTest, LargeFourDimensionalPermutations) {
                                << perm[3] << " of " << Shape(dims).ToString();
     }
   }
-  omp_set_num_threads(saved_threads);
 }
 
 TEST(ConcatTest, NegativeAxisAndErrors) {
@@ -213,7 +212,6 @@ TEST(ConcatTest, ParallelRangesGiveTheReferenceBytes) {
       {{{3001, 17}, {0, 17}, {4999, 17}}, 0},
       {{{2, 7, 3, 1031}, {2, 1, 3, 1031}, {2, 13, 3, 1031}}, 1},
   };
-  const int saved_threads = omp_get_max_threads();
   for (const Case& c : cases) {
     std::vector<Tensor> inputs;
     std::vector<std::string> names;
@@ -239,7 +237,7 @@ TEST(ConcatTest, ParallelRangesGiveTheReferenceBytes) {
       }
     }
     for (int threads : {1, 2, 3, 4}) {
-      omp_set_num_threads(threads);
+      ScopedOmpThreads scoped(threads);
       auto out = RunKernel(CpuKernelRegistry(),
                            MakeNode("Concat", names, {"y"}, {{"axis", c.axis}}),
                            inputs);
@@ -249,14 +247,12 @@ TEST(ConcatTest, ParallelRangesGiveTheReferenceBytes) {
           << "axis " << c.axis << ", " << threads << " threads";
     }
   }
-  omp_set_num_threads(saved_threads);
 }
 
 // ConstantOfShape fills in parallel ranges by element width: every element
 // of a large output holds the value, for each width and for the default
 // zero, on 1 to 3 kernel threads.
 TEST(ConstantOfShapeTest, EveryElementHoldsTheValueAtEveryWidth) {
-  const int saved_threads = omp_get_max_threads();
   const Ints dims = {3, 517, 331};  // 513,381 elements: several ranges.
   const Tensor shape = MakeTensor<int64_t>({3}, dims);
   const int64_t count = dims[0] * dims[1] * dims[2];
@@ -279,9 +275,8 @@ TEST(ConstantOfShapeTest, EveryElementHoldsTheValueAtEveryWidth) {
     options.output_dtypes = {c.value.has_value() ? c.value->dtype()
                                                  : DType::kFloat32};
     for (int threads : {1, 2, 3}) {
-      omp_set_num_threads(threads);
+      ScopedOmpThreads scoped(threads);
       auto out = RunKernel(CpuKernelRegistry(), node, {shape}, options);
-      omp_set_num_threads(saved_threads);
       ASSERT_TRUE(out.ok()) << out.status();
       const Tensor& y = (*out)[0];
       ASSERT_EQ(y.num_elements(), count);
