@@ -467,27 +467,27 @@ class ChannelGatherKernel final : public KernelBase {
         }
       }
     }
-    ParallelFor(
-        pixels, std::max<int64_t>(1, 4096 / std::max<int64_t>(total, 1)),
-        [&](int64_t begin, int64_t end) {
-          for (int64_t r = begin; r < end; ++r) {
-            for (int j = 0; j < outputs; ++j) {
-              const int64_t b = ranges_[2 * j], e = ranges_[2 * j + 1];
-              float* dst = ys[j] + r * (e - b);
-              if (equal_split) {
-                // Shuffled channel k is input k % g's channel k / g; every
-                // input's row r starts at r * per.
-                Interleave(base.data(), r * per, b, e, dst);
-              } else {
-                for (int64_t k = b; k < e; ++k) {
-                  const int64_t src = (k % groups_) * per + k / groups_;
-                  const int i = input_of[src];
-                  *dst++ = base[i][r * width[i] + channel_of[src]];
-                }
-              }
-            }
-          }
-        });
+    ParallelFor(pixels,
+                std::max<int64_t>(1, 4096 / std::max<int64_t>(total, 1)),
+                [&](int64_t begin, int64_t end) {
+                  for (int64_t r = begin; r < end; ++r) {
+                    for (int j = 0; j < outputs; ++j) {
+                      const int64_t b = ranges_[2 * j], e = ranges_[2 * j + 1];
+                      float* dst = ys[j] + r * (e - b);
+                      if (equal_split) {
+                        // Shuffled channel k is input k % g's channel k / g;
+                        // every input's row r starts at r * per.
+                        Interleave(base.data(), r * per, b, e, dst);
+                      } else {
+                        for (int64_t k = b; k < e; ++k) {
+                          const int64_t src = (k % groups_) * per + k / groups_;
+                          const int i = input_of[src];
+                          *dst++ = base[i][r * width[i] + channel_of[src]];
+                        }
+                      }
+                    }
+                  }
+                });
     return absl::OkStatus();
   }
 

@@ -264,9 +264,9 @@ TEST(ChannelGatherTest, ConcatShuffleAndSlicesPixelByPixel) {
   four.attributes["ranges"] = std::vector<int64_t>{0, 8};  // Whole groups.
   out = RunKernel(CpuKernelRegistry(), four, {a, b, a, b});
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_THAT(ToVector<float>((*out)[0]),
-              ElementsAre(1, 10, 1, 10, 2, 20, 2, 20, 3, 30, 3, 30, 4, 40, 4,
-                          40));
+  EXPECT_THAT(
+      ToVector<float>((*out)[0]),
+      ElementsAre(1, 10, 1, 10, 2, 20, 2, 20, 3, 30, 3, 30, 4, 40, 4, 40));
 
   Node past = node;
   past.attributes["ranges"] = std::vector<int64_t>{1, 5, 0, 1};

@@ -12,10 +12,10 @@ namespace {
 
 using ::testing::FloatNear;
 using ::testing::HasSubstr;
-using ::testing::Pointwise;
 using testing::MakeNode;
 using testing::MakeTensor;
 using testing::MaxRelativeError;
+using ::testing::Pointwise;
 using testing::RandomTensor;
 using testing::RunKernel;
 using testing::RunKernelOptions;
