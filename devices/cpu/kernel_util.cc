@@ -94,6 +94,33 @@ absl::StatusOr<const TensorView*> GetOptionalInput(const KernelContext& ctx,
   return in;
 }
 
+absl::StatusOr<std::vector<const TensorView*>> GetChannelsLastConcatInputs(
+    const KernelContext& ctx, int first, absl::string_view node) {
+  std::vector<const TensorView*> xs;
+  for (int i = first; i < ctx.num_inputs(); ++i) {
+    GLINT_ASSIGN_OR_RETURN(const TensorView* x,
+                           GetInput(ctx, i, DType::kFloat32, node));
+    xs.push_back(x);
+  }
+  if (xs.empty()) return InvalidArgument(node, "has no input to concatenate");
+  const Shape& s0 = xs[0]->shape;
+  const int rank = s0.rank();
+  if (rank < 2) {
+    return InvalidArgument(node, "input shape ", s0.ToString(),
+                           "; expected [N, ..., C]");
+  }
+  for (const TensorView* x : xs) {
+    const Shape& s = x->shape;
+    bool same = s.rank() == rank;
+    for (int d = 0; same && d + 1 < rank; ++d) same = s.dim(d) == s0.dim(d);
+    if (!same) {
+      return InvalidArgument(node, "input shapes ", s0.ToString(), " and ",
+                             s.ToString(), " differ off the channel axis");
+    }
+  }
+  return xs;
+}
+
 absl::StatusOr<const TensorView*> GetInput(const KernelContext& ctx, int i,
                                            DType dtype,
                                            absl::string_view node) {

@@ -148,6 +148,11 @@ absl::StatusOr<const TensorView*> GetInput(const KernelContext& ctx, int i,
 absl::StatusOr<const TensorView*> GetOptionalInput(const KernelContext& ctx,
                                                    int i, DType dtype,
                                                    absl::string_view node);
+// Inputs `first`.. (at least one) as the float32 values a Concat along
+// their last axis takes: rank 2 or more, equal but for the last axis (the
+// fused channels-last ops). INVALID_ARGUMENT naming `node` otherwise.
+absl::StatusOr<std::vector<const TensorView*>> GetChannelsLastConcatInputs(
+    const KernelContext& ctx, int first, absl::string_view node);
 // Allocates output `i` and checks that the context gave it `dtype`.
 absl::StatusOr<TensorView> AllocateOutput(KernelContext& ctx, int i,
                                           const Shape& shape, DType dtype,

@@ -400,31 +400,17 @@ class ChannelGatherKernel final : public KernelBase {
       : KernelBase(spec), groups_(groups), ranges_(std::move(ranges)) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
-    const int n = ctx.num_inputs();
-    std::vector<const TensorView*> xs(n);
-    for (int i = 0; i < n; ++i) {
-      GLINT_ASSIGN_OR_RETURN(xs[i], GetInput(ctx, i, DType::kFloat32, node()));
-    }
+    GLINT_ASSIGN_OR_RETURN(std::vector<const TensorView*> xs,
+                           GetChannelsLastConcatInputs(ctx, 0, node()));
+    const int n = static_cast<int>(xs.size());
     const Shape& first = xs[0]->shape;
     const int rank = first.rank();
-    if (rank < 2) {
-      return InvalidArgument(node(), "input shape ", first.ToString(),
-                             "; expected [N, ..., C]");
-    }
     int64_t total = 0;
     bool equal_split = n == groups_;
-    for (int i = 0; i < n; ++i) {
-      const Shape& s = xs[i]->shape;
-      bool same = s.rank() == rank;
-      for (int d = 0; same && d + 1 < rank; ++d)
-        same = s.dim(d) == first.dim(d);
-      if (!same) {
-        return InvalidArgument(node(), "input shapes ", first.ToString(),
-                               " and ", s.ToString(),
-                               " differ off the channel axis");
-      }
-      total += s.dim(rank - 1);
-      equal_split = equal_split && s.dim(rank - 1) == first.dim(rank - 1);
+    for (const TensorView* x : xs) {
+      total += x->shape.dim(rank - 1);
+      equal_split =
+          equal_split && x->shape.dim(rank - 1) == first.dim(rank - 1);
     }
     if (total % groups_ != 0) {
       return InvalidArgument(node(), total, " channels do not split into ",

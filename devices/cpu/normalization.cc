@@ -304,32 +304,15 @@ class ConcatBatchNormKernel final : public KernelBase {
       : KernelBase(spec), a_(std::move(a)), b_(std::move(b)), relu_(relu) {}
 
   absl::Status Compute(KernelContext& ctx) const override {
-    const int n = ctx.num_inputs() - 4;
-    std::vector<const TensorView*> xs(n);
-    for (int i = 0; i < n; ++i) {
-      GLINT_ASSIGN_OR_RETURN(xs[i],
-                             GetInput(ctx, 4 + i, DType::kFloat32, node()));
-    }
+    GLINT_ASSIGN_OR_RETURN(std::vector<const TensorView*> xs,
+                           GetChannelsLastConcatInputs(ctx, 4, node()));
+    const int n = static_cast<int>(xs.size());
     const Shape& first = xs[0]->shape;
     const int rank = first.rank();
-    if (rank < 2) {
-      return InvalidArgument(node(), "input shape ", first.ToString(),
-                             "; expected [N, ..., C]");
-    }
     std::vector<int64_t> out = first.dims();
-    out[rank - 1] = 0;
     std::vector<int64_t> start(n + 1, 0);
     for (int i = 0; i < n; ++i) {
-      const Shape& s = xs[i]->shape;
-      bool same = s.rank() == rank;
-      for (int d = 0; same && d + 1 < rank; ++d)
-        same = s.dim(d) == first.dim(d);
-      if (!same) {
-        return InvalidArgument(node(), "input shapes ", first.ToString(),
-                               " and ", s.ToString(),
-                               " differ off the channel axis");
-      }
-      start[i + 1] = start[i] + s.dim(rank - 1);
+      start[i + 1] = start[i] + xs[i]->shape.dim(rank - 1);
     }
     const int64_t c = start[n];
     if (c != static_cast<int64_t>(a_.size())) {
