@@ -338,45 +338,29 @@ class TransposeKernel final : public KernelBase {
       CopyData(*x, y);
       return absl::OkStatus();
     }
-    if (const auto shape = AsBatchedTranspose(out_dims, strides_by_out)) {
-      const auto [batches, rows, cols] = *shape;
-      switch (DTypeSize(dtype_)) {
-        case 1:
-          Transpose2D(x->as<const uint8_t>(), y.as<uint8_t>(), batches, rows,
-                      cols);
-          return absl::OkStatus();
-        case 2:
-          Transpose2D(x->as<const uint16_t>(), y.as<uint16_t>(), batches, rows,
-                      cols);
-          return absl::OkStatus();
-        case 4:
-          Transpose2D(x->as<const uint32_t>(), y.as<uint32_t>(), batches, rows,
-                      cols);
-          return absl::OkStatus();
-        case 8:
-          Transpose2D(x->as<const uint64_t>(), y.as<uint64_t>(), batches, rows,
-                      cols);
-          return absl::OkStatus();
-        default:
-          break;  // The general walk says what is wrong.
+    // Elements moved as unsigned integers of their width.
+    const auto shape = AsBatchedTranspose(out_dims, strides_by_out);
+    auto transpose = [&](auto width) {
+      using U = decltype(width);
+      if (shape.has_value()) {
+        const auto [batches, rows, cols] = *shape;
+        Transpose2D(x->as<const U>(), y.as<U>(), batches, rows, cols);
+      } else {
+        TransposeCopy(x->as<const U>(), y.as<U>(), out_dims, strides_by_out);
       }
-    }
+    };
     switch (DTypeSize(dtype_)) {
       case 1:
-        TransposeCopy(x->as<const uint8_t>(), y.as<uint8_t>(), out_dims,
-                      strides_by_out);
+        transpose(uint8_t{});
         break;
       case 2:
-        TransposeCopy(x->as<const uint16_t>(), y.as<uint16_t>(), out_dims,
-                      strides_by_out);
+        transpose(uint16_t{});
         break;
       case 4:
-        TransposeCopy(x->as<const uint32_t>(), y.as<uint32_t>(), out_dims,
-                      strides_by_out);
+        transpose(uint32_t{});
         break;
       case 8:
-        TransposeCopy(x->as<const uint64_t>(), y.as<uint64_t>(), out_dims,
-                      strides_by_out);
+        transpose(uint64_t{});
         break;
       default:
         return Internal(node(), "unexpected element size");
