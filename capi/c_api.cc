@@ -413,6 +413,29 @@ GlintStatus* glint_network_info(const GlintNetwork* network, const char** name,
   });
 }
 
+namespace {
+
+// Input (is_output 0) or output number `index` of `network` into `*value`;
+// OUT_OF_RANGE past the end.
+GlintStatus* FindNetworkValue(const char* fn, const GlintNetwork& network,
+                              int is_output, size_t index,
+                              const glint::ValueInfo** value) {
+  const std::vector<glint::ValueInfo>& values =
+      is_output ? network.info.outputs : network.info.inputs;
+  if (index >= values.size()) {
+    return Error(
+        GLINT_OUT_OF_RANGE, fn,
+        absl::StrCat(is_output ? "output" : "input", " index ", index,
+                     " is past network '", glint::Clip(network.info.name),
+                     "''s ", values.size(),
+                     is_output ? " outputs" : " inputs"));
+  }
+  *value = &values[index];
+  return nullptr;
+}
+
+}  // namespace
+
 GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
                                  size_t index, const char** name,
                                  GlintDType* dtype, const int64_t** dims,
@@ -420,17 +443,9 @@ GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
   static constexpr char kFn[] = "glint_network_value";
   return Guard(kFn, [&]() -> GlintStatus* {
     GLINT_C_CHECK(CheckHandle(kFn, "network", network));
-    const std::vector<glint::ValueInfo>& values =
-        is_output ? network->info.outputs : network->info.inputs;
-    if (index >= values.size()) {
-      return Error(GLINT_OUT_OF_RANGE, kFn,
-                   absl::StrCat(is_output ? "output" : "input", " index ",
-                                index, " is past network '",
-                                glint::Clip(network->info.name), "''s ",
-                                values.size(),
-                                is_output ? " outputs" : " inputs"));
-    }
-    const glint::ValueInfo& value = values[index];
+    const glint::ValueInfo* found = nullptr;
+    GLINT_C_CHECK(FindNetworkValue(kFn, *network, is_output, index, &found));
+    const glint::ValueInfo& value = *found;
     if (name != nullptr) *name = value.name.c_str();
     if (dtype != nullptr) *dtype = static_cast<GlintDType>(value.dtype);
     const bool known = value.shape.has_rank();
@@ -439,6 +454,27 @@ GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
       *rank = known ? static_cast<size_t>(value.shape.rank())
                     : GLINT_UNKNOWN_RANK;
     }
+    return nullptr;
+  });
+}
+
+GlintStatus* glint_network_value_dim_name(const GlintNetwork* network,
+                                          int is_output, size_t index,
+                                          size_t axis, const char** name) {
+  static constexpr char kFn[] = "glint_network_value_dim_name";
+  return Guard(kFn, [&]() -> GlintStatus* {
+    GLINT_C_CHECK(CheckHandle(kFn, "network", network));
+    const glint::ValueInfo* found = nullptr;
+    GLINT_C_CHECK(FindNetworkValue(kFn, *network, is_output, index, &found));
+    const glint::ValueInfo& value = *found;
+    if (!value.shape.has_rank() ||
+        axis >= static_cast<size_t>(value.shape.rank())) {
+      return Error(GLINT_OUT_OF_RANGE, kFn,
+                   absl::StrCat("axis ", axis, " is past the rank of '",
+                                glint::Clip(value.name), "' (",
+                                value.shape.ToString(), ")"));
+    }
+    if (name != nullptr) *name = value.DimName(static_cast<int>(axis)).c_str();
     return nullptr;
   });
 }

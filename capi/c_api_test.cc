@@ -140,7 +140,7 @@ class CApiTest : public ::testing::Test {
 
 TEST(CApiVersionTest, LibraryMatchesHeader) {
   EXPECT_EQ(glint_api_version(), static_cast<uint32_t>(GLINT_C_API_VERSION));
-  EXPECT_EQ(GLINT_C_API_VERSION, 400);
+  EXPECT_EQ(GLINT_C_API_VERSION, 500);
   EXPECT_STREQ(glint_code_name(GLINT_DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(glint_code_name(static_cast<GlintCode>(99)), "UNKNOWN_CODE");
   EXPECT_EQ(glint_status_code(nullptr), GLINT_OK);
@@ -207,6 +207,18 @@ TEST_F(CApiTest, DynamicDimsTakeEachRunsSizeWithinTheirBound) {
       glint_network_value(network, 0, 0, nullptr, nullptr, &dims, &rank));
   ASSERT_EQ(rank, 2u);
   EXPECT_EQ(dims[0], -1);
+  // The dim's name, on the input and (through Relu) on the output.
+  const char* named = nullptr;
+  EXPECT_GLINT_OK(glint_network_value_dim_name(network, 0, 0, 0, &named));
+  EXPECT_STREQ(named, "N");
+  EXPECT_GLINT_OK(glint_network_value_dim_name(network, 1, 0, 0, &named));
+  EXPECT_STREQ(named, "N");
+  EXPECT_GLINT_OK(glint_network_value_dim_name(network, 1, 0, 1, &named));
+  EXPECT_STREQ(named, "");
+  EXPECT_GLINT_ERROR(glint_network_value_dim_name(network, 1, 0, 2, &named),
+                     GLINT_OUT_OF_RANGE, "axis 2 is past the rank of 'y'");
+  EXPECT_GLINT_ERROR(glint_network_value_dim_name(network, 1, 1, 0, &named),
+                     GLINT_OUT_OF_RANGE, "past network 'dyn''s 1 outputs");
   glint_network_delete(network);
 
   for (int64_t rows : {1, 4, 5}) {
@@ -634,6 +646,8 @@ TEST_F(CApiTest, RefusesNullsBadHandlesAndWrongSizes) {
       GLINT_INVALID_ARGUMENT, "network is not a GlintNetwork");
   EXPECT_GLINT_ERROR(glint_network_value(nullptr, 0, 0, nullptr, nullptr,
                                          nullptr, nullptr),
+                     GLINT_INVALID_ARGUMENT, "network is NULL");
+  EXPECT_GLINT_ERROR(glint_network_value_dim_name(nullptr, 0, 0, 0, nullptr),
                      GLINT_INVALID_ARGUMENT, "network is NULL");
   EXPECT_GLINT_ERROR(glint_network_list_size(nullptr, nullptr),
                      GLINT_INVALID_ARGUMENT, "list is NULL");

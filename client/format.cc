@@ -92,11 +92,14 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
   if (!network.unavailable_reason.empty()) {
     absl::StrAppend(&out, "  UNAVAILABLE: ", network.unavailable_reason, "\n");
   }
+  // Unknown dims by the model's names where it has them: "[batch, seq]".
   for (const ValueInfo& v : network.inputs) {
-    absl::StrAppend(&out, "  input  ", v.ToString(), "\n");
+    absl::StrAppend(&out, "  input  ", v.name, ": ", DTypeName(v.dtype),
+                    v.ShapeString(), "\n");
   }
   for (const ValueInfo& v : network.outputs) {
-    absl::StrAppend(&out, "  output ", v.ToString(), "\n");
+    absl::StrAppend(&out, "  output ", v.name, ": ", DTypeName(v.dtype),
+                    v.ShapeString(), "\n");
   }
   absl::StrAppend(&out, FormatDynamicDims(network.dynamic_dims));
   absl::StrAppend(&out, "  partitions: ", network.partitions.size());

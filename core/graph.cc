@@ -5,8 +5,39 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace glint {
+
+const std::string& ValueInfo::DimName(int axis) const {
+  static const std::string* const kNone = new std::string();
+  if (!shape.has_rank() || axis < 0 || axis >= shape.rank() ||
+      dim_names.size() != static_cast<size_t>(shape.rank()) ||
+      shape.dim(axis) != Shape::kUnknownDim) {
+    return *kNone;
+  }
+  return dim_names[axis];
+}
+
+bool ValueInfo::HasDimNames() const {
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    if (!DimName(axis).empty()) return true;
+  }
+  return false;
+}
+
+std::string ValueInfo::ShapeString() const {
+  if (!HasDimNames()) return shape.ToString();
+  std::vector<std::string> dims;
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    const std::string& n = DimName(axis);
+    dims.push_back(!n.empty() ? n
+                   : shape.dim(axis) == Shape::kUnknownDim
+                       ? std::string("?")
+                       : absl::StrCat(shape.dim(axis)));
+  }
+  return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
+}
 
 std::string ValueInfo::ToString() const {
   return absl::StrCat(name, ": ", DTypeName(dtype), shape.ToString());

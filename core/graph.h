@@ -27,8 +27,24 @@ struct ValueInfo {
   std::string name;
   DType dtype = DType::kUndefined;
   Shape shape;  // May hold Shape::kUnknownDim for data-dependent sizes.
+  // Symbolic names of the dims `shape` leaves unknown (ONNX dim_param:
+  // "batch", "seq"), one entry per dim, "" where a dim is known or has no
+  // name; empty when no dim is named. Two unknown dims of one name are one
+  // size in every run (ONNX's meaning): the importer propagates the names
+  // the model gives its inputs through every value its shape inference
+  // (and Glint's, onnx/shape_folding.h) can follow. A pass that changes
+  // `shape` permutes or clears them; names that no longer fit it (another
+  // rank, a dim now known) are ignored by DimName() and what reads them.
+  std::vector<std::string> dim_names;
 
-  // "x: float32[1, 3, 224, 224]".
+  // dim_names[axis] where it names an unknown dim of `shape`, else "".
+  const std::string& DimName(int axis) const;
+  // Whether some dim has a name.
+  bool HasDimNames() const;
+  // "[batch, seq, 768]": Shape::ToString() with named dims by name.
+  std::string ShapeString() const;
+  // "x: float32[1, 3, 224, 224]", unknown dims as "?" whether named or not
+  // (ShapeString() for the names).
   std::string ToString() const;
 };
 
@@ -106,13 +122,10 @@ class Graph {
  public:
   std::string name;
   int64_t opset_version = 0;  // Of the default domain.
-  std::vector<ValueInfo> inputs;   // Runtime inputs (never initializers).
-  // The model's names of the inputs' dims (ONNX dim_param: "batch",
-  // "seq"), one list per input in `inputs` order with one entry per dim,
-  // "" where the model names none. Empty when no input has a named dim.
-  // Set by the importer for the model's graph only: what a request's
-  // shapes are checked against (equal names, equal sizes).
-  std::vector<std::vector<std::string>> input_dim_names;
+  // Runtime inputs (never initializers). Their dim_names are the model's
+  // names of its dynamic dims: what a request's shapes are checked
+  // against (equal names, equal sizes).
+  std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
   std::vector<Node> nodes;         // Topologically sorted.
   std::map<std::string, Tensor> initializers;  // Constants, by value name.

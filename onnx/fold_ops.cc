@@ -155,6 +155,10 @@ std::optional<FoldValue> Cast(const FoldValue& x, int32_t to) {
   if (!IsFoldableType(to)) return std::nullopt;
   FoldValue out = MakeValue(to, x.dims);
   out.unknown = x.unknown;
+  // An integer dim is the same dim in another integer type.
+  if (IsIntegral(to) && to != TensorProto::BOOL && !x.real()) {
+    out.symbols = x.symbols;
+  }
   for (int64_t k = 0; k < x.size(); ++k) {
     if (!x.known(k)) continue;
     if (out.real()) {

@@ -263,12 +263,24 @@ void Unravel(const Dims& dims, int64_t k, Dims* idx) {
   }
 }
 
+const std::string& FoldValue::symbol(int64_t k) const {
+  static const std::string* const kNone = new std::string();
+  if (known(k) || k < 0 || k >= static_cast<int64_t>(symbols.size())) {
+    return *kNone;
+  }
+  return symbols[k];
+}
+
 // Copies element `from` of `src` to element `to` of `dst` (same type).
 void CopyElement(const FoldValue& src, int64_t from, FoldValue* dst,
                  int64_t to) {
   if (!src.known(from)) {
     if (dst->unknown.empty()) dst->unknown.assign(dst->size(), false);
     dst->unknown[to] = true;
+    if (const std::string& name = src.symbol(from); !name.empty()) {
+      if (dst->symbols.empty()) dst->symbols.assign(dst->size(), "");
+      dst->symbols[to] = name;
+    }
   }
   if (src.real()) {
     dst->reals[to] = src.reals[from];

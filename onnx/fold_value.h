@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -50,6 +51,11 @@ struct FoldValue {
   // (Gather, Slice, Concat, Unsqueeze...) carry them: x.shape[1] of an
   // [N, 1] value is known although N is not.
   std::vector<bool> unknown;
+  // The names of unknown elements that are a symbolic dim of some value
+  // (its ONNX dim_param, "seq", as Shape(x) reads it), "" where unnamed;
+  // empty, or one per element. Carried wherever `unknown` is, and through
+  // integer Casts: Range(0, seq, 1) has `seq` elements.
+  std::vector<std::string> symbols;
 
   bool complete() const {
     return std::find(unknown.begin(), unknown.end(), true) == unknown.end();
@@ -59,6 +65,8 @@ struct FoldValue {
   int64_t size() const {
     return static_cast<int64_t>(real() ? reals.size() : ints.size());
   }
+  // The name of unknown element k; "" where it has none.
+  const std::string& symbol(int64_t k) const;
   double AsReal(int64_t k) const {
     return real() ? reals[k] : static_cast<double>(ints[k]);
   }
@@ -132,7 +140,7 @@ int64_t Linear(const Dims& dims, const Dims& idx);
 // The multi-index in `dims` of linear index `k`.
 void Unravel(const Dims& dims, int64_t k, Dims* idx);
 // Copies element `from` of `src` to element `to` of `dst` (same type),
-// unknown or not.
+// unknown or not, with its symbol.
 void CopyElement(const FoldValue& src, int64_t from, FoldValue* dst,
                  int64_t to);
 

@@ -144,6 +144,19 @@ absl::StatusOr<Shape> DeclaredShape(const std::string& name,
   return Shape(std::move(dims));
 }
 
+// The names `shape` gives the dims it leaves unknown (dim_param), one per
+// dim, "" for the others; empty when it names none.
+std::vector<std::string> DimNames(const onnx::TensorShapeProto& shape) {
+  std::vector<std::string> names;
+  bool named = false;
+  for (const auto& d : shape.dim()) {
+    names.push_back(d.has_dim_value() ? "" : d.dim_param());
+    named = named || !names.back().empty();
+  }
+  if (!named) names.clear();
+  return names;
+}
+
 // Binds the dims of one runtime input and writes the known ones back into
 // the proto, so that shape inference propagates concrete sizes (the dims
 // left unknown keep their symbolic names, which inference propagates).
@@ -217,6 +230,7 @@ absl::StatusOr<ValueInfo> ReadRuntimeInput(onnx::ValueInfoProto* in,
   info.name = name;
   info.dtype = *dtype;
   GLINT_ASSIGN_OR_RETURN(info.shape, BindInputShape(name, type, options));
+  info.dim_names = DimNames(type->shape());  // Of the dims left unbound.
   GLINT_RETURN_IF_ERROR(CheckTensorSize(
       info.dtype, info.shape, absl::StrCat("graph input '", name, "'")));
   return info;
@@ -285,6 +299,7 @@ absl::StatusOr<ValueInfo> SubgraphInputInfo(const onnx::ValueInfoProto& in,
           d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
                                                   : Shape::kUnknownDim);
     }
+    info.dim_names = DimNames(type.tensor_type().shape());
   } else {
     info.shape = Shape::UnknownRank();
   }
@@ -489,6 +504,7 @@ absl::StatusOr<ValueInfo> NodeOutputInfo(
           d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
                                                   : Shape::kUnknownDim);
     }
+    info.dim_names = DimNames(t.shape());
   } else {
     info.shape = Shape::UnknownRank();
     unknown_rank->push_back(value);
@@ -587,17 +603,7 @@ absl::Status BindInputs(onnx::GraphProto* graph,
     GLINT_ASSIGN_OR_RETURN(ValueInfo info, ReadRuntimeInput(&in, options));
     result->values[name] = info;
     result->inputs.push_back(std::move(info));
-    std::vector<std::string> dim_names;
-    for (const auto& d : in.type().tensor_type().shape().dim()) {
-      dim_names.push_back(d.has_dim_value() ? "" : d.dim_param());
-    }
-    result->input_dim_names.push_back(std::move(dim_names));
   }
-  bool named = false;
-  for (const auto& names : result->input_dim_names) {
-    for (const std::string& n : names) named = named || !n.empty();
-  }
-  if (!named) result->input_dim_names.clear();
   for (const auto& [name, tensor] : initializers) {
     result->values[name] = ValueInfo{name, tensor.dtype(), tensor.shape()};
   }

@@ -30,7 +30,7 @@ absl::StatusOr<std::map<std::string, Tensor>> ReadInitializers(
 // values too) and writes what it decides back into `graph` for inference:
 // each runtime input's dims bound (options.input_shapes, else the declared
 // dims, symbolic and unknown ones left Shape::kUnknownDim with their names
-// in result->input_dim_names), and each input that is also an initializer
+// in ValueInfo::dim_names), and each input that is also an initializer
 // (models of IR < 4 list them) described by its tensor.
 // INVALID_ARGUMENT for input_shapes naming no runtime input, inputs without
 // a name, type or shape, declared twice, or shapes that contradict or are

@@ -29,7 +29,7 @@ struct ImportOptions {
   // declared shape (rank and known dims must agree, else INVALID_ARGUMENT).
   // Unknown or symbolic dims of other inputs stay Shape::kUnknownDim, so
   // every value they reach is typed with unknown dims and the kernels take
-  // each run's sizes (Graph::input_dim_names keeps the symbolic names).
+  // each run's sizes (ValueInfo::dim_names keeps the symbolic names).
   std::map<std::string, Shape> input_shapes;
   // When positive, the first dimension of every runtime input is bound to
   // it, over input_shapes and the declaration (dynamic batching compiles a

@@ -487,10 +487,12 @@ TEST(OnnxImporterTest, SymbolicDimStaysDynamicAndInitializerIsConverted) {
   EXPECT_EQ(g->opset_version, 13);
   ASSERT_EQ(g->inputs.size(), 1u);
   EXPECT_EQ(g->inputs[0].ToString(), "x: float32[?, 3]");
-  ASSERT_EQ(g->input_dim_names.size(), 1u);
-  EXPECT_THAT(g->input_dim_names[0], ElementsAre("N", ""));
+  EXPECT_THAT(g->inputs[0].dim_names, ElementsAre("N", ""));
+  EXPECT_EQ(g->inputs[0].ShapeString(), "[N, 3]");
   ASSERT_EQ(g->outputs.size(), 1u);
   EXPECT_EQ(g->outputs[0].ToString(), "y: float32[?, 3]");
+  // The name reaches the output through inference.
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[N, 3]");
   const Tensor* b = g->FindInitializer("b");
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(b->dtype(), DType::kFloat32);
@@ -1155,6 +1157,52 @@ TEST(ShapeFoldingTest, ChannelShuffleAndCausalRangeFold) {
       EXPECT_THAT(Values<int64_t>(*n.GetTensor("value")), ElementsAre(0, 1, 2));
     }
   }
+}
+
+// Symbolic dims propagate by name: a GPT-style embedding with dynamic
+// batch and sequence, token embeddings plus position embeddings of
+// Range(0, seq), then the attention head split, reaches its output as
+// [batch, seq, 2, 2]. ONNX alone names Range's length (and every dim
+// past the Add) with a name of its own ("unk__0").
+TEST(ShapeFoldingTest, SymbolicDimsPropagateByName) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("ids", onnx::TensorProto::INT64, std::vector<Dim>{"batch", "seq"})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  std::vector<float> table(8 * 4);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.5f * i;
+  b.FloatInitializer("wte", {8, 4}, table)
+      .FloatInitializer("wpe", {8, 4}, table);
+  b.Node("Gather", {"wte", "ids"}, {"tok"}, "wte");
+  b.Node("Shape", {"ids"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "i1", {}, {1});
+  b.Node("Gather", {"s", "i1"}, {"seq_len"}, "gather_seq");
+  AddIntAttr(b.Node("Cast", {"seq_len"}, {"seq_i64"}, "cast"), "to",
+             onnx::TensorProto::INT64);
+  b.Node("Range", {"i0", "seq_i64", "i1"}, {"pos"}, "range");
+  b.Node("Gather", {"wpe", "pos"}, {"pe"}, "wpe");
+  b.Node("Add", {"tok", "pe"}, {"h"}, "add");
+  // Reshape(h, [h.shape[0], h.shape[1], 2, 2]), as exporters split heads.
+  b.Node("Shape", {"h"}, {"hs"}, "shape_h");
+  b.Node("Gather", {"hs", "i0"}, {"n"}, "gather_n");
+  b.Node("Gather", {"hs", "i1"}, {"t"}, "gather_t");
+  Int64Constant(&b, "axes0", {1}, {0});
+  b.Node("Unsqueeze", {"n", "axes0"}, {"n1"}, "unsqueeze_n");
+  b.Node("Unsqueeze", {"t", "axes0"}, {"t1"}, "unsqueeze_t");
+  Int64Constant(&b, "heads", {2}, {2, 2});
+  AddIntAttr(b.Node("Concat", {"n1", "t1", "heads"}, {"shape4"}, "concat"),
+             "axis", 0);
+  b.Node("Reshape", {"h", "shape4"}, {"y"}, "reshape");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->inputs[0].ShapeString(), "[batch, seq]");
+  EXPECT_EQ(g->FindValue("tok")->ShapeString(), "[batch, seq, 4]");
+  EXPECT_EQ(g->FindValue("pos")->ShapeString(), "[seq]");
+  EXPECT_EQ(g->FindValue("h")->ShapeString(), "[batch, seq, 4]");
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[batch, seq, 2, 2]");
+  EXPECT_EQ(g->outputs[0].shape, Shape({-1, -1, 2, 2}));
+  // The names only name: the dims stay dynamic.
+  EXPECT_FALSE(g->FindValue("h")->shape.IsStatic());
 }
 
 TEST(ShapeFoldingTest, OperatorErrorsAreLeftToRunTime) {

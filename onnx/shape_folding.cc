@@ -10,6 +10,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "core/graph.h"
 #include "core/status_macros.h"
 #include "onnx/fold_ops.h"
@@ -56,11 +57,17 @@ class Scope {
   }
 
   // The shape of `name` where its rank is known and cannot change: each
-  // dim fixed, or -1 where it depends on run-time data.
-  std::optional<Dims> ShapeOf(const std::string& name) const {
+  // dim fixed, or -1 where it depends on run-time data. `names`, if given,
+  // gets the names of the -1 dims (dim_param; "" for the others).
+  std::optional<Dims> ShapeOf(const std::string& name,
+                              std::vector<std::string>* names = nullptr) const {
     if (name.empty() || variant_.contains(name)) return std::nullopt;
-    if (auto it = known_.find(name); it != known_.end()) return it->second.dims;
+    if (auto it = known_.find(name); it != known_.end()) {
+      if (names != nullptr) names->assign(it->second.dims.size(), "");
+      return it->second.dims;
+    }
     if (auto it = initializers_.find(name); it != initializers_.end()) {
+      if (names != nullptr) names->assign(it->second->dims_size(), "");
       return Dims(it->second->dims().begin(), it->second->dims().end());
     }
     if (auto it = types_.find(name); it != types_.end()) {
@@ -69,14 +76,16 @@ class Scope {
         return std::nullopt;
       }
       Dims dims;
+      if (names != nullptr) names->clear();
       for (const auto& d : type.tensor_type().shape().dim()) {
-        dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
-                                                               : -1);
+        const bool fixed = d.has_dim_value() && d.dim_value() >= 0;
+        dims.push_back(fixed ? d.dim_value() : -1);
+        if (names != nullptr) names->push_back(fixed ? "" : d.dim_param());
       }
       return dims;
     }
     if (defined_.contains(name)) return std::nullopt;
-    return parent_ != nullptr ? parent_->ShapeOf(name) : std::nullopt;
+    return parent_ != nullptr ? parent_->ShapeOf(name, names) : std::nullopt;
   }
 
   void Learn(const std::string& name, FoldValue v) {
@@ -116,8 +125,9 @@ std::optional<FoldValue> SizeValue(const Dims& dims) {
 }
 
 // Shape(x) with Shape-15's start and end: the dims that depend on run-time
-// data are its unknown elements.
-FoldValue ShapeValue(const onnx::NodeProto& node, const Dims& dims) {
+// data are its unknown elements, named as x's type names them (`names`).
+FoldValue ShapeValue(const onnx::NodeProto& node, const Dims& dims,
+                     const std::vector<std::string>& names) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   int64_t start = IntAttr(node, "start", 0);
   int64_t end = IntAttr(node, "end", rank);
@@ -132,6 +142,10 @@ FoldValue ShapeValue(const onnx::NodeProto& node, const Dims& dims) {
       if (v.unknown.empty()) v.unknown.assign(v.size(), false);
       v.unknown[k] = true;
       v.ints[k] = 0;
+      if (const std::string& name = names[start + k]; !name.empty()) {
+        if (v.symbols.empty()) v.symbols.assign(v.size(), "");
+        v.symbols[k] = name;
+      }
     }
   }
   return v;
@@ -145,9 +159,10 @@ std::optional<FoldValue> Evaluate(const onnx::NodeProto& node,
   // Shape and Size read only their input's shape.
   if (op == "Shape" || op == "Size") {
     if (node.input_size() != 1) return std::nullopt;
-    std::optional<Dims> dims = scope.ShapeOf(node.input(0));
+    std::vector<std::string> names;
+    std::optional<Dims> dims = scope.ShapeOf(node.input(0), &names);
     if (!dims.has_value()) return std::nullopt;
-    return op == "Size" ? SizeValue(*dims) : ShapeValue(node, *dims);
+    return op == "Size" ? SizeValue(*dims) : ShapeValue(node, *dims, names);
   }
   // Every other op reads its inputs' values (fold_ops.h); null where an
   // input is absent or not known.
@@ -220,6 +235,47 @@ bool TypeIfByItsCondition(
     changed = true;
   }
   return changed;
+}
+
+// Range(0, n, 1) of an integer n that is a symbolic dim ("seq", read
+// through Shape → Gather → Cast) has n elements: its output's one dim gets
+// that name, so that what it meets later (position embeddings added to
+// token embeddings, a causal mask) is known to be of that size, and ONNX's
+// inference propagates the name instead of inventing one per meeting.
+// Returns whether it changed the output's type.
+template <typename Declare>
+bool NameRangeLength(const onnx::NodeProto& node, const Scope& scope,
+                     absl::flat_hash_map<std::string, onnx::TypeProto*>* types,
+                     const Declare& declare) {
+  if (node.input_size() != 3 || node.output_size() != 1 ||
+      node.output(0).empty()) {
+    return false;
+  }
+  const FoldValue* start = scope.Find(node.input(0));
+  const FoldValue* limit = scope.Find(node.input(1));
+  const FoldValue* delta = scope.Find(node.input(2));
+  const auto is = [](const FoldValue* v, int64_t want) {
+    return v != nullptr && !v->real() && v->size() == 1 && v->complete() &&
+           v->ints[0] == want;
+  };
+  if (!is(start, 0) || !is(delta, 1) || limit == nullptr ||
+      limit->size() != 1 || limit->symbol(0).empty() ||
+      limit->type != start->type) {
+    return false;
+  }
+  const std::string& name = limit->symbol(0);
+  onnx::TypeProto*& type = (*types)[node.output(0)];
+  if (type == nullptr) type = declare(node.output(0));
+  onnx::TypeProto_Tensor* t = type->mutable_tensor_type();
+  if (t->has_shape() && t->shape().dim_size() == 1 &&
+      (t->shape().dim(0).has_dim_value() ||
+       t->shape().dim(0).dim_param() == name)) {
+    return false;  // Known already (or a contradiction for ONNX to find).
+  }
+  t->set_elem_type(start->type);
+  t->mutable_shape()->clear_dim();
+  t->mutable_shape()->add_dim()->set_dim_param(name);
+  return true;
 }
 
 bool Iterates(const onnx::NodeProto& node) {
@@ -296,6 +352,10 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       if (const FoldValue* v = scope.Find(in)) *budget -= v->size();
     }
     std::optional<FoldValue> value = Evaluate(node, scope, opset);
+    if (!value.has_value() && node.op_type() == "Range" &&
+        NameRangeLength(node, scope, &types, declare)) {
+      ++folded;
+    }
     if (!value.has_value() || CountOf(value->dims) != value->size()) continue;
     *budget -= value->size();
     if (outputs.contains(node.output(0)) || !value->complete()) {
@@ -312,7 +372,37 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
   return folded;
 }
 
+void ForgetInventedDimNames(onnx::TypeProto* type) {
+  if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
+  for (auto& d : *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+    if (d.has_dim_param() && absl::StartsWith(d.dim_param(), "unk__")) {
+      d.clear_dim_param();
+    }
+  }
+}
+
+void ForgetInventedDimNames(onnx::GraphProto* graph, int depth) {
+  if (depth > kMaxSubgraphDepth) return;  // The importer refuses these.
+  for (onnx::ValueInfoProto& vi : *graph->mutable_value_info()) {
+    ForgetInventedDimNames(vi.mutable_type());
+  }
+  for (onnx::ValueInfoProto& vi : *graph->mutable_output()) {
+    ForgetInventedDimNames(vi.mutable_type());
+  }
+  for (onnx::NodeProto& node : *graph->mutable_node()) {
+    for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (attr.type() == onnx::AttributeProto::GRAPH) {
+        ForgetInventedDimNames(attr.mutable_g(), depth + 1);
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void ForgetInventedDimNames(onnx::GraphProto* graph) {
+  ForgetInventedDimNames(graph, 0);
+}
 
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset) {

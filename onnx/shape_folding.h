@@ -61,6 +61,15 @@ namespace glint::onnx_internal {
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset);
 
+// ONNX's inference names each unknown dim it cannot relate to another
+// ("unk__0", "unk__1": where two dims it cannot tell equal meet in a
+// broadcast, each Range of a computed length), and keeps a name once it
+// is in a value's type. Before it infers again after a fold, those
+// invented names are forgotten (in value_info and outputs, subgraphs too;
+// never a graph input's), so that a name the fold learnt (a Range's
+// length is `seq`) propagates past where ONNX invented one.
+void ForgetInventedDimNames(onnx::GraphProto* graph);
+
 }  // namespace glint::onnx_internal
 
 #endif  // GLINT_ONNX_SHAPE_FOLDING_H_

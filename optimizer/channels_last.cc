@@ -422,6 +422,10 @@ absl::Status ConvertToChannelsLast(Graph* graph) {
     ValueInfo info = *graph->FindValue(value);
     info.name = name;
     info.shape = ChannelsLastShape(info.shape);
+    if (info.dim_names.size() == 4) {  // The names move with their dims.
+      info.dim_names = {info.dim_names[0], info.dim_names[2], info.dim_names[3],
+                        info.dim_names[1]};
+    }
     graph->values[name] = info;
     nhwc[value] = name;
     return name;

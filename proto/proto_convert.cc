@@ -324,6 +324,11 @@ void ValueInfoToProto(const ValueInfo& info, v1::ValueInfo* proto) {
   proto->set_dtype(DTypeToProto(info.dtype));
   for (int64_t d : info.shape.dims()) proto->add_shape(d);
   if (!info.shape.has_rank()) proto->set_unknown_rank(true);
+  if (info.HasDimNames()) {
+    for (int axis = 0; axis < info.shape.rank(); ++axis) {
+      proto->add_dim_names(info.DimName(axis));
+    }
+  }
 }
 
 void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
@@ -396,6 +401,11 @@ ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
                    ? Shape::UnknownRank()
                    : Shape(std::vector<int64_t>(proto.shape().begin(),
                                                 proto.shape().end()));
+  // Names that do not fit the shape are dropped rather than trusted.
+  if (proto.dim_names_size() == info.shape.rank() && info.shape.has_rank()) {
+    info.dim_names.assign(proto.dim_names().begin(), proto.dim_names().end());
+    if (!info.HasDimNames()) info.dim_names.clear();
+  }
   return info;
 }
 

@@ -404,6 +404,20 @@ TEST(NetworkInfoTest, UnknownRankRoundTrips) {
   EXPECT_EQ(ValueInfoFromProto(p).shape, Shape());
 }
 
+// Dim names travel with the shape; names that do not fit it are dropped.
+TEST(NetworkInfoTest, DimNamesRoundTrip) {
+  ValueInfo v{"logits", DType::kFloat32, Shape({-1, -1, 10})};
+  v.dim_names = {"batch", "seq", ""};
+  v1::ValueInfo p;
+  ValueInfoToProto(v, &p);
+  EXPECT_THAT(p.dim_names(), ElementsAre("batch", "seq", ""));
+  EXPECT_EQ(ValueInfoFromProto(p).ShapeString(), "[batch, seq, 10]");
+  p.add_dim_names("extra");  // Four names for three dims.
+  EXPECT_TRUE(ValueInfoFromProto(p).dim_names.empty());
+  ValueInfoToProto(ValueInfo{"x", DType::kFloat32, Shape({-1, 3})}, &p);
+  EXPECT_EQ(p.dim_names_size(), 0);  // None named: none sent.
+}
+
 TEST(NetworkInfoTest, UnknownDTypeInAReplyDoesNotFail) {
   v1::ValueInfo p;
   p.set_name("future");

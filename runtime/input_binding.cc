@@ -12,7 +12,6 @@ namespace glint {
 
 absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
     const std::vector<ValueInfo>& inputs,
-    const std::vector<std::vector<std::string>>& dim_names,
     const std::map<std::string, int64_t>& max_dims) {
   std::vector<DynamicDim> dims;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -22,10 +21,7 @@ absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
       DynamicDim d;
       d.input = inputs[i].name;
       d.axis = axis;
-      if (i < dim_names.size() &&
-          axis < static_cast<int>(dim_names[i].size())) {
-        d.name = dim_names[i][axis];
-      }
+      d.name = inputs[i].DimName(axis);
       d.max = kDefaultMaxDim;
       dims.push_back(std::move(d));
     }

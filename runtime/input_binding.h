@@ -20,13 +20,12 @@
 namespace glint {
 
 // The dynamic dims of a network's `inputs` (the dims of unknown size),
-// each named by `dim_names` (Graph::input_dim_names; may be empty) and
-// bounded by `max_dims` (AddNetworkOptions::max_dims) or kDefaultMaxDim.
+// each named as its input names it (ValueInfo::DimName) and bounded by
+// `max_dims` (AddNetworkOptions::max_dims) or kDefaultMaxDim.
 // INVALID_ARGUMENT for a max_dims key that names none of them or a bound
 // outside 1..kMaxDimBound.
 absl::StatusOr<std::vector<DynamicDim>> ResolveDynamicDims(
     const std::vector<ValueInfo>& inputs,
-    const std::vector<std::vector<std::string>>& dim_names,
     const std::map<std::string, int64_t>& max_dims);
 
 // `inputs` in the network's input order. Each input must be given exactly

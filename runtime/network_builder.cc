@@ -149,9 +149,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
       Graph graph,
       Import(onnx_model, options, types, made != nullptr ? &inferred : nullptr));
   const absl::Time imported = absl::Now();
-  GLINT_ASSIGN_OR_RETURN(
-      std::vector<DynamicDim> dynamic_dims,
-      ResolveDynamicDims(graph.inputs, graph.input_dim_names, options.max_dims));
+  GLINT_ASSIGN_OR_RETURN(std::vector<DynamicDim> dynamic_dims,
+                         ResolveDynamicDims(graph.inputs, options.max_dims));
   // Only healthy devices are planned for and placed on.
   std::vector<DeviceInfo> infos;
   std::vector<DeviceManager*> devices;

@@ -32,11 +32,12 @@ const glint::NetworkInfo& Network() {
     n->inputs = {
         {"x", glint::DType::kFloat32, glint::Shape({kUnknown, 3, kUnknown})},
         {"ids", glint::DType::kInt64, glint::Shape({kUnknown})}};
+    n->inputs[0].dim_names = {"n", "", ""};
+    n->inputs[1].dim_names = {"n"};
     n->outputs = {{"y", glint::DType::kFloat32, glint::Shape({kUnknown, 3})},
                   {"z", glint::DType::kInt64, glint::Shape({kUnknown})}};
     absl::StatusOr<std::vector<glint::DynamicDim>> dims =
-        glint::ResolveDynamicDims(n->inputs, {{"n", "", ""}, {"n"}},
-                                  {{"n", 8}, {"x:2", 5}});
+        glint::ResolveDynamicDims(n->inputs, {{"n", 8}, {"x:2", 5}});
     FUZZ_CHECK(dims.ok() && dims->size() == 3, dims.status().ToString());
     n->dynamic_dims = *std::move(dims);
     return n;
@@ -55,8 +56,7 @@ const glint::NetworkInfo& BatchedNetwork() {
                   {"z", glint::DType::kInt64, glint::Shape({4})}};
     n->batching.max_batch_size = 4;
     absl::StatusOr<std::vector<glint::DynamicDim>> dims =
-        glint::ResolveDynamicDims(n->inputs, {{"", "", ""}, {""}},
-                                  {{"x:2", 5}});
+        glint::ResolveDynamicDims(n->inputs, {{"x:2", 5}});
     FUZZ_CHECK(dims.ok() && dims->size() == 1, dims.status().ToString());
     n->dynamic_dims = *std::move(dims);
     return n;

@@ -52,9 +52,11 @@ TEST(BindInputsTest, InputsComeBackInTheNetworksOrder) {
 NetworkInfo DynamicNet(const std::map<std::string, int64_t>& max_dims = {}) {
   NetworkInfo info = Net();
   info.inputs[0].shape = Shape({Shape::kUnknownDim, Shape::kUnknownDim});
+  info.inputs[0].dim_names = {"n", ""};
   info.inputs[1].shape = Shape({Shape::kUnknownDim});
+  info.inputs[1].dim_names = {"n"};
   absl::StatusOr<std::vector<DynamicDim>> dims =
-      ResolveDynamicDims(info.inputs, {{"n", ""}, {"n"}}, max_dims);
+      ResolveDynamicDims(info.inputs, max_dims);
   EXPECT_TRUE(dims.ok()) << dims.status();
   if (dims.ok()) info.dynamic_dims = *dims;
   return info;
@@ -72,14 +74,14 @@ TEST(ResolveDynamicDimsTest, NamesKeysAndBounds) {
   EXPECT_EQ(DynamicNet().dynamic_dims[1].max, kDefaultMaxDim);
 
   absl::StatusOr<std::vector<DynamicDim>> bad =
-      ResolveDynamicDims(info.inputs, {}, {{"seq", 4}});
+      ResolveDynamicDims(info.inputs, {{"seq", 4}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
             "max_dims names 'seq', which is no dynamic dim of the model (its "
-            "dynamic dims: a:0, a:1, b:0)");
-  bad = ResolveDynamicDims(info.inputs, {}, {{"a:0", kMaxDimBound + 1}});
+            "dynamic dims: n, a:1)");
+  bad = ResolveDynamicDims(info.inputs, {{"a:1", kMaxDimBound + 1}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  bad = ResolveDynamicDims(Net().inputs, {}, {{"a:0", 4}});
+  bad = ResolveDynamicDims(Net().inputs, {{"a:0", 4}});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -208,6 +208,21 @@ TEST(E2eShapesPerRequestTest, OneAddServesEveryShapeAsOnnxRuntime) {
           }
         }
       }
+      // Every output dim that is not fixed is one of those, by name: the
+      // names reached the outputs through the whole network (Range,
+      // reshapes, attention) and over glint.v1.
+      for (const ValueInfo& out : info->outputs) {
+        for (int axis = 0; axis < out.shape.rank(); ++axis) {
+          if (out.shape.dim(axis) != Shape::kUnknownDim) continue;
+          const std::string& dim = out.DimName(axis);
+          bool an_input_dim = false;
+          for (const DynamicDim& d : info->dynamic_dims) {
+            an_input_dim = an_input_dim || (!dim.empty() && d.name == dim);
+          }
+          EXPECT_TRUE(an_input_dim)
+              << name << ": output " << out.name << out.ShapeString();
+        }
+      }
       if (layout.options.partition.plan_devices == 2) {
         EXPECT_EQ(info->partitions.size(), 2u) << name;
       }

@@ -60,7 +60,7 @@ extern "C" {
 
 /* The version of this header: major * 10000 + minor * 100 + patch. */
 #define GLINT_C_API_VERSION_MAJOR 0
-#define GLINT_C_API_VERSION_MINOR 4
+#define GLINT_C_API_VERSION_MINOR 5
 #define GLINT_C_API_VERSION_PATCH 0
 #define GLINT_C_API_VERSION                                        \
   (GLINT_C_API_VERSION_MAJOR * 10000 + GLINT_C_API_VERSION_MINOR * 100 + \
@@ -283,6 +283,14 @@ GLINT_EXPORT GlintStatus* glint_network_value(const GlintNetwork* network,
                                               GlintDType* dtype,
                                               const int64_t** dims,
                                               size_t* rank);
+/* The model's name of dim `axis` of input (is_output 0) or output
+ * (is_output 1) number `index` ("batch", "seq"; ONNX's dim_param, carried
+ * from the inputs through the network by shape inference): "" for a known
+ * dim or an unnamed one. Dims of one name are one size in a run. Borrowed
+ * from the network. OUT_OF_RANGE past the values or the rank. Since 0.5. */
+GLINT_EXPORT GlintStatus* glint_network_value_dim_name(
+    const GlintNetwork* network, int is_output, size_t index, size_t axis,
+    const char** name);
 /* The network's dynamic input dims (dims of -1 in its inputs' shapes),
  * in input and axis order. */
 GLINT_EXPORT GlintStatus* glint_network_num_dynamic_dims(
