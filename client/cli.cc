@@ -1,6 +1,7 @@
 #include "client/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -80,6 +81,7 @@ class Cli {
   absl::Status Remove(const ParsedArgs& args);
   absl::Status Devices(const ParsedArgs& args);
   absl::Status Stats(const ParsedArgs& args);
+  absl::Status Health(const ParsedArgs& args);
 
   // Connects lazily so that usage errors never wait on the network.
   absl::StatusOr<GlintClient*> Client();
@@ -307,19 +309,17 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
   const Command commands[] = {
       {"add",
        {"input_shape", "max_dim", "strategy", "plan_devices", "replicas",
-        "place", "reuse",
-        "user_config", "max_batch_size", "max_queue_delay_us",
+        "place", "reuse", "user_config", "max_batch_size", "max_queue_delay_us",
         "preferred_batch_sizes", "precision"},
        {},
        &Cli::Add},
       {"run",
-       {"input", "output", "output_dir", "trace", "shm", "profile"},
+       {"input", "output", "output_dir", "trace", "shm", "profile", "repeat"},
        {"shm", "profile"},
        &Cli::RunNetwork},
       {"perf",
        {"concurrency", "duration", "batch", "dim", "shm", "protocol", "csv",
-        "seed",
-        "profile"},
+        "seed", "profile"},
        {"shm", "profile"},
        &Cli::Perf},
       {"list", {}, {}, &Cli::List},
@@ -327,6 +327,7 @@ absl::Status Cli::Run(const std::vector<std::string>& all_args) {
       {"remove", {}, {}, &Cli::Remove},
       {"devices", {}, {}, &Cli::Devices},
       {"stats", {}, {}, &Cli::Stats},
+      {"health", {"service"}, {}, &Cli::Health},
   };
   for (const Command& c : commands) {
     if (command != c.name) continue;
@@ -497,6 +498,43 @@ absl::StatusOr<std::vector<NamedTensor>> ReadRunInputs(
   return inputs;
 }
 
+// Whether `b` holds the outputs of `a`: names, dtypes and shapes equal,
+// float32 values within 1e-5 relative (another daemon's kernels may sum in
+// another order), every other dtype byte for byte. `why` says where not.
+bool SameOutputs(const std::vector<NamedTensor>& a,
+                 const std::vector<NamedTensor>& b, std::string* why) {
+  if (a.size() != b.size()) {
+    *why = absl::StrCat(b.size(), " outputs, not ", a.size());
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor& x = a[i].tensor;
+    const Tensor& y = b[i].tensor;
+    if (a[i].name != b[i].name || x.dtype() != y.dtype() ||
+        x.shape() != y.shape()) {
+      *why = absl::StrCat("output '", b[i].name, "' is ", DTypeName(y.dtype()),
+                          y.shape().ToString(), ", not '", a[i].name, "' ",
+                          DTypeName(x.dtype()), x.shape().ToString());
+      return false;
+    }
+    if (x.dtype() == DType::kFloat32) {
+      const float* p = x.data<float>();
+      const float* q = y.data<float>();
+      for (int64_t k = 0; k < x.num_elements(); ++k) {
+        if (!(std::fabs(p[k] - q[k]) <= 1e-5f * (1.0f + std::fabs(p[k])))) {
+          *why = absl::StrCat("output '", a[i].name, "' element ", k, " is ",
+                              q[k], ", not ", p[k]);
+          return false;
+        }
+      }
+    } else if (x.bytes() != y.bytes()) {
+      *why = absl::StrCat("output '", a[i].name, "' differs");
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::Status Cli::RunNetwork(const ParsedArgs& args) {
   if (absl::Status s = ExpectPositionals(
           args, 1, "run NAME --input [INPUT=]FILE... [--output-dir DIR]");
@@ -534,11 +572,38 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
   if (profile && !trace_path.has_value()) {
     trace_path = absl::StrCat("glint_profile_", SafeFileName(name), ".json");
   }
+  int64_t repeat = 1;
+  if (std::optional<std::string> r = args.Last("repeat"); r.has_value()) {
+    if (!absl::SimpleAtoi(*r, &repeat) || repeat < 1 || repeat > 1000000) {
+      return UsageError(
+          absl::StrCat("bad --repeat '", *r, "' (expected N in 1..1000000)"));
+    }
+    if (profile || trace_path.has_value()) {
+      return UsageError("--repeat takes neither --trace nor --profile");
+    }
+  }
   std::string trace_json;
+  const std::vector<NamedTensor> sent = *inputs;
   absl::StatusOr<std::vector<NamedTensor>> outputs =
       CallRun(**client, name, *std::move(inputs), args, profile,
               trace_path.has_value() ? &trace_json : nullptr);
   if (!outputs.ok()) return outputs.status();
+  // --repeat: the same run again on the one channel (spread over every
+  // daemon of the --server target), each answer held to the first's.
+  for (int64_t k = 2; k <= repeat; ++k) {
+    absl::StatusOr<std::vector<NamedTensor>> again =
+        CallRun(**client, name, sent, args, false, nullptr);
+    std::string why;
+    if (!again.ok()) {
+      return absl::Status(again.status().code(),
+                          absl::StrCat("run ", k, " of ", repeat, ": ",
+                                       again.status().message()));
+    }
+    if (!SameOutputs(*outputs, *again, &why)) {
+      return absl::InternalError(absl::StrCat(
+          "run ", k, " of ", repeat, " answered otherwise than run 1: ", why));
+    }
+  }
   if (trace_path.has_value()) {
     std::ofstream file(*trace_path, std::ios::binary | std::ios::trunc);
     file << trace_json;
@@ -550,6 +615,9 @@ absl::Status Cli::RunNetwork(const ParsedArgs& args) {
   }
   if (absl::Status s = PrintRunOutputs(*outputs, output_dir); !s.ok()) {
     return s;
+  }
+  if (repeat > 1) {
+    out_ << repeat << " runs, every one answered as the first\n";
   }
   if (profile) {
     absl::StatusOr<std::vector<OpSpan>> spans =
@@ -713,6 +781,27 @@ absl::Status Cli::Devices(const ParsedArgs& args) {
   absl::StatusOr<std::vector<DeviceInfo>> devices = (*client)->GetDevices();
   if (!devices.ok()) return devices.status();
   for (const DeviceInfo& d : *devices) out_ << FormatDevice(d) << "\n";
+  return absl::OkStatus();
+}
+
+// What a Kubernetes gRPC probe asks, as a command (an exec probe, a
+// container's health check): prints the status; fails (exit 1) unless it
+// is SERVING.
+absl::Status Cli::Health(const ParsedArgs& args) {
+  if (absl::Status s = ExpectPositionals(args, 0, "health [--service NAME]");
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<GlintClient*> client = Client();
+  if (!client.ok()) return client.status();
+  const std::string service = args.Last("service").value_or("");
+  absl::StatusOr<std::string> status = (*client)->CheckHealth(service);
+  if (!status.ok()) return status.status();
+  out_ << *status << "\n";
+  if (*status != "SERVING") {
+    return absl::UnavailableError(
+        absl::StrCat("service '", service, "' is ", *status, ", not SERVING"));
+  }
   return absl::OkStatus();
 }
 

@@ -36,7 +36,7 @@ commands:
                      bfloat16 operands (float32 accumulation, inputs and
                      outputs); fp32 is the default.
   run NAME --input [INPUT=]FILE... [--output OUTPUT]... [--output-dir DIR]
-      [--trace FILE] [--profile] [--shm]
+      [--trace FILE] [--profile] [--shm] [--repeat N]
                      run NAME; FILE is .npy or an ONNX TensorProto .pb; the
                      input name may be left out for a .pb that carries one or
                      a network with a single input. Prints each output;
@@ -46,7 +46,11 @@ commands:
                      to --trace FILE, or glint_profile_NAME.json) and prints
                      the ops that took longest;
                      --shm passes inputs and outputs through POSIX shared
-                     memory (glintd on this host) instead of the message.
+                     memory (glintd on this host) instead of the message;
+                     --repeat N makes the run N times on one channel (spread
+                     over every daemon of --server) and fails unless every
+                     answer is the first's (float32 within 1e-5 relative,
+                     the rest exact): a check of a set of daemons.
   perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N]
       [--dim DIM=N]... [--shm] [--protocol glint|oip] [--csv FILE] [--profile]
                      load test: per concurrency level, keeps that many runs
@@ -73,6 +77,14 @@ commands:
   stats [NAME]       serving statistics: per network (or NAME only, with
                      its partitions) requests, executions, queue and
                      p50/p99 times; per device memory and launches
+  health [--service NAME]
+                     grpc.health.v1 Check, as Kubernetes' gRPC probes ask
+                     it: prints SERVING, NOT_SERVING...; exit code 0 only
+                     for SERVING. NAME "" (the default) is the server's
+                     overall status, ready once its store and repository
+                     are loaded; glintd's --liveness_service names the one
+                     that only says the process answers. An exec probe
+                     where gRPC probes are not available.
   help               this text
 
 --timeout bounds `run` (e.g. 30s, 500ms); without it a run has no deadline.

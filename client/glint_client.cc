@@ -1,9 +1,13 @@
 #include "client/glint_client.h"
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "client/file_util.h"
 #include "proto/limits.h"
 #include "proto/proto_convert.h"
@@ -353,6 +357,56 @@ absl::StatusOr<std::vector<DeviceInfo>> GlintClient::GetDevices() {
     devices.push_back(DeviceInfoFromProto(d));
   }
   return devices;
+}
+
+absl::StatusOr<std::string> GlintClient::CheckHealth(
+    absl::string_view service) {
+  // A generic call keeps the client free of generated health stubs:
+  // HealthCheckRequest is field 1 (service, a string), HealthCheckResponse
+  // field 1 (status, an enum).
+  if (service.size() > 127) {
+    return absl::InvalidArgumentError(
+        "a health service name is at most 127 bytes");
+  }
+  std::string request_bytes;
+  if (!service.empty()) {
+    request_bytes.push_back('\x0a');
+    request_bytes.push_back(static_cast<char>(service.size()));
+    request_bytes.append(service.data(), service.size());
+  }
+  grpc::Slice slice(request_bytes);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::GenericStub stub(channel_);
+  grpc::ClientContext context;
+  Prepare(&context, options_.rpc_timeout);
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response, [&](grpc::Status s) {
+                   status = std::move(s);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpcStatus(status);
+  std::vector<grpc::Slice> slices;
+  if (!response.Dump(&slices).ok()) {
+    return absl::InternalError("unreadable health response");
+  }
+  std::string bytes;
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  int value = 0;  // UNKNOWN, proto3's default, travels as nothing.
+  if (bytes.size() == 2 && bytes[0] == '\x08' &&
+      static_cast<unsigned char>(bytes[1]) < 0x80) {
+    value = bytes[1];
+  } else if (!bytes.empty()) {
+    return absl::InternalError("malformed health response");
+  }
+  static constexpr const char* kNames[] = {"UNKNOWN", "SERVING", "NOT_SERVING",
+                                           "SERVICE_UNKNOWN"};
+  if (value > 3) return absl::StrCat("status ", value);
+  return std::string(kNames[value]);
 }
 
 absl::StatusOr<ServingStatistics> GlintClient::GetStatistics(

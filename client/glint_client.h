@@ -144,6 +144,13 @@ class GlintClient {
       absl::Duration timeout = absl::InfiniteDuration(),
       std::string* trace_json = nullptr);
   absl::StatusOr<std::vector<DeviceInfo>> GetDevices();
+  // grpc.health.v1 Check of `service` ("" is the server's overall status;
+  // glintd's --liveness_service names the one its liveness probes ask):
+  // "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" or "UNKNOWN", as the
+  // server answers; the call's error otherwise (NOT_FOUND for a service the
+  // server does not know). What Kubernetes' gRPC probes ask, for an exec
+  // probe (`glint health`) where those are not available.
+  absl::StatusOr<std::string> CheckHealth(absl::string_view service = "");
   // One network's statistics (every network's when `name` is empty) and
   // every device's. NOT_FOUND for an unknown name.
   absl::StatusOr<ServingStatistics> GetStatistics(absl::string_view name = "");

@@ -14,17 +14,26 @@ names the ServingRuntime, a format it supports and gRPC (grpc-v2).
 glintd is asked, not a list: its flags from `glintd --helpfull`, its
 metric families from the /metrics page of a glintd started on loopback.
 
+And the image: each container names glintd's image (localhost/glint:TAG),
+keeps its entry point (no `command`), runs as its user (securityContext
+runAsUser/runAsGroup, runAsNonRoot); the Deployment's args are the image's
+CMD exactly and its container ports are ports the image exposes. The image
+is the built one (--image_config: `podman image inspect` of it, as
+deploy/container_test.sh passes) or, without one, what deploy/Containerfile
+declares (--containerfile).
+
 What is not checked (needs a cluster): that the API server accepts the
 objects (schemas of the installed Kubernetes/KServe versions), that probes
 pass, scheduling, the Prometheus adapter's queries.
 
-  check_manifests.py --glintd PATH FILE.yaml...
-  check_manifests.py --glintd PATH --self_test FILE.yaml...
+  check_manifests.py --glintd PATH (--containerfile F | --image_config F) FILE.yaml...
+  check_manifests.py ... --self_test FILE.yaml...
       also breaks each check on purpose and expects it to be reported.
 """
 
 import argparse
 import copy
+import json
 import os
 import re
 import subprocess
@@ -105,9 +114,54 @@ def get(doc, path, default=None):
     return cur
 
 
+class Image:
+    """glintd's image: its tags, user, entry point, command and ports."""
+
+    def __init__(self, tags, user, entrypoint, cmd, ports):
+        self.tags = tags          # ["localhost/glint:0.1.0", ...]; [] unknown
+        self.user = user          # "10001:10001"
+        self.entrypoint = entrypoint
+        self.cmd = cmd
+        self.ports = ports        # {50051, 8000}
+
+    @staticmethod
+    def inspected(path):
+        """From `podman image inspect IMAGE` (a list of one object)."""
+        with open(path) as f:
+            doc = json.load(f)
+        doc = doc[0] if isinstance(doc, list) else doc
+        config = doc.get("Config", {})
+        ports = {int(p.split("/")[0]) for p in config.get("ExposedPorts", {})}
+        return Image(doc.get("RepoTags", []), config.get("User", ""),
+                     config.get("Entrypoint") or [], config.get("Cmd") or [],
+                     ports)
+
+    @staticmethod
+    def declared(path):
+        """From the Containerfile's USER, EXPOSE, ENTRYPOINT and CMD."""
+        with open(path) as f:
+            text = re.sub(r"\\\n", " ", f.read())
+        user, entrypoint, cmd, ports = "", [], [], set()
+        for line in text.splitlines():
+            words = line.strip().split(None, 1)
+            if len(words) != 2:
+                continue
+            key, rest = words[0].upper(), words[1].strip()
+            if key == "USER":
+                user = rest
+            elif key == "EXPOSE":
+                ports |= {int(p.split("/")[0]) for p in rest.split()}
+            elif key == "ENTRYPOINT":
+                entrypoint = json.loads(rest)
+            elif key == "CMD":
+                cmd = json.loads(rest)
+        return Image([], user, entrypoint, cmd, ports)
+
+
 class Checker:
-    def __init__(self, glintd, docs):
+    def __init__(self, glintd, docs, image):
         self.glintd = glintd
+        self.image = image
         self.docs = docs
         self.errors = []
         self.checked = []
@@ -223,8 +277,43 @@ class Checker:
         mode = args.get("model_control_mode")
         if mode is not None and mode not in ("none", "explicit", "poll"):
             self.error(where, "--model_control_mode=%s" % mode)
+        self.check_image(where, container, grpc_port_name == "grpc")
         self.checked.append(where)
         return ports
+
+    def check_image(self, where, container, is_deployment):
+        """The container runs glintd's image as the image is made."""
+        image = self.image
+        name = container.get("image", "")
+        if image.tags and name not in image.tags:
+            self.error(where, "image %s is not the built image (%s)" %
+                       (name, ", ".join(image.tags)))
+        if not name.startswith("localhost/glint:"):
+            self.error(where, "image %s is not localhost/glint:TAG, what "
+                       "deploy/build_image.sh makes" % name)
+        command = container.get("command")
+        if command is not None and command != image.entrypoint:
+            self.error(where, "command %s replaces the image's entry point %s"
+                       % (command, image.entrypoint))
+        uid, _, gid = image.user.partition(":")
+        security = container.get("securityContext", {}) or {}
+        if str(security.get("runAsUser")) != uid:
+            self.error(where, "runAsUser %s is not the image's user %s" %
+                       (security.get("runAsUser"), uid))
+        if gid and str(security.get("runAsGroup")) != gid:
+            self.error(where, "runAsGroup %s is not the image's group %s" %
+                       (security.get("runAsGroup"), gid))
+        if security.get("runAsNonRoot") is not True:
+            self.error(where, "runAsNonRoot is not true")
+        if not is_deployment:
+            return
+        if container.get("args", []) != image.cmd:
+            self.error(where, "args are not the image's CMD %s" % image.cmd)
+        for p in container.get("ports", []):
+            if p.get("containerPort") not in image.ports:
+                self.error(where, "port %s is not one the image exposes (%s)"
+                           % (p.get("containerPort"),
+                              ", ".join(str(x) for x in sorted(image.ports))))
 
     def check_deployment(self, where, doc):
         self.require(doc, where, "spec.replicas", "spec.selector.matchLabels",
@@ -426,6 +515,13 @@ def breakages():
             x for _, x in d if x.get("kind") == "ConfigMap")["data"].update(
                 {"config.yaml": "rules:\n- seriesQuery: 'glint_queue{}'\n"
                                 "  resources: {}\n  metricsQuery: x\n"}),
+        "image tag": lambda d: container(d).update(image="glint:latest"),
+        "image user": lambda d: container(d)["securityContext"].update(
+            runAsUser=0),
+        "image command": lambda d: container(d).update(command=["/bin/sh"]),
+        "image args": lambda d: container(d)["args"].pop(),
+        "runtime user": lambda d: runtime(d)["spec"]["containers"][0]
+        ["securityContext"].update(runAsNonRoot=False),
         "runtime protocol": lambda d: runtime(d)["spec"].update(
             protocolVersions=["v2"]),
         "runtime port": lambda d: set_arg(
@@ -440,14 +536,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--glintd", required=True)
     parser.add_argument("--self_test", action="store_true")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--containerfile")
+    which.add_argument("--image_config")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
     glintd = Glintd(args.glintd)
+    image = (Image.inspected(args.image_config) if args.image_config
+             else Image.declared(args.containerfile))
     docs = load(args.files)
-    checker = Checker(glintd, docs)
+    checker = Checker(glintd, docs, image)
     errors = checker.run()
     print("glintd: %d flags, %d metric families" %
           (len(glintd.flags), len(glintd.metric_families)))
+    print("image: %s, user %s, entry point %s, %d args, ports %s" %
+          (", ".join(image.tags) or "as the Containerfile declares",
+           image.user, image.entrypoint, len(image.cmd), sorted(image.ports)))
     print("checked %d documents of %d files:" % (len(docs), len(args.files)))
     for c in checker.checked:
         print("  " + c)
@@ -458,7 +562,7 @@ def main():
         for name, breaking in breakages().items():
             broken = copy.deepcopy(docs)
             breaking(broken)
-            found = Checker(glintd, broken).run()
+            found = Checker(glintd, broken, image).run()
             print("self-test %-24s %s" % (name, (found or ["NOT REPORTED"])[0]))
             if not found:
                 failed = True

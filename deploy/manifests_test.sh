@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "${TEST_SRCDIR}/${TEST_WORKSPACE}"
 exec /usr/bin/python3 deploy/check_manifests.py --self_test \
-  --glintd runtime/server/glintd deploy/kubernetes/*.yaml deploy/kserve/*.yaml
+  --glintd runtime/server/glintd --containerfile deploy/Containerfile \
+  deploy/kubernetes/*.yaml deploy/kserve/*.yaml

@@ -32,6 +32,10 @@ PACKAGES=(
   # tests/install_consumer_test: out-of-tree consumers of an installed
   # libglint (pkg-config for a C program, CMake's find_package for C++).
   cmake pkg-config
+  # deploy/build_image.sh and deploy/container_test.sh (scripts/test.sh
+  # --full): glintd's image from a debootstrapped Debian 12, run by podman
+  # with runc (crun is refused on these hosts).
+  podman runc debootstrap
 )
 
 missing=()

@@ -14,6 +14,8 @@
 #                                   ThreadSanitizer (TSAN_TARGETS below)
 #     4. bazel build --config=clang everything with clang's thread-safety
 #                                   analysis as errors
+#     5. deploy/container_test.sh   glintd's image built offline, three
+#                                   containers of it behind one client
 #   scripts/test.sh ARGS...         only step 1, with ARGS given to
 #                                   `bazel test` (e.g. --config=asan or
 #                                   --config=tsan for the whole suite;
@@ -197,6 +199,20 @@ if [ "$full" -eq 1 ]; then
   fi
   rm -f "$targets"
   stage_took "$began" "4 (clang thread-safety build)"
+
+  # 5. glintd in containers: the image built offline (Debian's archive
+  # only) and three containers of it behind one client, one killed and
+  # restarted (deploy/container_test.sh). One case; needs root.
+  began=$(date +%s)
+  if deploy/container_test.sh 2>&1 | tee "$log" | grep -E '^(build_image|container_test):'; [ "${PIPESTATUS[0]}" -eq 0 ]; then
+    echo "container test: PASSED"
+    passed=$((passed + 1))
+  else
+    tail -40 "$log"
+    echo "container test: FAILED"
+    failed=$((failed + 1))
+  fi
+  stage_took "$began" "5 (containers)"
 fi
 
 echo "${passed} passed, ${failed} failed"

@@ -205,6 +205,39 @@ TEST_F(CliTest, ServerDownIsUnavailableQuickly) {
   ExpectError(r, 1, "UNAVAILABLE", address);
 }
 
+// `glint health` asks what Kubernetes' gRPC probes ask: the overall status
+// and the liveness service are SERVING; a service glintd does not know is
+// NOT_FOUND (exit 1).
+// --repeat runs the network again and again on one channel and holds every
+// answer to the first.
+TEST_F(CliTest, RepeatHoldsEveryAnswerToTheFirst) {
+  ASSERT_EQ(
+      Glint({"add", "relu_rep", std::string(kRelu) + "/model.onnx"}).exit_code,
+      0);
+  const std::string input =
+      std::string("x=") + kRelu + "/test_data_set_0/input_0.pb";
+  CommandResult r =
+      Glint({"run", "relu_rep", "--input", input, "--repeat", "20"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_THAT(r.stdout_text,
+              HasSubstr("20 runs, every one answered as the first\n"));
+  ExpectError(Glint({"run", "relu_rep", "--input", input, "--repeat", "0"}), 2,
+              "INVALID_ARGUMENT", "bad --repeat '0'");
+  EXPECT_EQ(Glint({"remove", "relu_rep"}).exit_code, 0);
+}
+
+TEST_F(CliTest, HealthAnswersAsTheProbes) {
+  CommandResult r = Glint({"health"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "SERVING\n");
+  r = Glint({"health", "--service", "liveness"});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(r.stdout_text, "SERVING\n");
+  ExpectError(Glint({"health", "--service", "nope"}), 1, "NOT_FOUND", "");
+  ExpectError(Glint({"health", "extra"}), 2, "INVALID_ARGUMENT",
+              "expected: glint health [--service NAME]");
+}
+
 // The README's first command, in test form: generate the example network,
 // add it, run it with --output-dir and check the output with its script.
 TEST_F(CliTest, ReadmeExampleNetwork) {

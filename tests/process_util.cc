@@ -1,7 +1,6 @@
 #include "tests/process_util.h"
 
 #include <fcntl.h>
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spawn.h>
@@ -21,7 +20,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "proto/status_util.h"
 
@@ -336,38 +334,17 @@ std::string GlintdProcess::address() const {
 }
 
 absl::Status GlintdProcess::CheckHealth(absl::Duration timeout) {
-  // A generic call keeps the test free of generated health stubs: the
-  // request (service "") serializes to nothing and SERVING to 08 01.
+  ClientOptions options = client_options_;
+  options.rpc_timeout = timeout;
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      GlintClient::OpenChannel(address(), client_options_);
+      GlintClient::OpenChannel(address(), options);
   if (!channel.ok()) return channel.status();
-  grpc::GenericStub stub(*std::move(channel));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(timeout));
-  grpc::ByteBuffer request, response;
-  grpc::Slice empty;
-  request = grpc::ByteBuffer(&empty, 1);
-  grpc::Status status;
-  absl::Notification done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check",
-                 grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
-  if (!status.ok()) return FromGrpcStatus(status);
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) {
-    return absl::InternalError("unreadable health response");
-  }
-  std::string bytes;
-  for (const grpc::Slice& s : slices) {
-    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  if (bytes != std::string("\x08\x01", 2)) {
-    return absl::UnavailableError("glintd health status is not SERVING");
+  absl::StatusOr<std::string> status =
+      GlintClient(*std::move(channel), options).CheckHealth();
+  if (!status.ok()) return status.status();
+  if (*status != "SERVING") {
+    return absl::UnavailableError(
+        absl::StrCat("glintd health status is ", *status, ", not SERVING"));
   }
   return absl::OkStatus();
 }

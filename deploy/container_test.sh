@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The scale-out test in containers: three containers of glintd's image
+# (deploy/build_image.sh) on the host's loopback share one read-only model
+# repository mounted from the host; the glint CLI, with an ipv4: target of
+# all three (round_robin, retried on UNAVAILABLE), makes 300 runs of the
+# example network in three batches of 100 (glint run --repeat, outputs
+# checked against numpy's); one container is killed (podman kill, SIGKILL)
+# as runs 101-200 start and started again after run 200. Every run must
+# succeed; every container serves runs in the first batch and the last,
+# the killed one too after its restart (counted on /metrics, scraped from
+# the host); the health service the probes ask answers inside a
+# container (glint health); the image's entry point, user, ports and
+# command are the Kubernetes Deployment's (check_manifests.py
+# --image_config). Every container it made is removed,
+# also on failure; the image is kept (GLINT_REMOVE_IMAGE=1 removes it).
+#
+#   deploy/container_test.sh        as root; builds the image first
+#   GLINT_IMAGE=localhost/glint:TAG deploy/container_test.sh   that image
+#
+# Prints its figures: runs per container, the kill and rejoin times. Stage
+# 5 of scripts/test.sh --full (CI), not of the plain suite: it needs root,
+# podman and runc, and for a first image Debian's archive (about 4 minutes;
+# then seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The image of this checkout (build_image.sh, seconds once its base is
+# there), unless GLINT_IMAGE names one already built.
+image=${GLINT_IMAGE:-}
+runs=300
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "container_test: run as root (podman's image store)" >&2
+  exit 2
+fi
+began=$(date +%s)
+if [ -z "$image" ]; then
+  deploy/build_image.sh
+  image=localhost/glint:latest
+fi
+bazel build //:glint >/dev/null 2>&1 || bazel build //:glint
+glint=$(bazel info bazel-bin 2>/dev/null)/client/glint
+
+work=$(mktemp -d)
+containers=()
+cleanup() {
+  local status=$?
+  for c in "${containers[@]}"; do
+    if [ "$status" -ne 0 ]; then
+      echo "--- logs of $c" >&2
+      podman logs --tail 20 "$c" >&2 2>&1 || true
+    fi
+    podman rm -f "$c" >/dev/null 2>&1 || true
+  done
+  rm -rf "$work"
+  if [ "${GLINT_REMOVE_IMAGE:-0}" = 1 ]; then
+    podman rmi -f "$image" >/dev/null 2>&1 || true
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "container_test: FAILED: $*" >&2
+  exit 1
+}
+
+# The example network (the README's demo): x[2, 16] -> probs[2, 10].
+/usr/bin/python3 client/example/make_example.py --out "$work" >/dev/null
+repo=$work/repository
+mkdir -p "$repo/example/1"
+cp "$work/mlp.onnx" "$repo/example/1/model.onnx"
+chmod -R a+rX "$work"
+
+# Free loopback ports: gRPC and HTTP for each container.
+read -r -a ports <<< "$(/usr/bin/python3 -c '
+import socket
+socks = [socket.socket() for _ in range(6)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))')"
+
+# The image's own command (the Deployment's flags), on this container's
+# ports: three containers share the host's network.
+mapfile -t cmd < <(podman image inspect --format '{{range .Config.Cmd}}{{println .}}{{end}}' "$image" | sed '/^$/d')
+args_for() {  # args_for GRPC_PORT HTTP_PORT
+  local a
+  for a in "${cmd[@]}"; do
+    case "$a" in
+      --listen=*) echo "--listen=127.0.0.1:$1" ;;
+      --http_listen=*) echo "--http_listen=127.0.0.1:$2" ;;
+      *) echo "$a" ;;
+    esac
+  done
+}
+
+start_container() {  # start_container I
+  local i=$1 name="glint-ct-$$-$1"
+  mapfile -t args < <(args_for "${ports[$i]}" "${ports[$((i + 3))]}")
+  podman run -d --name "$name" --runtime=runc --network=host \
+    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+    -v "$repo:/models:ro" "$image" "${args[@]}" >/dev/null
+  containers[$i]=$name
+}
+
+# Ready when the example network answers there (the repository is loaded
+# at start).
+wait_ready() {  # wait_ready I
+  local i=$1 deadline=$(($(date +%s) + 60))
+  until "$glint" --server="127.0.0.1:${ports[$i]}" list 2>/dev/null | grep -q example; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "container $i never served 'example'"
+    sleep 0.2
+  done
+}
+
+for i in 0 1 2; do start_container "$i"; done
+for i in 0 1 2; do wait_ready "$i"; done
+echo "container_test: 3 containers of $image serving after $(($(date +%s) - began)) s"
+
+target="ipv4:127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}"
+# 100 runs on one channel (round_robin over the three, retried on
+# UNAVAILABLE): the first's outputs checked against numpy's, every other
+# held to the first's (glint run --repeat).
+batch() {  # batch K
+  local out="$work/out$1"
+  "$glint" --server="$target" --timeout=30s run example \
+    --input x="$work/input_x.npy" --output-dir "$out" --repeat 100 \
+    > "$work/batch$1.log" 2>&1 || { cat "$work/batch$1.log" >&2; fail "batch $1 failed"; }
+  /usr/bin/python3 client/example/check_output.py "$out/probs.npy" \
+    "$work/expected_probs.npy" >/dev/null || fail "batch $1: wrong output"
+}
+
+# Runs that container I has served since it started (its /metrics,
+# scraped from the host).
+served() {
+  curl -sf "http://127.0.0.1:${ports[$(($1 + 3))]}/metrics" |
+    awk '/^nv_inference_request_success\{.*model="example"/ {n += $NF} END {print n + 0}'
+}
+
+batch 1
+first=("$(served 0)" "$(served 1)" "$(served 2)")
+echo "container_test: runs 1-100: ${first[*]} per container"
+for i in 0 1 2; do
+  [ "${first[$i]}" -gt 0 ] || fail "container $i served none of runs 1-100"
+done
+
+# Runs 101-200, container 1 killed (SIGKILL) as they start: the runs it
+# had are retried on the others.
+batch 2 &
+batch_pid=$!
+podman kill "${containers[1]}" >/dev/null
+killed_at=$(date +%s)
+wait "$batch_pid" || fail "runs 101-200, with container 1 killed, failed"
+echo "container_test: runs 101-200, container 1 killed as they ran: all" \
+  "answered, $(($(served 0) + $(served 2) - first[0] - first[2])) by" \
+  "containers 0 and 2 (the rest by container 1 before it died)"
+
+podman start "${containers[1]}" >/dev/null
+wait_ready 1
+echo "container_test: container 1 serving again $(($(date +%s) - killed_at)) s after the kill"
+before=("$(served 0)" "$(served 1)" "$(served 2)")
+batch 3
+after=("$(served 0)" "$(served 1)" "$(served 2)")
+third=()
+for i in 0 1 2; do third[$i]=$((after[i] - before[i])); done
+echo "container_test: runs 201-300: ${third[*]} per container"
+for i in 0 1 2; do
+  [ "${third[$i]}" -gt 0 ] || fail "container $i served none of runs 201-300"
+done
+echo "container_test: $runs runs, every output checked"
+
+# The health service the probes ask, from inside a container.
+podman exec "${containers[0]}" /usr/local/bin/glint \
+  --server="127.0.0.1:${ports[0]}" health --service=liveness >/dev/null ||
+  fail "grpc.health.v1 (service liveness) does not answer SERVING inside the container"
+podman exec "${containers[0]}" /usr/local/bin/glint \
+  --server="127.0.0.1:${ports[0]}" health >/dev/null ||
+  fail "grpc.health.v1 (service \"\") does not answer SERVING inside the container"
+echo "container_test: grpc.health.v1 answers SERVING inside the container" \
+  "(services \"\" and liveness)"
+
+# The manifests against the image they name.
+podman image inspect "$image" > "$work/image.json"
+/usr/bin/python3 deploy/check_manifests.py \
+  --glintd "$(bazel info bazel-bin 2>/dev/null)/runtime/server/glintd" \
+  --image_config "$work/image.json" deploy/kubernetes/*.yaml deploy/kserve/*.yaml ||
+  fail "the manifests do not match the image"
+
+echo "container_test: passed in $(($(date +%s) - began)) s"
