@@ -16,20 +16,28 @@
 #      glintd as the entry point with the Deployment's flags
 #      (deploy/kubernetes/glintd.yaml).
 #
-# Prints the image's size and how long each step took. Needs podman,
-# debootstrap and runc (installed when missing). VERSION is kGlintVersion
+# Prints the image's size and how long each step took. Installs what is
+# missing first (scripts/install_deps.sh: Bazel and the libraries for the
+# build, podman, runc and debootstrap). VERSION is kGlintVersion
 # (proto/oip_types.h).
 #
-#   deploy/build_image.sh [--rebuild_base]
+#   deploy/build_image.sh [--rebuild_base] [--tag IMAGE]
+#
+# --tag IMAGE tags the image IMAGE alone, instead of VERSION and latest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 rebuild_base=0
-for arg in "$@"; do
-  case "$arg" in
+tags=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     --rebuild_base) rebuild_base=1 ;;
-    *) echo "usage: deploy/build_image.sh [--rebuild_base]" >&2; exit 2 ;;
+    --tag) [ $# -ge 2 ] || { echo "--tag needs an image name" >&2; exit 2; }
+      tags+=("$2"); shift ;;
+    *) echo "usage: deploy/build_image.sh [--rebuild_base] [--tag IMAGE]" >&2
+      exit 2 ;;
   esac
+  shift
 done
 if [ "$(id -u)" -ne 0 ]; then
   echo "build_image: run as root (debootstrap and podman's image store)" >&2
@@ -47,16 +55,8 @@ step() {  # step NAME: prints how long the last step took, then NAME.
   echo "build_image: $1"
 }
 
-step "installing podman, debootstrap and runc where missing"
-missing=()
-for p in podman debootstrap runc; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-    missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -q
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+step "installing what is missing (scripts/install_deps.sh: Bazel, the libraries, podman, runc, debootstrap)"
+scripts/install_deps.sh
 
 version=$(sed -n 's/.*kGlintVersion = "\([^"]*\)".*/\1/p' proto/oip_types.h)
 if [ -z "$version" ]; then
@@ -123,10 +123,13 @@ else
   step "the base $base: kept (--rebuild_base makes it anew)"
 fi
 
-step "the image localhost/glint:$version"
+[ ${#tags[@]} -gt 0 ] || tags=("localhost/glint:$version" localhost/glint:latest)
+step "the image ${tags[*]}"
+tag_args=()
+for t in "${tags[@]}"; do tag_args+=(-t "$t"); done
 podman build --quiet --build-arg "BASE=$base" -f deploy/Containerfile \
-  -t "localhost/glint:$version" -t localhost/glint:latest "$stage" >/dev/null
+  "${tag_args[@]}" "$stage" >/dev/null
 now=$(date +%s)
 echo "build_image: $step_name took $((now - step_began)) s"
-size=$(podman image inspect --format '{{.Size}}' "localhost/glint:$version")
-echo "build_image: localhost/glint:$version (and :latest), $((size / 1000000)) MB, built in $((now - began)) s"
+size=$(podman image inspect --format '{{.Size}}' "${tags[0]}")
+echo "build_image: ${tags[*]}, $((size / 1000000)) MB, built in $((now - began)) s"

@@ -11,8 +11,9 @@
 # the host); the health service the probes ask answers inside a
 # container (glint health); the image's entry point, user, ports and
 # command are the Kubernetes Deployment's (check_manifests.py
-# --image_config). Every container it made is removed,
-# also on failure; the image is kept (GLINT_REMOVE_IMAGE=1 removes it).
+# --image_config). Every container and image it made is removed, also on
+# failure (GLINT_KEEP_IMAGES=1 keeps the images: the base then spares the
+# next run its debootstrap).
 #
 #   deploy/container_test.sh        as root; builds the image first
 #   GLINT_IMAGE=localhost/glint:TAG deploy/container_test.sh   that image
@@ -34,9 +35,10 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 began=$(date +%s)
+images_before=$(podman images --quiet --no-trunc 2>/dev/null | sort -u || true)
 if [ -z "$image" ]; then
-  deploy/build_image.sh
-  image=localhost/glint:latest
+  image=localhost/glint:container-test-$$
+  deploy/build_image.sh --tag "$image"
 fi
 bazel build //:glint >/dev/null 2>&1 || bazel build //:glint
 glint=$(bazel info bazel-bin 2>/dev/null)/client/glint
@@ -53,8 +55,16 @@ cleanup() {
     podman rm -f "$c" >/dev/null 2>&1 || true
   done
   rm -rf "$work"
-  if [ "${GLINT_REMOVE_IMAGE:-0}" = 1 ]; then
-    podman rmi -f "$image" >/dev/null 2>&1 || true
+  if [ "${GLINT_KEEP_IMAGES:-0}" != 1 ]; then
+    # The tag it made (an image already there under another tag keeps
+    # that one), then the images that were not there before: the one
+    # built and its base.
+    [ -n "${GLINT_IMAGE:-}" ] || podman rmi "$image" >/dev/null 2>&1 || true
+    local id
+    for id in $(podman images --quiet --no-trunc | sort -u); do
+      grep -qx "$id" <<< "$images_before" ||
+        podman rmi -f "$id" >/dev/null 2>&1 || true
+    done
   fi
   exit "$status"
 }
@@ -133,8 +143,18 @@ batch() {  # batch K
 # Runs that container I has served since it started (its /metrics,
 # scraped from the host).
 served() {
-  curl -sf "http://127.0.0.1:${ports[$(($1 + 3))]}/metrics" |
-    awk '/^nv_inference_request_success\{.*model="example"/ {n += $NF} END {print n + 0}'
+  local page attempt
+  for attempt in 1 2 3; do
+    if page=$(curl -sf --max-time 5 "http://127.0.0.1:${ports[$(($1 + 3))]}/metrics"); then
+      awk '/^nv_inference_request_success\{.*model="example"/ {n += $NF} END {print n + 0}' <<< "$page"
+      return
+    fi
+    sleep 0.5
+  done
+  # In $(...): the message, and a value no arithmetic takes, ending the test.
+  echo "container_test: FAILED: cannot scrape /metrics of container $1 from the host" >&2
+  echo "no-metrics"
+  exit 1
 }
 
 batch 1
