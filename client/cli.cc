@@ -499,8 +499,9 @@ absl::StatusOr<std::vector<NamedTensor>> ReadRunInputs(
 }
 
 // Whether `b` holds the outputs of `a`: names, dtypes and shapes equal,
-// float32 values within 1e-5 relative (another daemon's kernels may sum in
-// another order), every other dtype byte for byte. `why` says where not.
+// float32 values within 1e-5 * (1 + |a|) (another daemon's kernels may sum
+// in another order; NaN where `a` has NaN), every other dtype byte for
+// byte. `why` says where not.
 bool SameOutputs(const std::vector<NamedTensor>& a,
                  const std::vector<NamedTensor>& b, std::string* why) {
   if (a.size() != b.size()) {
@@ -521,7 +522,9 @@ bool SameOutputs(const std::vector<NamedTensor>& a,
       const float* p = x.data<float>();
       const float* q = y.data<float>();
       for (int64_t k = 0; k < x.num_elements(); ++k) {
-        if (!(std::fabs(p[k] - q[k]) <= 1e-5f * (1.0f + std::fabs(p[k])))) {
+        const bool both_nan = std::isnan(p[k]) && std::isnan(q[k]);
+        if (!both_nan &&
+            !(std::fabs(p[k] - q[k]) <= 1e-5f * (1.0f + std::fabs(p[k])))) {
           *why = absl::StrCat("output '", a[i].name, "' element ", k, " is ",
                               q[k], ", not ", p[k]);
           return false;

@@ -49,8 +49,9 @@ commands:
                      memory (glintd on this host) instead of the message;
                      --repeat N makes the run N times on one channel (spread
                      over every daemon of --server) and fails unless every
-                     answer is the first's (float32 within 1e-5 relative,
-                     the rest exact): a check of a set of daemons.
+                     answer is the first's (float32 within
+                     1e-5 * (1 + |first|), the rest exact): a check of a
+                     set of daemons.
   perf NAME [--concurrency 1,8,64,512] [--duration 10s] [--batch N]
       [--dim DIM=N]... [--shm] [--protocol glint|oip] [--csv FILE] [--profile]
                      load test: per concurrency level, keeps that many runs

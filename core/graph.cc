@@ -31,10 +31,13 @@ std::string ValueInfo::ShapeString() const {
   std::vector<std::string> dims;
   for (int axis = 0; axis < shape.rank(); ++axis) {
     const std::string& n = DimName(axis);
-    dims.push_back(!n.empty() ? n
-                   : shape.dim(axis) == Shape::kUnknownDim
-                       ? std::string("?")
-                       : absl::StrCat(shape.dim(axis)));
+    if (!n.empty()) {
+      dims.push_back(n);
+    } else if (shape.dim(axis) == Shape::kUnknownDim) {
+      dims.push_back("?");
+    } else {
+      dims.push_back(absl::StrCat(shape.dim(axis)));
+    }
   }
   return absl::StrCat("[", absl::StrJoin(dims, ", "), "]");
 }

@@ -25,7 +25,8 @@
 #
 # --tag IMAGE tags the image IMAGE alone, instead of VERSION and latest.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(readlink -f "$0")
+cd "$(dirname "$self")/.."
 
 rebuild_base=0
 tags=()
@@ -79,17 +80,29 @@ fi
 install -m 755 "$glintd_bin" "$stage/glintd"
 install -m 755 "$glint_bin" "$stage/glint"
 
-# The Debian packages that hold the libraries the binaries load.
-packages=$(
-  ldd "$stage/glintd" "$stage/glint" | awk '/=> \// {print $3}' | sort -u |
-    while read -r lib; do
-      dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib"
-    done | cut -d: -f1 | sort -u | tr '\n' ' '
-)
-if [ -z "$packages" ]; then
-  echo "build_image: found no shared libraries of the binaries" >&2
+# The Debian packages that hold the libraries the binaries load; a library
+# that is not found, or that no package holds, stops the build here rather
+# than the container at its start.
+libraries=$(ldd "$stage/glintd" "$stage/glint")
+if grep -q "not found" <<< "$libraries"; then
+  echo "build_image: the binaries miss libraries:" >&2
+  grep "not found" <<< "$libraries" >&2
   exit 1
 fi
+owners=()
+unowned=()
+for lib in $(awk '/=> \// {print $3}' <<< "$libraries" | sort -u); do
+  if owner=$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null); then
+    owners+=("${owner%%:*}")
+  else
+    unowned+=("$lib")
+  fi
+done
+if [ ${#unowned[@]} -gt 0 ]; then
+  echo "build_image: no Debian package holds ${unowned[*]}" >&2
+  exit 1
+fi
+packages=$(printf '%s\n' "${owners[@]}" | sort -u | tr '\n' ' ')
 echo "build_image: runtime packages: $packages"
 
 # The mirror apt uses on this machine (deb822 or one-line sources).
@@ -102,7 +115,11 @@ if [ -z "$mirror" ]; then
 fi
 mirror=${mirror:-http://deb.debian.org/debian}
 
-hash=$(printf '%s\n' "$packages" "$mirror" | cat - "$0" | sha256sum | cut -c1-12)
+# The base is made anew when the packages, their versions on this host,
+# the mirror or this script change.
+# shellcheck disable=SC2086  # $packages is a list of names.
+hash=$({ dpkg-query -W -f='${Package}=${Version}\n' $packages; echo "$mirror"; cat "$self"; } |
+  sha256sum | cut -c1-12)
 base=localhost/glint-base:bookworm-$hash
 if [ "$rebuild_base" -eq 1 ] || ! podman image exists "$base"; then
   step "the base $base: debootstrap from $mirror"

@@ -138,7 +138,8 @@ class Image:
 
     @staticmethod
     def declared(path):
-        """From the Containerfile's USER, EXPOSE, ENTRYPOINT and CMD."""
+        """From the Containerfile's USER, EXPOSE, ENTRYPOINT and CMD (exec
+        form, literal ports: what glintd's Containerfile uses)."""
         with open(path) as f:
             text = re.sub(r"\\\n", " ", f.read())
         user, entrypoint, cmd, ports = "", [], [], set()
@@ -147,14 +148,19 @@ class Image:
             if len(words) != 2:
                 continue
             key, rest = words[0].upper(), words[1].strip()
-            if key == "USER":
-                user = rest
-            elif key == "EXPOSE":
-                ports |= {int(p.split("/")[0]) for p in rest.split()}
-            elif key == "ENTRYPOINT":
-                entrypoint = json.loads(rest)
-            elif key == "CMD":
-                cmd = json.loads(rest)
+            try:
+                if key == "USER":
+                    user = rest
+                elif key == "EXPOSE":
+                    ports |= {int(p.split("/")[0]) for p in rest.split()}
+                elif key == "ENTRYPOINT":
+                    entrypoint = json.loads(rest)
+                elif key == "CMD":
+                    cmd = json.loads(rest)
+            except ValueError as e:
+                raise SystemExit("%s: cannot read %s %s (exec form and "
+                                 "literal ports only): %s" %
+                                 (path, key, rest, e))
         return Image([], user, entrypoint, cmd, ports)
 
 
@@ -285,9 +291,12 @@ class Checker:
         """The container runs glintd's image as the image is made."""
         image = self.image
         name = container.get("image", "")
-        # The built image's repository (its tag may be a test's own).
-        repositories = {t.rsplit(":", 1)[0] for t in image.tags}
-        if repositories and name.rsplit(":", 1)[0] not in repositories:
+        # The built image: its repository, and `latest` (what build_image.sh
+        # tags besides the version) or one of its tags (a test's own).
+        repository, _, tag = name.rpartition(":")
+        if image.tags and (
+                repository not in {t.rpartition(":")[0] for t in image.tags}
+                or (tag != "latest" and name not in image.tags)):
             self.error(where, "image %s is not the built image (%s)" %
                        (name, ", ".join(image.tags)))
         if not name.startswith("localhost/glint:"):

@@ -35,18 +35,27 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 began=$(date +%s)
-images_before=$(podman images --quiet --no-trunc 2>/dev/null | sort -u || true)
+# The bases there before: one this run makes is removed with its image.
+bases_before=$(podman images --format '{{.Repository}}:{{.Tag}}' \
+  --filter reference=localhost/glint-base)
 if [ -z "$image" ]; then
   image=localhost/glint:container-test-$$
   deploy/build_image.sh --tag "$image"
 fi
-bazel build //:glint >/dev/null 2>&1 || bazel build //:glint
+bazel build //:glint //:glintd >/dev/null 2>&1 || bazel build //:glint //:glintd
 glint=$(bazel info bazel-bin 2>/dev/null)/client/glint
 
+limit() {  # limit HARD CAP: the host's hard limit, at most CAP
+  if [ "$1" = unlimited ] || [ "$1" -gt "$2" ]; then echo "$2"; else echo "$1"; fi
+}
+nproc=$(limit "$(ulimit -Hu)" 8192)
+nofile=$(limit "$(ulimit -Hn)" 4096)
 work=$(mktemp -d)
 containers=()
+batch_pid=
 cleanup() {
   local status=$?
+  [ -z "$batch_pid" ] || kill "$batch_pid" 2>/dev/null || true
   for c in "${containers[@]}"; do
     if [ "$status" -ne 0 ]; then
       echo "--- logs of $c" >&2
@@ -55,15 +64,15 @@ cleanup() {
     podman rm -f "$c" >/dev/null 2>&1 || true
   done
   rm -rf "$work"
-  if [ "${GLINT_KEEP_IMAGES:-0}" != 1 ]; then
-    # The tag it made (an image already there under another tag keeps
-    # that one), then the images that were not there before: the one
-    # built and its base.
-    [ -n "${GLINT_IMAGE:-}" ] || podman rmi "$image" >/dev/null 2>&1 || true
-    local id
-    for id in $(podman images --quiet --no-trunc | sort -u); do
-      grep -qx "$id" <<< "$images_before" ||
-        podman rmi -f "$id" >/dev/null 2>&1 || true
+  if [ "${GLINT_KEEP_IMAGES:-0}" != 1 ] && [ -z "${GLINT_IMAGE:-}" ]; then
+    # Its own tag (an image also tagged otherwise keeps the other tags),
+    # then a base this run made.
+    podman rmi "$image" >/dev/null 2>&1 || true
+    local base
+    for base in $(podman images --format '{{.Repository}}:{{.Tag}}' \
+                    --filter reference=localhost/glint-base 2>/dev/null); do
+      grep -qx "$base" <<< "$bases_before" ||
+        podman rmi "$base" >/dev/null 2>&1 || true
     done
   fi
   exit "$status"
@@ -107,10 +116,13 @@ args_for() {  # args_for GRPC_PORT HTTP_PORT
 start_container() {  # start_container I
   local i=$1 name="glint-ct-$$-$1"
   mapfile -t args < <(args_for "${ports[$i]}" "${ports[$((i + 3))]}")
+  containers[$i]=$name  # Before it exists: cleanup removes what was made.
+  # runc, and ulimits within the host's (crun raises them above the hard
+  # limit and fails here). nproc counts uid 10001's threads host-wide, all
+  # three containers' together (no user namespace).
   podman run -d --name "$name" --runtime=runc --network=host \
-    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+    --ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc" \
     -v "$repo:/models:ro" "$image" "${args[@]}" >/dev/null
-  containers[$i]=$name
 }
 
 # Ready when the example network answers there (the repository is loaded
@@ -151,7 +163,8 @@ served() {
     fi
     sleep 0.5
   done
-  # In $(...): the message, and a value no arithmetic takes, ending the test.
+  # In $(...): the message, and a word that, under set -u, ends the test
+  # in the arithmetic that reads it.
   echo "container_test: FAILED: cannot scrape /metrics of container $1 from the host" >&2
   echo "no-metrics"
   exit 1
@@ -171,6 +184,7 @@ batch_pid=$!
 podman kill "${containers[1]}" >/dev/null
 killed_at=$(date +%s)
 wait "$batch_pid" || fail "runs 101-200, with container 1 killed, failed"
+batch_pid=
 echo "container_test: runs 101-200, container 1 killed as they ran: all" \
   "answered, $(($(served 0) + $(served 2) - first[0] - first[2])) by" \
   "containers 0 and 2 (the rest by container 1 before it died)"

@@ -155,8 +155,9 @@ std::optional<FoldValue> Cast(const FoldValue& x, int32_t to) {
   if (!IsFoldableType(to)) return std::nullopt;
   FoldValue out = MakeValue(to, x.dims);
   out.unknown = x.unknown;
-  // An integer dim is the same dim in another integer type.
-  if (IsIntegral(to) && to != TensorProto::BOOL && !x.real()) {
+  // A dim is the same dim as an INT64 or INT32 (a dim beyond 2^31 holds no
+  // tensor of this world); narrower types may wrap it.
+  if ((to == TensorProto::INT64 || to == TensorProto::INT32) && !x.real()) {
     out.symbols = x.symbols;
   }
   for (int64_t k = 0; k < x.size(); ++k) {

@@ -1205,6 +1205,25 @@ TEST(ShapeFoldingTest, SymbolicDimsPropagateByName) {
   EXPECT_FALSE(g->FindValue("h")->shape.IsStatic());
 }
 
+// A Range whose length is a dim ONNX could only invent a name for (the
+// length of two sequences concatenated) keeps no name: naming it by the
+// invented one, which the next round replaces, would never settle.
+TEST(ShapeFoldingTest, RangeOfAnInventedDimIsNotNamed) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("a", onnx::TensorProto::INT64, std::vector<Dim>{"seq"})
+      .Output("pos", onnx::TensorProto::INT64, std::nullopt);
+  AddIntAttr(b.Node("Concat", {"a", "a"}, {"aa"}, "concat"), "axis", 0);
+  b.Node("Shape", {"aa"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "i1", {}, {1});
+  b.Node("Gather", {"s", "i0"}, {"n"}, "gather");
+  b.Node("Range", {"i0", "n", "i1"}, {"pos"}, "range");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->outputs[0].shape.rank(), 1);
+  EXPECT_NE(g->outputs[0].DimName(0), "seq");
+}
+
 TEST(ShapeFoldingTest, OperatorErrorsAreLeftToRunTime) {
   // An integer division by zero is not folded: the kernel reports it when
   // the network runs. (A Gather index out of range is refused already by

@@ -237,6 +237,11 @@ bool TypeIfByItsCondition(
   return changed;
 }
 
+// libonnx's SymbolTableImpl names what it invents "unk__" + a number.
+bool IsInventedDimName(absl::string_view name) {
+  return absl::StartsWith(name, "unk__");
+}
+
 // Range(0, n, 1) of an integer n that is a symbolic dim ("seq", read
 // through Shape → Gather → Cast) has n elements: its output's one dim gets
 // that name, so that what it meets later (position embeddings added to
@@ -264,6 +269,10 @@ bool NameRangeLength(const onnx::NodeProto& node, const Scope& scope,
     return false;
   }
   const std::string& name = limit->symbol(0);
+  // A name ONNX invented is forgotten before it infers again
+  // (ForgetInventedDimNames) and comes back as another: naming the Range by
+  // it would change its type on every round and the rounds would not end.
+  if (IsInventedDimName(name)) return false;
   onnx::TypeProto*& type = (*types)[node.output(0)];
   if (type == nullptr) type = declare(node.output(0));
   onnx::TypeProto_Tensor* t = type->mutable_tensor_type();
@@ -375,7 +384,7 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
 void ForgetInventedDimNames(onnx::TypeProto* type) {
   if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
   for (auto& d : *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
-    if (d.has_dim_param() && absl::StartsWith(d.dim_param(), "unk__")) {
+    if (d.has_dim_param() && IsInventedDimName(d.dim_param())) {
       d.clear_dim_param();
     }
   }

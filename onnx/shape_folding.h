@@ -67,7 +67,10 @@ absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
 // is in a value's type. Before it infers again after a fold, those
 // invented names are forgotten (in value_info and outputs, subgraphs too;
 // never a graph input's), so that a name the fold learnt (a Range's
-// length is `seq`) propagates past where ONNX invented one.
+// length is `seq`) propagates past where ONNX invented one. The fold never
+// names a dim by an invented name (it would come back as another on the
+// next round, and the rounds would not end); a model's own dim named like
+// one (tf2onnx writes unk__N) loses its name past the inputs.
 void ForgetInventedDimNames(onnx::GraphProto* graph);
 
 }  // namespace glint::onnx_internal

@@ -402,7 +402,7 @@ ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
                    : Shape(std::vector<int64_t>(proto.shape().begin(),
                                                 proto.shape().end()));
   // Names that do not fit the shape are dropped rather than trusted.
-  if (proto.dim_names_size() == info.shape.rank() && info.shape.has_rank()) {
+  if (info.shape.has_rank() && proto.dim_names_size() == info.shape.rank()) {
     info.dim_names.assign(proto.dim_names().begin(), proto.dim_names().end());
     if (!info.HasDimNames()) info.dim_names.clear();
   }

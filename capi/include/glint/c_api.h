@@ -283,11 +283,13 @@ GLINT_EXPORT GlintStatus* glint_network_value(const GlintNetwork* network,
                                               GlintDType* dtype,
                                               const int64_t** dims,
                                               size_t* rank);
-/* The model's name of dim `axis` of input (is_output 0) or output
- * (is_output 1) number `index` ("batch", "seq"; ONNX's dim_param, carried
- * from the inputs through the network by shape inference): "" for a known
- * dim or an unnamed one. Dims of one name are one size in a run. Borrowed
- * from the network. OUT_OF_RANGE past the values or the rank. Since 0.5. */
+/* The name of dim `axis` of input (is_output 0) or output (is_output 1)
+ * number `index`: the model's ("batch", "seq"; ONNX's dim_param, carried
+ * from the inputs through the network by shape inference), or one ONNX's
+ * inference made up ("unk__3") where it could not relate the dim to
+ * another; "" for a known dim or an unnamed one. Dims of one name are one
+ * size in a run. Borrowed from the network. OUT_OF_RANGE past the values
+ * or the rank. Since 0.5. */
 GLINT_EXPORT GlintStatus* glint_network_value_dim_name(
     const GlintNetwork* network, int is_output, size_t index, size_t axis,
     const char** name);
