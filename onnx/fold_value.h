@@ -54,7 +54,7 @@ struct FoldValue {
   // The names of unknown elements that are a symbolic dim of some value
   // (its ONNX dim_param, "seq", as Shape(x) reads it), "" where unnamed;
   // empty, or one per element. Carried wherever `unknown` is, and through
-  // integer Casts: Range(0, seq, 1) has `seq` elements.
+  // Casts to INT64 or INT32: Range(0, seq, 1) has `seq` elements.
   std::vector<std::string> symbols;
 
   bool complete() const {
