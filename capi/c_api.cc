@@ -416,10 +416,12 @@ GlintStatus* glint_network_info(const GlintNetwork* network, const char** name,
 namespace {
 
 // Input (is_output 0) or output number `index` of `network` into `*value`;
-// OUT_OF_RANGE past the end.
-GlintStatus* FindNetworkValue(const char* fn, const GlintNetwork& network,
+// INVALID_ARGUMENT for a bad handle, OUT_OF_RANGE past the end.
+GlintStatus* FindNetworkValue(const char* fn, const GlintNetwork* handle,
                               int is_output, size_t index,
                               const glint::ValueInfo** value) {
+  GLINT_C_CHECK(CheckHandle(fn, "network", handle));
+  const GlintNetwork& network = *handle;
   const std::vector<glint::ValueInfo>& values =
       is_output ? network.info.outputs : network.info.inputs;
   if (index >= values.size()) {
@@ -442,9 +444,8 @@ GlintStatus* glint_network_value(const GlintNetwork* network, int is_output,
                                  size_t* rank) {
   static constexpr char kFn[] = "glint_network_value";
   return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "network", network));
     const glint::ValueInfo* found = nullptr;
-    GLINT_C_CHECK(FindNetworkValue(kFn, *network, is_output, index, &found));
+    GLINT_C_CHECK(FindNetworkValue(kFn, network, is_output, index, &found));
     const glint::ValueInfo& value = *found;
     if (name != nullptr) *name = value.name.c_str();
     if (dtype != nullptr) *dtype = static_cast<GlintDType>(value.dtype);
@@ -463,9 +464,8 @@ GlintStatus* glint_network_value_dim_name(const GlintNetwork* network,
                                           size_t axis, const char** name) {
   static constexpr char kFn[] = "glint_network_value_dim_name";
   return Guard(kFn, [&]() -> GlintStatus* {
-    GLINT_C_CHECK(CheckHandle(kFn, "network", network));
     const glint::ValueInfo* found = nullptr;
-    GLINT_C_CHECK(FindNetworkValue(kFn, *network, is_output, index, &found));
+    GLINT_C_CHECK(FindNetworkValue(kFn, network, is_output, index, &found));
     const glint::ValueInfo& value = *found;
     if (!value.shape.has_rank() ||
         axis >= static_cast<size_t>(value.shape.rank())) {
