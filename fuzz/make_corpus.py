@@ -721,6 +721,35 @@ def store_record_seeds():
     ]
 
 
+# --- http_connection_fuzzer -------------------------------------------------
+
+
+def http_connection_seeds():
+    """Raw bytes a client sends on one connection: a GET, sized and chunked
+    infer bodies, pipelined requests, a length over any limit, a compressed
+    body."""
+    body = (b'{"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", '
+            b'"data": [1, 2]}]}')
+    return [
+        ("get_live.http", b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"),
+        ("post_infer.http",
+         b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: "
+         + str(len(body)).encode() + b"\r\n\r\n" + body),
+        ("post_chunked.http",
+         b"POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n5\r\n{\"inp\r\n0\r\n\r\n"),
+        ("pipelined.http",
+         b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n"
+         b"GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        ("huge_length.http",
+         b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n"
+         b"\r\nabc"),
+        ("gzip.http",
+         b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+         b"Content-Length: 3\r\n\r\nabc"),
+    ]
+
+
 def main():
     tests = node_tests()
     if not tests:
@@ -735,6 +764,7 @@ def main():
     write_target("request_binding_fuzzer", run_requests)
     write_target("oip_request_fuzzer", oip_request_seeds(tests))
     write_target("rest_request_fuzzer", rest_request_seeds(tests))
+    write_target("http_connection_fuzzer", http_connection_seeds())
     write_target("device_spec_fuzzer", device_spec_seeds())
     write_target("placement_fuzzer", placement_seeds())
     write_target("network_store_fuzzer", store_record_seeds())

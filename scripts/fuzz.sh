@@ -31,6 +31,7 @@ TARGETS=(
   "request_binding_fuzzer //runtime:request_binding_fuzzer 4096"
   "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
   "rest_request_fuzzer //runtime/server/http:rest_request_fuzzer 4096"
+  "http_connection_fuzzer //runtime/server/http:http_connection_fuzzer 4096"
   "placement_fuzzer //partitioner:placement_fuzzer 512"
   "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"
   "network_store_fuzzer //store:network_store_fuzzer 4096"

@@ -10,8 +10,9 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libbenchmark-dev libdnnl-dev libonnx-dev libonnx-testdata
   nlohmann-json3-dev libssl-dev
-  # glintd's HTTP port (runtime/server/README.md says why cpp-httplib).
-  libcpp-httplib-dev
+  # glintd's HTTP port: libmicrohttpd with GnuTLS (runtime/server/README.md
+  # says why); cpp-httplib is the tests' HTTP client.
+  libmicrohttpd-dev libgnutls28-dev libcpp-httplib-dev
   # Whole-system tests of the HTTP port: curl against the REST endpoints,
   # promtool and a Prometheus server scraping /metrics.
   curl prometheus

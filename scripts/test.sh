@@ -72,6 +72,7 @@ TSAN_TARGETS=(
   //runtime:device_monitor_test
   //runtime:reprovision_test
   //runtime/server:glint_server_test
+  //runtime/server/http:http_server_test
   //runtime:host_manager_dynamic_shape_test
   //devices/cpu:control_flow_test
   //capi:c_api_test

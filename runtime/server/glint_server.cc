@@ -215,6 +215,9 @@ absl::Status GlintServer::StartHttp() {
   http.listen = options_.http_listen;
   http.tls = tls_;
   http.threads = options_.http_threads;
+  http.max_connections = options_.http_max_connections;
+  http.max_connections_per_peer = options_.http_max_connections_per_peer;
+  http.io_timeout = options_.http_timeout;
   http.max_request_bytes = options_.http_max_request_bytes;
   absl::StatusOr<std::unique_ptr<HttpServer>> started =
       HttpServer::Start(http, rest_api_.get());

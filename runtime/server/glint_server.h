@@ -55,6 +55,9 @@ struct GlintServerOptions {
   // HTTP address for KServe v2 REST and /metrics; empty: no HTTP.
   std::string http_listen = "127.0.0.1:8000";
   int http_threads = 8;
+  int http_max_connections = 2048;
+  int http_max_connections_per_peer = 512;
+  absl::Duration http_timeout = absl::Seconds(5);
   uint64_t http_max_request_bytes = uint64_t{32} << 20;
   uint64_t grpc_memory_limit_bytes = uint64_t{4} << 30;
   // Bytes of inference requests held at once (request_budget.h); 0: half

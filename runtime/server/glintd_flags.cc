@@ -31,8 +31,21 @@ ABSL_FLAG(std::string, http_port_file, "",
           "If set, the bound HTTP port is written here (atomically), before "
           "--port_file is: once --port_file exists, so does this one.");
 ABSL_FLAG(int, http_threads, 8,
-          "HTTP connections served at once; further ones wait (in a queue of "
-          "64, then in the kernel's listen backlog).");
+          "HTTP requests (inference, metadata) run at once; up to 2048 more "
+          "wait for a thread (1 GiB of bodies in memory in all), and further "
+          "ones get 429. Health and /metrics are answered apart from them.");
+ABSL_FLAG(int, http_max_connections, 2048,
+          "Open HTTP connections at most; an excess one is closed as it is "
+          "accepted. Each takes a file descriptor (glintd raises its soft "
+          "limit to the hard one).");
+ABSL_FLAG(int, http_max_connections_per_peer, 512,
+          "Open HTTP connections from one client address at most. Behind a "
+          "proxy or load balancer (one address) set it to "
+          "--http_max_connections.");
+ABSL_FLAG(absl::Duration, http_timeout, absl::Seconds(5),
+          "An HTTP connection that sends nothing this long (in its headers, "
+          "its body, or idle between keep-alive requests) is closed; whole "
+          "seconds.");
 ABSL_FLAG(std::string, http_max_request, "32MiB",
           "Largest HTTP request body (JSON tensors); larger ones get 413.");
 ABSL_FLAG(std::string, devices, glint::kDefaultDeviceSpec,
@@ -162,6 +175,10 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.listen = absl::GetFlag(FLAGS_listen);
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   options.http_threads = absl::GetFlag(FLAGS_http_threads);
+  options.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  options.http_max_connections_per_peer =
+      absl::GetFlag(FLAGS_http_max_connections_per_peer);
+  options.http_timeout = absl::GetFlag(FLAGS_http_timeout);
   options.core.devices = absl::GetFlag(FLAGS_devices);
   options.core.store_dir = ExpandHome(absl::GetFlag(FLAGS_store_dir));
   char self[4096];

@@ -7,6 +7,8 @@
 //   glintd [--listen=127.0.0.1:50051] [--port_file=PATH]
 //          [--http_listen=127.0.0.1:8000] [--http_port_file=PATH]
 //          [--http_threads=8] [--http_max_request=32MiB]
+//          [--http_max_connections=2048] [--http_max_connections_per_peer=512]
+//          [--http_timeout=5s]
 //          [--devices=sim*2:memory=2GiB] [--log_level=info]
 //          [--store_dir=~/.glint/store] [--import_memory_limit=8GiB]
 //          [--import_time_limit=120s] [--max_active_runs=64]
@@ -23,6 +25,7 @@
 // Exit status: 0 after a clean shutdown, 1 when start-up fails.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -152,6 +155,18 @@ int Run() {
 }
 
 }  // namespace
+// Every HTTP or gRPC connection takes a file descriptor, and the default
+// soft limit (often 1,024) is below --http_max_connections: raise it to the
+// hard limit, which needs no privilege.
+void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+      limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace glint
 
 int main(int argc, char** argv) {
@@ -173,6 +188,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "glintd: unexpected argument '%s'\n", positional[1]);
     return 1;
   }
+  glint::RaiseOpenFileLimit();
   // Returns only when nothing is to be done (or the re-execution failed).
   const absl::Status spin =
       glint::ApplyOmpSpinCount(absl::GetFlag(FLAGS_omp_spin_count), argv);

@@ -1,204 +1,301 @@
 #include "runtime/server/http/http_server.h"
 
-#include <httplib.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
 #include <deque>
-#include <exception>
 #include <functional>
-#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "core/logging.h"
 #include "core/thread_name.h"
 #include "runtime/server/http/rest_convert.h"
 
 namespace glint {
-namespace {
 
-// httplib's own ThreadPool (0.11) bounds the threads but queues accepted
-// connections without limit; this one makes the accepting thread wait
-// instead, so a flood of connections backs up into the kernel's listen
-// backlog rather than into open sockets here.
-//
-// Thread-safe.
-class BoundedThreadPool : public httplib::TaskQueue {
+// The workers that run requests off the event loops: a fixed set of
+// threads and a bounded queue. Thread-safe.
+class HttpServer::Workers {
  public:
-  BoundedThreadPool(int threads, int max_pending) : max_pending_(max_pending) {
+  // A task is called with true to run, or with false when the workers shut
+  // down before it ran (it must then answer at once).
+  using Task = std::function<void(bool run)>;
+
+  Workers(int threads, int max_queued) : max_queued_(max_queued) {
     for (int i = 0; i < threads; ++i) {
-      workers_.emplace_back([this] {
+      threads_.emplace_back([this] {
         SetCurrentThreadName("glint-http");
         Work();
       });
     }
   }
-  ~BoundedThreadPool() override { shutdown(); }
+  ~Workers() { Shutdown(); }
 
-  void enqueue(std::function<void()> fn) override ABSL_LOCKS_EXCLUDED(mu_) {
+  // Queues `task`; false when shut down or the queue is full.
+  bool TrySubmit(Task task) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(this, &BoundedThreadPool::HasRoom));
-    pending_.push_back(std::move(fn));
+    if (stopping_ || static_cast<int>(queue_.size()) >= max_queued_) {
+      return false;
+    }
+    queue_.push_back(std::move(task));
+    return true;
   }
 
-  // Every queued connection is still served (each holds a socket that
-  // only its task closes), then the workers end.
-  void shutdown() override ABSL_LOCKS_EXCLUDED(mu_) {
+  // Tasks still queued are called with false; the running ones end; the
+  // threads are joined. Idempotent.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_) {
+    std::deque<Task> left;
     {
       absl::MutexLock lock(&mu_);
       stopping_ = true;
+      left.swap(queue_);
     }
-    for (std::thread& t : workers_) {
+    for (Task& task : left) task(false);
+    for (std::thread& t : threads_) {
       if (t.joinable()) t.join();
     }
   }
 
  private:
-  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return static_cast<int>(pending_.size()) < max_pending_;
-  }
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !pending_.empty() || stopping_;
+    return !queue_.empty() || stopping_;
   }
 
   void Work() ABSL_LOCKS_EXCLUDED(mu_) {
     for (;;) {
-      std::function<void()> task;
+      Task task;
       {
         absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(this, &BoundedThreadPool::HasWorkOrStopping));
-        if (pending_.empty()) return;  // Stopping, and nothing left.
-        task = std::move(pending_.front());
-        pending_.pop_front();
+        mu_.Await(absl::Condition(this, &Workers::HasWorkOrStopping));
+        if (queue_.empty()) return;  // Stopping, and nothing left.
+        task = std::move(queue_.front());
+        queue_.pop_front();
       }
-      task();
+      task(true);
     }
   }
 
-  const int max_pending_;
+  const int max_queued_;
   absl::Mutex mu_;
-  std::deque<std::function<void()>> pending_ ABSL_GUARDED_BY(mu_);
+  std::deque<Task> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> threads_;
 };
 
-HttpRequest RequestOf(const httplib::Request& req) {
+// One request, from its headers to its completion. Shared by the event
+// loop (from the headers until libmicrohttpd is done with the request) and
+// a worker (while it runs the request), whichever lets go last frees it.
+// Only the event loop touches the fields above `mu`.
+struct HttpServer::Exchange {
   HttpRequest request;
-  request.method = req.method;
-  request.target = req.target;
-  request.body = req.body;
-  request.authorization = req.get_header_value("Authorization");
-  request.content_encoding = req.get_header_value("Content-Encoding");
-  request.inference_header_content_length =
-      req.get_header_value("Inference-Header-Content-Length");
-  request.peer = absl::StrCat(req.remote_addr, ":", req.remote_port);
-  return request;
+  std::string body;
+  // Body bytes charged to the server's buffered_bytes_.
+  size_t charged = 0;
+  // A reply was queued before the body (a refusal, a declared length over
+  // the limit) or the body passed the limit: the rest of the body is
+  // dropped, unbuffered, and counted here; past max_request_bytes the
+  // connection is cut off.
+  bool dropping = false;
+  bool too_large = false;  // Answered 413 at the end of the body.
+  size_t dropped = 0;
+  // Handed to a worker; its reply comes back in `reply`.
+  bool submitted = false;
+
+  absl::Mutex mu;
+  std::optional<HttpReply> reply ABSL_GUARDED_BY(mu);
+};
+
+namespace {
+
+// libmicrohttpd wants a response object; this makes one of `reply`.
+MHD_Response* ResponseOf(const HttpReply& reply) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      reply.body.size(), const_cast<char*>(reply.body.data()),
+      MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return nullptr;
+  if (!reply.content_type.empty()) {
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            reply.content_type.c_str());
+  }
+  for (const auto& [name, value] : reply.headers) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  return response;
 }
 
-void WriteReply(const HttpReply& reply, httplib::Response& res) {
-  res.status = reply.status;
-  for (const auto& [name, value] : reply.headers) res.set_header(name, value);
-  if (!reply.body.empty() || !reply.content_type.empty()) {
-    res.set_content(reply.body, reply.content_type.c_str());
+// Queues `reply` on `connection` (from the access handler); with
+// `close`, the connection is closed after it.
+MHD_Result Queue(MHD_Connection* connection, const HttpReply& reply,
+                 bool close = false) {
+  MHD_Response* response = ResponseOf(reply);
+  if (response == nullptr) return MHD_NO;
+  if (close) {
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
   }
+  const MHD_Result queued = MHD_queue_response(
+      connection, static_cast<unsigned>(reply.status), response);
+  MHD_destroy_response(response);
+  return queued;
 }
 
-// The message of an error httplib answers by itself (before any handler).
-std::string HttpErrorMessage(int status, size_t max_request_bytes) {
-  switch (status) {
-    case 400: return "malformed HTTP request";
-    case 404: return "no endpoint at this path";
-    case 413:
-      return absl::StrCat("the request body is over the limit of ",
-                          max_request_bytes, " bytes");
-    case 414: return "the request target is too long";
-    default: return absl::StrCat("HTTP error ", status);
-  }
+HttpReply ErrorReplyOf(int status, absl::string_view message) {
+  HttpReply reply;
+  reply.status = status;
+  reply.content_type = "application/json";
+  reply.body = ErrorJson(message);
+  return reply;
 }
 
-// OpenSSL's error queue as text (and emptied).
-std::string OpenSslErrors() {
-  std::string out;
-  while (const unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    absl::StrAppend(&out, out.empty() ? "" : "; ", buf);
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
+HttpReply TooLarge(size_t max_request_bytes) {
+  return ErrorReplyOf(413,
+                      absl::StrCat("the request body is over the limit of ",
+                                   max_request_bytes, " bytes"));
 }
 
-// Every certificate of a PEM text, in order.
-std::vector<X509*> ReadCertificates(const std::string& pem) {
-  std::vector<X509*> certs;
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return certs;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    certs.push_back(cert);
-  }
-  ERR_clear_error();  // The end of the text reads as an error.
-  BIO_free(bio);
-  return certs;
+std::string HeaderOf(MHD_Connection* connection, const char* name) {
+  const char* value =
+      MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
+  return value == nullptr ? "" : value;
 }
 
-// The server side of TLS from the material glintd checked at start
-// (security_options.h), the same the gRPC port uses: TLS 1.2 or later, the
-// certificate chain, the key, and with a client CA, client certificates
-// required and verified against it.
-bool SetUpTls(SSL_CTX& ctx, const TlsMaterial& tls, std::string* error) {
-  SSL_CTX_set_min_proto_version(&ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-  std::vector<X509*> chain = ReadCertificates(tls.cert_chain_pem);
-  bool ok = !chain.empty() && SSL_CTX_use_certificate(&ctx, chain[0]) == 1;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    // add0 takes ownership of the intermediates; the leaf was copied.
-    if (i > 0 && ok && SSL_CTX_add0_chain_cert(&ctx, chain[i]) == 1) continue;
-    X509_free(chain[i]);
+// "ADDRESS:PORT" of `addr`.
+std::string AddressString(const sockaddr* addr) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (addr != nullptr && addr->sa_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(addr);
+    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
+    port = ntohs(v4->sin_port);
+  } else if (addr != nullptr && addr->sa_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(addr);
+    inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
+    port = ntohs(v6->sin6_port);
   }
-  BIO* bio = BIO_new_mem_buf(tls.private_key_pem.data(),
-                             static_cast<int>(tls.private_key_pem.size()));
-  EVP_PKEY* key =
-      bio != nullptr ? PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr)
-                     : nullptr;
-  BIO_free(bio);
-  ok = ok && key != nullptr && SSL_CTX_use_PrivateKey(&ctx, key) == 1 &&
-       SSL_CTX_check_private_key(&ctx) == 1;
-  EVP_PKEY_free(key);
-  if (ok && !tls.client_ca_pem.empty()) {
-    std::vector<X509*> cas = ReadCertificates(tls.client_ca_pem);
-    ok = !cas.empty();
-    X509_STORE* store = SSL_CTX_get_cert_store(&ctx);
-    STACK_OF(X509_NAME)* names = sk_X509_NAME_new_null();
-    for (X509* ca : cas) {
-      ok = ok && X509_STORE_add_cert(store, ca) == 1 &&
-           sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca))) >
-               0;
-      X509_free(ca);
+  return absl::StrCat(host, ":", port);
+}
+
+// libmicrohttpd decodes %-escapes in the path by default; RestApi decodes
+// each segment itself (so "a%2Fb" is one segment), so the path stays as
+// sent.
+size_t KeepEscapes(void*, MHD_Connection*, char* s) { return std::strlen(s); }
+
+void LogFromMhd(void*, const char* format, va_list args) {
+  char line[512];
+  std::vsnprintf(line, sizeof(line), format, args);
+  std::string text(line);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  GLINT_LOG_DEBUG("HTTP: {}", text);
+}
+
+// TLS material as GnuTLS reads it, checked before the daemon starts (which
+// would only say that it failed).
+absl::Status CheckTlsMaterial(const TlsMaterial& tls) {
+  gnutls_certificate_credentials_t credentials = nullptr;
+  if (gnutls_certificate_allocate_credentials(&credentials) < 0) {
+    return absl::ResourceExhaustedError("cannot allocate TLS credentials");
+  }
+  const gnutls_datum_t cert = {
+      reinterpret_cast<unsigned char*>(
+          const_cast<char*>(tls.cert_chain_pem.data())),
+      static_cast<unsigned>(tls.cert_chain_pem.size())};
+  const gnutls_datum_t key = {
+      reinterpret_cast<unsigned char*>(
+          const_cast<char*>(tls.private_key_pem.data())),
+      static_cast<unsigned>(tls.private_key_pem.size())};
+  int rc = gnutls_certificate_set_x509_key_mem2(
+      credentials, &cert, &key, GNUTLS_X509_FMT_PEM, nullptr, 0);
+  std::string what = "the certificate chain and its key";
+  if (rc >= 0 && !tls.client_ca_pem.empty()) {
+    const gnutls_datum_t ca = {reinterpret_cast<unsigned char*>(
+                                   const_cast<char*>(tls.client_ca_pem.data())),
+                               static_cast<unsigned>(tls.client_ca_pem.size())};
+    rc = gnutls_certificate_set_x509_trust_mem(credentials, &ca,
+                                               GNUTLS_X509_FMT_PEM);
+    if (rc == 0) rc = GNUTLS_E_NO_CERTIFICATE_FOUND;
+    what = "the client CA";
+  }
+  gnutls_certificate_free_credentials(credentials);
+  if (rc < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot set up TLS for HTTP: ", what, ": ", gnutls_strerror(rc)));
+  }
+  return absl::OkStatus();
+}
+
+// A listening socket on host:port (SO_REUSEADDR: a restart binds past
+// TIME_WAIT sockets; not SO_REUSEPORT, with which a second glintd would
+// bind the same port too).
+absl::StatusOr<int> Listen(const std::string& host, int port,
+                           const std::string& listen) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(),
+                             service.c_str(), &hints, &found);
+  if (rc != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot resolve the HTTP address '", listen, "': ", gai_strerror(rc)));
+  }
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd =
+        socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
+      freeaddrinfo(found);
+      return fd;
     }
-    SSL_CTX_set_client_CA_list(&ctx, names);  // Takes `names`.
-    SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-                       nullptr);
+    why = std::strerror(errno);
+    close(fd);
   }
-  if (!ok) *error = OpenSslErrors();
-  return ok;
-}
-
-// httplib takes seconds and microseconds.
-std::pair<time_t, time_t> SecondsAndMicros(absl::Duration d) {
-  const int64_t us = absl::ToInt64Microseconds(d);
-  return {static_cast<time_t>(us / 1000000), static_cast<time_t>(us % 1000000)};
+  freeaddrinfo(found);
+  return absl::UnavailableError(
+      absl::StrCat("cannot listen for HTTP on ", listen, ": ", why));
 }
 
 }  // namespace
+
+// libmicrohttpd's callbacks, forwarding to the server they were given.
+struct HttpServerCallbacks {
+  static MHD_Result Access(void* cls, MHD_Connection* connection,
+                           const char* url, const char* method,
+                           const char* /*version*/, const char* upload_data,
+                           size_t* upload_data_size, void** context) {
+    return static_cast<HttpServer*>(cls)->OnRequest(
+               connection, url, method, upload_data, upload_data_size,
+               context) != 0
+               ? MHD_YES
+               : MHD_NO;
+  }
+  static void Completed(void* cls, MHD_Connection*, void** context,
+                        MHD_RequestTerminationCode) {
+    if (*context == nullptr) return;
+    static_cast<HttpServer*>(cls)->OnCompleted(
+        static_cast<std::shared_ptr<HttpServer::Exchange>*>(*context));
+    *context = nullptr;
+  }
+};
 
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     absl::string_view listen) {
@@ -217,163 +314,342 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   return std::make_pair(std::string(host), port);
 }
 
-namespace {
-
-// httplib's server for `options` (validated): TLS or plain, its bounded
-// pool, socket options, size limit and timeouts.
-absl::StatusOr<std::unique_ptr<httplib::Server>> MakeHttplibServer(
-    const HttpServerOptions& options) {
-  std::unique_ptr<httplib::Server> server;
-  if (options.tls.has_value()) {
-    std::string tls_error;
-    const TlsMaterial& tls = *options.tls;
-    auto ssl = std::make_unique<httplib::SSLServer>(
-        [&tls, &tls_error](SSL_CTX& ctx) {
-          return SetUpTls(ctx, tls, &tls_error);
-        });
-    if (!ssl->is_valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot set up TLS for HTTP: ",
-          tls_error.empty() ? OpenSslErrors() : tls_error));
-    }
-    server = std::move(ssl);
-  } else {
-    server = std::make_unique<httplib::Server>();
-  }
-  httplib::Server& s = *server;
-  const int threads = options.threads;
-  const int max_pending = options.max_pending_connections;
-  s.new_task_queue = [threads, max_pending]() -> httplib::TaskQueue* {
-    return new BoundedThreadPool(threads, max_pending);
-  };
-  // httplib's default sets SO_REUSEPORT, with which a second glintd on the
-  // same port would bind too and the kernel would spread connections over
-  // both. SO_REUSEADDR alone lets a restart bind past TIME_WAIT sockets.
-  s.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  s.set_payload_max_length(options.max_request_bytes);
-  const auto [io_s, io_us] = SecondsAndMicros(options.io_timeout);
-  s.set_read_timeout(io_s, io_us);
-  s.set_write_timeout(io_s, io_us);
-  s.set_keep_alive_timeout(
-      std::max<time_t>(1, SecondsAndMicros(options.keep_alive_timeout).first));
-  s.set_keep_alive_max_count(100);
-  return server;
-}
-
-// Every request of `s` goes to `api`: admission before the body is read,
-// then its handler; exceptions and httplib's own errors become the
-// protocol's JSON errors.
-void RouteToRestApi(httplib::Server& s, const RestApi* api,
-                    size_t max_request_bytes) {
-  // Runs before the body is read: a request refused by its headers or its
-  // token costs no body.
-  s.set_pre_routing_handler([api](const httplib::Request& req,
-                                  httplib::Response& res) {
-    std::optional<HttpReply> refused = api->Admit(RequestOf(req));
-    if (!refused.has_value()) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    WriteReply(*refused, res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  const httplib::Server::Handler handle =
-      [api](const httplib::Request& req, httplib::Response& res) {
-        WriteReply(api->Handle(RequestOf(req)), res);
-      };
-  // Every path goes to RestApi, which routes; the pattern matches any
-  // character, line breaks included.
-  const std::string any = R"([\s\S]*)";
-  s.Get(any, handle);
-  s.Post(any, handle);
-  s.Put(any, handle);
-  s.Patch(any, handle);
-  s.Delete(any, handle);
-  s.Options(any, handle);
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                             std::exception_ptr error) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    GLINT_LOG_ERROR("HTTP handler failed: {}", what);
-    WriteReply(RestApi::ErrorReply(absl::InternalError(
-                   absl::StrCat("internal error: ", what))),
-               res);
-  });
-  s.set_error_handler(httplib::Server::HandlerWithResponse(
-      [max_request_bytes](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    res.set_content(
-        ErrorJson(HttpErrorMessage(res.status, max_request_bytes)),
-        "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-}
-
-}  // namespace
+HttpServer::HttpServer(const HttpServerOptions& options, const HttpHandler* api)
+    : options_(options), api_(api) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
-    const HttpServerOptions& options, const RestApi* api) {
-  if (options.threads < 1 || options.max_pending_connections < 1 ||
+    const HttpServerOptions& options, const HttpHandler* api) {
+  if (options.threads < 1 || options.max_queued_requests < 1 ||
+      options.max_buffered_bytes < 1 || options.io_threads < 1 ||
+      options.max_connections < 1 || options.max_connections_per_peer < 1 ||
       options.max_request_bytes < 1 ||
       options.io_timeout <= absl::ZeroDuration() ||
-      options.keep_alive_timeout <= absl::ZeroDuration()) {
+      options.max_connections < options.io_threads) {
     return absl::InvalidArgumentError(
-        "HTTP server options: threads, max_pending_connections, "
-        "max_request_bytes and the timeouts must be positive");
+        "HTTP server options: threads, max_queued_requests, "
+        "max_buffered_bytes, io_threads, the connection limits, "
+        "max_request_bytes and io_timeout must be positive, and "
+        "max_connections at least io_threads");
   }
-  absl::StatusOr<std::pair<std::string, int>> address =
-      SplitHostPort(options.listen);
-  if (!address.ok()) return address.status();
-  const auto& [host, port] = *address;
-
-  std::unique_ptr<HttpServer> server(new HttpServer());
-  absl::StatusOr<std::unique_ptr<httplib::Server>> made =
-      MakeHttplibServer(options);
-  if (!made.ok()) return made.status();
-  server->server_ = *std::move(made);
-  httplib::Server& s = *server->server_;
-  RouteToRestApi(s, api, options.max_request_bytes);
-
-  const int bound =
-      port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen for HTTP on ", options.listen));
+  if (options.tls.has_value()) {
+    if (absl::Status tls = CheckTlsMaterial(*options.tls); !tls.ok()) {
+      return tls;
+    }
   }
-  server->port_ = bound;
-  auto listener_done = std::make_shared<std::atomic<bool>>(false);
+  int listen_fd = -1;
+  int port = 0;
+  if (!options.listen.empty()) {
+    absl::StatusOr<std::pair<std::string, int>> address =
+        SplitHostPort(options.listen);
+    if (!address.ok()) return address.status();
+    absl::StatusOr<int> fd =
+        Listen(address->first, address->second, options.listen);
+    if (!fd.ok()) return fd.status();
+    listen_fd = *fd;
+    sockaddr_storage bound{};
+    socklen_t len = sizeof(bound);
+    getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
+    port = ntohs(bound.ss_family == AF_INET6
+                     ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+
+  std::unique_ptr<HttpServer> server(new HttpServer(options, api));
+  server->port_ = port;
+  server->workers_ =
+      std::make_unique<Workers>(options.threads, options.max_queued_requests);
+  const HttpServerOptions& o = server->options_;  // Outlives the daemon.
+
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD |
+                       MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  if (listen_fd < 0) flags |= MHD_USE_NO_LISTEN_SOCKET;
+  if (o.tls.has_value()) flags |= MHD_USE_TLS;
+  const unsigned int timeout_s = static_cast<unsigned int>(std::max<int64_t>(
+      1, absl::ToInt64Seconds(absl::Ceil(o.io_timeout, absl::Seconds(1)))));
+  std::vector<MHD_OptionItem> items = {
+      {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(o.max_connections),
+       nullptr},
+      {MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+       static_cast<intptr_t>(o.max_connections_per_peer), nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, static_cast<intptr_t>(timeout_s),
+       nullptr},
+      // Request line and headers, and the read buffer (bodies are copied
+      // out of it as they arrive).
+      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, intptr_t{64} << 10, nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED,
+       reinterpret_cast<intptr_t>(&HttpServerCallbacks::Completed),
+       server.get()},
+      {MHD_OPTION_UNESCAPE_CALLBACK, reinterpret_cast<intptr_t>(&KeepEscapes),
+       nullptr},
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&LogFromMhd),
+       nullptr},
+  };
+  // A thread pool needs a listening socket (libmicrohttpd ignores it
+  // otherwise).
+  if (listen_fd >= 0) {
+    items.push_back({MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr});
+    if (o.io_threads > 1) {
+      items.push_back({MHD_OPTION_THREAD_POOL_SIZE,
+                       static_cast<intptr_t>(o.io_threads), nullptr});
+    }
+  }
+  if (o.tls.has_value()) {
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0,
+                     const_cast<char*>(o.tls->cert_chain_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0,
+                     const_cast<char*>(o.tls->private_key_pem.c_str())});
+    items.push_back(
+        {MHD_OPTION_HTTPS_PRIORITIES, 0,
+         const_cast<char*>("NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2")});
+    if (!o.tls->client_ca_pem.empty()) {
+      items.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0,
+                       const_cast<char*>(o.tls->client_ca_pem.c_str())});
+    }
+  }
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+
+  MHD_Daemon* daemon = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &HttpServerCallbacks::Access, server.get(),
+      MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
+  if (daemon == nullptr) {
+    if (listen_fd >= 0) close(listen_fd);
+    return absl::UnavailableError(absl::StrCat(
+        "cannot start the HTTP server on '", options.listen,
+        "' (libmicrohttpd refused its options or ran out of resources)"));
+  }
   HttpServer* const raw = server.get();  // Plain names for lock analysis.
   absl::MutexLock lock(&raw->stop_mu_);
-  raw->listener_ = std::thread([&s, listener_done] {
-    SetCurrentThreadName("glint-http-lis");
-    s.listen_after_bind();
-    listener_done->store(true);
-  });
-  // httplib's stop() does nothing before the listener has marked itself
-  // running (its first statement), so a Stop() right after Start() could
-  // be lost: wait for that mark, a few instructions away.
-  while (!s.is_running() && !listener_done->load()) std::this_thread::yield();
-  if (listener_done->load()) {
-    raw->listener_.join();
-    return absl::UnavailableError(
-        absl::StrCat("the HTTP listener on ", options.listen, " failed"));
-  }
+  raw->daemon_ = daemon;
   return server;  // `lock` (declared after `server`) unlocks first.
 }
 
 HttpServer::~HttpServer() { Stop(); }
 
-void HttpServer::Stop() {
+bool HttpServer::ClientVerified(MHD_Connection* connection) const {
+  if (!options_.tls.has_value() || options_.tls->client_ca_pem.empty()) {
+    return true;
+  }
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return false;
+  auto session = static_cast<gnutls_session_t>(info->tls_session);
+  unsigned int chain_size = 0;
+  if (gnutls_certificate_get_peers(session, &chain_size) == nullptr ||
+      chain_size == 0) {
+    return false;
+  }
+  unsigned int verdict = 0;
+  return gnutls_certificate_verify_peers2(session, &verdict) == 0 &&
+         verdict == 0;
+}
+
+int HttpServer::OnRequest(MHD_Connection* connection, const char* url,
+                          const char* method, const char* upload_data,
+                          size_t* upload_data_size, void** context) {
+  auto* held = static_cast<std::shared_ptr<Exchange>*>(*context);
+  if (held == nullptr) {
+    // The headers are in; no body byte is read yet.
+    if (!ClientVerified(connection)) {
+      GLINT_LOG_WARN(
+          "HTTP: closed a connection without a client "
+          "certificate the client CA signed");
+      return 0;
+    }
+    held = new std::shared_ptr<Exchange>(std::make_shared<Exchange>());
+    *context = held;
+    Exchange* const exchange = held->get();
+    {
+      absl::MutexLock lock(&mu_);
+      ++open_requests_;
+    }
+    HttpRequest& request = exchange->request;
+    // HEAD is GET without the body (libmicrohttpd drops it).
+    request.method =
+        std::strcmp(method, MHD_HTTP_METHOD_HEAD) == 0 ? "GET" : method;
+    request.target = url;
+    request.authorization = HeaderOf(connection, "Authorization");
+    request.content_encoding = HeaderOf(connection, "Content-Encoding");
+    request.inference_header_content_length =
+        HeaderOf(connection, "Inference-Header-Content-Length");
+    const MHD_ConnectionInfo* peer =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    request.peer = AddressString(peer == nullptr ? nullptr : peer->client_addr);
+    if (std::optional<HttpReply> refused = api_->Admit(request);
+        refused.has_value()) {
+      exchange->dropping = true;
+      return Queue(connection, *refused);
+    }
+    uint64_t declared = 0;
+    const std::string length = HeaderOf(connection, "Content-Length");
+    if (!length.empty() && absl::SimpleAtoi(length, &declared) &&
+        declared > options_.max_request_bytes) {
+      exchange->dropping = true;
+      return Queue(connection, TooLarge(options_.max_request_bytes));
+    }
+    return 1;
+  }
+  Exchange* const exchange = held->get();
+  if (*upload_data_size > 0) {
+    // A piece of the body, however it is encoded.
+    const size_t size = *upload_data_size;
+    *upload_data_size = 0;
+    if (!exchange->dropping &&
+        exchange->body.size() + size > options_.max_request_bytes) {
+      // libmicrohttpd takes a reply only before the body or after it: the
+      // rest is read and dropped, and answered 413 at its end.
+      exchange->dropping = exchange->too_large = true;
+      Release(exchange);
+      exchange->body = std::string();
+    }
+    if (exchange->dropping) {
+      exchange->dropped += size;
+      // A client that sends as much again is cut off unanswered.
+      return exchange->dropped > options_.max_request_bytes ? 0 : 1;
+    }
+    if (!Charge(exchange, size)) {
+      GLINT_LOG_WARN(
+          "HTTP: cut off {}: request bodies in memory are at the "
+          "limit of {} bytes",
+          exchange->request.peer, options_.max_buffered_bytes);
+      return 0;
+    }
+    exchange->body.append(upload_data, size);
+    return 1;
+  }
+  // The body is in (or a worker woke the connection). Once stopping, a
+  // reply closes its connection.
+  bool stopping;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping = stopping_;
+  }
+  if (exchange->submitted) {
+    std::optional<HttpReply> reply;
+    {
+      absl::MutexLock lock(&exchange->mu);
+      reply.swap(exchange->reply);
+    }
+    if (!reply.has_value()) return 0;  // Woken without a reply: a bug.
+    exchange->submitted = false;
+    return Queue(connection, *reply, stopping);
+  }
+  if (exchange->too_large) {
+    exchange->too_large = false;
+    return Queue(connection, TooLarge(options_.max_request_bytes), stopping);
+  }
+  if (exchange->dropping) return 1;  // Answered before the body.
+  exchange->dropping = true;  // Whatever comes next is no body of this one.
+  exchange->request.body = exchange->body;
+  if (api_->AnswersAtOnce(exchange->request)) {
+    return Queue(connection, api_->Handle(exchange->request), stopping);
+  }
+  // The connection sleeps while a worker runs the request; the worker
+  // leaves the reply in the exchange and wakes it, and libmicrohttpd calls
+  // this handler again to queue it (above). Suspended before the worker
+  // can wake it.
+  exchange->submitted = true;
+  MHD_suspend_connection(connection);
+  const bool queued =
+      workers_->TrySubmit([this, connection, shared = *held](bool run) {
+        HttpReply reply = run ? api_->Handle(shared->request)
+                              : ErrorReplyOf(503, "glintd is stopping");
+        {
+          absl::MutexLock lock(&shared->mu);
+          shared->reply = std::move(reply);
+        }
+        MHD_resume_connection(connection);
+      });
+  if (!queued) {
+    {
+      absl::MutexLock lock(&exchange->mu);
+      exchange->reply =
+          stopping
+              ? ErrorReplyOf(503, "glintd is stopping")
+              : ErrorReplyOf(429, absl::StrCat("all ", options_.threads,
+                                               " HTTP workers are busy and ",
+                                               options_.max_queued_requests,
+                                               " requests wait for them; try "
+                                               "again"));
+    }
+    MHD_resume_connection(connection);
+  }
+  return 1;
+}
+
+bool HttpServer::Charge(Exchange* exchange, size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  if (buffered_bytes_ + bytes > options_.max_buffered_bytes) return false;
+  buffered_bytes_ += bytes;
+  exchange->charged += bytes;
+  return true;
+}
+
+void HttpServer::Release(Exchange* exchange) {
+  absl::MutexLock lock(&mu_);
+  buffered_bytes_ -= exchange->charged;
+  exchange->charged = 0;
+}
+
+void HttpServer::OnCompleted(std::shared_ptr<Exchange>* held) {
+  Release(held->get());
+  delete held;
+  absl::MutexLock lock(&mu_);
+  --open_requests_;
+}
+
+absl::Status HttpServer::AddConnection(int fd) {
   absl::MutexLock lock(&stop_mu_);
-  if (server_ != nullptr) server_->stop();
-  if (listener_.joinable()) listener_.join();
+  if (daemon_ == nullptr) {
+    close(fd);
+    return absl::FailedPreconditionError("the HTTP server is stopped");
+  }
+  sockaddr_storage peer{};
+  socklen_t len = sizeof(peer);
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+      (peer.ss_family != AF_INET && peer.ss_family != AF_INET6)) {
+    // A socket pair: the IPv4 loopback, so that the per-peer bound counts
+    // it (libmicrohttpd bounds IP peers only).
+    peer = sockaddr_storage{};
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&peer);
+    v4->sin_family = AF_INET;
+    v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof(sockaddr_in);
+  }
+  if (MHD_add_connection(daemon_, fd, reinterpret_cast<sockaddr*>(&peer),
+                         len) != MHD_YES) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the HTTP server refused the connection: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  if (daemon_ == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  // No new connections. The listening socket is ours to close, once the
+  // event loops are gone (they may still be taking it out of their epoll
+  // sets); until then new clients wait in its backlog, unserved.
+  const MHD_socket listen_fd = MHD_quiesce_daemon(daemon_);
+  // Running requests end; queued ones and any still coming in are
+  // answered 503, and every reply from here on closes its connection.
+  workers_->Shutdown();
+  // Replies in flight go out; a client that stalls mid-request is waited
+  // for io_timeout at most (libmicrohttpd closes it then).
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return open_requests_ == 0;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&idle),
+                         options_.io_timeout + absl::Seconds(1));
+  }
+  MHD_stop_daemon(daemon_);
+  daemon_ = nullptr;
+  if (listen_fd != MHD_INVALID_SOCKET) close(listen_fd);
 }
 
 }  // namespace glint

@@ -202,6 +202,19 @@ std::optional<HttpReply> RestApi::Admit(const HttpRequest& request) const {
   return reply;
 }
 
+bool RestApi::AnswersAtOnce(const HttpRequest& request) const {
+  absl::StatusOr<RestRoute> route = ParseRestTarget(request.target);
+  if (!route.ok()) return true;  // Its 404 or 400 costs nothing either.
+  switch (route->kind) {
+    case RestRoute::Kind::kLive:
+    case RestRoute::Kind::kReady:
+    case RestRoute::Kind::kMetrics:
+      return true;
+    default:
+      return false;
+  }
+}
+
 HttpReply RestApi::Handle(const HttpRequest& request) const {
   if (std::optional<HttpReply> refused = Admit(request)) return *refused;
   absl::StatusOr<RestRoute> route = ParseRestTarget(request.target);

@@ -39,6 +39,7 @@
 #include "api/types.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/common/auth.h"
+#include "runtime/server/http/http_handler.h"
 
 namespace glint {
 
@@ -69,26 +70,6 @@ absl::string_view RestMethod(RestRoute::Kind kind);
 // The token scope each kind needs (see the table above).
 Scope RestScope(RestRoute::Kind kind);
 
-// A request as RestApi sees it: the parts and headers it reads.
-struct HttpRequest {
-  std::string method;
-  std::string target;  // Path and optional query, percent-encoded as sent.
-  absl::string_view body;  // Borrowed from the server's request.
-  // Header values; "" when absent.
-  std::string authorization;
-  std::string content_encoding;
-  std::string inference_header_content_length;
-  std::string peer;  // "ADDRESS:PORT", for logs.
-};
-
-struct HttpReply {
-  int status = 200;
-  std::string content_type;  // Empty with an empty body.
-  std::string body;
-  // Extra headers: Allow on a 405, WWW-Authenticate on a 401.
-  std::vector<std::pair<std::string, std::string>> headers;
-};
-
 // Refuses a request whose headers ask for what glintd does not do: a
 // compressed body (Content-Encoding other than identity: UNIMPLEMENTED,
 // since a small compressed body may inflate past any limit) and Triton's
@@ -108,7 +89,7 @@ struct RestApiOptions {
 // The endpoints over one HostManager. Thread-safe: Handle may be called
 // from any number of threads at once (HostManager is thread-safe, and the
 // options' functions must be).
-class RestApi {
+class RestApi : public HttpHandler {
  public:
   // `host_manager` is borrowed and must outlive this object.
   RestApi(HostManager* host_manager, RestApiOptions options);
@@ -117,10 +98,14 @@ class RestApi {
   // first, so that a refused request costs no body): the headers
   // (CheckRestHeaders) and the token against the route's scope. nullopt
   // when the request may proceed, else the reply refusing it.
-  std::optional<HttpReply> Admit(const HttpRequest& request) const;
+  std::optional<HttpReply> Admit(const HttpRequest& request) const override;
 
   // Answers one request (Admit included).
-  HttpReply Handle(const HttpRequest& request) const;
+  HttpReply Handle(const HttpRequest& request) const override;
+
+  // Health (/v2/health/*), /metrics and paths that name nothing: answered
+  // on the server's event loops.
+  bool AnswersAtOnce(const HttpRequest& request) const override;
 
   // The reply of a failed request: ToHttpStatus(status.code()) and
   // {"error": message}.
