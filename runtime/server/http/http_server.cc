@@ -513,7 +513,15 @@ int HttpServer::OnRequest(MHD_Connection* connection, const char* url,
           exchange->request.peer, options_.max_buffered_bytes);
       return 0;
     }
-    exchange->body.append(upload_data, size);
+    // Grown by doubling but never past the limit: a body's buffer is at
+    // most max_request_bytes (std::string's own growth could reach twice).
+    std::string& body = exchange->body;
+    if (body.size() + size > body.capacity()) {
+      body.reserve(
+          std::min(options_.max_request_bytes,
+                   std::max(body.size() + size, 2 * body.capacity() + 4096)));
+    }
+    body.append(upload_data, size);
     return 1;
   }
   // The body is in (or a worker woke the connection). Once stopping, a
