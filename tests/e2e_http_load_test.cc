@@ -42,20 +42,12 @@ namespace {
 using json = nlohmann::json;
 using testing::GlintdProcess;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define GLINT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-#define GLINT_SANITIZED 1
-#endif
-#endif
-
 // The pause of each keep-alive client between a reply and its next
 // request, and the bound on every health and /metrics probe. Sanitizer
 // builds run glintd 5-15x slower (TSan: ~420 inferences/s here against
 // ~4,000): the same 1,000 clients then ask at an eighth of the rate, so
 // that the machine is loaded but not saturated, and a probe gets 2 s.
-#ifdef GLINT_SANITIZED
+#ifdef GLINT_SANITIZER  // --config=asan and tsan define it.
 constexpr absl::Duration kClientPause = absl::Seconds(4);
 constexpr absl::Duration kProbeBound = absl::Seconds(2);
 #else
