@@ -272,9 +272,9 @@ void GlintServer::Shutdown() {
   // all UNAVAILABLE, so their RPCs end well within the grace period.
   if (core_ != nullptr) core_->Shutdown();
   // HTTP stops alongside gRPC: its requests in progress end with the runs,
-  // idle keep-alive connections within its keep-alive timeout.
-  std::thread http_stop([this] {
-    if (http_server_ != nullptr) http_server_->Stop();
+  // and a client stalled mid-request is cut off at the same deadline.
+  std::thread http_stop([this, deadline] {
+    if (http_server_ != nullptr) http_server_->Stop(deadline);
   });
   grpc_stop.join();
   http_stop.join();

@@ -631,7 +631,7 @@ absl::Status HttpServer::AddConnection(int fd) {
   return absl::OkStatus();
 }
 
-void HttpServer::Stop() {
+void HttpServer::Stop(absl::Time deadline) {
   absl::MutexLock stop_lock(&stop_mu_);
   if (daemon_ == nullptr) return;
   {
@@ -646,14 +646,16 @@ void HttpServer::Stop() {
   // answered 503, and every reply from here on closes its connection.
   workers_->Shutdown();
   // Replies in flight go out; a client that stalls mid-request is waited
-  // for io_timeout at most (libmicrohttpd closes it then).
+  // for until `deadline`, io_timeout at most (libmicrohttpd closes it
+  // then), and then cut off.
   {
     absl::MutexLock lock(&mu_);
     auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return open_requests_ == 0;
     };
-    mu_.AwaitWithTimeout(absl::Condition(&idle),
-                         options_.io_timeout + absl::Seconds(1));
+    mu_.AwaitWithDeadline(absl::Condition(&idle),
+                          std::min(deadline, absl::Now() + options_.io_timeout +
+                                                 absl::Seconds(1)));
   }
   MHD_stop_daemon(daemon_);
   daemon_ = nullptr;

@@ -112,9 +112,10 @@ class HttpServer {
 
   // Stops accepting; running requests end, queued ones are answered 503,
   // and every reply from here on closes its connection; waits for the
-  // requests in progress (one whose client stalls: io_timeout at most),
-  // then closes every connection.
-  void Stop() ABSL_LOCKS_EXCLUDED(stop_mu_);
+  // requests in progress until `deadline` (one whose client stalls:
+  // io_timeout at most), then closes every connection.
+  void Stop(absl::Time deadline = absl::InfiniteFuture())
+      ABSL_LOCKS_EXCLUDED(stop_mu_);
 
  private:
   class Workers;

@@ -607,6 +607,31 @@ TEST_F(HttpServerTest, BadOptionsAreInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A client stalled mid-body holds Stop() back until the deadline it is
+// given, not for io_timeout.
+TEST_F(HttpServerTest, StopCutsAStalledBodyOffAtItsDeadline) {
+  HttpServerOptions options;
+  options.io_timeout = absl::Seconds(120);
+  options.io_threads = 1;  // Connections handled in order (below).
+  StartServer(options);
+  const int fd = Connect("127.0.0.1");
+  ASSERT_GE(fd, 0);
+  const std::string half =
+      "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\n"
+      "Content-Length: 100\r\n\r\n{\"inputs\": ";
+  ASSERT_EQ(send(fd, half.data(), half.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(half.size()));
+  // Its headers are in once the server answers on another connection
+  // after it (one event loop: in order).
+  ASSERT_EQ(Client()->Get("/v2/health/live")->status, 200);
+  const absl::Time start = absl::Now();
+  server_->Stop(absl::Now() + absl::Seconds(1));
+  // Far below io_timeout (120 s): the deadline (1 s) and scheduling.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_EQ(ReadUntilClosed(fd, absl::Seconds(30)), "");
+  close(fd);
+}
+
 // A handler whose POSTs block until released: workers that are all busy.
 class BlockingHandler : public HttpHandler {
  public:
