@@ -195,6 +195,21 @@ class HttpServerTest : public ::testing::Test {
     return fd;
   }
 
+  // A connection that sent an infer request's headers and half its body,
+  // then nothing; -1 on failure.
+  int ConnectAndStallMidBody() {
+    const int fd = Connect("127.0.0.1");
+    const std::string half =
+        "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\n"
+        "Content-Length: 100\r\n\r\n{\"inputs\": ";
+    if (fd >= 0 && send(fd, half.data(), half.size(), MSG_NOSIGNAL) !=
+                       static_cast<ssize_t>(half.size())) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
   // Reads from `fd` until `done(got)` holds, the peer closes it, or `limit`
   // passes (a test failure naming `what`).
   template <typename Done>
@@ -383,13 +398,8 @@ TEST_F(HttpServerTest, StalledBodyIsClosedAfterTheTimeout) {
   options.io_timeout = absl::Seconds(1);
   options.threads = 1;
   StartServer(options);
-  const int fd = Connect("127.0.0.1");
+  const int fd = ConnectAndStallMidBody();
   ASSERT_GE(fd, 0);
-  const std::string half =
-      "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\n"
-      "Content-Length: 100\r\n\r\n{\"inputs\": ";
-  ASSERT_EQ(send(fd, half.data(), half.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(half.size()));
   // Meanwhile the one worker serves others.
   httplib::Result infer =
       Client()->Post("/v2/models/mlp/infer", InferBody(3), "application/json");
@@ -614,13 +624,8 @@ TEST_F(HttpServerTest, StopCutsAStalledBodyOffAtItsDeadline) {
   options.io_timeout = absl::Seconds(120);
   options.io_threads = 1;  // Connections handled in order (below).
   StartServer(options);
-  const int fd = Connect("127.0.0.1");
+  const int fd = ConnectAndStallMidBody();
   ASSERT_GE(fd, 0);
-  const std::string half =
-      "POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\n"
-      "Content-Length: 100\r\n\r\n{\"inputs\": ";
-  ASSERT_EQ(send(fd, half.data(), half.size(), MSG_NOSIGNAL),
-            static_cast<ssize_t>(half.size()));
   // Its headers are in once the server answers on another connection
   // after it (one event loop: in order).
   ASSERT_EQ(Client()->Get("/v2/health/live")->status, 200);
