@@ -163,6 +163,9 @@ std::string FormatDevice(const DeviceInfo& device) {
                    "  memory ", FormatBytes(device.memory_bytes), ", ",
                    FormatBytes(device.available_memory_bytes), " available, ",
                    device.loaded_functions, " partitions loaded");
+  if (device.launches_running > 0) {
+    absl::StrAppend(&out, ", ", device.launches_running, " computing");
+  }
   if (!device.unhealthy_reason.empty()) {
     absl::StrAppend(&out, "  UNHEALTHY: ", device.unhealthy_reason);
   }

@@ -44,6 +44,10 @@ struct DeviceInfo {
   // Compiled functions (partitions) loaded on the device now: its load,
   // which placement spreads.
   int loaded_functions = 0;
+  // Launches computing on the device at this moment (0 when idle): what a
+  // run is waiting on when it is in flight but not queued. A launch still
+  // queued on a stream is not counted.
+  int launches_running = 0;
   // Empty while the device works; otherwise why it does not (it died).
   // Nothing new is placed on an unhealthy device, and runs avoid it.
   std::string unhealthy_reason;

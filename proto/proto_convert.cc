@@ -390,6 +390,7 @@ void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto) {
   }
   proto->set_loaded_functions(info.loaded_functions);
   proto->set_unhealthy_reason(info.unhealthy_reason);
+  proto->set_launches_running(info.launches_running);
 }
 
 ValueInfo ValueInfoFromProto(const v1::ValueInfo& proto) {
@@ -473,6 +474,7 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
                               proto.unsupported_ops().end());
   info.loaded_functions = proto.loaded_functions();
   info.unhealthy_reason = proto.unhealthy_reason();
+  info.launches_running = proto.launches_running();
   return info;
 }
 

@@ -531,6 +531,7 @@ TEST(StatisticsProtoTest, DeviceStatisticsRoundTrip) {
   stats.device.memory_bytes = 2048;
   stats.device.available_memory_bytes = 1024;
   stats.device.loaded_functions = 3;
+  stats.device.launches_running = 1;
   stats.compute.count = 11;
   stats.compute.total_ns = 22;
   stats.compute.p50_us = 1.5;
@@ -543,6 +544,7 @@ TEST(StatisticsProtoTest, DeviceStatisticsRoundTrip) {
   EXPECT_EQ(back.device.memory_bytes, 2048u);
   EXPECT_EQ(back.device.available_memory_bytes, 1024u);
   EXPECT_EQ(back.device.loaded_functions, 3);
+  EXPECT_EQ(back.device.launches_running, 1);
   EXPECT_EQ(back.compute.count, 11u);
   EXPECT_EQ(back.compute.total_ns, 22u);
   EXPECT_EQ(back.compute.p50_us, 1.5);

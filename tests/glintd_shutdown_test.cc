@@ -185,6 +185,24 @@ absl::Status AwaitRunsInFlight(GlintClient& client, const std::string& network,
       in_flight, " in flight, queued ", queued, ", finished ", finished));
 }
 
+// Waits until device 0 is computing a launch (DeviceInfo::launches_running):
+// a run in flight may still be copying in or queued, and a queued launch is
+// skipped on shutdown rather than waited for.
+absl::Status AwaitComputing(GlintClient& client) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  int running = -1;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<DeviceInfo>> devices = client.GetDevices();
+    if (devices.ok() && !devices->empty()) {
+      running = (*devices)[0].launches_running;
+      if (running > 0) return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("device 0 never computing; last: ", running, " launches"));
+}
+
 // What SIGTERM did to a busy glintd.
 struct Stopped {
   absl::Status arrived;      // Whether the runs were in flight first.
@@ -197,9 +215,13 @@ struct Stopped {
 // have reached glintd (or once that wait gives up: the clients must end
 // either way), then waits for glintd to exit and for `clients` to end.
 Stopped StopWhenInFlight(GlintdProcess& d, const std::string& network, int runs,
-                         std::vector<std::thread>& clients, int received = 0) {
+                         std::vector<std::thread>& clients, int received = 0,
+                         bool computing = false) {
   Stopped stopped;
   stopped.arrived = AwaitRunsInFlight(d.client(), network, runs, received);
+  if (stopped.arrived.ok() && computing) {
+    stopped.arrived = AwaitComputing(d.client());
+  }
   stopped.signalled = absl::Now();
   stopped.code = d.Stop(SIGTERM, absl::Seconds(20));
   stopped.took = absl::Now() - stopped.signalled;
@@ -290,7 +312,11 @@ TEST(ShutdownWhileBusyTest, ExitsWithinGracePlusOneSecondWhateverTheDevice) {
   const std::string address = (*d)->address();
   std::vector<Answer> answers(1);
   std::vector<std::thread> clients = SendRuns(address, "stuck", 512, answers);
-  const Stopped stopped = StopWhenInFlight(**d, "stuck", 1, clients);
+  // Signalled only once the launch computes: before that (copying in, or
+  // queued) it would be skipped, and glintd would exit 0 at once (seen
+  // under TSan, where the signal came 11 ms after the run was admitted).
+  const Stopped stopped = StopWhenInFlight(**d, "stuck", 1, clients,
+                                           /*received=*/0, /*computing=*/true);
   ASSERT_TRUE(stopped.arrived.ok()) << stopped.arrived;
   ASSERT_TRUE(stopped.code.ok()) << stopped.code.status();
   EXPECT_EQ(*stopped.code, 1) << (*d)->Log();  // It had to cut it short.

@@ -278,6 +278,7 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   info.compute_flops = timing_.compute_flops;
   info.link_bytes_per_second = timing_.link_bytes_per_second;
   info.loaded_functions = loaded_functions_.load();
+  info.launches_running = launches_running_.load();
   for (const auto& [key, value] : config_.params) {
     if (key == "unsupported_ops") {
       info.unsupported_ops = absl::StrSplit(value, '+', absl::SkipEmpty());
@@ -635,11 +636,13 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
         const absl::Status s =
             compute_engine_.Run(priority, [&]() -> absl::Status {
               GLINT_RETURN_IF_ERROR(stream.CheckWork());
+              launches_running_.fetch_add(1);
               const absl::Time start = absl::Now();
               absl::Status result = loaded->cpu_function().Execute(
                   memory, inputs, outputs, profile);
               WaitOutModel(start,
                            timing_.ComputeTime(loaded->cpu_function().flops()));
+              launches_running_.fetch_sub(1);
               return result;
             });
         loaded->ReleaseArena(std::move(arena));

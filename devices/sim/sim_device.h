@@ -173,6 +173,7 @@ class SimDevice : public DeviceManager {
   const CpuBackend backend_;
   std::atomic<bool> stopped_{false};
   std::atomic<int> loaded_functions_{0};
+  std::atomic<int> launches_running_{0};  // DeviceInfo::launches_running.
 
   // The engines streams compete for: launches run one at a time on the
   // compute engine (on the shared stream's compute thread, or on a thread

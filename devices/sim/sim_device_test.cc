@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace glint {
@@ -177,6 +180,41 @@ TEST(SimDeviceTest, LoadAndLaunchComputesAndAccountsMemory) {
   dy.buffer.reset();
   loaded->reset();
   EXPECT_EQ(device->AvailableMemory(), 1u << 20);
+}
+
+// DeviceInfo::launches_running counts a launch while it computes (here, for
+// the ~1 s its timing model takes) and not once it is done.
+TEST(SimDeviceTest, LaunchesRunningCountsALaunchWhileItComputes) {
+  auto compiled = MakeDevice(0, 1 << 20)->backend().Compile(ReluGraph());
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const double flops = (*compiled)->flops();
+  ASSERT_GT(flops, 0);
+  DeviceConfig config;
+  config.memory_bytes = 1 << 20;
+  config.params = {{"compute_gflops", absl::StrCat(flops / 1e9)}};
+  absl::StatusOr<std::unique_ptr<SimDevice>> device =
+      SimDevice::Create(0, config);
+  ASSERT_TRUE(device.ok()) << device.status();
+  auto loaded = (*device)->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ((*device)->GetDeviceInfo().launches_running, 0);
+
+  Tensor x =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({4}), {1, 2, 3, 4});
+  DeviceTensor dx, dy;
+  Stream* s = *(*device)->AcquireStream();
+  (*device)->CopyToDevice(*s, &x, &dx);
+  (*device)->Launch(*s, **loaded, {&dx}, {&dy});
+  int seen = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (seen == 0 && absl::Now() < deadline) {
+    seen = (*device)->GetDeviceInfo().launches_running;
+    if (seen == 0) absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(seen, 1);
+  ASSERT_TRUE(s->Synchronize().ok()) << s->status();
+  EXPECT_EQ((*device)->GetDeviceInfo().launches_running, 0);
+  (*device)->ReleaseStream(s);
 }
 
 // If(c) { ReduceSum(Range(0, n, 1)) } else { 0 }: a body value whose size

@@ -244,6 +244,12 @@ std::string PrometheusMetricsText(
     page.Sample(DeviceLabels(d.device),
                 absl::StrCat(d.device.loaded_functions));
   }
+  page.Family("glint_device_launches_running", "gauge",
+              "Launches computing on the device now (queued ones excluded)");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                absl::StrCat(d.device.launches_running));
+  }
   page.Family("glint_device_healthy", "gauge",
               "1 while the device works, 0 once it has failed");
   for (const DeviceStatistics& d : devices) {

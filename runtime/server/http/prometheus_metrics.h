@@ -14,13 +14,14 @@
 //   nv_inference_compute_output_duration_us
 // (Triton's names predate Prometheus's conventions: promtool's linter
 // flags their missing `_total`, their abbreviated unit and the `_count`
-// ending of two of them, and nothing else). Glint's own follow the conventions (base units, `_total` on
-// counters):
+// ending of two of them, and nothing else). Glint's own follow the conventions
+// (base units, `_total` on counters):
 //   glint_queue_depth, glint_runs_in_flight            {model, version}
 //   glint_partition_executions_total,
 //   glint_partition_compute_seconds_total       {model, partition, device}
 //   glint_device_memory_total_bytes, glint_device_memory_used_bytes,
-//   glint_device_loaded_partitions, glint_device_healthy,
+//   glint_device_loaded_partitions, glint_device_launches_running,
+//   glint_device_healthy,
 //   glint_device_executions_total,
 //   glint_device_compute_seconds_total                          {device}
 //

@@ -97,11 +97,13 @@ std::vector<DeviceStatistics> TwoDevices() {
   a.memory_bytes = 2 * kGiB;
   a.available_memory_bytes = 2 * kGiB - 3 * kMiB;
   a.loaded_functions = 2;
+  a.launches_running = 1;
   DeviceInfo b = a;
   b.id = 1;
   b.name = "sim:1";
   b.available_memory_bytes = 2 * kGiB;
   b.loaded_functions = 0;
+  b.launches_running = 0;
   b.unhealthy_reason = "died at launch 100";
   return {{a, {8, 1'250'000'000, 150, 160}}, {b, {}}};
 }
@@ -167,6 +169,8 @@ TEST(PrometheusMetricsTest, PartitionsAndDevices) {
            "glint_device_memory_used_bytes{device=\"sim:0\"} 3145728\n",
            "glint_device_memory_used_bytes{device=\"sim:1\"} 0\n",
            "glint_device_loaded_partitions{device=\"sim:0\"} 2\n",
+           "glint_device_launches_running{device=\"sim:0\"} 1\n",
+           "glint_device_launches_running{device=\"sim:1\"} 0\n",
            "glint_device_healthy{device=\"sim:0\"} 1\n",
            "glint_device_healthy{device=\"sim:1\"} 0\n",
            "glint_device_executions_total{device=\"sim:0\"} 8\n",
@@ -207,7 +211,7 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 23u);
+  EXPECT_EQ(typed.size(), 24u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
