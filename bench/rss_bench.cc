@@ -6,6 +6,11 @@
 //   bazel run -c opt //bench:rss_bench -- [cycles=50] [width=2048]
 //       [layers=3] [devices=sim*2:memory=1GiB]
 //
+// With cycles=1 8000 4 sim*2:memory=1GiB it is issue 31's 1 GB model
+// (976 MiB of weights); "add's peak" is VmHWM over the AddNetwork call
+// (reset through /proc/PID/clear_refs just before it) minus idle, against
+// the model's bytes.
+//
 // The network is `layers` MatMul+Relu layers of width×width float weights
 // (2048 wide, 3 layers: 48 MiB) at batch 64. RSS is VmRSS of
 // /proc/PID/status. "weights+arenas" is what the network holds in device
@@ -111,10 +116,22 @@ int Run(int cycles, int64_t width, int layers, const std::string& devices) {
   const int64_t idle = testing::ProcessRssBytes(pid);
   std::printf("idle:           RSS %8.1f MiB\n", MiB(idle));
 
+  if (absl::Status s = testing::ResetPeakRss(pid); !s.ok()) {
+    return fail("peak RSS", s);
+  }
   const absl::Time start = absl::Now();
   if (absl::Status s = add(); !s.ok()) return fail("AddNetwork", s);
   const absl::Duration add_time = absl::Now() - start;
   const int64_t at_answer = testing::ProcessRssBytes(pid);
+  // Issue 31's point 6: the most glintd held while adding, over idle,
+  // against the model's bytes (the devices' copy of the weights counts:
+  // simulated device memory is glintd's own).
+  const int64_t peak = testing::ProcessPeakRssBytes(pid);
+  std::printf(
+      "add's peak:     RSS %8.1f MiB  (+%.1f MiB over idle; / model "
+      "bytes = %.2f)\n",
+      MiB(peak), MiB(peak - idle),
+      static_cast<double>(peak - idle) / static_cast<double>(model.size()));
   const int64_t after_add = SettledRss(pid);
   absl::StatusOr<int64_t> used_after = DeviceBytesUsed(client);
   if (!used_after.ok()) return fail("GetDevices", used_after.status());

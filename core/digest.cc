@@ -4,10 +4,20 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "absl/strings/escaping.h"
 
 namespace glint {
+
+namespace {
+
+[[noreturn]] void DigestFailed() {
+  std::fprintf(stderr, "glint: OpenSSL SHA-256 failed\n");
+  std::abort();
+}
+
+}  // namespace
 
 std::string Sha256(absl::string_view bytes) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -15,8 +25,28 @@ std::string Sha256(absl::string_view bytes) {
   if (EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(),
                  nullptr) != 1 ||
       size != kSha256Size) {
-    std::fprintf(stderr, "glint: OpenSSL SHA-256 failed\n");
-    std::abort();
+    DigestFailed();
+  }
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
+std::string Sha256OfPieces(absl::Span<const absl::string_view> pieces) {
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> context(EVP_MD_CTX_new(),
+                                                             EVP_MD_CTX_free);
+  if (context == nullptr ||
+      EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
+    DigestFailed();
+  }
+  for (absl::string_view piece : pieces) {
+    if (EVP_DigestUpdate(context.get(), piece.data(), piece.size()) != 1) {
+      DigestFailed();
+    }
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(context.get(), digest, &size) != 1 ||
+      size != kSha256Size) {
+    DigestFailed();
   }
   return std::string(reinterpret_cast<const char*>(digest), size);
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace glint {
 
@@ -15,6 +16,10 @@ inline constexpr int kSha256Size = 32;
 // OpenSSL itself fails (an allocation failure or a broken install): code
 // that cannot checksum cannot tell good data from bad.
 std::string Sha256(absl::string_view bytes);
+
+// SHA-256 of the concatenation of `pieces`, without concatenating them (a
+// record of a header and a model's bytes is checksummed in place).
+std::string Sha256OfPieces(absl::Span<const absl::string_view> pieces);
 
 // Lowercase hex SHA-256 of `bytes`.
 std::string Sha256Hex(absl::string_view bytes);

@@ -16,11 +16,7 @@ absl::Status StoreJournal::Record(absl::string_view name,
                                   const AddNetworkOptions& options) {
   v1::AddNetworkOptions proto;
   AddNetworkOptionsToProto(options, &proto);
-  StoredNetwork network;
-  network.name = std::string(name);
-  network.model = std::string(onnx_model);
-  network.options = proto.SerializeAsString();
-  return store_->Save(network);
+  return store_->Save(name, onnx_model, proto.SerializeAsString());
 }
 
 absl::Status StoreJournal::Erase(absl::string_view name) {

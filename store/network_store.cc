@@ -225,12 +225,16 @@ std::string Header(absl::string_view magic, absl::string_view payload) {
 }
 
 // The version 2 header of a record file, with the name after it.
-std::string NamedHeader(absl::string_view name, absl::string_view payload) {
+// `payload` is the record's encoding in pieces (see NetworkStore::Save).
+std::string NamedHeader(absl::string_view name,
+                        absl::Span<const absl::string_view> payload) {
+  size_t size = 0;
+  for (absl::string_view piece : payload) size += piece.size();
   std::string header(kNetworkMagic);
   PutLittleEndian(&header, kNamedVersion, 4);
   PutLittleEndian(&header, name.size(), 4);
-  PutLittleEndian(&header, payload.size(), 8);
-  header += Sha256(payload);
+  PutLittleEndian(&header, size, 8);
+  header += Sha256OfPieces(payload);
   header.append(name.data(), name.size());
   return header;
 }
@@ -494,10 +498,9 @@ void NetworkStore::UpgradeRecords() {
   }
 }
 
-absl::Status NetworkStore::WriteDurably(const std::string& folder,
-                                        absl::string_view file,
-                                        absl::string_view header,
-                                        absl::string_view payload) {
+absl::Status NetworkStore::WriteDurably(
+    const std::string& folder, absl::string_view file, absl::string_view header,
+    absl::Span<const absl::string_view> payload) {
   const std::string path = absl::StrCat(folder, "/", file);
   // Unique, so that concurrent writes of one file do not share a temp.
   const std::string temp =
@@ -505,7 +508,9 @@ absl::Status NetworkStore::WriteDurably(const std::string& folder,
   ScopedFd fd(OpenFile(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   if (fd.get() < 0) return PosixError("create", temp, errno);
   absl::Status status = WriteAll(fd.get(), header, temp);
-  if (status.ok()) status = WriteAll(fd.get(), payload, temp);
+  for (absl::string_view piece : payload) {
+    if (status.ok()) status = WriteAll(fd.get(), piece, temp);
+  }
   if (status.ok()) status = Fsync(fd.get(), temp);
   if (status.ok()) status = fd.Close(temp);
   if (status.ok() && ::rename(temp.c_str(), path.c_str()) != 0) {
@@ -519,31 +524,50 @@ absl::Status NetworkStore::WriteDurably(const std::string& folder,
 }
 
 absl::Status NetworkStore::Save(const StoredNetwork& network) {
-  if (network.name.empty()) {
+  return Save(network.name, network.model, network.options);
+}
+
+absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
+                                absl::string_view options) {
+  if (name.empty()) {
     return absl::InvalidArgumentError("network name is empty");
   }
   // NetworkRecord.name is a proto3 string: protobuf would write other bytes
   // but refuse to parse them back, so the record would come back DATA_LOSS
   // after a restart. This is the very check its parser applies.
-  if (!google::protobuf::internal::IsStructurallyValidUTF8(network.name)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("network name '", absl::CHexEscape(network.name),
-                     "' is not valid UTF-8"));
+  if (!google::protobuf::internal::IsStructurallyValidUTF8(
+          name.data(), static_cast<int>(name.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "network name '", absl::CHexEscape(name), "' is not valid UTF-8"));
   }
+  // The record without its model, then the model as field 3 written by
+  // hand from the caller's bytes: protobuf would copy them twice (into the
+  // record, then into its encoding), and a model is the largest thing
+  // glintd holds while it adds one. A parser takes fields in any order.
   store::v1::NetworkRecord record;
   record.set_format_version(kRecordVersion);
-  record.set_name(network.name);
-  record.set_model(network.model);
-  record.set_options(network.options);
-  std::string payload;
-  if (!record.SerializeToString(&payload)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("network '", network.name, "' cannot be stored: ",
-                     record.ByteSizeLong(), " bytes (the limit is 2 GiB)"));
+  record.set_name(std::string(name));
+  record.set_options(std::string(options));
+  const std::string fields = record.SerializeAsString();
+  std::string model_key;
+  model_key.push_back(static_cast<char>(
+      (store::v1::NetworkRecord::kModelFieldNumber << 3) | 2));  // Bytes.
+  for (uint64_t n = model.size();; n >>= 7) {
+    if (n < 0x80) {
+      model_key.push_back(static_cast<char>(n));
+      break;
+    }
+    model_key.push_back(static_cast<char>((n & 0x7f) | 0x80));
   }
-  return WriteDurably(absl::StrCat(dir_, "/", kNetworksDir),
-                      FileNameOf(network.name),
-                      NamedHeader(network.name, payload), payload);
+  const uint64_t size = fields.size() + model_key.size() + model.size();
+  if (size > static_cast<uint64_t>(INT32_MAX)) {  // As protobuf's limit.
+    return absl::InvalidArgumentError(
+        absl::StrCat("network '", name, "' cannot be stored: ", size,
+                     " bytes (the limit is 2 GiB)"));
+  }
+  const absl::string_view payload[] = {fields, model_key, model};
+  return WriteDurably(absl::StrCat(dir_, "/", kNetworksDir), FileNameOf(name),
+                      NamedHeader(name, payload), payload);
 }
 
 absl::Status NetworkStore::Delete(absl::string_view name) {
@@ -611,7 +635,7 @@ absl::StatusOr<StoredNetwork> NetworkStore::Load(
 absl::Status NetworkStore::SavePlan(absl::string_view name,
                                     absl::string_view blob) {
   return WriteDurably(absl::StrCat(dir_, "/", kPlansDir), PlanFileOf(name),
-                      Header(kPlanMagic, blob), blob);
+                      Header(kPlanMagic, blob), {blob});
 }
 
 absl::StatusOr<std::string> NetworkStore::LoadPlan(

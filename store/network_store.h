@@ -41,6 +41,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace glint {
 
@@ -96,6 +97,10 @@ class NetworkStore {
   // record protobuf cannot encode (2 GiB or more); RESOURCE_EXHAUSTED when
   // the disk is full or the file exceeds a quota or size limit.
   absl::Status Save(const StoredNetwork& network);
+  // The same from the caller's bytes, which it writes without copying them
+  // (the journal's add: the model is the request's).
+  absl::Status Save(absl::string_view name, absl::string_view model,
+                    absl::string_view options);
 
   // Deletes the record of `name`, durably when OK. NOT_FOUND if none.
   absl::Status Delete(absl::string_view name);
@@ -131,10 +136,11 @@ class NetworkStore {
   // rewrite still loads.
   void UpgradeRecords();
 
-  // Writes `header` + `payload` to folder/file via a temp file; see above.
+  // Writes `header` and then the pieces of `payload` to folder/file via a
+  // temp file; see above.
   absl::Status WriteDurably(const std::string& folder, absl::string_view file,
                             absl::string_view header,
-                            absl::string_view payload);
+                            absl::Span<const absl::string_view> payload);
 
   const std::string dir_;
   const int lock_fd_;                   // Holds the flock on dir_/LOCK.

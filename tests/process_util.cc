@@ -122,17 +122,40 @@ std::string RunfilePath(const std::string& workspace_relative) {
                       "/", workspace_relative);
 }
 
-int64_t ProcessRssBytes(pid_t pid) {
+namespace {
+
+// A "Vm...:  N kB" field of /proc/PID/status in bytes; -1 if unreadable.
+int64_t StatusFieldBytes(pid_t pid, absl::string_view field) {
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {
-    if (!absl::StartsWith(line, "VmRSS:")) continue;
+    if (!absl::StartsWith(line, field)) continue;
     absl::string_view v = absl::StripAsciiWhitespace(
-        absl::StripSuffix(absl::string_view(line).substr(6), "kB"));
+        absl::StripSuffix(absl::string_view(line).substr(field.size()), "kB"));
     int64_t kib = 0;
     return absl::SimpleAtoi(v, &kib) ? kib * 1024 : -1;
   }
   return -1;
+}
+
+}  // namespace
+
+int64_t ProcessRssBytes(pid_t pid) { return StatusFieldBytes(pid, "VmRSS:"); }
+
+int64_t ProcessPeakRssBytes(pid_t pid) {
+  return StatusFieldBytes(pid, "VmHWM:");
+}
+
+absl::Status ResetPeakRss(pid_t pid) {
+  std::ofstream clear(absl::StrCat("/proc/", pid, "/clear_refs"));
+  clear << "5";
+  clear.flush();
+  if (!clear) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot reset the peak RSS of process ", pid, " (/proc/",
+                     pid, "/clear_refs)"));
+  }
+  return absl::OkStatus();
 }
 
 std::string NewTempDir(const std::string& prefix) {

@@ -34,6 +34,15 @@ std::string NewTempDir(const std::string& prefix);
 // counts). -1 if unreadable.
 int64_t ProcessRssBytes(pid_t pid);
 
+// The peak resident set of process `pid` in bytes: VmHWM of
+// /proc/PID/status, since the process started or since the last
+// ResetPeakRss. -1 if unreadable.
+int64_t ProcessPeakRssBytes(pid_t pid);
+
+// Starts a new peak for ProcessPeakRssBytes (writes 5 to
+// /proc/PID/clear_refs: VmHWM becomes the current VmRSS).
+absl::Status ResetPeakRss(pid_t pid);
+
 struct CommandResult {
   int exit_code = -1;  // -1 if killed by a signal or timed out.
   bool timed_out = false;
