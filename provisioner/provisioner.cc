@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -268,6 +269,21 @@ bool BetterDevice(const DeviceInfo& a, const DeviceInfo& b, uint64_t want,
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     const Dag& dag, const CompileOptions& options, int max_executions) const {
+  return Provision(dag, /*release=*/nullptr, options, max_executions);
+}
+
+absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
+    Dag* dag, const CompileOptions& options, int max_executions) const {
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> network =
+      Provision(*dag, dag, options, max_executions);
+  // Also those a failure left (partitions not reached).
+  for (DagNode& node : dag->nodes) node.function.initializers.clear();
+  return network;
+}
+
+absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
+    const Dag& dag, Dag* release, const CompileOptions& options,
+    int max_executions) const {
   // Partition validates the Dags it makes, but callers may build their
   // own: device counts and logical device indices are checked, with the
   // partitioner's own validator, before anything indexes by them.
@@ -286,7 +302,7 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   // If anything fails, `network` is destroyed on return, evicting every
   // function this call loaded.
   GLINT_RETURN_IF_ERROR(
-      Load(dag, physical, options, max_executions, network.get()));
+      Load(dag, release, physical, options, max_executions, network.get()));
   return network;
 }
 
@@ -365,13 +381,27 @@ absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Provisioner::Place(
 }
 
 absl::Status Provisioner::Load(
-    const Dag& dag, const std::vector<std::vector<DeviceManager*>>& physical,
+    const Dag& dag, Dag* release,
+    const std::vector<std::vector<DeviceManager*>>& physical,
     const CompileOptions& options, int max_executions,
     ExecutableNetwork* network) const {
   // Each partition compiles once per backend; replicas share the result.
   std::map<std::pair<size_t, const Backend*>,
            std::shared_ptr<const CompiledFunction>>
       compiled;
+  // The compiles each partition still awaits (one per distinct backend its
+  // replicas' devices have): at zero, `release` lets go of its constants.
+  std::vector<int> compiles_left(dag.nodes.size(), 0);
+  {
+    std::set<std::pair<size_t, const Backend*>> needed;
+    for (const auto& replica : physical) {
+      for (size_t i = 0; i < dag.nodes.size(); ++i) {
+        const Backend* backend =
+            &replica[dag.nodes[i].logical_device]->backend();
+        if (needed.insert({i, backend}).second) ++compiles_left[i];
+      }
+    }
+  }
   for (int r = 0; r < dag.replicas; ++r) {
     std::vector<ProvisionedPartition> partitions;
     for (size_t i = 0; i < dag.nodes.size(); ++i) {
@@ -383,6 +413,9 @@ absl::Status Provisioner::Load(
         GLINT_ASSIGN_OR_RETURN(function,
                                device->backend().Compile(node.function,
                                                          options));
+        if (release != nullptr && --compiles_left[i] == 0) {
+          release->nodes[i].function.initializers.clear();
+        }
       }
       absl::StatusOr<std::unique_ptr<LoadedFunction>> loaded =
           device->Load(function);

@@ -48,6 +48,15 @@ class Provisioner {
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, const CompileOptions& options = CompileOptions(),
       int max_executions = kDefaultMaxExecutions) const;
+  // As above, but each partition's constants leave `dag` as soon as every
+  // backend that needs them has compiled them (dag->nodes[i].function keeps
+  // its nodes and types; its initializers are emptied): from then on the
+  // compiled functions hold them, so a network's weights are not kept twice
+  // while later partitions compile and load. `dag` still describes the
+  // network. Whatever the outcome, the constants are gone from `dag`.
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
+      Dag* dag, const CompileOptions& options = CompileOptions(),
+      int max_executions = kDefaultMaxExecutions) const;
 
   // Executions reserved per partition at most, by default.
   static constexpr int kDefaultMaxExecutions = 8;
@@ -57,9 +66,14 @@ class Provisioner {
   // capable devices (RESOURCE_EXHAUSTED when too few).
   absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Place(
       const Dag& dag) const;
+  // Both Provisions: `release`, when set, is `dag` itself (see the second).
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
+      const Dag& dag, Dag* release, const CompileOptions& options,
+      int max_executions) const;
   // Compiles each partition once per backend and loads it on its device in
-  // every replica, into `network`.
-  absl::Status Load(const Dag& dag,
+  // every replica, into `network`; empties the initializers of
+  // release->nodes[i] after its last compile when `release` is set.
+  absl::Status Load(const Dag& dag, Dag* release,
                     const std::vector<std::vector<DeviceManager*>>& physical,
                     const CompileOptions& options, int max_executions,
                     ExecutableNetwork* network) const;

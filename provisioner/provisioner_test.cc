@@ -126,6 +126,42 @@ TEST_F(ProvisionerTest, ReplicasGetDistinctDevices) {
   EXPECT_EQ(used.size(), 4u);
 }
 
+// Provision(Dag*) empties each partition's initializers once compiled (the
+// compiled functions hold the weights), replicas included, and also when
+// it fails; the partitions' nodes stay to describe the network.
+TEST_F(ProvisionerTest, ProvisionFromADagLetsGoOfItsConstants) {
+  MakeDevices(4, 64 * kMiB);
+  PartitionOptions options;
+  options.plan_devices = 2;
+  options.replicas = 2;
+  for (bool fail : {false, true}) {
+    absl::StatusOr<Dag> dag =
+        Plan(testing::MakeDeepMlpModel(1, 64, 4), options);
+    ASSERT_TRUE(dag.ok()) << dag.status();
+    graph_ = Graph();  // The dag alone holds the constants.
+    ASSERT_EQ(dag->nodes.size(), 2u);
+    for (const DagNode& node : dag->nodes) {
+      ASSERT_FALSE(node.function.initializers.empty());
+    }
+    const std::vector<uint64_t> before = Available();
+    if (fail) faulty_[3]->SetAllocationLimit(1024);
+    auto network = Provisioner(devices_).Provision(&*dag);
+    if (fail) {
+      EXPECT_EQ(network.status().code(), absl::StatusCode::kResourceExhausted)
+          << network.status();
+      EXPECT_EQ(Available(), before);
+      faulty_[3]->SetAllocationLimit(std::nullopt);
+    } else {
+      ASSERT_TRUE(network.ok()) << network.status();
+      EXPECT_EQ((*network)->replicas.size(), 2u);
+    }
+    for (const DagNode& node : dag->nodes) {
+      EXPECT_TRUE(node.function.initializers.empty()) << node.name;
+      EXPECT_FALSE(node.function.nodes.empty()) << node.name;
+    }
+  }
+}
+
 TEST_F(ProvisionerTest, TooFewDevicesSaysHowManyAreNeeded) {
   MakeDevices(4, 64 * kMiB);
   PartitionOptions options;

@@ -166,15 +166,19 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
   PartitionOptions partition = options.partition;
   if (plan != nullptr) partition.fixed_assignment = plan->assignment;
   GLINT_ASSIGN_OR_RETURN(Dag dag, Partition(graph, infos, partition));
+  // The partitions share the constants' bytes; the whole graph is done
+  // with. Provision then lets each partition's go once compiled: the model's
+  // weights are not held beside the compiled and loaded ones.
+  graph = Graph();
   if (plan != nullptr) {
     dag.strategy = plan->strategy;
     dag.placement = plan->placement;
   }
   const absl::Time planned = absl::Now();
-  GLINT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutableNetwork> executable,
-                         Provisioner(std::move(devices))
-                             .Provision(dag, CompileOptions{options.precision},
-                                        max_executions_));
+  GLINT_ASSIGN_OR_RETURN(
+      std::unique_ptr<ExecutableNetwork> executable,
+      Provisioner(std::move(devices))
+          .Provision(&dag, CompileOptions{options.precision}, max_executions_));
   *info = DescribeNetwork(name, dag, *executable);
   info->dynamic_dims = std::move(dynamic_dims);
   info->batching = options.batching;
