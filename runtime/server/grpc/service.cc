@@ -23,6 +23,10 @@ grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
   absl::StatusOr<AddNetworkOptions> options =
       AddNetworkOptionsFromProto(request.options());
   if (!options.ok()) return ToGrpcStatus(options.status());
+  // The message arrived in many small slices, freed once parsed but kept
+  // by the allocator: a model's worth of heap that the build would
+  // otherwise hold on top of everything it makes (AddNetwork's peak).
+  ReleaseFreeMemory();
   absl::StatusOr<NetworkInfo> info =
       host_manager_->AddNetwork(request.name(), request.model(), *options);
   // The import's and compiler's transient copies are freed by now.
