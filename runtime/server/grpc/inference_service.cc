@@ -303,6 +303,7 @@ grpc::ServerUnaryReactor* InferenceServiceImpl::RepositoryModelLoad(
   // Shared, not copied, with the task: models can be hundreds of MB.
   auto shared = std::make_shared<const OipModelLoad>(*std::move(load));
   return FinishOnPool(context, *blocking_, [this, load = std::move(shared)] {
+    ReleaseFreeMemory();  // The message's freed slices, before building.
     const absl::Status status =
         LoadRepositoryModel(*host_manager_, repository_, *load);
     ReleaseFreeMemory();  // As glint.v1's AddNetwork does (service.cc).
