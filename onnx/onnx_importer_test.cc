@@ -648,6 +648,49 @@ TEST(OnnxImporterTest, InitializerListedAsInputIsNotARuntimeInput) {
   EXPECT_EQ(g->outputs[0].shape, Shape({Shape::kUnknownDim, 3}));
 }
 
+// Initializers over 1 MiB reach the inference helper as typed inputs, not
+// with their data: they must still come out as constants with their
+// values, never as runtime inputs, with inference in this process or
+// through a helper, and also when the model already lists them as inputs
+// (IR < 4).
+TEST(OnnxImporterTest, LargeInitializersStayConstantsWithTheirValues) {
+  constexpr int64_t kRows = 600;  // 600 x 600 floats: 1.4 MB.
+  std::vector<float> w(kRows * kRows);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 997);
+  for (bool listed_as_input : {false, true}) {
+    for (bool elsewhere : {false, true}) {
+      ModelBuilder b;
+      b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"N", kRows})
+          .FloatInitializer("w", {kRows, kRows}, w)
+          .FloatInitializer("small", {kRows}, std::vector<float>(kRows, 2))
+          .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+      if (listed_as_input) {
+        b.Input("w", onnx::TensorProto::FLOAT, std::vector<Dim>{kRows, kRows});
+      }
+      b.Node("MatMul", {"x", "w"}, {"t"}, "matmul");
+      b.Node("Add", {"t", "small"}, {"y"}, "add");
+      ImportOptions options;
+      if (elsewhere) {
+        // The helper's side in this process: the request as it would get it.
+        options.run_inference = [](const std::string& request) {
+          return RunOnnxInference(request);
+        };
+      }
+      absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
+      ASSERT_TRUE(g.ok()) << g.status();
+      ASSERT_EQ(g->inputs.size(), 1u);
+      EXPECT_EQ(g->inputs[0].name, "x");
+      const Tensor* t = g->FindInitializer("w");
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->shape(), Shape({kRows, kRows}));
+      EXPECT_TRUE(Values<float>(*t) == w);  // 360,000 values: no dump.
+      ASSERT_NE(g->FindInitializer("small"), nullptr);
+      EXPECT_EQ(g->outputs[0].ToString(), "y: float32[?, 600]")
+          << listed_as_input << elsewhere;
+    }
+  }
+}
+
 TEST(OnnxImporterTest, UnsupportedOpNamesOpAndNode) {
   ModelBuilder b;
   b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{2, 2})
