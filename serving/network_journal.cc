@@ -91,18 +91,19 @@ void ListUnavailable(HostManager& host, const std::string& name,
 
 RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host) {
   RestoreReport report;
-  for (const StoreEntry& entry : store.LoadAll()) {
+  // One record at a time: a store's models together may exceed memory.
+  store.ForEachRecord([&](StoreEntry entry) {
     if (!entry.network.ok()) {
       if (!entry.name.empty()) {
         ListUnavailable(host, entry.name, entry.file, entry.network.status(),
                         report);
-        continue;
+        return;
       }
       // Not even a name to list it by: an old record, a damaged header.
       GLINT_LOG_ERROR("cannot restore {} (its network's name is unknown): {}",
                       entry.file, entry.network.status().ToString());
       ++report.unreadable;
-      continue;
+      return;
     }
     const StoredNetwork& stored = *entry.network;
     v1::AddNetworkOptions proto;
@@ -112,18 +113,18 @@ RestoreReport RestoreNetworks(const NetworkStore& store, HostManager& host) {
             : absl::DataLossError("its options are not readable");
     if (!options.ok()) {
       ListUnavailable(host, stored.name, entry.file, options.status(), report);
-      continue;
+      return;
     }
     absl::StatusOr<NetworkInfo> info =
         host.RestoreNetwork(stored.name, stored.model, *options);
     if (info.ok()) {
       ++report.restored;
-      continue;
+      return;
     }
     ++report.unavailable;
     GLINT_LOG_ERROR("network '{}' stays unavailable: {}", stored.name,
                     info.status().ToString());
-  }
+  });
   return report;
 }
 

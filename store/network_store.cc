@@ -389,6 +389,43 @@ DecodedRecord DecodeNetwork(absl::string_view file, absl::string_view path,
   return decoded;
 }
 
+// Up to `size` bytes of the file open as `fd` from `offset`; fewer at its
+// end or on an error.
+std::string ReadAt(int fd, uint64_t offset, size_t size) {
+  std::string bytes(size, '\0');
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, &bytes[done], size - done,
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
+// The network's name as the header of the record at `path` gives it,
+// reading the header alone (not the model): empty when it gives none that
+// matches the file name (a format-1 record, a damaged header, a file that
+// cannot be read). DecodeNetwork checks the same and more.
+std::string NameInHeader(const std::string& path, absl::string_view file_name) {
+  ScopedFd fd(OpenFile(path, O_RDONLY));
+  if (fd.get() < 0) return "";
+  const std::string header = ReadAt(fd.get(), 0, kNamedHeaderSize);
+  if (header.size() < kNamedHeaderSize ||
+      !absl::StartsWith(header, kNetworkMagic) ||
+      GetLittleEndian(absl::string_view(header).substr(8, 4)) !=
+          kNamedVersion) {
+    return "";
+  }
+  const uint64_t name_size =
+      GetLittleEndian(absl::string_view(header).substr(12, 4));
+  std::string name = ReadAt(fd.get(), kNamedHeaderSize, name_size);
+  if (name.size() != name_size || FileNameOf(name) != file_name) return "";
+  return name;
+}
+
 absl::Status RemoveFile(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return PosixError("remove", path, errno);
@@ -613,6 +650,48 @@ std::vector<StoreEntry> NetworkStore::LoadAll() const {
       [](const StoreEntry& a, const StoreEntry& b) { return a.file < b.file; });
   std::move(bad.begin(), bad.end(), std::back_inserter(good));
   return good;
+}
+
+void NetworkStore::ForEachRecord(
+    const std::function<void(StoreEntry)>& visit) const {
+  const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
+  absl::StatusOr<std::vector<std::string>> files =
+      ListFiles(folder, kNetworkSuffix);
+  if (!files.ok()) {
+    visit(StoreEntry{folder, "", files.status()});
+    return;
+  }
+  // The order, from the headers alone: a record's header names its network
+  // in a few bytes, ahead of the model.
+  struct Pending {
+    std::string file;
+    std::string name;  // Empty: the header names none.
+  };
+  std::vector<Pending> pending;
+  for (const std::string& file : *files) {
+    pending.push_back(
+        {file, NameInHeader(absl::StrCat(folder, "/", file), file)});
+  }
+  std::sort(pending.begin(), pending.end(),
+            [](const Pending& a, const Pending& b) {
+              if (a.name.empty() != b.name.empty()) return b.name.empty();
+              return a.name != b.name ? a.name < b.name : a.file < b.file;
+            });
+  for (const Pending& p : pending) {
+    std::string path = absl::StrCat(folder, "/", p.file);
+    absl::StatusOr<std::string> contents = ReadFile(path);
+    if (absl::IsNotFound(contents.status())) continue;  // Deleted meanwhile.
+    DecodedRecord decoded;
+    if (contents.ok()) {
+      decoded = DecodeNetwork(*contents, path, p.file);
+      contents->clear();  // A model's worth: not beside the visit's copy.
+      contents->shrink_to_fit();
+    } else {
+      decoded.network = contents.status();
+    }
+    visit(StoreEntry{std::move(path), std::move(decoded.name),
+                     std::move(decoded.network), decoded.format_version});
+  }
 }
 
 absl::StatusOr<StoredNetwork> NetworkStore::Load(

@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,16 @@ class NetworkStore {
   // does a folder that cannot be listed: that is one entry naming the
   // folder).
   std::vector<StoreEntry> LoadAll() const;
+
+  // The entries LoadAll gives, one at a time: each record is read when its
+  // turn comes and handed to `visit`, so that restoring a store of many
+  // large models never holds more than one of them (LoadAll holds them
+  // all). The order comes from the records' headers: by the network name
+  // they give, then those whose header names none (format 1, damaged) by
+  // file; a named record that turns out corrupt keeps its place. A record
+  // deleted before its turn is skipped. `visit` may call this store's
+  // other methods.
+  void ForEachRecord(const std::function<void(StoreEntry)>& visit) const;
 
   // The record of `name`, read from disk on each call: glintd keeps no
   // copy of a model in memory once it is added, and reads it back only in

@@ -58,6 +58,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(entries.size() == 1, absl::StrCat(entries.size(), " entries"));
   glint::StoreEntry& entry = entries[0];
   FUZZ_CHECK(entry.file == path, entry.file);
+  // The restore's way (one at a time, ordered by the header's name) reads
+  // the same entry, whatever the bytes.
+  int visits = 0;
+  store.ForEachRecord([&](glint::StoreEntry visited) {
+    ++visits;
+    FUZZ_CHECK(visited.file == entry.file && visited.name == entry.name &&
+                   visited.format_version == entry.format_version &&
+                   visited.network.status() == entry.network.status() &&
+                   (!visited.network.ok() ||
+                    visited.network->model == entry.network->model),
+               "ForEachRecord differs from LoadAll");
+  });
+  FUZZ_CHECK(visits == 1, absl::StrCat(visits, " visits"));
   absl::StatusOr<glint::StoredNetwork> loaded = store.Load(kName);
   if (!entry.network.ok()) {
     const absl::Status& error = entry.network.status();

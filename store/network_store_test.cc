@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -403,6 +404,51 @@ TEST(NetworkStoreTest, CorruptRecordsAreListedAndNeverStopTheOthers) {
     EXPECT_THAT(status.message(), HasSubstr(c.reason)) << c.name;
     EXPECT_EQ(entry.name, c.named ? c.name : "") << c.name;
   }
+
+  // ForEachRecord gives the same entries, one at a time: by the name the
+  // header gives, those naming none last by file.
+  std::vector<StoreEntry> visited;
+  store->ForEachRecord(
+      [&visited](StoreEntry entry) { visited.push_back(std::move(entry)); });
+  ASSERT_EQ(visited.size(), entries.size());
+  for (size_t i = 1; i < visited.size(); ++i) {
+    const StoreEntry& a = visited[i - 1];
+    const StoreEntry& b = visited[i];
+    EXPECT_TRUE(a.name.empty() ? b.name.empty() && a.file < b.file
+                               : b.name.empty() || a.name < b.name)
+        << a.file << " before " << b.file;
+  }
+  for (const StoreEntry& v : visited) {
+    auto it =
+        std::find_if(entries.begin(), entries.end(),
+                     [&v](const StoreEntry& e) { return e.file == v.file; });
+    ASSERT_NE(it, entries.end()) << v.file;
+    EXPECT_EQ(v.name, it->name) << v.file;
+    EXPECT_EQ(v.format_version, it->format_version) << v.file;
+    EXPECT_EQ(v.network.status(), it->network.status()) << v.file;
+    if (v.network.ok()) EXPECT_EQ(v.network->model, it->network->model);
+  }
+}
+
+// Each record is read only when its turn comes: one deleted by an earlier
+// visit is skipped, and a visit may use the store.
+TEST(NetworkStoreTest, ForEachRecordReadsEachRecordInItsTurn) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  for (const char* name : {"a", "b", "c"}) {
+    ASSERT_TRUE(Ok(store->Save({name, absl::StrCat("model-", name), ""})));
+  }
+  std::vector<std::string> seen;
+  store->ForEachRecord([&](StoreEntry entry) {
+    ASSERT_TRUE(entry.network.ok()) << entry.network.status();
+    seen.push_back(entry.network->name);
+    EXPECT_EQ(entry.network->model, absl::StrCat("model-", entry.name));
+    if (entry.name == "a") {
+      EXPECT_TRUE(Ok(store->Delete("b")));
+      EXPECT_TRUE(store->Load("c").ok());
+    }
+  });
+  EXPECT_THAT(seen, ElementsAre("a", "c"));
 }
 
 TEST(NetworkStoreTest, RecordsOfFormatOneLoadAndOpenRewritesThem) {
