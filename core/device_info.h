@@ -46,7 +46,8 @@ struct DeviceInfo {
   int loaded_functions = 0;
   // Launches computing on the device at this moment (0 when idle): what a
   // run is waiting on when it is in flight but not queued. A launch still
-  // queued on a stream is not counted.
+  // queued on a stream is not counted, nor is a delay or hang the
+  // fault-injecting device adds (devices/fault) around the real launch.
   int launches_running = 0;
   // Empty while the device works; otherwise why it does not (it died).
   // Nothing new is placed on an unhealthy device, and runs avoid it.

@@ -272,8 +272,10 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   return Provision(dag, /*release=*/nullptr, options, max_executions);
 }
 
-absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
-    Dag* dag, const CompileOptions& options, int max_executions) const {
+absl::StatusOr<std::unique_ptr<ExecutableNetwork>>
+Provisioner::ProvisionReleasingConstants(Dag* dag,
+                                         const CompileOptions& options,
+                                         int max_executions) const {
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> network =
       Provision(*dag, dag, options, max_executions);
   // Also those a failure left (partitions not reached).

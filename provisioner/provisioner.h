@@ -48,15 +48,18 @@ class Provisioner {
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, const CompileOptions& options = CompileOptions(),
       int max_executions = kDefaultMaxExecutions) const;
-  // As above, but each partition's constants leave `dag` as soon as every
+  // As Provision, but each partition's constants leave `dag` as soon as every
   // backend that needs them has compiled them (dag->nodes[i].function keeps
   // its nodes and types; its initializers are emptied): from then on the
   // compiled functions hold them, so a network's weights are not kept twice
   // while later partitions compile and load. `dag` still describes the
   // network. Whatever the outcome, the constants are gone from `dag`.
-  absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
-      Dag* dag, const CompileOptions& options = CompileOptions(),
-      int max_executions = kDefaultMaxExecutions) const;
+  // Only the partitions' own: those of If/Loop/Scan bodies (graph
+  // attributes of their nodes) stay with the dag until it goes.
+  absl::StatusOr<std::unique_ptr<ExecutableNetwork>>
+  ProvisionReleasingConstants(Dag* dag,
+                              const CompileOptions& options = CompileOptions(),
+                              int max_executions = kDefaultMaxExecutions) const;
 
   // Executions reserved per partition at most, by default.
   static constexpr int kDefaultMaxExecutions = 8;
@@ -66,7 +69,8 @@ class Provisioner {
   // capable devices (RESOURCE_EXHAUSTED when too few).
   absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Place(
       const Dag& dag) const;
-  // Both Provisions: `release`, when set, is `dag` itself (see the second).
+  // Provision's and ProvisionReleasingConstants' work: `release`, when set,
+  // is `dag` itself.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, Dag* release, const CompileOptions& options,
       int max_executions) const;

@@ -126,9 +126,9 @@ TEST_F(ProvisionerTest, ReplicasGetDistinctDevices) {
   EXPECT_EQ(used.size(), 4u);
 }
 
-// Provision(Dag*) empties each partition's initializers once compiled (the
-// compiled functions hold the weights), replicas included, and also when
-// it fails; the partitions' nodes stay to describe the network.
+// ProvisionReleasingConstants empties each partition's initializers once
+// compiled (the compiled functions hold the weights), replicas included, and
+// also when it fails; the partitions' nodes stay to describe the network.
 TEST_F(ProvisionerTest, ProvisionFromADagLetsGoOfItsConstants) {
   MakeDevices(4, 64 * kMiB);
   PartitionOptions options;
@@ -145,7 +145,7 @@ TEST_F(ProvisionerTest, ProvisionFromADagLetsGoOfItsConstants) {
     }
     const std::vector<uint64_t> before = Available();
     if (fail) faulty_[3]->SetAllocationLimit(1024);
-    auto network = Provisioner(devices_).Provision(&*dag);
+    auto network = Provisioner(devices_).ProvisionReleasingConstants(&*dag);
     if (fail) {
       EXPECT_EQ(network.status().code(), absl::StatusCode::kResourceExhausted)
           << network.status();

@@ -178,7 +178,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
   GLINT_ASSIGN_OR_RETURN(
       std::unique_ptr<ExecutableNetwork> executable,
       Provisioner(std::move(devices))
-          .Provision(&dag, CompileOptions{options.precision}, max_executions_));
+          .ProvisionReleasingConstants(&dag, CompileOptions{options.precision},
+                                       max_executions_));
   *info = DescribeNetwork(name, dag, *executable);
   info->dynamic_dims = std::move(dynamic_dims);
   info->batching = options.batching;

@@ -586,9 +586,11 @@ absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
   record.set_name(std::string(name));
   record.set_options(std::string(options));
   const std::string fields = record.SerializeAsString();
+  // The key of a length-delimited field: one byte for field numbers < 16.
+  static_assert(store::v1::NetworkRecord::kModelFieldNumber < 16);
   std::string model_key;
   model_key.push_back(static_cast<char>(
-      (store::v1::NetworkRecord::kModelFieldNumber << 3) | 2));  // Bytes.
+      (store::v1::NetworkRecord::kModelFieldNumber << 3) | 2));
   for (uint64_t n = model.size();; n >>= 7) {
     if (n < 0x80) {
       model_key.push_back(static_cast<char>(n));
@@ -597,7 +599,7 @@ absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
     model_key.push_back(static_cast<char>((n & 0x7f) | 0x80));
   }
   const uint64_t size = fields.size() + model_key.size() + model.size();
-  if (size > static_cast<uint64_t>(INT32_MAX)) {  // As protobuf's limit.
+  if (size > static_cast<uint64_t>(INT_MAX)) {  // As protobuf's limit.
     return absl::InvalidArgumentError(
         absl::StrCat("network '", name, "' cannot be stored: ", size,
                      " bytes (the limit is 2 GiB)"));

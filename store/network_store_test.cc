@@ -21,6 +21,7 @@
 #include "core/digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/store.pb.h"
 
 namespace glint {
 namespace {
@@ -316,6 +317,28 @@ std::string RecordBytes(uint32_t version, absl::string_view name,
 
 // Where the name starts in a version 2 record file.
 constexpr size_t kNameOffset = 8 + 4 + 4 + 8 + 32;
+
+// Save writes the model field by hand after the others (not copying the
+// model): protobuf's own parser must read the payload back exactly, at
+// every length of the model's varint, empty options included.
+TEST(NetworkStoreTest, RecordsParseAsNetworkRecords) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  for (size_t size : {0, 1, 127, 128, 16383, 16384, 2097151, 2097152}) {
+    const std::string model = Binary(size, 9);
+    for (const std::string& options : {std::string(), std::string("opts")}) {
+      ASSERT_TRUE(Ok(store->Save("net", model, options)));
+      const std::string file = ReadBytes(NetworkFile(*store, "net"));
+      ASSERT_GT(file.size(), kNameOffset + 3);
+      store::v1::NetworkRecord record;
+      ASSERT_TRUE(record.ParseFromString(file.substr(kNameOffset + 3))) << size;
+      EXPECT_EQ(record.format_version(), 1u);
+      EXPECT_EQ(record.name(), "net");
+      EXPECT_TRUE(record.model() == model) << size;  // No dump of 2 MB.
+      EXPECT_EQ(record.options(), options);
+    }
+  }
+}
 
 TEST(NetworkStoreTest, CorruptRecordsAreListedAndNeverStopTheOthers) {
   auto store = OpenStore(FreshDir());

@@ -3,11 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -637,12 +638,12 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
             compute_engine_.Run(priority, [&]() -> absl::Status {
               GLINT_RETURN_IF_ERROR(stream.CheckWork());
               launches_running_.fetch_add(1);
+              absl::Cleanup done = [this] { launches_running_.fetch_sub(1); };
               const absl::Time start = absl::Now();
               absl::Status result = loaded->cpu_function().Execute(
                   memory, inputs, outputs, profile);
               WaitOutModel(start,
                            timing_.ComputeTime(loaded->cpu_function().flops()));
-              launches_running_.fetch_sub(1);
               return result;
             });
         loaded->ReleaseArena(std::move(arena));

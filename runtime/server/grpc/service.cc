@@ -25,8 +25,11 @@ grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
   if (!options.ok()) return ToGrpcStatus(options.status());
   // The message arrived in many small slices, freed once parsed but kept
   // by the allocator: a model's worth of heap that the build would
-  // otherwise hold on top of everything it makes (AddNetwork's peak).
-  ReleaseFreeMemory();
+  // otherwise hold on top of everything it makes (AddNetwork's peak). Only
+  // for a large model: the trim walks the heap under its lock, which
+  // concurrent runs' allocations would wait for.
+  constexpr size_t kTrimBeforeBuildBytes = size_t{16} << 20;
+  if (request.model().size() >= kTrimBeforeBuildBytes) ReleaseFreeMemory();
   absl::StatusOr<NetworkInfo> info =
       host_manager_->AddNetwork(request.name(), request.model(), *options);
   // The import's and compiler's transient copies are freed by now.
