@@ -161,6 +161,14 @@ std::vector<T> Values(const Tensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
 }
 
+// Where a test's import runs inference: with `elsewhere`, as glintd does,
+// through a runner (here the helper process's side, called in this
+// process on the request a helper would get); else in this process.
+InferenceRunner InferenceElsewhere(bool elsewhere) {
+  if (!elsewhere) return nullptr;
+  return [](const std::string& request) { return RunOnnxInference(request); };
+}
+
 // A model x[N,3] + b -> y, with b = {1, 2, 3} an initializer.
 ModelBuilder AddBiasModel() {
   ModelBuilder b;
@@ -670,12 +678,7 @@ TEST(OnnxImporterTest, LargeInitializersStayConstantsWithTheirValues) {
       b.Node("MatMul", {"x", "w"}, {"t"}, "matmul");
       b.Node("Add", {"t", "small"}, {"y"}, "add");
       ImportOptions options;
-      if (elsewhere) {
-        // The helper's side in this process: the request as it would get it.
-        options.run_inference = [](const std::string& request) {
-          return RunOnnxInference(request);
-        };
-      }
+      options.run_inference = InferenceElsewhere(elsewhere);
       absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
       ASSERT_TRUE(g.ok()) << g.status();
       ASSERT_EQ(g->inputs.size(), 1u);
@@ -1123,13 +1126,9 @@ TEST(ShapeFoldingTest, HeadSplitOfAnExportedAttentionIsTypedAndFolded) {
   options.input_shapes["x"] = Shape({2, 8, 64});
   for (bool elsewhere : {false, true}) {
     SCOPED_TRACE(elsewhere ? "inference in a helper" : "in process");
-    if (elsewhere) {
-      // As glintd runs it: inference (and its folding) on a copy elsewhere,
-      // the reply's types applied here, the same nodes folded here.
-      options.run_inference = [](const std::string& request) {
-        return RunOnnxInference(request);
-      };
-    }
+    // As glintd runs it: inference (and its folding) on a copy elsewhere,
+    // the reply's types applied here, the same nodes folded here.
+    options.run_inference = InferenceElsewhere(elsewhere);
     absl::StatusOr<Graph> g = ImportOnnxModel(HeadSplitModel().Bytes(),
                                               options);
     ASSERT_TRUE(g.ok()) << g.status();
@@ -1368,11 +1367,7 @@ TEST(ShapeFoldingTest, KnownDimOfADataDependentShapeChoosesTheIfBranch) {
   for (bool elsewhere : {false, true}) {
     SCOPED_TRACE(elsewhere ? "inference in a helper" : "in process");
     ImportOptions options;
-    if (elsewhere) {
-      options.run_inference = [](const std::string& request) {
-        return RunOnnxInference(request);
-      };
-    }
+    options.run_inference = InferenceElsewhere(elsewhere);
     absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
     ASSERT_TRUE(g.ok()) << g.status();
     EXPECT_EQ(g->outputs[0].shape, Shape({Shape::kUnknownDim}));
