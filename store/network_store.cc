@@ -421,6 +421,15 @@ std::string NameInHeader(const std::string& path, absl::string_view file_name) {
   }
   const uint64_t name_size =
       GetLittleEndian(absl::string_view(header).substr(12, 4));
+  // A damaged length (up to 4 GiB) must not size an allocation: the name
+  // lies within the file or the header is wrong (fuzz regression
+  // oom-header-name-size-past-the-file).
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) < kNamedHeaderSize ||
+      name_size > static_cast<uint64_t>(st.st_size) - kNamedHeaderSize) {
+    return "";
+  }
   std::string name = ReadAt(fd.get(), kNamedHeaderSize, name_size);
   if (name.size() != name_size || FileNameOf(name) != file_name) return "";
   return name;
