@@ -20,7 +20,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/digest.h"
 #include "core/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/stubs/common.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "proto/store.pb.h"
 
 namespace glint {
@@ -595,18 +597,17 @@ absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
   record.set_name(std::string(name));
   record.set_options(std::string(options));
   const std::string fields = record.SerializeAsString();
-  // The key of a length-delimited field: one byte for field numbers < 16.
-  static_assert(store::v1::NetworkRecord::kModelFieldNumber < 16);
-  std::string model_key;
-  model_key.push_back(static_cast<char>(
-      (store::v1::NetworkRecord::kModelFieldNumber << 3) | 2));
-  for (uint64_t n = model.size();; n >>= 7) {
-    if (n < 0x80) {
-      model_key.push_back(static_cast<char>(n));
-      break;
-    }
-    model_key.push_back(static_cast<char>((n & 0x7f) | 0x80));
-  }
+  // The model field's key and length, as protobuf writes them.
+  using google::protobuf::internal::WireFormatLite;
+  uint8_t key[16];  // A tag (at most 5 bytes) and a varint64 (at most 10).
+  uint8_t* end = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(
+      model.size(),
+      google::protobuf::io::CodedOutputStream::WriteTagToArray(
+          WireFormatLite::MakeTag(store::v1::NetworkRecord::kModelFieldNumber,
+                                  WireFormatLite::WIRETYPE_LENGTH_DELIMITED),
+          key));
+  const absl::string_view model_key(reinterpret_cast<const char*>(key),
+                                    end - key);
   const uint64_t size = fields.size() + model_key.size() + model.size();
   if (size > static_cast<uint64_t>(INT_MAX)) {  // As protobuf's limit.
     return absl::InvalidArgumentError(
@@ -632,26 +633,12 @@ absl::Status NetworkStore::Delete(absl::string_view name) {
 }
 
 std::vector<StoreEntry> NetworkStore::LoadAll() const {
-  const std::string folder = absl::StrCat(dir_, "/", kNetworksDir);
-  absl::StatusOr<std::vector<std::string>> files =
-      ListFiles(folder, kNetworkSuffix);
-  if (!files.ok()) return {StoreEntry{folder, "", files.status()}};
+  // The same reading as the restore's, with every entry kept: the good
+  // ones by name, then the others by file.
   std::vector<StoreEntry> good, bad;
-  for (const std::string& file : *files) {
-    std::string path = absl::StrCat(folder, "/", file);
-    absl::StatusOr<std::string> contents = ReadFile(path);
-    if (absl::IsNotFound(contents.status())) continue;  // Deleted meanwhile.
-    DecodedRecord decoded;
-    if (contents.ok()) {
-      decoded = DecodeNetwork(*contents, path, file);
-    } else {
-      decoded.network = contents.status();
-    }
-    (decoded.network.ok() ? good : bad)
-        .push_back(StoreEntry{std::move(path), std::move(decoded.name),
-                              std::move(decoded.network),
-                              decoded.format_version});
-  }
+  ForEachRecord([&good, &bad](StoreEntry entry) {
+    (entry.network.ok() ? good : bad).push_back(std::move(entry));
+  });
   std::sort(good.begin(), good.end(),
             [](const StoreEntry& a, const StoreEntry& b) {
               return a.network->name < b.network->name;
