@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <new>
@@ -32,15 +31,16 @@
 #include "core/cancellation.h"
 #include "core/dtype.h"
 #include "core/logging.h"
+#include "core/model_bytes.h"
 #include "core/op_profile.h"
 #include "core/precision.h"
 #include "core/tensor.h"
 #include "core/text.h"
 #include "core/trace.h"
-#include "onnx/onnx_tensor.h"
-#include "onnx/onnx_pb.h"
-#include "runtime/host_manager.h"
 #include "devices/device_spec.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/onnx_tensor.h"
+#include "runtime/host_manager.h"
 
 using glint::capi_internal::CheckHandle;
 using glint::capi_internal::CheckNotNull;
@@ -92,7 +92,7 @@ GlintStatus* PrepareRun(const char* function, GlintRuntime* runtime,
 }
 
 GlintStatus* Add(const char* function, GlintRuntime* runtime, const char* name,
-                 absl::string_view model, const GlintAddOptions* options,
+                 const glint::ModelBytes& model, const GlintAddOptions* options,
                  GlintNetwork** out) {
   glint::AddNetworkOptions add;
   if (options != nullptr) {
@@ -338,19 +338,11 @@ GlintStatus* glint_runtime_add_network_from_file(
     GLINT_C_CHECK(CheckHandle(kFn, "runtime", runtime));
     GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
     GLINT_C_CHECK(CheckNotNull(kFn, "path", path));
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-      return Error(GLINT_NOT_FOUND, kFn,
-                   absl::StrCat("cannot open '", glint::Clip(path), "': ",
-                                std::strerror(errno)));
-    }
-    std::stringstream model;
-    model << file.rdbuf();
-    if (file.bad()) {
-      return Error(GLINT_DATA_LOSS, kFn,
-                   absl::StrCat("cannot read '", glint::Clip(path), "'"));
-    }
-    return Add(kFn, runtime, name, model.str(), options, out);
+    // Mapped, not read: the add drops the file's pages after each pass
+    // over them, so the model is not held beside what is built from it.
+    absl::StatusOr<glint::ModelBytes> model = glint::ModelBytes::MapFile(path);
+    if (!model.ok()) return FromStatus(kFn, model.status());
+    return Add(kFn, runtime, name, *model, options, out);
   });
 }
 

@@ -62,6 +62,7 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   onnx_internal::RegisterNewerOpsetSchemas();
   // Parse and normalise: the default domain spelled "", unique node names.
   GLINT_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModel(model_bytes));
+  if (options.parsed) options.parsed();
   GLINT_ASSIGN_OR_RETURN(const int64_t opset, NormalizeDefaultDomain(&model));
   onnx::GraphProto* graph = model.mutable_graph();
   GLINT_RETURN_IF_ERROR(CheckNamesAreUtf8(*graph));

@@ -47,6 +47,11 @@ struct ImportOptions {
   // which must behave like RunOnnxInference. Unset: in this process, which
   // then trusts the model.
   InferenceRunner run_inference;
+  // Called once the model's bytes are parsed, when the import reads them no
+  // more: a caller whose bytes are a mapped file drops its pages there
+  // (core/model_bytes.h), so that they are not resident beside the parsed
+  // model and the constants read from it. Unset: nothing is called.
+  std::function<void()> parsed;
 };
 
 // Errors: INVALID_ARGUMENT for bytes that are not a valid ModelProto or a

@@ -5,9 +5,7 @@
 // Creates two simulated devices, adds the model, runs it once with every
 // input filled with 0.5 (float inputs) or 1 (integer ones) and prints the
 // outputs' shapes and first values.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "runtime/host_manager.h"
 
@@ -16,14 +14,6 @@ int main(int argc, char** argv) {
     std::cerr << "usage: embed_example MODEL.onnx\n";
     return 2;
   }
-  std::ifstream file(argv[1], std::ios::binary);
-  if (!file) {
-    std::cerr << "embed_example: cannot read " << argv[1] << "\n";
-    return 1;
-  }
-  std::stringstream model;
-  model << file.rdbuf();
-
   // Two simulated devices of 2 GiB each, as glintd starts by default.
   std::vector<glint::DeviceConfig> devices(2);
   auto host = glint::HostManager::CreateFromConfigs({}, devices);
@@ -32,7 +22,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   absl::StatusOr<glint::NetworkInfo> info =
-      (*host)->AddNetwork("example", model.str(), {});
+      (*host)->AddNetworkFromFile("example", argv[1], {});
   if (!info.ok()) {
     std::cerr << "embed_example: " << info.status() << "\n";
     return 1;

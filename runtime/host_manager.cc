@@ -185,13 +185,20 @@ HostManager::~HostManager() {
 }
 
 absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
-    absl::string_view name, absl::string_view onnx_model,
+    absl::string_view name, const ModelBytes& onnx_model,
     const AddNetworkOptions& options) {
   return Add(name, onnx_model, options, AddMode::kAdd);
 }
 
+absl::StatusOr<NetworkInfo> HostManager::AddNetworkFromFile(
+    absl::string_view name, const std::string& path,
+    const AddNetworkOptions& options) {
+  GLINT_ASSIGN_OR_RETURN(ModelBytes model, ModelBytes::MapFile(path));
+  return Add(name, model, options, AddMode::kAdd);
+}
+
 absl::StatusOr<NetworkInfo> HostManager::ReplaceNetwork(
-    absl::string_view name, absl::string_view onnx_model,
+    absl::string_view name, const ModelBytes& onnx_model,
     const AddNetworkOptions& options) {
   return Add(name, onnx_model, options, AddMode::kReplace);
 }
@@ -246,11 +253,8 @@ void HostManager::Reprovision(const std::shared_ptr<NetworkEntry>& entry,
   AwaitUnused(*entry, old);
 }
 
-
-
-
 absl::StatusOr<NetworkInfo> HostManager::RestoreNetwork(
-    absl::string_view name, absl::string_view onnx_model,
+    absl::string_view name, const ModelBytes& onnx_model,
     const AddNetworkOptions& options) {
   absl::StatusOr<NetworkInfo> info =
       Add(name, onnx_model, options, AddMode::kRestore);
@@ -282,7 +286,7 @@ absl::Status HostManager::RestoreUnavailable(absl::string_view name,
 }
 
 absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
-                                             absl::string_view onnx_model,
+                                             const ModelBytes& onnx_model,
                                              const AddNetworkOptions& options,
                                              AddMode mode) {
   if (name.empty()) {
@@ -301,8 +305,9 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
   // must not lose it. The name is still reserved, so no remove or add of
   // the same name interleaves with the journal.
   if (entry.ok() && mode == AddMode::kAdd && options_.journal != nullptr) {
-    if (absl::Status s = options_.journal->Record(name, onnx_model, options);
-        !s.ok()) {
+    absl::Status s = options_.journal->Record(name, onnx_model.view(), options);
+    onnx_model.Evict();  // Copied into the journal.
+    if (!s.ok()) {
       absl::MutexLock lock(&(*entry)->mu);
       (*entry)->executable.reset();
       (*entry)->smaller.clear();
@@ -359,7 +364,7 @@ absl::Status HostManager::Reserve(absl::string_view name, AddMode mode) {
 }
 
 absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
-    absl::string_view name, absl::string_view onnx_model,
+    absl::string_view name, const ModelBytes& onnx_model,
     const AddNetworkOptions& options, AddMode mode,
     std::optional<CachedPlan>* new_plan) {
   auto entry = std::make_shared<NetworkEntry>();
@@ -373,7 +378,8 @@ absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
   PlanChoice choice;
   std::string key;
   if (journal != nullptr) {
-    key = PlanKey(onnx_model, options, builder_->HealthyDevices());
+    key = PlanKey(onnx_model.view(), options, builder_->HealthyDevices());
+    onnx_model.Evict();  // Digested; the build reads it again.
     GLINT_ASSIGN_OR_RETURN(
         choice, ChoosePlan(name, key, options.reuse, journal->LoadPlan(name)));
   }
@@ -402,7 +408,8 @@ absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
   // holding it here too would keep a second copy of the weights for the
   // network's lifetime.
   if (journal == nullptr || !journal->KeepsModels()) {
-    entry->model = std::string(onnx_model);
+    entry->model = std::string(onnx_model.view());
+    onnx_model.Evict();  // Copied.
   }
   entry->options = options;
   std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;

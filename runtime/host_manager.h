@@ -29,6 +29,7 @@
 #include "core/cancellation.h"
 #include "core/device_info.h"
 #include "core/graph.h"
+#include "core/model_bytes.h"
 #include "core/tensor.h"
 #include "core/trace.h"
 #include "onnx/onnx_importer.h"
@@ -107,17 +108,26 @@ class HostManager {
   // Errors: INVALID_ARGUMENT (empty name, malformed model, bad options),
   // UNIMPLEMENTED (an op or dtype Glint does not support; names op and
   // node), ALREADY_EXISTS (name taken), RESOURCE_EXHAUSTED (does not fit the
-  // devices). A failed AddNetwork leaves no trace.
+  // devices). A failed AddNetwork leaves no trace. `onnx_model` is bytes in
+  // memory or a mapped file (core/model_bytes.h), whose pages the add drops
+  // after each pass over them (its digest, the parse, the journal's copy)
+  // so that the model is not resident beside what is built from it.
   absl::StatusOr<NetworkInfo> AddNetwork(absl::string_view name,
-                                         absl::string_view onnx_model,
+                                         const ModelBytes& onnx_model,
                                          const AddNetworkOptions& options);
+  // AddNetwork of the ONNX file at `path`, mapped rather than read
+  // (ModelBytes::MapFile; its errors too, e.g. NOT_FOUND). The file must
+  // not change until this returns.
+  absl::StatusOr<NetworkInfo> AddNetworkFromFile(
+      absl::string_view name, const std::string& path,
+      const AddNetworkOptions& options);
 
   // AddNetwork for a network the journal already holds (glintd's restore
   // at start): not recorded again. If it cannot be added, it stays listed,
   // unavailable with the reason (see NetworkInfo::unavailable_reason), so
   // that an operator sees it and can remove it; the error is returned too.
   absl::StatusOr<NetworkInfo> RestoreNetwork(absl::string_view name,
-                                             absl::string_view onnx_model,
+                                             const ModelBytes& onnx_model,
                                              const AddNetworkOptions& options);
 
   // A network the journal holds but cannot give back (glintd's restore at
@@ -142,7 +152,7 @@ class HostManager {
   // journal is set, or being added or removed right now. The statistics
   // start afresh with the new network.
   absl::StatusOr<NetworkInfo> ReplaceNetwork(absl::string_view name,
-                                             absl::string_view onnx_model,
+                                             const ModelBytes& onnx_model,
                                              const AddNetworkOptions& options);
 
   // NOT_FOUND if unknown. Waits for the network's in-flight runs to finish;
@@ -205,7 +215,7 @@ class HostManager {
   // ReplaceNetwork (no journal; replaces a network it added).
   enum class AddMode { kAdd, kRestore, kReplace };
   absl::StatusOr<NetworkInfo> Add(absl::string_view name,
-                                  absl::string_view onnx_model,
+                                  const ModelBytes& onnx_model,
                                   const AddNetworkOptions& options,
                                   AddMode mode) ABSL_LOCKS_EXCLUDED(mu_);
   // Add's steps. Reserves `name` in adding_ (ALREADY_EXISTS when taken as
@@ -216,7 +226,7 @@ class HostManager {
   // options allow), not yet visible to runs. A plan made anew is left in
   // `new_plan` for Add to keep once the network is recorded.
   absl::StatusOr<std::shared_ptr<NetworkEntry>> BuildEntry(
-      absl::string_view name, absl::string_view onnx_model,
+      absl::string_view name, const ModelBytes& onnx_model,
       const AddNetworkOptions& options, AddMode mode,
       std::optional<CachedPlan>* new_plan) ABSL_LOCKS_EXCLUDED(mu_);
 

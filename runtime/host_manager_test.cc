@@ -1,6 +1,7 @@
 #include "runtime/host_manager.h"
 
 #include <atomic>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/cancellation.h"
+#include "core/resident_memory.h"
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"
@@ -310,6 +312,84 @@ TEST(HostManagerTest, TooLargeIsResourceExhaustedAndLeavesNoTrace) {
   EXPECT_TRUE(host->ListNetworks().empty());
   // The name is free again.
   EXPECT_TRUE(host->AddNetwork("big", MakeMlpModel(1, 16, 16), {}).ok());
+}
+
+// A journal that keeps the model it is asked to record (the last one) and
+// how much of the process's file-backed memory was resident at that
+// moment: by then the add has digested and parsed the model and built the
+// network.
+class RecordingJournal : public NetworkJournal {
+ public:
+  absl::Status Record(absl::string_view name, absl::string_view onnx_model,
+                      const AddNetworkOptions& options) override {
+    resident_at_record = ResidentFileBytes();
+    recorded = std::string(onnx_model);
+    return absl::OkStatus();
+  }
+  absl::Status Erase(absl::string_view name) override {
+    return absl::OkStatus();
+  }
+  // As glintd's store: the host then keeps no copy of the model.
+  bool KeepsModels() const override { return true; }
+  absl::StatusOr<std::string> LoadModel(absl::string_view name) override {
+    return recorded;
+  }
+
+  int64_t resident_at_record = -1;
+  std::string recorded;
+};
+
+// AddNetworkFromFile maps the file instead of reading it, and drops the
+// mapping's pages after each pass (digest, parse): when the journal copies
+// the model, the model is not resident beside the network built from it.
+TEST(HostManagerTest, AddsAMappedFileWithoutKeepingItResident) {
+  const std::string model = MakeMlpModel(1, 3072, 4096);  // 48 MiB.
+  const std::string path = ::testing::TempDir() + "/mapped_mlp.onnx";
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << model;
+    ASSERT_TRUE(file.good());
+  }
+  RecordingJournal journal;
+  HostManagerOptions options;
+  options.journal = &journal;
+  std::vector<DeviceConfig> configs(1);
+  configs[0].memory_bytes = 256 * kMiB;
+  absl::StatusOr<std::unique_ptr<HostManager>> host =
+      HostManager::CreateFromConfigs(options, configs);
+  ASSERT_TRUE(host.ok()) << host.status();
+
+  // The same add from memory first: the code an add runs (the importer,
+  // the compiler, oneDNN) is file-backed too, and resident once run.
+  ASSERT_TRUE((*host)->AddNetwork("warm", model, {}).ok());
+  ASSERT_TRUE((*host)->RemoveNetwork("warm").ok());
+
+  const int64_t before = ResidentFileBytes();
+  ASSERT_GE(before, 0);
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetworkFromFile("mlp", path, {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(journal.recorded, model);  // The file's bytes, exactly.
+  EXPECT_LT(journal.resident_at_record - before,
+            static_cast<int64_t>(model.size() / 2))
+      << "the mapped model was still resident when the journal copied it";
+
+  std::vector<float> x;
+  absl::StatusOr<std::vector<NamedTensor>> out =
+      (*host)->RunNetwork("mlp", {{"x", Input(1, 3072, 0.01f, &x)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectNear((*out)[0].tensor, MlpReference(x, 1, 3072, 4096));
+
+  // A file that is not there: NOT_FOUND naming it, nothing added or kept.
+  journal.recorded.clear();
+  absl::Status missing =
+      (*host)
+          ->AddNetworkFromFile("other", ::testing::TempDir() + "/none.onnx", {})
+          .status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  EXPECT_NE(missing.message().find("none.onnx"), absl::string_view::npos);
+  EXPECT_TRUE(journal.recorded.empty());
+  EXPECT_EQ((*host)->ListNetworks().size(), 1u);
 }
 
 TEST(HostManagerTest, AddErrors) {

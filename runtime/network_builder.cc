@@ -87,7 +87,7 @@ size_t NetworkBuilder::HealthyCount() const {
   return n;
 }
 
-absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
+absl::StatusOr<Graph> NetworkBuilder::Import(const ModelBytes& onnx_model,
                                              const AddNetworkOptions& options,
                                              const CachedPlan* types,
                                              std::string* inferred) const {
@@ -102,15 +102,16 @@ absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
     import.run_inference = [types](const std::string&) {
       return absl::StatusOr<std::string>(types->inferred_types);
     };
-  } else if (inferred != nullptr) {
-    // Kept for the cache: the same step, its reply recorded.
-    InferenceRunner run = run_onnx_inference_;
-    import.run_inference = [run, inferred](const std::string& request) {
-      absl::StatusOr<std::string> reply =
-          run ? run(request) : RunOnnxInference(request);
-      if (reply.ok()) *inferred = *reply;
-      return reply;
-    };
+}
+else if (inferred != nullptr) {
+  // Kept for the cache: the same step, its reply recorded.
+  InferenceRunner run = run_onnx_inference_;
+  import.run_inference = [ run, inferred ](const std::string& request) {
+    absl::StatusOr<std::string> reply =
+        run ? run(request) : RunOnnxInference(request);
+  if (reply.ok()) *inferred = *reply;
+  return reply;
+};
   }
   import.is_supported = [this](absl::string_view op) {
     for (const DeviceManager* d : devices_) {
@@ -118,7 +119,13 @@ absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
     }
     return false;
   };
-  GLINT_ASSIGN_OR_RETURN(Graph graph, ImportOnnxModel(onnx_model, import));
+  // Parsed, the model's bytes are not read again by this build; a mapped
+  // file's pages need not stay beside the constants read from them.
+  import.parsed = [&onnx_model] { onnx_model.Evict();
+  }
+  ;
+  GLINT_ASSIGN_OR_RETURN(Graph graph,
+                         ImportOnnxModel(onnx_model.view(), import));
   if (const int batch = options.batching.max_batch_size; batch > 0) {
     // Every output must carry the batch too, to be split back; its other
     // dims may depend on the run's (a sequence length).
@@ -140,7 +147,7 @@ absl::StatusOr<Graph> NetworkBuilder::Import(absl::string_view onnx_model,
 }
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
-    absl::string_view name, absl::string_view onnx_model,
+    absl::string_view name, const ModelBytes& onnx_model,
     const AddNetworkOptions& options, NetworkInfo* info,
     const CachedPlan* types, const CachedPlan* plan, CachedPlan* made) const {
   std::string inferred;
@@ -204,8 +211,9 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
 }
 
 absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
-NetworkBuilder::BuildSmaller(absl::string_view name, absl::string_view onnx_model,
-                          const AddNetworkOptions& options) const {
+NetworkBuilder::BuildSmaller(absl::string_view name,
+                             const ModelBytes& onnx_model,
+                             const AddNetworkOptions& options) const {
   std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
   if (options.batching.max_batch_size <= 0) return smaller;
   for (int size : CompiledBatchSizes(options.batching)) {

@@ -19,6 +19,7 @@
 #include "api/types.h"
 #include "core/device_info.h"
 #include "core/graph.h"
+#include "core/model_bytes.h"
 #include "devices/device_manager.h"
 #include "onnx/onnx_importer.h"
 #include "provisioner/executable_network.h"
@@ -41,12 +42,13 @@ class NetworkBuilder {
                  int max_executions = Provisioner::kDefaultMaxExecutions);
 
   // Imports, partitions and provisions `onnx_model` on the healthy devices
+  // (a mapped model's pages are dropped once parsed: ModelBytes::Evict)
   // and describes the result in `info`. `types` (ONNX inference's reply)
   // and `plan` (assignment, placement) replay a cached plan when set;
   // `made` receives what this build used. Errors: AddNetwork's, and
   // UNAVAILABLE when no healthy device is left.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Build(
-      absl::string_view name, absl::string_view onnx_model,
+      absl::string_view name, const ModelBytes& onnx_model,
       const AddNetworkOptions& options, NetworkInfo* info,
       const CachedPlan* types = nullptr, const CachedPlan* plan = nullptr,
       CachedPlan* made = nullptr) const;
@@ -55,7 +57,7 @@ class NetworkBuilder {
   // max_batch_size (see runtime/batcher.h), by size; empty without
   // batching.
   absl::StatusOr<std::map<int, std::shared_ptr<ExecutableNetwork>>>
-  BuildSmaller(absl::string_view name, absl::string_view onnx_model,
+  BuildSmaller(absl::string_view name, const ModelBytes& onnx_model,
                const AddNetworkOptions& options) const;
 
   // The healthy devices' descriptions, in device order (what a Build would
@@ -66,7 +68,7 @@ class NetworkBuilder {
  private:
   // Build's first step: the graph, imported at the options' shapes, the
   // inference reply replayed from `types` or recorded into `inferred`.
-  absl::StatusOr<Graph> Import(absl::string_view onnx_model,
+  absl::StatusOr<Graph> Import(const ModelBytes& onnx_model,
                                const AddNetworkOptions& options,
                                const CachedPlan* types,
                                std::string* inferred) const;

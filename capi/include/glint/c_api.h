@@ -245,7 +245,12 @@ GLINT_EXPORT GlintStatus* glint_add_options_set_max_dim(
 GLINT_EXPORT GlintStatus* glint_runtime_add_network(
     GlintRuntime* runtime, const char* name, const void* model,
     size_t model_size, const GlintAddOptions* options, GlintNetwork** out);
-/* The same from the file at `path` (NOT_FOUND if it cannot be read). */
+/* The same from the file at `path` (NOT_FOUND if it is not there,
+ * PERMISSION_DENIED if it cannot be opened, INVALID_ARGUMENT if it is not a
+ * regular file). The file is mapped, not read into memory, and its pages
+ * are dropped after each pass over them, so a large model is not held in
+ * memory beside the network built from it; the file must not be changed
+ * until the call returns. */
 GLINT_EXPORT GlintStatus* glint_runtime_add_network_from_file(
     GlintRuntime* runtime, const char* name, const char* path,
     const GlintAddOptions* options, GlintNetwork** out);
