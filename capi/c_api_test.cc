@@ -140,7 +140,7 @@ class CApiTest : public ::testing::Test {
 
 TEST(CApiVersionTest, LibraryMatchesHeader) {
   EXPECT_EQ(glint_api_version(), static_cast<uint32_t>(GLINT_C_API_VERSION));
-  EXPECT_EQ(GLINT_C_API_VERSION, 500);
+  EXPECT_EQ(GLINT_C_API_VERSION, 600);
   EXPECT_STREQ(glint_code_name(GLINT_DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
   EXPECT_STREQ(glint_code_name(static_cast<GlintCode>(99)), "UNKNOWN_CODE");
   EXPECT_EQ(glint_status_code(nullptr), GLINT_OK);

@@ -465,12 +465,16 @@ absl::Status Cli::Add(const ParsedArgs& args) {
     if (!precision.ok()) return UsageError(precision.status().message());
     options.precision = *precision;
   }
-  absl::StatusOr<std::string> model = ReadFileToString(args.positional[1]);
-  if (!model.ok()) return model.status();
+  // Streamed from the file a piece at a time: neither the CLI nor glintd
+  // holds the model whole. A file that is not there fails before connecting.
+  std::error_code ec;
+  if (!std::filesystem::exists(args.positional[1], ec)) {
+    return ReadFileToString(args.positional[1]).status();
+  }
   absl::StatusOr<GlintClient*> client = Client();
   if (!client.ok()) return client.status();
-  absl::StatusOr<NetworkInfo> info = (*client)->AddNetwork(
-      args.positional[0], *std::move(model), options);
+  absl::StatusOr<NetworkInfo> info = (*client)->AddNetworkFromFile(
+      args.positional[0], args.positional[1], options);
   if (!info.ok()) return info.status();
   out_ << "added " << FormatNetwork(*info, /*detailed=*/false);
   return absl::OkStatus();

@@ -2,6 +2,8 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <filesystem>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -163,16 +165,67 @@ void GlintClient::Prepare(grpc::ClientContext* context,
 }
 
 absl::StatusOr<NetworkInfo> GlintClient::AddNetwork(
-    absl::string_view name, std::string onnx_model,
+    absl::string_view name, absl::string_view onnx_model,
     const AddNetworkOptions& options) {
-  v1::AddNetworkRequest request;
-  request.set_name(std::string(name));
-  request.set_model(std::move(onnx_model));
-  AddNetworkOptionsToProto(options, request.mutable_options());
-  v1::AddNetworkResponse response;
+  size_t offset = 0;
+  return AddStreamed(name, options, onnx_model.size(),
+                     [&](size_t max_bytes, std::string* piece) {
+                       const absl::string_view next =
+                           onnx_model.substr(offset, max_bytes);
+                       piece->assign(next.data(), next.size());
+                       offset += piece->size();
+                       return absl::OkStatus();
+                     });
+}
+
+absl::StatusOr<NetworkInfo> GlintClient::AddNetworkFromFile(
+    absl::string_view name, const std::string& path,
+    const AddNetworkOptions& options) {
+  absl::StatusOr<FileReader> reader = FileReader::Open(path);
+  if (absl::IsInvalidArgument(reader.status()) &&
+      !std::filesystem::is_directory(path)) {
+    // A pipe or a device: its size is known only once read.
+    absl::StatusOr<std::string> model = ReadFileToString(path);
+    if (!model.ok()) return model.status();
+    return AddNetwork(name, *model, options);
+  }
+  if (!reader.ok()) return reader.status();
+  return AddStreamed(name, options, reader->size(),
+                     [&](size_t max_bytes, std::string* piece) {
+                       return reader->Next(max_bytes, piece);
+                     });
+}
+
+absl::StatusOr<NetworkInfo> GlintClient::AddStreamed(
+    absl::string_view name, const AddNetworkOptions& options, uint64_t size,
+    const std::function<absl::Status(size_t max_bytes, std::string* piece)>&
+        next) {
   grpc::ClientContext context;
   Prepare(&context, options_.rpc_timeout);
-  grpc::Status s = stub_->AddNetwork(&context, request, &response);
+  v1::AddNetworkResponse response;
+  std::unique_ptr<grpc::ClientWriter<v1::AddNetworkChunk>> writer =
+      stub_->AddNetworkStream(&context, &response);
+  v1::AddNetworkChunk chunk;
+  chunk.set_name(std::string(name));
+  AddNetworkOptionsToProto(options, chunk.mutable_options());
+  chunk.set_model_size(size);
+  absl::Status read;
+  for (uint64_t sent = 0;;) {
+    read = next(kModelChunkBytes, chunk.mutable_model());
+    if (!read.ok()) {
+      context.TryCancel();
+      break;
+    }
+    sent += chunk.model().size();
+    // A failed write means the call has ended: Finish tells why (the
+    // server refused the name, the options, the size...).
+    if (!writer->Write(chunk)) break;
+    if (sent >= size) break;
+    chunk.Clear();
+  }
+  writer->WritesDone();
+  const grpc::Status s = writer->Finish();
+  if (!read.ok()) return read;
   if (!s.ok()) return FromGrpcStatus(s);
   return NetworkInfoFromProto(response.network());
 }

@@ -125,9 +125,18 @@ class GlintClient {
   // Uses an existing channel without waiting for it.
   GlintClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
 
-  // The model is moved into the request: models can be hundreds of MB.
+  // Sends the model in pieces (AddNetworkStream, kModelChunkBytes each),
+  // so no message holds it whole and models over one message's limit go
+  // too (up to kMaxModelBytes, proto/limits.h).
   absl::StatusOr<NetworkInfo> AddNetwork(
-      absl::string_view name, std::string onnx_model,
+      absl::string_view name, absl::string_view onnx_model,
+      const AddNetworkOptions& options = AddNetworkOptions());
+  // The same from the file at `path`, read a piece at a time as it is sent
+  // (a pipe or device is read whole first). Errors reading it: those of
+  // ReadFileToString (client/file_util.h), or DATA_LOSS if it changes
+  // while sent.
+  absl::StatusOr<NetworkInfo> AddNetworkFromFile(
+      absl::string_view name, const std::string& path,
       const AddNetworkOptions& options = AddNetworkOptions());
   absl::Status RemoveNetwork(absl::string_view name);
   absl::StatusOr<std::vector<NetworkInfo>> ListNetworks();
@@ -188,6 +197,13 @@ class GlintClient {
  private:
   // The token and, unless infinite, the deadline.
   void Prepare(grpc::ClientContext* context, absl::Duration timeout) const;
+  // AddNetworkStream of a model of `size` bytes whose pieces `next` gives
+  // in order (each at most kModelChunkBytes; its error ends the call and
+  // is returned).
+  absl::StatusOr<NetworkInfo> AddStreamed(
+      absl::string_view name, const AddNetworkOptions& options, uint64_t size,
+      const std::function<absl::Status(size_t max_bytes, std::string* piece)>&
+          next);
 
   const ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;

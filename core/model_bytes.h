@@ -18,8 +18,10 @@
 #define GLINT_CORE_MODEL_BYTES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -43,6 +45,11 @@ class ModelBytes {
   // absl::ErrnoToStatus gives it (NOT_FOUND, PERMISSION_DENIED...) naming
   // the path; INVALID_ARGUMENT for a path that is not a regular file.
   static absl::StatusOr<ModelBytes> MapFile(const std::string& path);
+  // The same for an open file: `fd` stays the caller's (it may be closed
+  // once this returns; the mapping keeps the file). `label` names it in
+  // errors.
+  static absl::StatusOr<ModelBytes> MapDescriptor(int fd,
+                                                  absl::string_view label);
 
   ModelBytes(ModelBytes&& other) noexcept;
   ModelBytes& operator=(ModelBytes&& other) noexcept;
@@ -67,6 +74,43 @@ class ModelBytes {
   const char* data_ = nullptr;
   size_t size_ = 0;
   void* mapping_ = nullptr;  // Owned when set; the mapping's length is size_.
+};
+
+// A model written piece by piece as it arrives (glintd's AddNetworkStream)
+// into a file of its own in `dir` that no other process can open and that
+// vanishes when the last of its descriptor and its mapping goes, also if
+// the process dies: nothing is ever left to collect. Then mapped as
+// ModelBytes, so the model never sits whole in the process's memory.
+// Thread-compatible.
+class ModelFileWriter {
+ public:
+  // An empty file in `dir` (O_TMPFILE; where the filesystem has none, a
+  // named file unlinked at once). Errors: the errno's code naming `dir`.
+  static absl::StatusOr<ModelFileWriter> Create(const std::string& dir);
+
+  ModelFileWriter(ModelFileWriter&& other) noexcept;
+  ModelFileWriter& operator=(ModelFileWriter&& other) noexcept;
+  ModelFileWriter(const ModelFileWriter&) = delete;
+  ModelFileWriter& operator=(const ModelFileWriter&) = delete;
+  ~ModelFileWriter();
+
+  // Appends `bytes`. RESOURCE_EXHAUSTED when the disk is full or a quota or
+  // file size limit is reached (ENOSPC, EDQUOT, EFBIG); another errno's
+  // code otherwise. After an error the writer is still valid but the file
+  // is incomplete: the caller abandons it.
+  absl::Status Append(absl::string_view bytes);
+  // Bytes appended so far.
+  uint64_t size() const { return size_; }
+
+  // The file's bytes, mapped (ModelBytes::MapDescriptor); the writer is
+  // then empty (its descriptor closed, the mapping keeping the file).
+  absl::StatusOr<ModelBytes> Finish();
+
+ private:
+  explicit ModelFileWriter(int fd) : fd_(fd) {}
+
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
 }  // namespace glint

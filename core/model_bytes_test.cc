@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
-#include "core/resident_memory.h"
+#include "core/test_process.h"
 #include "gtest/gtest.h"
 
 namespace glint {
@@ -84,6 +84,65 @@ TEST(ModelBytesTest, ErrorsNameThePath) {
   EXPECT_EQ(folder.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(folder.status().message().find("not a regular file"),
             absl::string_view::npos);
+}
+
+TEST(ModelFileWriterTest, PiecesBecomeOneMappedModelAndLeaveNoFile) {
+  const std::string dir = FreshTestDir("uploads");
+  absl::StatusOr<ModelFileWriter> writer = ModelFileWriter::Create(dir);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::string want;
+  for (int piece = 0; piece < 5; ++piece) {
+    const std::string bytes(100000 + piece, static_cast<char>('a' + piece));
+    ASSERT_TRUE(writer->Append(bytes).ok());
+    want += bytes;
+  }
+  ASSERT_TRUE(writer->Append("").ok());
+  EXPECT_EQ(writer->size(), want.size());
+  // The file has no name: nothing a crash could leave behind.
+  EXPECT_TRUE(IsEmptyDir(dir));
+
+  absl::StatusOr<ModelBytes> bytes = writer->Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_TRUE(bytes->mapped());
+  EXPECT_EQ(bytes->view(), want);
+  bytes->Evict();
+  EXPECT_EQ(bytes->view(), want);
+  // Finished: the writer takes nothing more.
+  EXPECT_EQ(writer->Append("x").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(writer->Finish().status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(IsEmptyDir(dir));
+}
+
+TEST(ModelFileWriterTest, NothingWrittenIsAnEmptyModel) {
+  absl::StatusOr<ModelFileWriter> writer =
+      ModelFileWriter::Create(FreshTestDir("empty-upload"));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  absl::StatusOr<ModelBytes> bytes = writer->Finish();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_TRUE(bytes->view().empty());
+}
+
+TEST(ModelFileWriterTest, AFolderThatIsNotThereIsNotFound) {
+  absl::StatusOr<ModelFileWriter> writer =
+      ModelFileWriter::Create(::testing::TempDir() + "/no/such/folder");
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(writer.status().message().find("no/such/folder"),
+            absl::string_view::npos);
+}
+
+// A full disk as the kernel reports it: a write beyond RLIMIT_FSIZE fails
+// with EFBIG (SIGXFSZ ignored, as glintd does), ENOSPC's sibling.
+TEST(ModelFileWriterTest, AFullDiskIsResourceExhausted) {
+  absl::StatusOr<ModelFileWriter> writer =
+      ModelFileWriter::Create(FreshTestDir("full-upload"));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  absl::Status full;
+  ASSERT_TRUE(WithFileSizeLimit(64 << 10, [&] {
+                full = writer->Append(std::string(1 << 20, 'm'));
+              }).ok());
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_NE(full.message().find("no room"), absl::string_view::npos) << full;
 }
 
 }  // namespace

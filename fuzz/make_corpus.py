@@ -750,6 +750,62 @@ def http_connection_seeds():
     ]
 
 
+def upload_frames(chunks):
+    """AddNetworkStream messages as add_network_stream_fuzzer reads them:
+    each a 2-byte little-endian length and the serialized message."""
+    out = b""
+    for chunk in chunks:
+        data = chunk if isinstance(chunk, bytes) else chunk.SerializeToString()
+        out += len(data).to_bytes(2, "little") + data
+    return out
+
+
+def add_network_stream_seeds():
+    pb = glint_pb2()
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]))
+    data = model.SerializeToString()
+
+    def first(name="net", model_bytes=b"", size=0, **options):
+        chunk = pb.AddNetworkChunk(name=name, model=model_bytes,
+                                   model_size=size)
+        for key, value in options.items():
+            setattr(chunk.options, key, value)
+        return chunk
+
+    def piece(model_bytes, **fields):
+        return pb.AddNetworkChunk(model=model_bytes, **fields)
+
+    third = len(data) // 3
+    return [
+        ("whole_in_first.bin", upload_frames([first(model_bytes=data)])),
+        ("pieces_with_size.bin", upload_frames(
+            [first(size=len(data), model_bytes=data[:third]),
+             piece(data[third:2 * third]), piece(data[2 * third:])])),
+        ("pieces_no_size.bin", upload_frames(
+            [first(precision="bf16")] +
+            [piece(data[i:i + 7]) for i in range(0, len(data), 7)])),
+        ("no_name.bin", upload_frames([piece(data)])),
+        ("name_again.bin", upload_frames(
+            [first(model_bytes=data[:4]), piece(data[4:], name="other")])),
+        ("size_again.bin", upload_frames(
+            [first(model_bytes=data[:4]), piece(data[4:], model_size=9)])),
+        ("short_of_size.bin", upload_frames(
+            [first(size=len(data) + 5, model_bytes=data)])),
+        ("past_size.bin", upload_frames(
+            [first(size=4, model_bytes=data)])),
+        ("over_limit.bin", upload_frames(
+            [first(size=1 << 40)])),
+        ("past_limit.bin", upload_frames(
+            [first(model_bytes=b"m" * 1000), piece(b"m" * 100)])),
+        ("garbage_frame.bin", upload_frames(
+            [first(model_bytes=data[:10]), b"\xff\xff\xff", piece(data[10:])])),
+        ("empty_stream.bin", b""),
+    ]
+
+
 def main():
     tests = node_tests()
     if not tests:
@@ -768,6 +824,7 @@ def main():
     write_target("device_spec_fuzzer", device_spec_seeds())
     write_target("placement_fuzzer", placement_seeds())
     write_target("network_store_fuzzer", store_record_seeds())
+    write_target("add_network_stream_fuzzer", add_network_stream_seeds())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/cancellation.h"
-#include "core/resident_memory.h"
+#include "core/test_process.h"
 #include "devices/device_registry.h"
 #include "devices/fault/fault_injecting_device.h"
 #include "devices/sim/sim_device.h"

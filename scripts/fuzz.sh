@@ -35,6 +35,7 @@ TARGETS=(
   "placement_fuzzer //partitioner:placement_fuzzer 512"
   "onnx_import_fuzzer //onnx:onnx_import_fuzzer 8192"
   "network_store_fuzzer //store:network_store_fuzzer 4096"
+  "add_network_stream_fuzzer //runtime/server/grpc:add_network_stream_fuzzer 4096"
 )
 
 want=${1:-all}

@@ -1,7 +1,6 @@
 #include "store/network_store.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/digest.h"
+#include "core/test_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/store.pb.h"
@@ -522,18 +522,11 @@ TEST(NetworkStoreTest, AFullDiskFailsTheSaveAndLeavesTheStoreAsItWas) {
   ASSERT_TRUE(Ok(store->Save({"big", "old", ""})));
   ASSERT_TRUE(Ok(store->SavePlan("small", "plan")));
 
-  struct rlimit old_limit;
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  struct sigaction ignore = {}, old_action;
-  ignore.sa_handler = SIG_IGN;
-  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &old_action), 0);
-  struct rlimit limit = old_limit;
-  limit.rlim_cur = 64 << 10;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
-  const absl::Status network = store->Save({"big", Binary(1 << 20, 8), ""});
-  const absl::Status plan = store->SavePlan("small", Binary(1 << 20, 9));
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  ASSERT_EQ(sigaction(SIGXFSZ, &old_action, nullptr), 0);
+  absl::Status network, plan;
+  ASSERT_TRUE(WithFileSizeLimit(64 << 10, [&] {
+                network = store->Save({"big", Binary(1 << 20, 8), ""});
+                plan = store->SavePlan("small", Binary(1 << 20, 9));
+              }).ok());
 
   EXPECT_TRUE(absl::IsResourceExhausted(network)) << network;
   EXPECT_THAT(network.message(), HasSubstr("File too large"));

@@ -158,9 +158,13 @@ absl::Status GlintServer::StartGrpc() {
   blocking_ = std::make_unique<WorkerPool>(blocking);
   // Same core, same port, same pool, authorizer, regions and budget: a
   // network added through either protocol serves through both.
+  // Uploads wait beside the store, on its disk, whose space they need
+  // anyway once added.
+  UploadOptions uploads;
+  uploads.dir = core_->store_dir();
   glint_service_ = std::make_unique<GlintServiceImpl>(
       &core_->host_manager(), blocking_.get(), authorizer_.get(),
-      &core_->shared_memory(), request_budget_.get());
+      &core_->shared_memory(), request_budget_.get(), std::move(uploads));
   inference_service_ = std::make_unique<InferenceServiceImpl>(
       &core_->host_manager(), blocking_.get(), authorizer_.get(),
       &core_->shared_memory(), request_budget_.get());

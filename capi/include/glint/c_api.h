@@ -60,7 +60,7 @@ extern "C" {
 
 /* The version of this header: major * 10000 + minor * 100 + patch. */
 #define GLINT_C_API_VERSION_MAJOR 0
-#define GLINT_C_API_VERSION_MINOR 5
+#define GLINT_C_API_VERSION_MINOR 6
 #define GLINT_C_API_VERSION_PATCH 0
 #define GLINT_C_API_VERSION                                        \
   (GLINT_C_API_VERSION_MAJOR * 10000 + GLINT_C_API_VERSION_MINOR * 100 + \

@@ -36,6 +36,7 @@ constexpr MethodScope kMethodScopes[] = {
     {"/glint.v1.HostManager/GetStatistics", Scope::kInfer},
     {"/glint.v1.HostManager/SharedMemoryStatus", Scope::kInfer},
     {"/glint.v1.HostManager/AddNetwork", Scope::kAdmin},
+    {"/glint.v1.HostManager/AddNetworkStream", Scope::kAdmin},
     {"/glint.v1.HostManager/RemoveNetwork", Scope::kAdmin},
     // As Triton's: registering shared memory lets glintd map a host object.
     {"/glint.v1.HostManager/RegisterSharedMemory", Scope::kAdmin},

@@ -1,5 +1,7 @@
 #include "runtime/server/grpc/service.h"
 
+#include <cstdlib>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -7,6 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "core/allocator_policy.h"
 #include "core/logging.h"
+#include "core/model_bytes.h"
+#include "core/text.h"
+#include "proto/limits.h"
 #include "proto/proto_convert.h"
 #include "proto/status_util.h"
 #include "runtime/server/grpc/grpc_auth.h"
@@ -20,9 +25,6 @@ GlintHandlers::GlintHandlers(HostManager* host_manager,
 
 grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
                                        v1::AddNetworkResponse* response) const {
-  absl::StatusOr<AddNetworkOptions> options =
-      AddNetworkOptionsFromProto(request.options());
-  if (!options.ok()) return ToGrpcStatus(options.status());
   // The message arrived in many small slices, freed once parsed but kept
   // by the allocator: a model's worth of heap that the build would
   // otherwise hold on top of everything it makes (AddNetwork's peak). Only
@@ -30,8 +32,38 @@ grpc::Status GlintHandlers::AddNetwork(const v1::AddNetworkRequest& request,
   // concurrent runs' allocations would wait for.
   constexpr size_t kTrimBeforeBuildBytes = size_t{16} << 20;
   if (request.model().size() >= kTrimBeforeBuildBytes) ReleaseFreeMemory();
+  return Add(request.name(), request.model(), request.options(), response);
+}
+
+grpc::Status GlintHandlers::TakeUploadChunk(
+    ModelUpload& upload, const v1::AddNetworkChunk& chunk) const {
+  const bool first = upload.name().empty();
+  if (absl::Status s = upload.Take(chunk); !s.ok()) return ToGrpcStatus(s);
+  if (first) {
+    absl::StatusOr<AddNetworkOptions> options =
+        AddNetworkOptionsFromProto(upload.options());
+    if (!options.ok()) return ToGrpcStatus(options.status());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GlintHandlers::AddUploadedNetwork(
+    ModelUpload& upload, v1::AddNetworkResponse* response) const {
+  absl::StatusOr<ModelBytes> model = upload.Finish();
+  if (!model.ok()) return ToGrpcStatus(model.status());
+  GLINT_LOG_INFO("network '{}' uploaded: {} bytes", Clip(upload.name()),
+                 model->size());
+  return Add(upload.name(), *model, upload.options(), response);
+}
+
+grpc::Status GlintHandlers::Add(absl::string_view name, const ModelBytes& model,
+                                const v1::AddNetworkOptions& proto_options,
+                                v1::AddNetworkResponse* response) const {
+  absl::StatusOr<AddNetworkOptions> options =
+      AddNetworkOptionsFromProto(proto_options);
+  if (!options.ok()) return ToGrpcStatus(options.status());
   absl::StatusOr<NetworkInfo> info =
-      host_manager_->AddNetwork(request.name(), request.model(), *options);
+      host_manager_->AddNetwork(name, model, *options);
   // The import's and compiler's transient copies are freed by now.
   ReleaseFreeMemory();
   // HostManager logs the outcome; logging here too would say it twice.
@@ -179,7 +211,8 @@ GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                    WorkerPool* blocking,
                                    const Authorizer* authorizer,
                                    SharedMemoryRegistry* shared_memory,
-                                   RequestBudget* request_budget)
+                                   RequestBudget* request_budget,
+                                   UploadOptions uploads)
     : host_manager_(host_manager),
       own_shared_memory_(shared_memory == nullptr
                              ? std::make_unique<SharedMemoryRegistry>()
@@ -189,7 +222,8 @@ GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
                                   : shared_memory),
       blocking_(blocking),
       authorizer_(authorizer),
-      request_budget_(request_budget) {}
+      request_budget_(request_budget),
+      uploads_(std::move(uploads)) {}
 
 grpc::Status GlintServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -208,6 +242,100 @@ grpc::ServerUnaryReactor* GlintServiceImpl::AddNetwork(
   return FinishOnPool(context, *blocking_, [this, request, response] {
     return handlers_.AddNetwork(*request, response);
   });
+}
+
+namespace {
+
+// AddNetworkStream's reactor: each message is written to the model's file
+// on `pool` (disk writes are not a callback's short work), and the next
+// read starts once it is, so at most one message is held; at the stream's
+// end the add runs on `pool` too. Counts itself in `uploading` while it
+// lives; deletes itself when gRPC is done with the call.
+class AddNetworkStreamReactor
+    : public grpc::ServerReadReactor<v1::AddNetworkChunk> {
+ public:
+  // Answers `refused` at once when it is not OK.
+  AddNetworkStreamReactor(grpc::CallbackServerContext* context,
+                          const GlintHandlers& handlers, WorkerPool& pool,
+                          std::string dir, v1::AddNetworkResponse* response,
+                          std::atomic<int>& uploading, grpc::Status refused)
+      : context_(context),
+        handlers_(handlers),
+        pool_(pool),
+        response_(response),
+        uploading_(uploading),
+        upload_(std::move(dir), kMaxModelBytes) {
+    if (!refused.ok()) {
+      Finish(std::move(refused));
+      return;
+    }
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The stream ended: the client's last write, or a broken call.
+      if (context_->IsCancelled()) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                            "AddNetworkStream was cancelled"));
+        return;
+      }
+      OnPool(
+          [this] { Finish(handlers_.AddUploadedNetwork(upload_, response_)); });
+      return;
+    }
+    OnPool([this] {
+      grpc::Status taken = handlers_.TakeUploadChunk(upload_, chunk_);
+      if (!taken.ok()) {
+        Finish(std::move(taken));
+        return;
+      }
+      chunk_.Clear();
+      StartRead(&chunk_);
+    });
+  }
+
+  void OnDone() override {
+    uploading_.fetch_sub(1);
+    delete this;
+  }
+
+ private:
+  void OnPool(std::function<void()> task) {
+    absl::Status scheduled = pool_.Schedule(std::move(task));
+    if (!scheduled.ok()) Finish(ToGrpcStatus(scheduled));
+  }
+
+  grpc::CallbackServerContext* const context_;
+  const GlintHandlers& handlers_;
+  WorkerPool& pool_;
+  v1::AddNetworkResponse* const response_;
+  std::atomic<int>& uploading_;
+  ModelUpload upload_;
+  v1::AddNetworkChunk chunk_;
+};
+
+std::string DefaultUploadDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::AddNetworkChunk>*
+GlintServiceImpl::AddNetworkStream(grpc::CallbackServerContext* context,
+                                   v1::AddNetworkResponse* response) {
+  grpc::Status refused = Authorize(*context, "AddNetworkStream");
+  if (uploading_.fetch_add(1) >= uploads_.max_concurrent && refused.ok()) {
+    refused = grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("glintd takes at most ", uploads_.max_concurrent,
+                     " AddNetworkStream uploads at once; retry later"));
+  }
+  return new AddNetworkStreamReactor(
+      context, handlers_, *blocking_,
+      uploads_.dir.empty() ? DefaultUploadDir() : uploads_.dir, response,
+      uploading_, std::move(refused));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::RemoveNetwork(

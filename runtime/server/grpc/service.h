@@ -16,12 +16,13 @@
 #ifndef GLINT_RUNTIME_SERVER_GRPC_SERVICE_H_
 #define GLINT_RUNTIME_SERVER_GRPC_SERVICE_H_
 
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -30,6 +31,7 @@
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/common/auth.h"
+#include "runtime/server/grpc/model_upload.h"
 #include "runtime/server/grpc/reactors.h"
 #include "runtime/server/grpc/request_budget.h"
 #include "runtime/server/grpc/worker_pool.h"
@@ -45,6 +47,16 @@ class GlintHandlers {
   // Block (import, compile and load; waiting for in-flight runs).
   grpc::Status AddNetwork(const v1::AddNetworkRequest& request,
                           v1::AddNetworkResponse* response) const;
+  // AddNetworkStream, one message at a time: `chunk` goes to `upload`
+  // (model_upload.h); the first message's options are checked at once, so
+  // that bad options fail before the model's bytes are sent. Blocks on the
+  // file's write.
+  grpc::Status TakeUploadChunk(ModelUpload& upload,
+                               const v1::AddNetworkChunk& chunk) const;
+  // ...and at the stream's end: adds the network from the uploaded model,
+  // read mapped. Blocks as AddNetwork.
+  grpc::Status AddUploadedNetwork(ModelUpload& upload,
+                                  v1::AddNetworkResponse* response) const;
   grpc::Status RemoveNetwork(const v1::RemoveNetworkRequest& request,
                              v1::RemoveNetworkResponse* response) const;
 
@@ -94,8 +106,25 @@ class GlintHandlers {
                   FinishCallback finish) const;
 
  private:
+  // AddNetwork's and AddUploadedNetwork's shared end.
+  grpc::Status Add(absl::string_view name, const ModelBytes& model,
+                   const v1::AddNetworkOptions& options,
+                   v1::AddNetworkResponse* response) const;
+
   HostManager* const host_manager_;
   SharedMemoryRegistry* const shared_memory_;
+};
+
+// What GlintServiceImpl's AddNetworkStream may hold at once.
+struct UploadOptions {
+  // Where a model being uploaded is kept until added (a file no other
+  // process can open, gone when the call ends: ModelFileWriter). glintd
+  // gives a folder of its store's (a disk, not memory); empty: $TMPDIR, or
+  // /tmp without it.
+  std::string dir;
+  // Uploads in progress at once; more are RESOURCE_EXHAUSTED at once, so
+  // that clients cannot fill the disk with many half-sent models.
+  int max_concurrent = 4;
 };
 
 class GlintServiceImpl final : public v1::HostManager::CallbackService {
@@ -108,14 +137,22 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   // shared-memory registry the service keeps one of its own (glintd passes
   // the one its services share). A RunNetwork request is first charged
   // against `request_budget` (null: none), RESOURCE_EXHAUSTED beyond it.
+  // `uploads`: see UploadOptions.
   GlintServiceImpl(HostManager* host_manager, WorkerPool* blocking,
                    const Authorizer* authorizer = nullptr,
                    SharedMemoryRegistry* shared_memory = nullptr,
-                   RequestBudget* request_budget = nullptr);
+                   RequestBudget* request_budget = nullptr,
+                   UploadOptions uploads = UploadOptions());
 
   grpc::ServerUnaryReactor* AddNetwork(
       grpc::CallbackServerContext* context,
       const v1::AddNetworkRequest* request,
+      v1::AddNetworkResponse* response) override;
+  // Reads the messages one at a time; each is written to the model's file
+  // on the blocking pool before the next is read (so a call holds at most
+  // one message), and the add runs there at the stream's end.
+  grpc::ServerReadReactor<v1::AddNetworkChunk>* AddNetworkStream(
+      grpc::CallbackServerContext* context,
       v1::AddNetworkResponse* response) override;
   grpc::ServerUnaryReactor* RemoveNetwork(
       grpc::CallbackServerContext* context,
@@ -167,6 +204,8 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   WorkerPool* const blocking_;
   const Authorizer* const authorizer_;
   RequestBudget* const request_budget_;
+  const UploadOptions uploads_;
+  std::atomic<int> uploading_{0};  // AddNetworkStream calls in progress.
 };
 
 }  // namespace glint

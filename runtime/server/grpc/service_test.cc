@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "core/test_process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/test_models.h"
@@ -328,12 +330,14 @@ TEST(HandlersCancelTest, CancelledTokenCancelsTheRun) {
 // GlintServiceImpl served on loopback with glintd's settings.
 class ServiceTest : public ::testing::Test {
  protected:
-  void Serve(HostManager* host, const Authorizer* authorizer = nullptr) {
+  void Serve(HostManager* host, const Authorizer* authorizer = nullptr,
+             UploadOptions uploads = UploadOptions()) {
     WorkerPoolOptions pool;
     pool.threads = 1;
     blocking_ = std::make_unique<WorkerPool>(pool);
-    service_ = std::make_unique<GlintServiceImpl>(host, blocking_.get(),
-                                                  authorizer);
+    service_ = std::make_unique<GlintServiceImpl>(
+        host, blocking_.get(), authorizer, /*shared_memory=*/nullptr,
+        /*request_budget=*/nullptr, std::move(uploads));
     GrpcServerOptions options;
     options.listen = "127.0.0.1:0";
     ASSERT_TRUE(ValidateGrpcServerOptions(options).ok());
@@ -398,6 +402,145 @@ TEST_F(ServiceTest, AddRunAndStatisticsOverTheWire) {
   EXPECT_EQ(stats.networks(0).in_flight(), 0);
 }
 
+// Streams `model` as AddNetworkStream does: the first message names the
+// network (and gives `model_size` when non-zero), the bytes follow in
+// pieces of `piece` bytes.
+grpc::Status StreamAdd(v1::HostManager::Stub& stub, const std::string& name,
+                       const std::string& model, size_t piece,
+                       uint64_t model_size, v1::AddNetworkResponse* response,
+                       const std::string& precision = "") {
+  grpc::ClientContext context;
+  auto writer = stub.AddNetworkStream(&context, response);
+  v1::AddNetworkChunk chunk;
+  chunk.set_name(name);
+  chunk.set_model_size(model_size);
+  if (!precision.empty()) chunk.mutable_options()->set_precision(precision);
+  for (size_t offset = 0;; offset += piece) {
+    chunk.set_model(model.substr(std::min(offset, model.size()), piece));
+    if (!writer->Write(chunk)) break;
+    chunk.Clear();
+    if (offset + piece >= model.size()) break;
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+TEST_F(ServiceTest, AStreamedModelIsAddedAndLeavesNoFile) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  UploadOptions uploads;
+  uploads.dir = FreshTestDir("stream-add");
+  Serve(host->get(), nullptr, uploads);
+
+  const std::string model = testing::MakeMlpModel(2, 4, 3);
+  v1::AddNetworkResponse added;
+  grpc::Status s = StreamAdd(*stub_, "mlp", model, model.size() / 3 + 1,
+                             model.size(), &added);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(added.network().name(), "mlp");
+  // Without model_size too, in pieces of 7 bytes.
+  s = StreamAdd(*stub_, "mlp7", model, 7, 0, &added);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  const std::vector<float> x = {1, 2, 3, 4, -1, -2, -3, -4};
+  const std::vector<float> expected = testing::MlpReference(x, 2, 4, 3);
+  for (const char* name : {"mlp", "mlp7"}) {
+    v1::RunNetworkResponse ran;
+    grpc::ClientContext context;
+    s = stub_->RunNetwork(&context, RunRequest(name, x, 2), &ran);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    absl::StatusOr<Tensor> y = TensorFromProto(ran.outputs(0));
+    ASSERT_TRUE(y.ok()) << y.status();
+    for (int j = 0; j < 6; ++j) {
+      EXPECT_NEAR(y->data<float>()[j], expected[j], 1e-5) << name;
+    }
+  }
+  EXPECT_TRUE(IsEmptyDir(uploads.dir));
+}
+
+// Each refusal names what is wrong, adds nothing and leaves no file.
+TEST_F(ServiceTest, AStreamThatIsWrongAddsNothing) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  UploadOptions uploads;
+  uploads.dir = FreshTestDir("stream-errors");
+  Serve(host->get(), nullptr, uploads);
+  const std::string model = testing::MakeMlpModel(2, 4, 3);
+  v1::AddNetworkResponse response;
+
+  // No name.
+  grpc::Status s = StreamAdd(*stub_, "", model, 64, 0, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("must name"));
+  // Bad options: refused at the first message.
+  s = StreamAdd(*stub_, "a", model, 64, 0, &response, "fp8");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("fp8"));
+  // Shorter and longer than the size given.
+  s = StreamAdd(*stub_, "b", model, 64, model.size() + 1, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("stream ended after"));
+  s = StreamAdd(*stub_, "c", model, 64, model.size() - 1, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("past the model_size"));
+  // Over the 2 GiB a ModelProto can be, said before any byte is sent.
+  s = StreamAdd(*stub_, "d", "", 64, uint64_t{1} << 31, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("external data"));
+  // Not a model.
+  s = StreamAdd(*stub_, "e", "not a model", 4, 0, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  EXPECT_TRUE((*host)->ListNetworks().empty());
+  EXPECT_TRUE(IsEmptyDir(uploads.dir));
+}
+
+// Uploads beyond UploadOptions::max_concurrent are refused at once; one
+// that ends (here cancelled by its client) makes room again.
+TEST_F(ServiceTest, UploadsAtOnceAreBoundedAndACancelledOneAddsNothing) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  UploadOptions uploads;
+  uploads.dir = FreshTestDir("stream-bound");
+  uploads.max_concurrent = 1;
+  Serve(host->get(), nullptr, uploads);
+  const std::string model = testing::MakeMlpModel(2, 4, 3);
+
+  grpc::ClientContext first_context;
+  v1::AddNetworkResponse first_response;
+  auto first = stub_->AddNetworkStream(&first_context, &first_response);
+  v1::AddNetworkChunk chunk;
+  chunk.set_name("first");
+  chunk.set_model(model.substr(0, 10));
+  ASSERT_TRUE(first->Write(chunk));
+
+  v1::AddNetworkResponse response;
+  grpc::Status s = StreamAdd(*stub_, "second", model, 64, 0, &response);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), ::testing::HasSubstr("at most 1"));
+
+  first_context.TryCancel();
+  EXPECT_EQ(first->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The server learns of the cancel on its own time: the slot is free once
+  // its reactor is done.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  do {
+    s = StreamAdd(*stub_, "second", model, 64, 0, &response);
+  } while (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+           absl::Now() < deadline);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  std::vector<NetworkInfo> networks = (*host)->ListNetworks();
+  ASSERT_EQ(networks.size(), 1u);
+  EXPECT_EQ(networks[0].name, "second");
+  EXPECT_TRUE(IsEmptyDir(uploads.dir));
+}
+
 // With an Authorizer, a call without a token is refused before it reaches
 // HostManager, whatever it asks. (Calls with tokens: tests/e2e_auth_test.)
 TEST_F(ServiceTest, WithTokensEveryHandlerRefusesAnonymousCalls) {
@@ -420,6 +563,17 @@ TEST_F(ServiceTest, WithTokensEveryHandlerRefusesAnonymousCalls) {
     v1::AddNetworkResponse response;
     grpc::ClientContext context;
     EXPECT_TRUE(refused(stub_->AddNetwork(&context, request, &response)));
+  }
+  {
+    v1::AddNetworkResponse response;
+    grpc::ClientContext context;
+    auto writer = stub_->AddNetworkStream(&context, &response);
+    v1::AddNetworkChunk chunk;
+    chunk.set_name("n");
+    chunk.set_model(testing::MakeMlpModel(1, 2, 2));
+    writer->Write(chunk);  // Refused before or after it arrives.
+    writer->WritesDone();
+    EXPECT_TRUE(refused(writer->Finish()));
   }
   {
     v1::RemoveNetworkRequest request;
