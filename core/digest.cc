@@ -30,17 +30,20 @@ std::string Sha256(absl::string_view bytes) {
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
-std::string Sha256OfPieces(absl::Span<const absl::string_view> pieces) {
+std::string Sha256OfPieces(absl::Span<const absl::string_view> pieces,
+                           const std::function<void(size_t)>& after_piece) {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> context(EVP_MD_CTX_new(),
                                                              EVP_MD_CTX_free);
   if (context == nullptr ||
       EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) != 1) {
     DigestFailed();
   }
-  for (absl::string_view piece : pieces) {
-    if (EVP_DigestUpdate(context.get(), piece.data(), piece.size()) != 1) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (EVP_DigestUpdate(context.get(), pieces[i].data(), pieces[i].size()) !=
+        1) {
       DigestFailed();
     }
+    if (after_piece) after_piece(i);
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +81,14 @@ ModelBytes& ModelBytes::operator=(ModelBytes&& other) noexcept {
 
 ModelBytes::~ModelBytes() {
   if (mapping_ != nullptr) ::munmap(mapping_, size_);
+}
+
+void ModelBytes::EvictRange(size_t offset, size_t length) const {
+  if (mapping_ == nullptr || offset >= size_ || length == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t begin = offset / page * page;
+  const size_t end = std::min(size_, offset + std::min(length, size_ - offset));
+  ::madvise(static_cast<char*>(mapping_) + begin, end - begin, MADV_DONTNEED);
 }
 
 void ModelBytes::Evict() const {

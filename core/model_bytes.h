@@ -67,6 +67,9 @@ class ModelBytes {
   // and not the process's). Call it after a pass over view() that the next
   // steps of the add do not need resident. For borrowed bytes: nothing.
   void Evict() const;
+  // The same for the pages holding view()[offset, offset + length) (the
+  // pages it shares at its ends included: they are read again if needed).
+  void EvictRange(size_t offset, size_t length) const;
 
  private:
   ModelBytes() = default;

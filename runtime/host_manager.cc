@@ -305,8 +305,8 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
   // must not lose it. The name is still reserved, so no remove or add of
   // the same name interleaves with the journal.
   if (entry.ok() && mode == AddMode::kAdd && options_.journal != nullptr) {
-    absl::Status s = options_.journal->Record(name, onnx_model.view(), options);
-    onnx_model.Evict();  // Copied into the journal.
+    absl::Status s = options_.journal->Record(name, onnx_model, options);
+    onnx_model.Evict();  // In case the journal did not.
     if (!s.ok()) {
       absl::MutexLock lock(&(*entry)->mu);
       (*entry)->executable.reset();

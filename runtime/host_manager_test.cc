@@ -320,10 +320,10 @@ TEST(HostManagerTest, TooLargeIsResourceExhaustedAndLeavesNoTrace) {
 // network.
 class RecordingJournal : public NetworkJournal {
  public:
-  absl::Status Record(absl::string_view name, absl::string_view onnx_model,
+  absl::Status Record(absl::string_view name, const ModelBytes& onnx_model,
                       const AddNetworkOptions& options) override {
     resident_at_record = ResidentFileBytes();
-    recorded = std::string(onnx_model);
+    recorded = std::string(onnx_model.view());
     return absl::OkStatus();
   }
   absl::Status Erase(absl::string_view name) override {

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "api/types.h"
+#include "core/model_bytes.h"
 
 namespace glint {
 
@@ -34,8 +35,10 @@ class NetworkJournal {
   virtual ~NetworkJournal() = default;
   // Makes the network durable before AddNetwork acknowledges it; an error
   // fails the AddNetwork, which then leaves no trace.
+  // `onnx_model` may be a mapped file: a journal that copies it should
+  // drop its pages as it goes (ModelBytes::EvictRange), as the store does.
   virtual absl::Status Record(absl::string_view name,
-                              absl::string_view onnx_model,
+                              const ModelBytes& onnx_model,
                               const AddNetworkOptions& options) = 0;
   // Forgets it (and its cached plan) durably before RemoveNetwork
   // acknowledges; an error fails the RemoveNetwork, which then leaves the

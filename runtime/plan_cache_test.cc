@@ -29,7 +29,7 @@ using ::testing::HasSubstr;
 // disk, say).
 class MemoryJournal : public NetworkJournal {
  public:
-  absl::Status Record(absl::string_view name, absl::string_view,
+  absl::Status Record(absl::string_view name, const ModelBytes&,
                       const AddNetworkOptions&) override {
     absl::MutexLock lock(&mu_);
     if (!record_error_.ok()) return record_error_;
@@ -359,10 +359,10 @@ TEST(PlanReuseTest, NamesRoundTrip) {
 // holds no copy of its own and reads the model back only to re-provision.
 class ModelKeepingJournal : public NetworkJournal {
  public:
-  absl::Status Record(absl::string_view name, absl::string_view model,
+  absl::Status Record(absl::string_view name, const ModelBytes& model,
                       const AddNetworkOptions&) override {
     absl::MutexLock lock(&mu_);
-    models_[std::string(name)] = std::string(model);
+    models_[std::string(name)] = std::string(model.view());
     return absl::OkStatus();
   }
   absl::Status Erase(absl::string_view name) override {

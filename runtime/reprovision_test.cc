@@ -27,7 +27,7 @@ std::string BatchableModel() {
 // A journal that keeps only models, some of which it cannot read back.
 class ModelJournal : public NetworkJournal {
  public:
-  absl::Status Record(absl::string_view, absl::string_view,
+  absl::Status Record(absl::string_view, const ModelBytes&,
                       const AddNetworkOptions&) override {
     return absl::OkStatus();
   }

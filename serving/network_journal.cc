@@ -12,7 +12,7 @@
 namespace glint {
 
 absl::Status StoreJournal::Record(absl::string_view name,
-                                  absl::string_view onnx_model,
+                                  const ModelBytes& onnx_model,
                                   const AddNetworkOptions& options) {
   v1::AddNetworkOptions proto;
   AddNetworkOptionsToProto(options, &proto);

@@ -16,7 +16,7 @@ class StoreJournal : public NetworkJournal {
  public:
   explicit StoreJournal(NetworkStore* store) : store_(store) {}
 
-  absl::Status Record(absl::string_view name, absl::string_view onnx_model,
+  absl::Status Record(absl::string_view name, const ModelBytes& onnx_model,
                       const AddNetworkOptions& options) override;
   // A name the store does not hold is already forgotten: OK. Its cached
   // plan goes too.

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <utility>
 
@@ -228,15 +229,16 @@ std::string Header(absl::string_view magic, absl::string_view payload) {
 
 // The version 2 header of a record file, with the name after it.
 // `payload` is the record's encoding in pieces (see NetworkStore::Save).
-std::string NamedHeader(absl::string_view name,
-                        absl::Span<const absl::string_view> payload) {
+std::string NamedHeader(
+    absl::string_view name, absl::Span<const absl::string_view> payload,
+    const std::function<void(size_t)>& after_piece = nullptr) {
   size_t size = 0;
   for (absl::string_view piece : payload) size += piece.size();
   std::string header(kNetworkMagic);
   PutLittleEndian(&header, kNamedVersion, 4);
   PutLittleEndian(&header, name.size(), 4);
   PutLittleEndian(&header, size, 8);
-  header += Sha256OfPieces(payload);
+  header += Sha256OfPieces(payload, after_piece);
   header.append(name.data(), name.size());
   return header;
 }
@@ -548,7 +550,8 @@ void NetworkStore::UpgradeRecords() {
 
 absl::Status NetworkStore::WriteDurably(
     const std::string& folder, absl::string_view file, absl::string_view header,
-    absl::Span<const absl::string_view> payload) {
+    absl::Span<const absl::string_view> payload,
+    const std::function<void(size_t)>& after_piece) {
   const std::string path = absl::StrCat(folder, "/", file);
   // Unique, so that concurrent writes of one file do not share a temp.
   const std::string temp =
@@ -556,8 +559,9 @@ absl::Status NetworkStore::WriteDurably(
   ScopedFd fd(OpenFile(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   if (fd.get() < 0) return PosixError("create", temp, errno);
   absl::Status status = WriteAll(fd.get(), header, temp);
-  for (absl::string_view piece : payload) {
-    if (status.ok()) status = WriteAll(fd.get(), piece, temp);
+  for (size_t i = 0; i < payload.size() && status.ok(); ++i) {
+    status = WriteAll(fd.get(), payload[i], temp);
+    if (after_piece) after_piece(i);
   }
   if (status.ok()) status = Fsync(fd.get(), temp);
   if (status.ok()) status = fd.Close(temp);
@@ -575,8 +579,10 @@ absl::Status NetworkStore::Save(const StoredNetwork& network) {
   return Save(network.name, network.model, network.options);
 }
 
-absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
+absl::Status NetworkStore::Save(absl::string_view name,
+                                const ModelBytes& model_bytes,
                                 absl::string_view options) {
+  const absl::string_view model = model_bytes.view();
   if (name.empty()) {
     return absl::InvalidArgumentError("network name is empty");
   }
@@ -614,9 +620,23 @@ absl::Status NetworkStore::Save(absl::string_view name, absl::string_view model,
         absl::StrCat("network '", name, "' cannot be stored: ", size,
                      " bytes (the limit is 2 GiB)"));
   }
-  const absl::string_view payload[] = {fields, model_key, model};
+  // The model in windows, each dropped once read when it is a mapped file:
+  // the checksum and the write each read it once, and neither makes it
+  // resident beside the network the add has built from it.
+  constexpr size_t kWindowBytes = size_t{64} << 20;
+  constexpr size_t kFirstWindow = 2;  // After the fields and the model's key.
+  std::vector<absl::string_view> payload = {fields, model_key};
+  for (size_t offset = 0; offset < model.size(); offset += kWindowBytes) {
+    payload.push_back(model.substr(offset, kWindowBytes));
+  }
+  const auto evict = [&](size_t i) {
+    if (i >= kFirstWindow) {
+      model_bytes.EvictRange((i - kFirstWindow) * kWindowBytes,
+                             payload[i].size());
+    }
+  };
   return WriteDurably(absl::StrCat(dir_, "/", kNetworksDir), FileNameOf(name),
-                      NamedHeader(name, payload), payload);
+                      NamedHeader(name, payload, evict), payload, evict);
 }
 
 absl::Status NetworkStore::Delete(absl::string_view name) {

@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/model_bytes.h"
 
 namespace glint {
 
@@ -99,8 +100,10 @@ class NetworkStore {
   // the disk is full or the file exceeds a quota or size limit.
   absl::Status Save(const StoredNetwork& network);
   // The same from the caller's bytes, which it writes without copying them
-  // (the journal's add: the model is the request's).
-  absl::Status Save(absl::string_view name, absl::string_view model,
+  // (the journal's add: the model is the request's or an upload's file). A
+  // mapped model is read in windows whose pages are dropped once read
+  // (ModelBytes::EvictRange), so saving it does not make it resident.
+  absl::Status Save(absl::string_view name, const ModelBytes& model,
                     absl::string_view options);
 
   // Deletes the record of `name`, durably when OK. NOT_FOUND if none.
@@ -148,10 +151,12 @@ class NetworkStore {
   void UpgradeRecords();
 
   // Writes `header` and then the pieces of `payload` to folder/file via a
-  // temp file; see above.
-  absl::Status WriteDurably(const std::string& folder, absl::string_view file,
-                            absl::string_view header,
-                            absl::Span<const absl::string_view> payload);
+  // temp file; see above. `after_piece` (when set) is called with each
+  // piece's index once it is written.
+  absl::Status WriteDurably(
+      const std::string& folder, absl::string_view file,
+      absl::string_view header, absl::Span<const absl::string_view> payload,
+      const std::function<void(size_t index)>& after_piece = nullptr);
 
   const std::string dir_;
   const int lock_fd_;                   // Holds the flock on dir_/LOCK.

@@ -513,6 +513,31 @@ TEST(NetworkStoreTest, RecordsOfFormatOneLoadAndOpenRewritesThem) {
   EXPECT_EQ(ReadBytes(NetworkFile(*store, "damaged")), damaged);
 }
 
+// A model saved from a mapped file (an upload) is read in windows whose
+// pages go once read: saving it leaves it no more resident than before.
+TEST(NetworkStoreTest, SavingAMappedModelDoesNotMakeItResident) {
+  auto store = OpenStore(FreshDir());
+  ASSERT_NE(store, nullptr);
+  const std::string model = Binary(size_t{96} << 20, 17);
+  const std::string path = FreshTestDir("mapped-save") + "/model.onnx";
+  {
+    std::ofstream file(path, std::ios::binary);
+    file << model;
+    ASSERT_TRUE(file.good());
+  }
+  absl::StatusOr<ModelBytes> mapped = ModelBytes::MapFile(path);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  const int64_t before = ResidentFileBytes();
+  ASSERT_GE(before, 0);
+  ASSERT_TRUE(Ok(store->Save("mapped", *mapped, "options")));
+  EXPECT_LT(ResidentFileBytes() - before, int64_t{8} << 20)
+      << "the saved model stayed resident";
+  absl::StatusOr<StoredNetwork> loaded = store->Load("mapped");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->model == model) << "the record is not the model";
+  EXPECT_EQ(loaded->options, "options");
+}
+
 // A full disk, as the kernel reports it: a write beyond RLIMIT_FSIZE fails
 // with EFBIG (SIGXFSZ ignored, as glintd does), ENOSPC's sibling.
 TEST(NetworkStoreTest, AFullDiskFailsTheSaveAndLeavesTheStoreAsItWas) {
