@@ -51,6 +51,12 @@ class CompiledFunction {
   // weights are not kept twice. A later Load of it fails
   // FAILED_PRECONDITION (compile again). Thread-safe.
   virtual void ReleaseHostConstants() const {}
+  // Says that the next Load is the last (the provisioner's): the function
+  // may drop each host constant as soon as that Load has copied it to the
+  // device, so that the weights are not held in full both on the host and
+  // on the device while it loads; after it, as ReleaseHostConstants.
+  // Thread-safe.
+  virtual void ReleaseHostConstantsOnNextLoad() const {}
 };
 
 // How a network's partitions are compiled (from its AddNetworkOptions).
@@ -73,6 +79,15 @@ class Backend {
   // INVALID_ARGUMENT for malformed nodes.
   virtual absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
       const Graph& partition, const CompileOptions& options) const = 0;
+  // Compile for a caller that needs `partition` no more (the provisioner's
+  // last compile of a partition): the backend may take its constants over
+  // and let each go once its kernels hold what they need of it (a packed
+  // copy), so that a network's weights are not held twice while it
+  // compiles. Default: Compile(partition, options).
+  virtual absl::StatusOr<std::shared_ptr<const CompiledFunction>>
+  CompileConsuming(Graph partition, const CompileOptions& options) const {
+    return Compile(partition, options);
+  }
   // With the default options (float32).
   absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
       const Graph& partition) const {

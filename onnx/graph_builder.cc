@@ -558,23 +558,72 @@ absl::Status AddOutputs(const onnx::GraphProto& graph, Graph* result) {
 
 }  // namespace
 
+namespace {
+
+// Reads `proto` into `initializers`. ReadInitializers' errors.
+absl::Status ReadInitializer(const onnx::TensorProto& proto,
+                             std::map<std::string, Tensor>* initializers) {
+  if (proto.name().empty()) {
+    return absl::InvalidArgumentError("an initializer has no name");
+  }
+  absl::StatusOr<Tensor> t = TensorFromOnnxProto(proto);
+  if (!t.ok()) {
+    return absl::Status(t.status().code(),
+                        absl::StrCat("initializer '", proto.name(),
+                                     "': ", t.status().message()));
+  }
+  if (!initializers->emplace(proto.name(), *std::move(t)).second) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("initializer '", proto.name(), "' is defined twice"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::map<std::string, Tensor>> ReadInitializers(
     const onnx::GraphProto& graph) {
   std::map<std::string, Tensor> initializers;
   for (const onnx::TensorProto& proto : graph.initializer()) {
-    if (proto.name().empty()) {
-      return absl::InvalidArgumentError("an initializer has no name");
+    GLINT_RETURN_IF_ERROR(ReadInitializer(proto, &initializers));
+  }
+  return initializers;
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> TakeInitializers(
+    onnx::GraphProto* graph) {
+  absl::flat_hash_set<std::string> inputs;
+  for (const onnx::ValueInfoProto& in : graph->input()) {
+    inputs.insert(in.name());
+  }
+  std::map<std::string, Tensor> initializers;
+  std::vector<bool> taken(graph->initializer_size(), false);
+  bool any_taken = false;
+  for (int i = 0; i < graph->initializer_size(); ++i) {
+    onnx::TensorProto& proto = *graph->mutable_initializer(i);
+    GLINT_RETURN_IF_ERROR(ReadInitializer(proto, &initializers));
+    if (proto.ByteSizeLong() <= kInlineInitializerBytes) continue;
+    // As the inference helper needs it: typed, without its bytes.
+    if (inputs.insert(proto.name()).second) {
+      onnx::ValueInfoProto* in = graph->add_input();
+      in->set_name(proto.name());
+      onnx::TypeProto_Tensor* type = in->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(proto.data_type());
+      for (int64_t d : proto.dims()) {
+        type->mutable_shape()->add_dim()->set_dim_value(d);
+      }
     }
-    absl::StatusOr<Tensor> t = TensorFromOnnxProto(proto);
-    if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat("initializer '", proto.name(),
-                                       "': ", t.status().message()));
+    // Its bytes go now, not with the list: one weight at a time.
+    onnx::TensorProto().Swap(&proto);
+    taken[i] = true;
+    any_taken = true;
+  }
+  if (any_taken) {
+    google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
+    for (int i = 0; i < graph->initializer_size(); ++i) {
+      if (!taken[i]) *kept.Add() = std::move(*graph->mutable_initializer(i));
     }
-    if (!initializers.emplace(proto.name(), *std::move(t)).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("initializer '", proto.name(), "' is defined twice"));
-    }
+    graph->mutable_initializer()->Swap(&kept);
   }
   return initializers;
 }

@@ -26,6 +26,20 @@ namespace glint::onnx_internal {
 absl::StatusOr<std::map<std::string, Tensor>> ReadInitializers(
     const onnx::GraphProto& graph);
 
+// Initializers up to this size stay in the model's proto with their data
+// (shape-like values that ONNX's inference and the shape folding read);
+// larger ones leave it as typed graph inputs (TakeInitializers), so that a
+// 100 MB model is neither held twice nor copied to the inference helper.
+inline constexpr size_t kInlineInitializerBytes = 1 << 20;
+
+// ReadInitializers for the main graph, whose proto the import keeps
+// working on: an initializer over kInlineInitializerBytes leaves `graph`
+// as soon as it is read (a graph input of its type takes its place, as
+// models of IR < 4 list them), so the import never holds a weight both as
+// protobuf bytes and as a tensor. Errors as ReadInitializers'.
+absl::StatusOr<std::map<std::string, Tensor>> TakeInitializers(
+    onnx::GraphProto* graph);
+
 // Types the graph's inputs into `result` (inputs and values; initializers'
 // values too) and writes what it decides back into `graph` for inference:
 // each runtime input's dims bound (options.input_shapes, else the declared

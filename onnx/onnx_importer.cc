@@ -1,7 +1,9 @@
 #include "onnx/onnx_importer.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -9,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/status_macros.h"
+#include "google/protobuf/io/zero_copy_stream.h"
 #include "onnx/graph_builder.h"
 #include "onnx/import_util.h"
 #include "onnx/legacy_ops.h"
@@ -30,21 +33,67 @@ using onnx_internal::FoldShapeArithmetic;
 using onnx_internal::InferTypes;
 using onnx_internal::InferTypesElsewhere;
 using onnx_internal::NormalizeDefaultDomain;
-using onnx_internal::ReadInitializers;
 using onnx_internal::SortNodes;
-using onnx_internal::UpgradeLegacyNodes;
 using onnx_internal::StatusFromException;
+using onnx_internal::TakeInitializers;
+using onnx_internal::UpgradeLegacyNodes;
 
-absl::StatusOr<onnx::ModelProto> ParseModel(absl::string_view model_bytes) {
+// The model's bytes in windows for protobuf's parser, each reported to
+// `read_past` once the parser has asked for the next: protobuf copies what
+// it still needs of a buffer (a few bytes) before it asks, so a window is
+// not read again once passed.
+class WindowedInput : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  static constexpr size_t kWindowBytes = size_t{64} << 20;
+
+  WindowedInput(absl::string_view bytes,
+                const std::function<void(size_t, size_t)>& read_past)
+      : bytes_(bytes), read_past_(read_past) {}
+
+  bool Next(const void** data, int* size) override {
+    if (read_past_ && handed_ > passed_) {
+      read_past_(passed_, handed_ - passed_);
+      passed_ = handed_;
+    }
+    if (position_ >= bytes_.size()) return false;
+    const size_t n = std::min(kWindowBytes, bytes_.size() - position_);
+    *data = bytes_.data() + position_;
+    *size = static_cast<int>(n);
+    position_ += n;
+    handed_ = position_;
+    return true;
+  }
+  void BackUp(int count) override { position_ -= static_cast<size_t>(count); }
+  bool Skip(int count) override {
+    const size_t n =
+        std::min(static_cast<size_t>(count), bytes_.size() - position_);
+    position_ += n;
+    return n == static_cast<size_t>(count);
+  }
+  int64_t ByteCount() const override { return static_cast<int64_t>(position_); }
+
+ private:
+  const absl::string_view bytes_;
+  const std::function<void(size_t, size_t)>& read_past_;
+  size_t position_ = 0;  // Next byte to hand out.
+  size_t handed_ = 0;    // End of the last window handed out.
+  size_t passed_ = 0;    // End of what read_past_ was told.
+};
+
+absl::StatusOr<onnx::ModelProto> ParseModel(
+    absl::string_view model_bytes,
+    const std::function<void(size_t, size_t)>& read_past) {
   if (model_bytes.size() > static_cast<size_t>(INT_MAX)) {
     return absl::InvalidArgumentError(
         "model bytes exceed 2 GiB, the protobuf limit; models that large "
         "need external data, which Glint does not support");
   }
   onnx::ModelProto model;
-  if (model_bytes.empty() ||
-      !model.ParseFromArray(model_bytes.data(),
-                            static_cast<int>(model_bytes.size()))) {
+  WindowedInput input(model_bytes, read_past);
+  const bool parsed =
+      !model_bytes.empty() && model.ParseFromZeroCopyStream(&input);
+  if (read_past) read_past(0, model_bytes.size());
+  if (!parsed) {
     return absl::InvalidArgumentError(
         "model bytes are not a valid ONNX ModelProto");
   }
@@ -61,8 +110,8 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   // libonnx learns the opsets newer than its own (onnx/newer_opsets.h).
   onnx_internal::RegisterNewerOpsetSchemas();
   // Parse and normalise: the default domain spelled "", unique node names.
-  GLINT_ASSIGN_OR_RETURN(onnx::ModelProto model, ParseModel(model_bytes));
-  if (options.parsed) options.parsed();
+  GLINT_ASSIGN_OR_RETURN(onnx::ModelProto model,
+                         ParseModel(model_bytes, options.read_past));
   GLINT_ASSIGN_OR_RETURN(const int64_t opset, NormalizeDefaultDomain(&model));
   onnx::GraphProto* graph = model.mutable_graph();
   GLINT_RETURN_IF_ERROR(CheckNamesAreUtf8(*graph));
@@ -72,7 +121,7 @@ absl::StatusOr<Graph> Import(absl::string_view model_bytes,
   GLINT_RETURN_IF_ERROR(CheckModelIsRunnable(*graph, opset, options));
 
   // Bind: constants read, runtime inputs typed and their dims fixed.
-  GLINT_ASSIGN_OR_RETURN(auto initializers, ReadInitializers(*graph));
+  GLINT_ASSIGN_OR_RETURN(auto initializers, TakeInitializers(graph));
   Graph result;
   result.name = graph->name();
   result.opset_version = opset;

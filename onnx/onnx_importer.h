@@ -47,11 +47,13 @@ struct ImportOptions {
   // which must behave like RunOnnxInference. Unset: in this process, which
   // then trusts the model.
   InferenceRunner run_inference;
-  // Called once the model's bytes are parsed, when the import reads them no
-  // more: a caller whose bytes are a mapped file drops its pages there
-  // (core/model_bytes.h), so that they are not resident beside the parsed
-  // model and the constants read from it. Unset: nothing is called.
-  std::function<void()> parsed;
+  // Called as the parse moves past the model's bytes [offset, offset +
+  // length), in windows, and once for all of them when they are parsed (the
+  // import reads them no more): a caller whose bytes are a mapped file drops
+  // those pages (core/model_bytes.h ModelBytes::EvictRange), so that the
+  // model is not resident beside what is parsed from it. Unset: nothing is
+  // called.
+  std::function<void(size_t offset, size_t length)> read_past;
 };
 
 // Errors: INVALID_ARGUMENT for bytes that are not a valid ModelProto or a

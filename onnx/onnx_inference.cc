@@ -18,39 +18,11 @@ namespace glint {
 namespace onnx_internal {
 namespace {
 
-// Initializers up to this size travel to the inference helper with their
-// data (shape-like values that inference reads); larger ones go as typed
-// inputs, so a 100 MB model is not copied to the helper.
-constexpr size_t kInlineInitializerBytes = 1 << 20;
-
 // Rounds of folding and inference (InferTypes): a round per level of
 // shapes computed from values whose shapes were computed (two a layer in
 // an exported transformer). A model needing more keeps the rest unknown
 // until run time.
 constexpr int kMaxFoldRounds = 128;
-
-// Replaces the initializers of `graph` over kInlineInitializerBytes by
-// graph inputs of their type, for a request to the inference helper.
-void TypeBigInitializersAsInputs(onnx::GraphProto* graph) {
-  absl::flat_hash_set<std::string> inputs;
-  for (const auto& in : graph->input()) inputs.insert(in.name());
-  google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
-  for (onnx::TensorProto& init : *graph->mutable_initializer()) {
-    if (init.ByteSizeLong() <= kInlineInitializerBytes) {
-      *kept.Add() = std::move(init);
-      continue;
-    }
-    if (inputs.contains(init.name())) continue;  // Typed by the importer.
-    onnx::ValueInfoProto* in = graph->add_input();
-    in->set_name(init.name());
-    onnx::TypeProto_Tensor* type = in->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(init.data_type());
-    for (int64_t d : init.dims()) {
-      type->mutable_shape()->add_dim()->set_dim_value(d);
-    }
-  }
-  graph->mutable_initializer()->Swap(&kept);
-}
 
 // RecoverRanks in `graph` and every subgraph in it.
 absl::StatusOr<bool> RecoverRanksEverywhere(onnx::GraphProto* graph) {
@@ -186,8 +158,9 @@ absl::Status InferTypes(onnx::ModelProto* model) {
 
 absl::Status InferTypesElsewhere(onnx::ModelProto* model,
                                  const InferenceRunner& run) {
+  // The importer has taken the large initializers out already
+  // (TakeInitializers): the helper gets their types, not their bytes.
   onnx::GraphProto* graph = model->mutable_graph();
-  TypeBigInitializersAsInputs(graph);
   GLINT_ASSIGN_OR_RETURN(std::string reply, run(model->SerializeAsString()));
   onnx::GraphProto inferred;
   if (!inferred.ParseFromString(reply) ||

@@ -20,11 +20,11 @@ namespace glint::onnx_internal {
 // outputs. Errors as ImportOnnxModel's.
 absl::Status InferTypes(onnx::ModelProto* model);
 
-// InferTypes through `run`: sends the model (initializers over 1 MiB as
-// bare typed inputs: inference reads the values of small shape-like tensors
-// only, and a 100 MB model is not copied to the helper) and takes back the
-// inferred types. `model` is left as sent (the importer has read its
-// initializers already). INTERNAL for a malformed reply.
+// InferTypes through `run`: sends the model and takes back the inferred
+// types. The importer has made its initializers over 1 MiB bare typed
+// inputs already (TakeInitializers: inference reads the values of small
+// shape-like tensors only, and a 100 MB model is not copied to the helper).
+// INTERNAL for a malformed reply.
 absl::Status InferTypesElsewhere(onnx::ModelProto* model,
                                  const InferenceRunner& run);
 

@@ -181,11 +181,13 @@ absl::StatusOr<Tensor> TensorFromOnnxProto(const onnx::TensorProto& proto) {
       std::vector<int64_t>(proto.dims().begin(), proto.dims().end()));
   GLINT_RETURN_IF_ERROR(CheckTensorSize(dtype, shape, TensorLabel(proto)));
   GLINT_RETURN_IF_ERROR(CheckDataSize(proto, dtype, shape));
-  GLINT_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (!proto.has_raw_data()) {
+    GLINT_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
     GLINT_RETURN_IF_ERROR(FillFromTypedField(proto, &t));
     return t;
   }
+  // Every byte is written below: no zeroing first (a weight's worth).
+  GLINT_ASSIGN_OR_RETURN(Tensor t, Tensor::CreateUninitialized(dtype, shape));
   // ONNX's raw_data is little-endian, as is every host Glint runs on.
   if (t.num_bytes() > 0) {
     std::memcpy(t.raw_data(), proto.raw_data().data(), t.num_bytes());

@@ -394,6 +394,9 @@ absl::Status Provisioner::Load(
   // The compiles each partition still awaits (one per distinct backend its
   // replicas' devices have): at zero, `release` lets go of its constants.
   std::vector<int> compiles_left(dag.nodes.size(), 0);
+  // The loads each compiled function still awaits: before its last, it may
+  // let each host constant go as soon as it is on the device.
+  std::map<std::pair<size_t, const Backend*>, int> loads_left;
   {
     std::set<std::pair<size_t, const Backend*>> needed;
     for (const auto& replica : physical) {
@@ -401,6 +404,7 @@ absl::Status Provisioner::Load(
         const Backend* backend =
             &replica[dag.nodes[i].logical_device]->backend();
         if (needed.insert({i, backend}).second) ++compiles_left[i];
+        ++loads_left[{i, backend}];
       }
     }
   }
@@ -412,12 +416,22 @@ absl::Status Provisioner::Load(
       std::shared_ptr<const CompiledFunction>& function =
           compiled[{i, &device->backend()}];
       if (function == nullptr) {
-        GLINT_ASSIGN_OR_RETURN(function,
-                               device->backend().Compile(node.function,
-                                                         options));
         if (release != nullptr && --compiles_left[i] == 0) {
+          // The partition's last compile: the backend takes the only
+          // reference to its constants and lets each go once its kernel
+          // has packed it, so that the weights are never held plain and
+          // packed in full at once.
+          Graph partition = node.function;
           release->nodes[i].function.initializers.clear();
+          GLINT_ASSIGN_OR_RETURN(function, device->backend().CompileConsuming(
+                                               std::move(partition), options));
+        } else {
+          GLINT_ASSIGN_OR_RETURN(
+              function, device->backend().Compile(node.function, options));
         }
+      }
+      if (--loads_left[{i, &device->backend()}] == 0) {
+        function->ReleaseHostConstantsOnNextLoad();
       }
       absl::StatusOr<std::unique_ptr<LoadedFunction>> loaded =
           device->Load(function);

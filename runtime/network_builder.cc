@@ -120,8 +120,9 @@ else if (inferred != nullptr) {
     return false;
   };
   // Parsed, the model's bytes are not read again by this build; a mapped
-  // file's pages need not stay beside the constants read from them.
-  import.parsed = [&onnx_model] { onnx_model.Evict();
+  // file's pages need not stay beside what is parsed from them.
+  import.read_past = [&onnx_model](size_t offset, size_t length) {
+    onnx_model.EvictRange(offset, length);
   }
   ;
   GLINT_ASSIGN_OR_RETURN(Graph graph,

@@ -10,7 +10,8 @@ namespace glint::cpu {
 absl::StatusOr<std::vector<CompiledStep>> CompileSteps(
     const Graph& graph, const absl::flat_hash_map<std::string, int>& slot_of,
     absl::FunctionRef<const ValueInfo&(int slot)> info_of,
-    const KernelRegistry& registry, Precision precision) {
+    const KernelRegistry& registry, Precision precision,
+    const std::function<void(CompiledStep&)>& built) {
   std::vector<CompiledStep> steps;
   steps.reserve(graph.nodes.size());
   for (const Node& node : graph.nodes) {
@@ -54,6 +55,7 @@ absl::StatusOr<std::vector<CompiledStep>> CompileSteps(
       step.outputs.push_back(id);
     }
     GLINT_ASSIGN_OR_RETURN(step.kernel, BuildNoThrow(*factory, spec));
+    if (built) built(step);
     steps.push_back(std::move(step));
   }
   return steps;

@@ -6,6 +6,7 @@
 #ifndef GLINT_DEVICES_CPU_COMPILE_STEPS_H_
 #define GLINT_DEVICES_CPU_COMPILE_STEPS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,12 +32,15 @@ struct CompiledStep {
 // Builds the kernel of each node of `graph`, in order. Every value a node
 // reads or writes has a slot in `slot_of`, whose type is `info_of(slot)`;
 // constant inputs are `graph`'s initializers. Each kernel is built at
-// `precision`. Errors: UNIMPLEMENTED naming the op and the node for an op
-// of another domain or without a CPU kernel, and the kernels' own.
+// `precision`. `built` (when set) sees each step as soon as its kernel is
+// built, before the next is (the caller may then let go of a constant no
+// later node reads). Errors: UNIMPLEMENTED naming the op and the node for
+// an op of another domain or without a CPU kernel, and the kernels' own.
 absl::StatusOr<std::vector<CompiledStep>> CompileSteps(
     const Graph& graph, const absl::flat_hash_map<std::string, int>& slot_of,
     absl::FunctionRef<const ValueInfo&(int slot)> info_of,
-    const KernelRegistry& registry, Precision precision);
+    const KernelRegistry& registry, Precision precision,
+    const std::function<void(CompiledStep&)>& built = nullptr);
 
 }  // namespace glint::cpu
 

@@ -226,10 +226,9 @@ std::string DescribeViews(const std::vector<cpu::TensorView>& views,
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
-    const Graph& partition, const cpu::KernelRegistry& kernels,
-    Precision precision) {
+    Graph partition, const cpu::KernelRegistry& kernels, Precision precision) {
   std::shared_ptr<CpuFunction> f(new CpuFunction());
-  f->graph_ = partition;
+  f->graph_ = std::move(partition);
   const Graph& g = f->graph_;
   f->inputs_ = g.inputs;
   f->outputs_ = g.outputs;
@@ -324,13 +323,38 @@ absl::Status CpuFunction::BuildSteps(
     const cpu::KernelRegistry& kernels, Precision precision,
     const absl::flat_hash_map<std::string, int>& slot_of) {
   const Graph& g = graph_;
+  // A constant that a single kernel reads, and only in the form it packed
+  // at build time, is held packed: the plain value is then needed by
+  // nobody, and the weights exist once (on the device, in the layout the
+  // kernel reads) instead of twice. It leaves graph_ as soon as its kernel
+  // is built, so that while a network compiles its weights are not held
+  // both plain and packed (when the caller gave the partition over:
+  // Backend::CompileConsuming).
+  absl::flat_hash_map<std::string, int> uses;
+  for (const Node& node : g.nodes) {
+    for (const std::string& in : node.inputs) {
+      if (!in.empty()) ++uses[in];
+    }
+  }
+  for (const ValueInfo& out : g.outputs) ++uses[out.name];
+  auto hold_packed = [&](cpu::CompiledStep& step) {
+    for (const cpu::PackedConstant& p : step.kernel->PackedConstants()) {
+      if (p.input < 0 || p.input >= step.node->num_inputs()) continue;
+      const std::string& name = step.node->inputs[p.input];
+      if (g.FindInitializer(name) == nullptr || uses[name] != 1) continue;
+      step.kernel->UsePackedConstant(p.input);
+      packed_[name] = {p, step.kernel.get()};
+      packing_kernels_.push_back(step.kernel.get());
+      graph_.initializers.erase(name);
+    }
+  };
   // Kernels, built once with everything known at compile time.
   GLINT_ASSIGN_OR_RETURN(
       std::vector<cpu::CompiledStep> compiled,
       cpu::CompileSteps(
           g, slot_of,
           [this](int slot) -> const ValueInfo& { return slots_[slot].info; },
-          kernels, precision));
+          kernels, precision, hold_packed));
   for (cpu::CompiledStep& c : compiled) {
     Step step;
     step.node = c.node;
@@ -349,47 +373,31 @@ absl::Status CpuFunction::BuildSteps(
 
 void CpuFunction::PlaceConstants(
     const absl::flat_hash_map<std::string, int>& slot_of) {
-  const Graph& g = graph_;
-  // The constant block. A constant that a single kernel reads, and only in
-  // the form it packed at build time, is held packed: the plain value is
-  // then needed by nobody, and the weights exist once (on the device, in
-  // the layout the kernel reads) instead of twice.
-  absl::flat_hash_map<std::string, int> uses;
-  for (const Node& node : g.nodes) {
-    for (const std::string& in : node.inputs) {
-      if (!in.empty()) ++uses[in];
+  // By name, packed and plain alike, as the initializers were.
+  std::map<std::string, const Tensor*> plain;
+  for (const auto& [name, tensor] : graph_.initializers) plain[name] = &tensor;
+  std::vector<std::string> names;
+  for (const auto& [name, p] : packed_) names.push_back(name);
+  for (const auto& [name, t] : plain) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  absl::MutexLock lock(&constants_mu_);
+  for (const std::string& name : names) {
+    HostConstant c;
+    c.offset = constant_bytes_;
+    auto it = packed_.find(name);
+    if (it != packed_.end()) {
+      c.packed = it->second.first.data;
+      c.bytes = it->second.first.bytes;
+      c.packer = it->second.second;
+    } else {
+      c.plain = *plain.at(name);
+      c.bytes = c.plain.num_bytes();
     }
+    slots_[slot_of.at(name)].offset = c.offset;
+    constant_bytes_ += AlignUp(c.bytes);
+    constants_.push_back(std::move(c));
   }
-  for (const ValueInfo& out : g.outputs) ++uses[out.name];
-  absl::flat_hash_map<std::string, cpu::PackedConstant> packed;
-  for (Step& step : steps_) {
-    for (const cpu::PackedConstant& p : step.kernel->PackedConstants()) {
-      if (p.input < 0 || p.input >= step.node->num_inputs()) continue;
-      const std::string& name = step.node->inputs[p.input];
-      if (g.FindInitializer(name) == nullptr || uses[name] != 1) continue;
-      step.kernel->UsePackedConstant(p.input);
-      packed[name] = p;
-      packing_kernels_.push_back(step.kernel.get());
-    }
-  }
-  {
-    absl::MutexLock lock(&constants_mu_);
-    for (const auto& [name, tensor] : g.initializers) {
-      HostConstant c;
-      c.offset = constant_bytes_;
-      auto it = packed.find(name);
-      if (it != packed.end()) {
-        c.packed = it->second.data;
-        c.bytes = it->second.bytes;
-      } else {
-        c.plain = tensor;
-        c.bytes = tensor.num_bytes();
-      }
-      slots_[slot_of.at(name)].offset = c.offset;
-      constant_bytes_ += AlignUp(c.bytes);
-      constants_.push_back(std::move(c));
-    }
-  }
+  packed_.clear();
 }
 
 absl::Status CpuFunction::WriteConstants(void* dst) const {
@@ -399,12 +407,28 @@ absl::Status CpuFunction::WriteConstants(void* dst) const {
         "the function's constants were released after it was loaded; "
         "compile it again to load it elsewhere");
   }
-  for (const HostConstant& c : constants_) {
-    if (c.bytes == 0) continue;
-    std::memcpy(static_cast<char*>(dst) + c.offset,
-                c.packed != nullptr ? c.packed : c.plain.raw_data(), c.bytes);
+  for (HostConstant& c : constants_) {
+    if (c.bytes > 0) {
+      std::memcpy(static_cast<char*>(dst) + c.offset,
+                  c.packed != nullptr ? c.packed : c.plain.raw_data(), c.bytes);
+    }
+    if (release_on_write_) {
+      // On the device now: the host copy goes before the next is written.
+      c.plain = Tensor();
+      if (c.packer != nullptr) c.packer->ReleasePackedConstants();
+      c.packed = nullptr;
+    }
+  }
+  if (release_on_write_) {
+    constants_released_ = true;
+    constants_.clear();
   }
   return absl::OkStatus();
+}
+
+void CpuFunction::ReleaseHostConstantsOnNextLoad() const {
+  absl::MutexLock lock(&constants_mu_);
+  release_on_write_ = true;
 }
 
 void CpuFunction::ReleaseHostConstants() const {
@@ -530,6 +554,14 @@ bool CpuBackend::IsOpSupported(absl::string_view op_type) const {
 
 absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
     const Graph& partition, const CompileOptions& options) const {
+  // Folding and fusion happen on a copy: the partition's interface stays
+  // as the partitioner fixed it, only its inside changes.
+  return CompileConsuming(partition, options);
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledFunction>>
+CpuBackend::CompileConsuming(Graph partition,
+                             const CompileOptions& options) const {
   // Control-flow nodes run their subgraphs here too: every op inside must
   // be supported (core/graph.h bounds the nesting).
   std::function<absl::Status(const Graph&)> check =
@@ -559,16 +591,14 @@ absl::StatusOr<std::shared_ptr<const CompiledFunction>> CpuBackend::Compile(
   absl::StatusOr<std::shared_ptr<const CompiledFunction>> result;
   std::thread compiler([&] {
     if (threads_ > 0) cpu::SetKernelThreads(threads_);
-    // Folding and fusion happen on a copy: the partition's interface stays
-    // as the partitioner fixed it, only its inside changes.
-    Graph optimized = partition;
+    Graph optimized = std::move(partition);
     absl::Status s = cpu::OptimizeGraphForCpu(&optimized, kernels_);
     if (!s.ok()) {
       result = std::move(s);
       return;
     }
     absl::StatusOr<std::shared_ptr<const CpuFunction>> f =
-        CpuFunction::Create(optimized, kernels_, options.precision);
+        CpuFunction::Create(std::move(optimized), kernels_, options.precision);
     if (!f.ok()) {
       result = f.status();
       return;

@@ -5,12 +5,13 @@
 #define GLINT_DEVICES_SIM_CPU_FUNCTION_H_
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/graph.h"
@@ -54,8 +55,11 @@ struct CpuExecutionMemory {
 class CpuFunction : public CompiledFunction {
  public:
   // Kernels are built at `precision` (cpu::KernelSpec::precision).
+  // Takes `partition` over: a constant that one kernel reads, and only in
+  // the form it packs, is dropped as soon as that kernel is built (freed
+  // if the caller kept no reference to it).
   static absl::StatusOr<std::shared_ptr<const CpuFunction>> Create(
-      const Graph& partition, const cpu::KernelRegistry& kernels,
+      Graph partition, const cpu::KernelRegistry& kernels,
       Precision precision = Precision::kFloat32);
 
   const std::vector<ValueInfo>& inputs() const override { return inputs_; }
@@ -72,6 +76,7 @@ class CpuFunction : public CompiledFunction {
   absl::Status WriteConstants(void* dst) const;
   // Drops the host copy of the constants (see CompiledFunction).
   void ReleaseHostConstants() const override;
+  void ReleaseHostConstantsOnNextLoad() const override;
 
   // Runs every kernel. `inputs` and `outputs` match inputs()/outputs().
   // With `profile` (a profiled run's launch, LaunchOptions::profile), adds
@@ -106,12 +111,14 @@ class CpuFunction : public CompiledFunction {
   // Create's steps. Gives every value a slot (inputs, constants, node
   // outputs: arena ones placed by liveness) and fills `slot_of`.
   absl::Status AssignSlots(absl::flat_hash_map<std::string, int>* slot_of);
-  // Builds the steps' kernels at `precision`.
+  // Builds the steps' kernels at `precision`. A constant that a single
+  // kernel reads, and that kernel packs, is held packed from then on
+  // (packed_) and its plain value leaves graph_ at once.
   absl::Status BuildSteps(const cpu::KernelRegistry& kernels,
                           Precision precision,
                           const absl::flat_hash_map<std::string, int>& slot_of);
-  // Lays out the constant block, holding packed the constants a single
-  // kernel reads only in its packed form.
+  // Lays out the constant block: the packed constants and the plain ones
+  // left in graph_, by name.
   void PlaceConstants(const absl::flat_hash_map<std::string, int>& slot_of);
   // Execute's profiled path: every step through `run_step`, timed, its
   // slice (op type, kernel, shapes read from `views`) added to `profile`'s
@@ -139,6 +146,7 @@ class CpuFunction : public CompiledFunction {
     size_t offset = 0;
     Tensor plain;
     const void* packed = nullptr;
+    cpu::Kernel* packer = nullptr;  // The kernel owning `packed`.
     size_t bytes = 0;
   };
   // The function's only host copy of its constants (graph_ keeps none once
@@ -150,7 +158,13 @@ class CpuFunction : public CompiledFunction {
   mutable absl::Mutex constants_mu_;
   mutable std::vector<HostConstant> constants_ ABSL_GUARDED_BY(constants_mu_);
   mutable bool constants_released_ ABSL_GUARDED_BY(constants_mu_) = false;
+  // ReleaseHostConstantsOnNextLoad: WriteConstants drops each constant once
+  // copied.
+  mutable bool release_on_write_ ABSL_GUARDED_BY(constants_mu_) = false;
   std::vector<cpu::Kernel*> packing_kernels_;
+  // Constants held packed by the kernel that reads them (BuildSteps), by
+  // name, with that kernel; PlaceConstants puts them in the constant block.
+  std::map<std::string, std::pair<cpu::PackedConstant, cpu::Kernel*>> packed_;
   size_t constant_bytes_ = 0;
   size_t arena_bytes_ = 0;
   double flops_ = 0;
@@ -171,6 +185,8 @@ class CpuBackend : public Backend {
   using Backend::Compile;
   absl::StatusOr<std::shared_ptr<const CompiledFunction>> Compile(
       const Graph& partition, const CompileOptions& options) const override;
+  absl::StatusOr<std::shared_ptr<const CompiledFunction>> CompileConsuming(
+      Graph partition, const CompileOptions& options) const override;
 
  private:
   const cpu::KernelRegistry& kernels_;

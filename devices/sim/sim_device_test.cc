@@ -397,6 +397,84 @@ TEST(SimDeviceTest, PackedWeightsOnTheDevicesAloneComputeTheProduct) {
   }
 }
 
+// Compiled for a caller that gives the partition over (the provisioner's
+// last compile), a weight that a MatMul packs leaves the host as soon as
+// that kernel is built; a constant kept plain (the bias) leaves during the
+// last Load, once it is on the device. What runs is still x · w1 · w2 + b.
+TEST(SimDeviceTest, ConsumedConstantsGoOnceTheKernelOrTheDeviceHoldsThem) {
+  constexpr int64_t kM = 4, kK = 32, kN = 16;
+  std::vector<float> xv(kM * kK), w1v(kK * kK), w2v(kK * kN), bv(kN);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = (i % 7) * 0.25f - 0.75f;
+  for (size_t i = 0; i < w1v.size(); ++i) w1v[i] = (i % 5) * 0.125f - 0.25f;
+  for (size_t i = 0; i < w2v.size(); ++i) w2v[i] = (i % 3) * 0.5f - 0.5f;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>(i);
+  // Each constant borrows a copy of its values kept alive by a token the
+  // test watches.
+  std::vector<std::weak_ptr<void>> watched;
+  auto constant = [&](const std::vector<float>& values, Shape shape) {
+    auto owned = std::make_shared<std::vector<float>>(values);
+    watched.push_back(owned);
+    return Tensor::Borrow(DType::kFloat32, std::move(shape), owned->data(),
+                          owned);
+  };
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {{"x", DType::kFloat32, Shape({kM, kK})}};
+  g.outputs = {{"y", DType::kFloat32, Shape({kM, kN})}};
+  g.initializers["w1"] = constant(w1v, Shape({kK, kK}));
+  g.initializers["w2"] = constant(w2v, Shape({kK, kN}));
+  g.initializers["b"] = constant(bv, Shape({kN}));
+  g.nodes = {Node{"mm1", "MatMul", "", {"x", "w1"}, {"h"}, {}},
+             Node{"mm2", "MatMul", "", {"h", "w2"}, {"p"}, {}},
+             Node{"add", "Add", "", {"p", "b"}, {"y"}, {}}};
+  g.values["x"] = g.inputs[0];
+  g.values["w1"] = {"w1", DType::kFloat32, Shape({kK, kK})};
+  g.values["w2"] = {"w2", DType::kFloat32, Shape({kK, kN})};
+  g.values["b"] = {"b", DType::kFloat32, Shape({kN})};
+  g.values["h"] = {"h", DType::kFloat32, Shape({kM, kK})};
+  g.values["p"] = {"p", DType::kFloat32, Shape({kM, kN})};
+  g.values["y"] = g.outputs[0];
+
+  auto device = MakeDevice(0, 1 << 20);
+  auto compiled =
+      device->backend().CompileConsuming(std::move(g), CompileOptions());
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  size_t alive = 0;
+  for (const auto& w : watched) alive += w.expired() ? 0 : 1;
+  EXPECT_LE(alive, 1u) << "packed weights were kept plain after compiling";
+
+  (*compiled)->ReleaseHostConstantsOnNextLoad();
+  auto loaded = device->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  for (const auto& w : watched) {
+    EXPECT_TRUE(w.expired()) << "a constant outlived the last load";
+  }
+  EXPECT_EQ(device->Load(*compiled).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  const Tensor x =
+      Tensor::FromVector<float>(DType::kFloat32, Shape({kM, kK}), xv);
+  DeviceTensor dx, dy;
+  Tensor y;
+  Stream* s = *device->AcquireStream();
+  device->CopyToDevice(*s, &x, &dx);
+  device->Launch(*s, **loaded, {&dx}, {&dy});
+  device->CopyToHost(*s, &dy, &y);
+  ASSERT_TRUE(s->Synchronize().ok()) << s->status();
+  device->ReleaseStream(s);
+  for (int64_t i = 0; i < kM; ++i) {
+    std::vector<float> h(kK, 0.0f);
+    for (int64_t j = 0; j < kK; ++j) {
+      for (int64_t k = 0; k < kK; ++k) h[j] += xv[i * kK + k] * w1v[k * kK + j];
+    }
+    for (int64_t j = 0; j < kN; ++j) {
+      float want = bv[j];
+      for (int64_t k = 0; k < kK; ++k) want += h[k] * w2v[k * kN + j];
+      EXPECT_NEAR(y.data<float>()[i * kN + j], want, 1e-3) << i << "," << j;
+    }
+  }
+}
+
 // VmRSS of this process, bytes.
 int64_t RssBytes() {
   std::ifstream status("/proc/self/status");
