@@ -7,11 +7,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/allocator_policy.h"
 #include "core/op_cost.h"
 #include "core/status_macros.h"
-#include "devices/cpu/kernel_util.h"
 #include "devices/cpu/compile_steps.h"
 #include "devices/cpu/cpu_rewrites.h"
+#include "devices/cpu/kernel_util.h"
 
 namespace glint {
 namespace {
@@ -225,6 +226,14 @@ std::string DescribeViews(const std::vector<cpu::TensorView>& views,
 
 }  // namespace
 
+// A host constant this large, once dropped, has its heap pages given back
+// to the OS at once (ReleaseFreeMemory): a freed block below malloc's mmap
+// threshold would stay in the process, and what comes next while a
+// network loads (packed weights, the device's constant block) is of other
+// sizes and does not reuse it, so the weights would be held twice after
+// all. A heap walk per such constant is nothing next to packing it.
+constexpr size_t kTrimAfterBytes = size_t{1} << 20;
+
 absl::StatusOr<std::shared_ptr<const CpuFunction>> CpuFunction::Create(
     Graph partition, const cpu::KernelRegistry& kernels, Precision precision) {
   std::shared_ptr<CpuFunction> f(new CpuFunction());
@@ -345,7 +354,9 @@ absl::Status CpuFunction::BuildSteps(
       step.kernel->UsePackedConstant(p.input);
       packed_[name] = {p, step.kernel.get()};
       packing_kernels_.push_back(step.kernel.get());
+      const size_t bytes = g.FindInitializer(name)->num_bytes();
       graph_.initializers.erase(name);
+      if (bytes >= kTrimAfterBytes) ReleaseFreeMemory();
     }
   };
   // Kernels, built once with everything known at compile time.
@@ -417,6 +428,7 @@ absl::Status CpuFunction::WriteConstants(void* dst) const {
       c.plain = Tensor();
       if (c.packer != nullptr) c.packer->ReleasePackedConstants();
       c.packed = nullptr;
+      if (c.bytes >= kTrimAfterBytes) ReleaseFreeMemory();
     }
   }
   if (release_on_write_) {
