@@ -91,16 +91,21 @@ GlintStatus* PrepareRun(const char* function, GlintRuntime* runtime,
   return nullptr;
 }
 
+// `model` is the model's bytes, or `path` names its file.
 GlintStatus* Add(const char* function, GlintRuntime* runtime, const char* name,
-                 const glint::ModelBytes& model, const GlintAddOptions* options,
-                 GlintNetwork** out) {
+                 absl::string_view model, const char* path,
+                 const GlintAddOptions* options, GlintNetwork** out) {
   glint::AddNetworkOptions add;
   if (options != nullptr) {
     GLINT_C_CHECK(CheckHandle(function, "options", options));
     add = options->options;
   }
+  // From a file: mapped, not read, and its pages dropped after each pass
+  // over them, so a large model is not held beside the network built from
+  // it.
   absl::StatusOr<glint::NetworkInfo> info =
-      runtime->host->AddNetwork(name, model, add);
+      path != nullptr ? runtime->host->AddNetworkFromFile(name, path, add)
+                      : runtime->host->AddNetwork(name, model, add);
   if (!info.ok()) return FromStatus(function, info.status());
   if (out != nullptr) *out = MakeNetwork(*std::move(info));
   return nullptr;
@@ -326,7 +331,7 @@ GlintStatus* glint_runtime_add_network(GlintRuntime* runtime, const char* name,
     if (model_size > 0) GLINT_C_CHECK(CheckNotNull(kFn, "model", model));
     return Add(kFn, runtime, name,
                absl::string_view(static_cast<const char*>(model), model_size),
-               options, out);
+               /*path=*/nullptr, options, out);
   });
 }
 
@@ -338,11 +343,7 @@ GlintStatus* glint_runtime_add_network_from_file(
     GLINT_C_CHECK(CheckHandle(kFn, "runtime", runtime));
     GLINT_C_CHECK(CheckNotNull(kFn, "name", name));
     GLINT_C_CHECK(CheckNotNull(kFn, "path", path));
-    // Mapped, not read: the add drops the file's pages after each pass
-    // over them, so the model is not held beside what is built from it.
-    absl::StatusOr<glint::ModelBytes> model = glint::ModelBytes::MapFile(path);
-    if (!model.ok()) return FromStatus(kFn, model.status());
-    return Add(kFn, runtime, name, *model, options, out);
+    return Add(kFn, runtime, name, {}, path, options, out);
   });
 }
 

@@ -13,9 +13,11 @@ namespace glint {
 // models go through AddNetworkStream, in pieces.
 inline constexpr int kMaxMessageBytes = 1 << 30;
 
-// Largest model AddNetworkStream takes: a serialized ModelProto protobuf
-// can parse (2 GiB - 1). Larger models need ONNX's external data.
-inline constexpr uint64_t kMaxModelBytes = (uint64_t{1} << 31) - 1;
+// Largest model AddNetworkStream takes: what protobuf can parse (2 GiB -
+// 1) less 1 MiB, the room the store's record needs around the model (name,
+// options), so that a model taken is one the journal can keep. Larger
+// models need ONNX's external data.
+inline constexpr uint64_t kMaxModelBytes = (uint64_t{1} << 31) - 1 - (1 << 20);
 
 // The piece size the Glint client cuts a model into for AddNetworkStream:
 // large enough that a piece costs little per byte, small enough that

@@ -1,7 +1,10 @@
 #include "runtime/host_manager.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -193,6 +196,21 @@ absl::StatusOr<NetworkInfo> HostManager::AddNetwork(
 absl::StatusOr<NetworkInfo> HostManager::AddNetworkFromFile(
     absl::string_view name, const std::string& path,
     const AddNetworkOptions& options) {
+  std::error_code ec;
+  const std::filesystem::file_status type = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(type) &&
+      !std::filesystem::is_regular_file(type) &&
+      !std::filesystem::is_directory(type)) {
+    // A pipe or a device: nothing to map (and opening it twice would lose
+    // what its writer sent); read it whole.
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in.good() && !in.eof()) {
+      return absl::DataLossError(absl::StrCat("cannot read '", path, "'"));
+    }
+    return Add(name, bytes.str(), options, AddMode::kAdd);
+  }
   GLINT_ASSIGN_OR_RETURN(ModelBytes model, ModelBytes::MapFile(path));
   return Add(name, model, options, AddMode::kAdd);
 }

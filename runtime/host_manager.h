@@ -116,8 +116,10 @@ class HostManager {
                                          const ModelBytes& onnx_model,
                                          const AddNetworkOptions& options);
   // AddNetwork of the ONNX file at `path`, mapped rather than read
-  // (ModelBytes::MapFile; its errors too, e.g. NOT_FOUND). The file must
-  // not change until this returns.
+  // (ModelBytes::MapFile; its errors too, e.g. NOT_FOUND); a path that is
+  // not a regular file (a pipe) is read whole instead. The file must not
+  // change until this returns (a file truncated while mapped faults the
+  // process, as any mapped file does).
   absl::StatusOr<NetworkInfo> AddNetworkFromFile(
       absl::string_view name, const std::string& path,
       const AddNetworkOptions& options);

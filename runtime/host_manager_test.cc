@@ -1,5 +1,8 @@
 #include "runtime/host_manager.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <fstream>
 #include <set>
@@ -379,6 +382,20 @@ TEST(HostManagerTest, AddsAMappedFileWithoutKeepingItResident) {
       (*host)->RunNetwork("mlp", {{"x", Input(1, 3072, 0.01f, &x)}});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear((*out)[0].tensor, MlpReference(x, 1, 3072, 4096));
+
+  // A pipe has nothing to map: it is read whole (its writer sends a small
+  // model once).
+  const std::string fifo = ::testing::TempDir() + "/model.fifo";
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string piped = MakeMlpModel(1, 4, 4);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << piped; });
+  absl::StatusOr<NetworkInfo> from_pipe =
+      (*host)->AddNetworkFromFile("piped", fifo, {});
+  writer.join();
+  ASSERT_TRUE(from_pipe.ok()) << from_pipe.status();
+  EXPECT_EQ(journal.recorded, piped);
+  ASSERT_TRUE((*host)->RemoveNetwork("piped").ok());
 
   // A file that is not there: NOT_FOUND naming it, nothing added or kept.
   journal.recorded.clear();

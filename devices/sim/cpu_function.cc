@@ -418,6 +418,14 @@ absl::Status CpuFunction::WriteConstants(void* dst) const {
         "the function's constants were released after it was loaded; "
         "compile it again to load it elsewhere");
   }
+  // A kernel drops all it packed at once: it goes once its last constant
+  // here is written.
+  absl::flat_hash_map<cpu::Kernel*, int> unwritten;
+  if (release_on_write_) {
+    for (const HostConstant& c : constants_) {
+      if (c.packer != nullptr) ++unwritten[c.packer];
+    }
+  }
   for (HostConstant& c : constants_) {
     if (c.bytes > 0) {
       std::memcpy(static_cast<char*>(dst) + c.offset,
@@ -426,7 +434,9 @@ absl::Status CpuFunction::WriteConstants(void* dst) const {
     if (release_on_write_) {
       // On the device now: the host copy goes before the next is written.
       c.plain = Tensor();
-      if (c.packer != nullptr) c.packer->ReleasePackedConstants();
+      if (c.packer != nullptr && --unwritten[c.packer] == 0) {
+        c.packer->ReleasePackedConstants();
+      }
       c.packed = nullptr;
       if (c.bytes >= kTrimAfterBytes) ReleaseFreeMemory();
     }

@@ -21,8 +21,14 @@ absl::Status ModelUpload::Take(const v1::AddNetworkChunk& chunk) {
           "the model is ", chunk.model_size(), " bytes, over the limit of ",
           max_bytes_, " (larger models need ONNX's external data)"));
     }
-    GLINT_ASSIGN_OR_RETURN(ModelFileWriter file, ModelFileWriter::Create(dir_));
-    file_.emplace(std::move(file));
+    absl::StatusOr<ModelFileWriter> file = ModelFileWriter::Create(dir_);
+    if (!file.ok()) {
+      // The server's folder, not the request, is at fault.
+      return absl::InternalError(
+          absl::StrCat("glintd cannot keep the model while it arrives: ",
+                       file.status().message()));
+    }
+    file_.emplace(*std::move(file));
     started_ = true;
     name_ = chunk.name();
     options_ = chunk.options();

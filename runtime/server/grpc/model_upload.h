@@ -30,8 +30,8 @@ class ModelUpload {
   // call is answered with it: INVALID_ARGUMENT for a first message without
   // a name, a later one that sets name, options or model_size, a
   // model_size or bytes beyond `max_bytes` or beyond the model_size given;
-  // RESOURCE_EXHAUSTED when the disk is full; the file's own error when it
-  // cannot be created.
+  // RESOURCE_EXHAUSTED when the disk is full; INTERNAL when the file
+  // cannot be created (the server's folder is missing or not writable).
   absl::Status Take(const v1::AddNetworkChunk& chunk);
 
   // The stream ended: the model's bytes, mapped. INVALID_ARGUMENT when no

@@ -249,8 +249,8 @@ namespace {
 // AddNetworkStream's reactor: each message is written to the model's file
 // on `pool` (disk writes are not a callback's short work), and the next
 // read starts once it is, so at most one message is held; at the stream's
-// end the add runs on `pool` too. Counts itself in `uploading` while it
-// lives; deletes itself when gRPC is done with the call.
+// end the add runs on `pool` too. Counted in `uploading` (when given) until
+// it ends; deletes itself when gRPC is done with the call.
 class AddNetworkStreamReactor
     : public grpc::ServerReadReactor<v1::AddNetworkChunk> {
  public:
@@ -258,7 +258,7 @@ class AddNetworkStreamReactor
   AddNetworkStreamReactor(grpc::CallbackServerContext* context,
                           const GlintHandlers& handlers, WorkerPool& pool,
                           std::string dir, v1::AddNetworkResponse* response,
-                          std::atomic<int>& uploading, grpc::Status refused)
+                          std::atomic<int>* uploading, grpc::Status refused)
       : context_(context),
         handlers_(handlers),
         pool_(pool),
@@ -296,7 +296,7 @@ class AddNetworkStreamReactor
   }
 
   void OnDone() override {
-    uploading_.fetch_sub(1);
+    if (uploading_ != nullptr) uploading_->fetch_sub(1);
     delete this;
   }
 
@@ -310,7 +310,7 @@ class AddNetworkStreamReactor
   const GlintHandlers& handlers_;
   WorkerPool& pool_;
   v1::AddNetworkResponse* const response_;
-  std::atomic<int>& uploading_;
+  std::atomic<int>* const uploading_;
   ModelUpload upload_;
   v1::AddNetworkChunk chunk_;
 };
@@ -326,16 +326,24 @@ grpc::ServerReadReactor<v1::AddNetworkChunk>*
 GlintServiceImpl::AddNetworkStream(grpc::CallbackServerContext* context,
                                    v1::AddNetworkResponse* response) {
   grpc::Status refused = Authorize(*context, "AddNetworkStream");
-  if (uploading_.fetch_add(1) >= uploads_.max_concurrent && refused.ok()) {
-    refused = grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("glintd takes at most ", uploads_.max_concurrent,
-                     " AddNetworkStream uploads at once; retry later"));
+  // Only authorized calls take an upload's place: anonymous ones cannot
+  // keep an administrator's out.
+  std::atomic<int>* counted = nullptr;
+  if (refused.ok()) {
+    if (uploading_.fetch_add(1) >= uploads_.max_concurrent) {
+      uploading_.fetch_sub(1);
+      refused = grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("glintd takes at most ", uploads_.max_concurrent,
+                       " AddNetworkStream uploads at once; retry later"));
+    } else {
+      counted = &uploading_;
+    }
   }
   return new AddNetworkStreamReactor(
       context, handlers_, *blocking_,
       uploads_.dir.empty() ? DefaultUploadDir() : uploads_.dir, response,
-      uploading_, std::move(refused));
+      counted, std::move(refused));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::RemoveNetwork(
