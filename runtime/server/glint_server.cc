@@ -162,6 +162,7 @@ absl::Status GlintServer::StartGrpc() {
   // anyway once added.
   UploadOptions uploads;
   uploads.dir = core_->store_dir();
+  uploads.max_concurrent = blocking.threads + blocking.max_queued;
   glint_service_ = std::make_unique<GlintServiceImpl>(
       &core_->host_manager(), blocking_.get(), authorizer_.get(),
       &core_->shared_memory(), request_budget_.get(), std::move(uploads));

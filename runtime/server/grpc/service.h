@@ -123,8 +123,11 @@ struct UploadOptions {
   // /tmp without it.
   std::string dir;
   // Uploads in progress at once; more are RESOURCE_EXHAUSTED at once, so
-  // that clients cannot fill the disk with many half-sent models.
-  int max_concurrent = 4;
+  // that clients cannot fill the disk with ever more half-sent models.
+  // Every Glint client adds through an upload, so this is also how many
+  // adds may be under way at once: glintd sets it to what its blocking
+  // pool holds (threads + queue), the bound unary AddNetwork has.
+  int max_concurrent = 64;
 };
 
 class GlintServiceImpl final : public v1::HostManager::CallbackService {
