@@ -158,11 +158,12 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
 }
 
 std::string FormatDevice(const DeviceInfo& device) {
-  std::string out =
-      absl::StrCat(device.id, "  ", device.name, "  type=", device.type,
-                   "  memory ", FormatBytes(device.memory_bytes), ", ",
-                   FormatBytes(device.available_memory_bytes), " available, ",
-                   device.loaded_functions, " partitions loaded");
+  std::string out = absl::StrCat(
+      device.id, "  ", device.name, "  type=", device.type, "  memory ",
+      FormatBytes(device.memory_bytes), ", ",
+      FormatBytes(device.available_memory_bytes), " available (",
+      FormatBytes(device.peak_used_memory_bytes), " at most in use), ",
+      device.loaded_functions, " partitions loaded");
   if (device.launches_running > 0) {
     absl::StrAppend(&out, ", ", device.launches_running, " computing");
   }

@@ -35,6 +35,9 @@ struct DeviceInfo {
   std::string name;
   uint64_t memory_bytes = 0;            // Capacity.
   uint64_t available_memory_bytes = 0;  // Capacity minus allocations.
+  // The most allocated at once since the device started (weights, plans
+  // and runs' values together): how close to full it has come.
+  uint64_t peak_used_memory_bytes = 0;
   // Peak compute in FLOP/s and link bandwidth in bytes/s; 0 means "as fast
   // as the host allows" (no timing model). Used by the cost model.
   double compute_flops = 0;

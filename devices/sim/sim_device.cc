@@ -275,7 +275,11 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   info.type = config_.type;
   info.name = config_.name;
   info.memory_bytes = config_.memory_bytes;
-  info.available_memory_bytes = AvailableMemory();
+  {
+    absl::MutexLock lock(&memory_mu_);
+    info.available_memory_bytes = config_.memory_bytes - used_bytes_;
+    info.peak_used_memory_bytes = peak_used_bytes_;
+  }
   info.compute_flops = timing_.compute_flops;
   info.link_bytes_per_second = timing_.link_bytes_per_second;
   info.loaded_functions = loaded_functions_.load();
@@ -453,6 +457,7 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateBuffer(
           config_.memory_bytes, " available"));
     }
     used_bytes_ += bytes;
+    peak_used_bytes_ = std::max(peak_used_bytes_, used_bytes_);
   }
   void* data = HostAllocate(bytes, transient);
   if (data == nullptr) {

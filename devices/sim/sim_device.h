@@ -188,6 +188,7 @@ class SimDevice : public DeviceManager {
 
   mutable absl::Mutex memory_mu_;
   uint64_t used_bytes_ ABSL_GUARDED_BY(memory_mu_) = 0;
+  uint64_t peak_used_bytes_ ABSL_GUARDED_BY(memory_mu_) = 0;
 
   // Mappings of freed transient buffers by mapped length (a size class).
   absl::Mutex cache_mu_;

@@ -238,6 +238,13 @@ std::string PrometheusMetricsText(
                               : 0;
     page.Sample(DeviceLabels(i), absl::StrCat(used));
   }
+  page.Family("glint_device_memory_peak_bytes", "gauge",
+              "The most memory of the device allocated at once since it "
+              "started");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                absl::StrCat(d.device.peak_used_memory_bytes));
+  }
   page.Family("glint_device_loaded_partitions", "gauge",
               "Compiled partitions loaded on the device now");
   for (const DeviceStatistics& d : devices) {

@@ -20,6 +20,7 @@
 //   glint_partition_executions_total,
 //   glint_partition_compute_seconds_total       {model, partition, device}
 //   glint_device_memory_total_bytes, glint_device_memory_used_bytes,
+//   glint_device_memory_peak_bytes,
 //   glint_device_loaded_partitions, glint_device_launches_running,
 //   glint_device_healthy,
 //   glint_device_executions_total,

@@ -96,6 +96,7 @@ std::vector<DeviceStatistics> TwoDevices() {
   a.name = "sim:0";
   a.memory_bytes = 2 * kGiB;
   a.available_memory_bytes = 2 * kGiB - 3 * kMiB;
+  a.peak_used_memory_bytes = 5 * kMiB;
   a.loaded_functions = 2;
   a.launches_running = 1;
   DeviceInfo b = a;
@@ -168,6 +169,7 @@ TEST(PrometheusMetricsTest, PartitionsAndDevices) {
            "glint_device_memory_total_bytes{device=\"sim:0\"} 2147483648\n",
            "glint_device_memory_used_bytes{device=\"sim:0\"} 3145728\n",
            "glint_device_memory_used_bytes{device=\"sim:1\"} 0\n",
+           "glint_device_memory_peak_bytes{device=\"sim:0\"} 5242880\n",
            "glint_device_loaded_partitions{device=\"sim:0\"} 2\n",
            "glint_device_launches_running{device=\"sim:0\"} 1\n",
            "glint_device_launches_running{device=\"sim:1\"} 0\n",
@@ -211,7 +213,7 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 24u);
+  EXPECT_EQ(typed.size(), 25u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
