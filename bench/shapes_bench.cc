@@ -124,8 +124,9 @@ absl::StatusOr<std::vector<ShapeRow>> ReadRows(const std::string& dir,
 
 // Prints a model's rows (and adds their ratios) and its memory line.
 void PrintModel(const CorpusModel& model, const std::vector<ShapeRow>& rows,
-                uint64_t dyn_bytes, int64_t dyn_rss, uint64_t static_bytes,
-                int64_t static_rss, std::vector<double>* ratios) {
+                uint64_t dyn_bytes, uint64_t dyn_peak, int64_t dyn_rss,
+                uint64_t static_bytes, uint64_t static_max, int64_t static_rss,
+                std::vector<double>* ratios) {
   for (const ShapeRow& row : rows) {
     const double d = Median(row.dyn_us) / 1000, st = Median(row.static_us) / 1000;
     ratios->push_back(d / st);
@@ -140,6 +141,10 @@ void PrintModel(const CorpusModel& model, const std::vector<ShapeRow>& rows,
       "the device (%.1f MiB resident)\n",
       model.name.c_str(), dyn_bytes / kMiB, dyn_rss / kMiB, rows.size(),
       static_bytes / kMiB, static_rss / kMiB);
+  std::printf(
+      "%-20s device peak of the dynamic add over its first run of each "
+      "shape %.1f MiB; the largest static add %.1f MiB\n",
+      model.name.c_str(), dyn_peak / kMiB, static_max / kMiB);
   std::fflush(stdout);
 }
 
@@ -168,7 +173,10 @@ absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
     row.max_rel = MaxRelative(model, *out, row.want);
   }
   const int64_t rss_dyn = ResidentBytes();
-  uint64_t static_bytes = 0;
+  // Only the dynamic network has been on the device so far: its weights,
+  // its plan and the most its runs held at once.
+  const uint64_t dyn_peak = (*host)->GetDevices()[0].peak_used_memory_bytes;
+  uint64_t static_bytes = 0, static_max = 0;
   for (size_t s = 0; s < rows.size(); ++s) {
     AddNetworkOptions options;
     for (const NamedTensor& t : rows[s].inputs) {
@@ -179,6 +187,7 @@ absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
         (*host)->AddNetwork(name, bytes, options);
     if (!info.ok()) return info.status();
     static_bytes += NetworkBytes(*info);
+    static_max = std::max(static_max, NetworkBytes(*info));
     GLINT_RETURN_IF_ERROR((*host)->RunNetwork(name, rows[s].inputs).status());
   }
   const int64_t rss_static = ResidentBytes();
@@ -196,8 +205,8 @@ absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
           &row.static_us));
     }
   }
-  PrintModel(model, rows, NetworkBytes(*dyn), rss_dyn - rss_start,
-             static_bytes, rss_static - rss_dyn, ratios);
+  PrintModel(model, rows, NetworkBytes(*dyn), dyn_peak, rss_dyn - rss_start,
+             static_bytes, static_max, rss_static - rss_dyn, ratios);
   return absl::OkStatus();
 }
 

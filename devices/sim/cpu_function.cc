@@ -158,7 +158,7 @@ class StepContext : public cpu::KernelContext {
         GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
                                memory_.allocate(bytes));
         view.data = memory_.resolve(*buffer);
-        dynamic_buffers_.push_back(std::move(buffer));
+        dynamic_buffers_[slot_id] = std::move(buffer);
         break;
       }
       default:
@@ -378,8 +378,28 @@ absl::Status CpuFunction::BuildSteps(
     flops_ += EstimateOpCost(*c.node, g).flops;
     steps_.push_back(std::move(step));
   }
-
+  PlanDynamicReleases();
   return absl::OkStatus();
+}
+
+void CpuFunction::PlanDynamicReleases() {
+  // The last step that touches each dynamic value: its last reader, or its
+  // producer when nothing reads it. Steps run in order, so the latest
+  // index wins.
+  std::vector<int> last(slots_.size(), -1);
+  for (int i = 0; i < static_cast<int>(steps_.size()); ++i) {
+    for (const std::vector<int>* ids :
+         {&steps_[i].outputs, &steps_[i].inputs}) {
+      for (int id : *ids) {
+        if (id >= 0 && slots_[id].kind == ValueSlot::Kind::kDynamic) {
+          last[id] = i;
+        }
+      }
+    }
+  }
+  for (int id = 0; id < static_cast<int>(slots_.size()); ++id) {
+    if (last[id] >= 0) steps_[last[id]].release_after.push_back(id);
+  }
 }
 
 void CpuFunction::PlaceConstants(
@@ -509,7 +529,9 @@ absl::Status CpuFunction::Execute(
   const cpu::ScopedShapeBuildRecording recording(&shape_builds_);
   std::vector<cpu::TensorView> views(slots_.size());
   std::vector<bool> produced(slots_.size(), false);
-  std::vector<std::unique_ptr<DeviceBuffer>> dynamic_buffers;
+  // Indexed by slot: a dynamic value's buffer, from its producer until its
+  // last reader is done (Step::release_after).
+  std::vector<std::unique_ptr<DeviceBuffer>> dynamic_buffers(slots_.size());
   for (size_t s = 0; s < slots_.size(); ++s) {
     const ValueSlot& slot = slots_[s];
     if (slot.kind == ValueSlot::Kind::kInput) {
@@ -538,6 +560,7 @@ absl::Status CpuFunction::Execute(
             slots_[out].info.name, "'"));
       }
     }
+    for (int id : step.release_after) dynamic_buffers[id].reset();
     return absl::OkStatus();
   };
   if (profile == nullptr) {

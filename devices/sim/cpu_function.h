@@ -30,7 +30,8 @@ struct ValueSlot {
     kConstant,  // offset: into the constant block.
     kArena,     // offset: into the execution's arena (static shape).
     kOutput,    // index: position in the function's outputs.
-    kDynamic,   // Shape known only at run time: allocated when produced.
+    kDynamic,   // Shape known only at run time: allocated when produced,
+                // freed once its last reader is done.
   };
   Kind kind = Kind::kDynamic;
   size_t index = 0;
@@ -104,6 +105,11 @@ class CpuFunction : public CompiledFunction {
     std::string slice_name;
     const char* category = "op";
     std::string kernel_description;
+    // Dynamic values (slot ids) this step is the last to read, or produces
+    // for no reader: their device memory goes back once it is done, so a
+    // run holds its live values only, as the arena's plan does for static
+    // ones, not every value it has made.
+    std::vector<int> release_after;
   };
 
   CpuFunction() = default;
@@ -117,6 +123,8 @@ class CpuFunction : public CompiledFunction {
   absl::Status BuildSteps(const cpu::KernelRegistry& kernels,
                           Precision precision,
                           const absl::flat_hash_map<std::string, int>& slot_of);
+  // Fills every step's release_after.
+  void PlanDynamicReleases();
   // Lays out the constant block: the packed constants and the plain ones
   // left in graph_, by name.
   void PlaceConstants(const absl::flat_hash_map<std::string, int>& slot_of);
