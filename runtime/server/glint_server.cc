@@ -144,6 +144,10 @@ absl::Status GlintServer::StartGrpc() {
     return absl::InvalidArgumentError(
         "--max_request_bytes_in_flight must be at most --grpc_memory_limit");
   }
+  if (options_.upload_idle_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--upload_idle_timeout must be positive (inf: never)");
+  }
   WorkerPoolOptions blocking;
   blocking.threads = options_.blocking_call_threads;
   blocking.max_queued = options_.blocking_call_queue;
@@ -163,6 +167,7 @@ absl::Status GlintServer::StartGrpc() {
   UploadOptions uploads;
   uploads.dir = core_->store_dir();
   uploads.max_concurrent = blocking.threads + blocking.max_queued;
+  uploads.idle_timeout = options_.upload_idle_timeout;
   glint_service_ = std::make_unique<GlintServiceImpl>(
       &core_->host_manager(), blocking_.get(), authorizer_.get(),
       &core_->shared_memory(), request_budget_.get(), std::move(uploads));

@@ -66,6 +66,8 @@ struct GlintServerOptions {
   int grpc_max_threads = 8;
   int blocking_call_threads = 2;
   int blocking_call_queue = 64;
+  // UploadOptions::idle_timeout (runtime/server/grpc/service.h).
+  absl::Duration upload_idle_timeout = absl::Minutes(2);
   SecurityOptions security;
   // The grpc.health.v1 service that is SERVING while the process answers
   // (liveness); empty: none.

@@ -109,6 +109,9 @@ ABSL_FLAG(int, blocking_call_threads, 2,
 ABSL_FLAG(int, blocking_call_queue, 64,
           "Blocking calls waiting for one of those threads; beyond it they "
           "fail at once with RESOURCE_EXHAUSTED.");
+ABSL_FLAG(absl::Duration, upload_idle_timeout, absl::Minutes(2),
+          "An AddNetworkStream upload whose client sends nothing this long "
+          "is cancelled and its place freed; inf: never.");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate (chain) of the server: serve TLS only. Needs "
           "--tls_key.");
@@ -196,6 +199,7 @@ absl::StatusOr<GlintServerOptions> GlintServerOptionsFromFlags() {
   options.grpc_max_threads = absl::GetFlag(FLAGS_grpc_max_threads);
   options.blocking_call_threads = absl::GetFlag(FLAGS_blocking_call_threads);
   options.blocking_call_queue = absl::GetFlag(FLAGS_blocking_call_queue);
+  options.upload_idle_timeout = absl::GetFlag(FLAGS_upload_idle_timeout);
   options.security.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.security.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.security.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);

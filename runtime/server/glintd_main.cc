@@ -15,7 +15,7 @@
 //          [--max_queued_runs=1024] [--max_concurrent_executions=8]
 //          [--grpc_memory_limit=4GiB]
 //          [--grpc_max_threads=8] [--blocking_call_threads=2]
-//          [--blocking_call_queue=64]
+//          [--blocking_call_queue=64] [--upload_idle_timeout=2m]
 //          [--tls_cert=PEM --tls_key=PEM [--tls_client_ca=PEM]]
 //          [--auth_tokens=FILE]
 //          [--model_repository=DIR [--model_control_mode=none|explicit|poll]

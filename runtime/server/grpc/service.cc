@@ -1,5 +1,6 @@
 #include "runtime/server/grpc/service.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -223,7 +224,16 @@ GlintServiceImpl::GlintServiceImpl(HostManager* host_manager,
       blocking_(blocking),
       authorizer_(authorizer),
       request_budget_(request_budget),
-      uploads_(std::move(uploads)) {}
+      uploads_(std::move(uploads)),
+      idle_uploads_(uploads_.idle_timeout == absl::InfiniteDuration()
+                        ? nullptr
+                        : std::make_unique<IdleCallWatch>([&] {
+                            IdleCallWatchOptions watch;
+                            watch.idle_timeout = uploads_.idle_timeout;
+                            watch.check_interval = std::min(
+                                absl::Seconds(1), uploads_.idle_timeout / 4);
+                            return watch;
+                          }())) {}
 
 grpc::Status GlintServiceImpl::Authorize(
     const grpc::CallbackServerContext& context,
@@ -250,7 +260,9 @@ namespace {
 // on `pool` (disk writes are not a callback's short work), and the next
 // read starts once it is, so at most one message is held; at the stream's
 // end the add runs on `pool` too. Counted in `uploading` (when given) until
-// it ends; deletes itself when gRPC is done with the call.
+// it ends; deletes itself when gRPC is done with the call. With a `watch`,
+// a call that waits too long for its client's next message is cancelled
+// (IdleCallWatch).
 class AddNetworkStreamReactor
     : public grpc::ServerReadReactor<v1::AddNetworkChunk> {
  public:
@@ -258,7 +270,8 @@ class AddNetworkStreamReactor
   AddNetworkStreamReactor(grpc::CallbackServerContext* context,
                           const GlintHandlers& handlers, WorkerPool& pool,
                           std::string dir, v1::AddNetworkResponse* response,
-                          std::atomic<int>* uploading, grpc::Status refused)
+                          std::atomic<int>* uploading, IdleCallWatch* watch,
+                          grpc::Status refused)
       : context_(context),
         handlers_(handlers),
         pool_(pool),
@@ -269,12 +282,27 @@ class AddNetworkStreamReactor
       Finish(std::move(refused));
       return;
     }
-    StartRead(&chunk_);
+    // TryCancel is safe from any thread and causes no reaction inline.
+    if (watch != nullptr) {
+      watched_ = watch->Watch([context] { context->TryCancel(); });
+    }
+    Read();
   }
 
   void OnReadDone(bool ok) override {
+    if (watched_ != nullptr) watched_->Working();
     if (!ok) {
       // The stream ended: the client's last write, or a broken call.
+      if (watched_ != nullptr && watched_->cancelled()) {
+        GLINT_LOG_WARN(
+            "AddNetworkStream from {}: no message for a while ({} "
+            "bytes of '{}' received); the upload was cancelled",
+            context_->peer(), upload_.received(), upload_.name());
+        Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                            "AddNetworkStream sent nothing within the "
+                            "server's idle timeout"));
+        return;
+      }
       if (context_->IsCancelled()) {
         Finish(grpc::Status(grpc::StatusCode::CANCELLED,
                             "AddNetworkStream was cancelled"));
@@ -291,16 +319,22 @@ class AddNetworkStreamReactor
         return;
       }
       chunk_.Clear();
-      StartRead(&chunk_);
+      Read();
     });
   }
 
   void OnDone() override {
+    if (watched_ != nullptr) watched_->Done();
     if (uploading_ != nullptr) uploading_->fetch_sub(1);
     delete this;
   }
 
  private:
+  void Read() {
+    if (watched_ != nullptr) watched_->Waiting();
+    StartRead(&chunk_);
+  }
+
   void OnPool(std::function<void()> task) {
     absl::Status scheduled = pool_.Schedule(std::move(task));
     if (!scheduled.ok()) Finish(ToGrpcStatus(scheduled));
@@ -313,6 +347,7 @@ class AddNetworkStreamReactor
   std::atomic<int>* const uploading_;
   ModelUpload upload_;
   v1::AddNetworkChunk chunk_;
+  std::shared_ptr<IdleCallWatch::Call> watched_;  // Null without a watch.
 };
 
 std::string DefaultUploadDir() {
@@ -343,7 +378,7 @@ GlintServiceImpl::AddNetworkStream(grpc::CallbackServerContext* context,
   return new AddNetworkStreamReactor(
       context, handlers_, *blocking_,
       uploads_.dir.empty() ? DefaultUploadDir() : uploads_.dir, response,
-      counted, std::move(refused));
+      counted, idle_uploads_.get(), std::move(refused));
 }
 
 grpc::ServerUnaryReactor* GlintServiceImpl::RemoveNetwork(

@@ -31,6 +31,7 @@
 #include "proto/glint.grpc.pb.h"
 #include "runtime/host_manager.h"
 #include "runtime/server/common/auth.h"
+#include "runtime/server/grpc/idle_call_watch.h"
 #include "runtime/server/grpc/model_upload.h"
 #include "runtime/server/grpc/reactors.h"
 #include "runtime/server/grpc/request_budget.h"
@@ -128,6 +129,13 @@ struct UploadOptions {
   // adds may be under way at once: glintd sets it to what its blocking
   // pool holds (threads + queue), the bound unary AddNetwork has.
   int max_concurrent = 64;
+  // An upload whose client sends nothing this long (between two messages,
+  // or before the first) is cancelled and its place freed
+  // (IdleCallWatch): a stalled or hostile client cannot keep others'
+  // adds out for ever. At 2 minutes a client must send one 4 MiB piece
+  // (kModelChunkBytes) each 2 minutes, 280 kbit/s. InfiniteDuration: no
+  // limit.
+  absl::Duration idle_timeout = absl::Minutes(2);
 };
 
 class GlintServiceImpl final : public v1::HostManager::CallbackService {
@@ -209,6 +217,8 @@ class GlintServiceImpl final : public v1::HostManager::CallbackService {
   RequestBudget* const request_budget_;
   const UploadOptions uploads_;
   std::atomic<int> uploading_{0};  // AddNetworkStream calls in progress.
+  // Null when uploads.idle_timeout is infinite.
+  const std::unique_ptr<IdleCallWatch> idle_uploads_;
 };
 
 }  // namespace glint

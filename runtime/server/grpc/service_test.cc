@@ -541,6 +541,62 @@ TEST_F(ServiceTest, UploadsAtOnceAreBoundedAndACancelledOneAddsNothing) {
   EXPECT_TRUE(IsEmptyDir(uploads.dir));
 }
 
+// An upload whose client stops sending is cancelled once it has waited
+// UploadOptions::idle_timeout for the next message: its place is free
+// again, nothing was added and no file is left. One that keeps sending,
+// each piece within the timeout, is added however long it takes in all.
+TEST_F(ServiceTest, AQuietUploadIsCancelledAndFreesItsPlace) {
+  DeviceConfig device;
+  device.memory_bytes = 64 * kMiB;
+  auto host = HostManager::CreateFromConfigs({}, {device});
+  ASSERT_TRUE(host.ok()) << host.status();
+  UploadOptions uploads;
+  uploads.dir = FreshTestDir("stream-idle");
+  uploads.max_concurrent = 1;
+  uploads.idle_timeout = absl::Seconds(1);
+  Serve(host->get(), nullptr, uploads);
+  const std::string model = testing::MakeMlpModel(2, 4, 3);
+
+  grpc::ClientContext quiet_context;
+  v1::AddNetworkResponse quiet_response;
+  auto quiet = stub_->AddNetworkStream(&quiet_context, &quiet_response);
+  v1::AddNetworkChunk chunk;
+  chunk.set_name("quiet");
+  chunk.set_model(model.substr(0, 10));
+  ASSERT_TRUE(quiet->Write(chunk));
+  // Returns once the server has given up on it: the server cancels the
+  // call, which its client sees as CANCELLED.
+  EXPECT_EQ(quiet->Finish().error_code(), grpc::StatusCode::CANCELLED);
+
+  // The slow client sends a piece every 200 ms, 2.4 s in all.
+  grpc::ClientContext slow_context;
+  v1::AddNetworkResponse slow_response;
+  auto slow = stub_->AddNetworkStream(&slow_context, &slow_response);
+  const size_t piece = (model.size() + 11) / 12;
+  grpc::Status added;
+  for (size_t offset = 0; offset < model.size(); offset += piece) {
+    chunk.Clear();
+    if (offset == 0) chunk.set_name("slow");
+    chunk.set_model(model.substr(offset, piece));
+    if (offset > 0) absl::SleepFor(absl::Milliseconds(200));  // Its pace.
+    if (!slow->Write(chunk)) break;
+  }
+  slow->WritesDone();
+  added = slow->Finish();
+  // The quiet call's place may still be held for a moment after its client
+  // saw it end (the server's reactor ends on gRPC's time): retry that only.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (added.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+         absl::Now() < deadline) {
+    added = StreamAdd(*stub_, "slow", model, 64, 0, &slow_response);
+  }
+  EXPECT_TRUE(added.ok()) << added.error_message();
+  std::vector<NetworkInfo> networks = (*host)->ListNetworks();
+  ASSERT_EQ(networks.size(), 1u);
+  EXPECT_EQ(networks[0].name, "slow");
+  EXPECT_TRUE(IsEmptyDir(uploads.dir));
+}
+
 // With an Authorizer, a call without a token is refused before it reaches
 // HostManager, whatever it asks. (Calls with tokens: tests/e2e_auth_test.)
 TEST_F(ServiceTest, WithTokensEveryHandlerRefusesAnonymousCalls) {
