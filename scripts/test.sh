@@ -61,6 +61,7 @@ TSAN_TARGETS=(
   //onnx:import_sandbox_test
   //store:network_store_test
   //runtime/server/grpc:service_test
+  //runtime/server/grpc:idle_call_watch_test
   //serving:shared_memory_test
   //serving:serving_core_test
   //runtime/server/grpc:request_budget_test
