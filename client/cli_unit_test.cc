@@ -37,6 +37,20 @@ void ExpectOneLineError(const Result& r, int code, const std::string& needle) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+// `glint devices`: the peak since start when glintd sends it (an older
+// one does not: then nothing is said of it).
+TEST(FormatTest, DevicePrintsItsPeakWhenKnown) {
+  DeviceInfo d;
+  d.id = 0;
+  d.name = "sim:0";
+  d.type = "sim";
+  d.memory_bytes = uint64_t{2} << 30;
+  d.available_memory_bytes = uint64_t{1} << 30;
+  EXPECT_THAT(FormatDevice(d), Not(HasSubstr("since start")));
+  d.peak_used_memory_bytes = uint64_t{3} << 20;
+  EXPECT_THAT(FormatDevice(d), HasSubstr("at most 3 MiB in use since start"));
+}
+
 TEST(CliTest, UsageErrorsExit2WithoutContactingAServer) {
   ExpectOneLineError(RunCli({}), 2, "INVALID_ARGUMENT: no command given");
   ExpectOneLineError(RunCli({"frobnicate"}), 2, "unknown command 'frobnicate'");

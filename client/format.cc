@@ -158,12 +158,17 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
 }
 
 std::string FormatDevice(const DeviceInfo& device) {
-  std::string out = absl::StrCat(
-      device.id, "  ", device.name, "  type=", device.type, "  memory ",
-      FormatBytes(device.memory_bytes), ", ",
-      FormatBytes(device.available_memory_bytes), " available (",
-      FormatBytes(device.peak_used_memory_bytes), " at most in use), ",
-      device.loaded_functions, " partitions loaded");
+  std::string out =
+      absl::StrCat(device.id, "  ", device.name, "  type=", device.type,
+                   "  memory ", FormatBytes(device.memory_bytes), ", ",
+                   FormatBytes(device.available_memory_bytes), " available, ",
+                   device.loaded_functions, " partitions loaded");
+  // An older glintd does not send the peak.
+  if (device.peak_used_memory_bytes > 0) {
+    absl::StrAppend(&out, ", at most ",
+                    FormatBytes(device.peak_used_memory_bytes),
+                    " in use since start");
+  }
   if (device.launches_running > 0) {
     absl::StrAppend(&out, ", ", device.launches_running, " computing");
   }

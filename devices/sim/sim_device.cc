@@ -457,6 +457,8 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateBuffer(
           config_.memory_bytes, " available"));
     }
     used_bytes_ += bytes;
+    // Counted as reserved: the rare reservation whose host memory then
+    // fails (below) still counts, as it did hold the device's room.
     peak_used_bytes_ = std::max(peak_used_bytes_, used_bytes_);
   }
   void* data = HostAllocate(bytes, transient);

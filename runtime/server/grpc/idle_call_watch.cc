@@ -35,13 +35,14 @@ bool IdleCallWatch::Call::cancelled() const {
   return cancelled_;
 }
 
-bool IdleCallWatch::Call::CancelIfIdleSince(absl::Time deadline) {
+IdleCallWatch::Call::Check IdleCallWatch::Call::CancelIfIdleSince(
+    absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  if (!cancel_) return true;
-  if (cancelled_ || waiting_since_ > deadline) return false;
+  if (!cancel_) return Check::kOver;
+  if (cancelled_ || waiting_since_ > deadline) return Check::kAlive;
   cancelled_ = true;
   cancel_();
-  return false;
+  return Check::kCancelledNow;
 }
 
 IdleCallWatch::IdleCallWatch(IdleCallWatchOptions options)
@@ -76,11 +77,15 @@ void IdleCallWatch::CheckNow() {
   std::vector<Call*> over;
   int64_t cancelled = 0;
   for (const std::shared_ptr<Call>& call : calls) {
-    const bool was_cancelled = call->cancelled();
-    if (call->CancelIfIdleSince(deadline)) {
-      over.push_back(call.get());
-    } else if (!was_cancelled && call->cancelled()) {
-      ++cancelled;
+    switch (call->CancelIfIdleSince(deadline)) {
+      case Call::Check::kOver:
+        over.push_back(call.get());
+        break;
+      case Call::Check::kCancelledNow:
+        ++cancelled;
+        break;
+      case Call::Check::kAlive:
+        break;
     }
   }
   absl::MutexLock lock(&mu_);

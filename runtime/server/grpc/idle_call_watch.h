@@ -61,15 +61,20 @@ class IdleCallWatch {
 
    private:
     friend class IdleCallWatch;
-    // Cancels the call if it has waited since before `deadline`; whether it
-    // is over (the watch then forgets it).
-    bool CancelIfIdleSince(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+    enum class Check { kAlive, kCancelledNow, kOver };
+    // Cancels the call if it has waited since `deadline` or earlier and
+    // was not cancelled yet; kOver once it is Done (the watch then forgets
+    // it).
+    Check CancelIfIdleSince(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
 
     const std::function<absl::Time()> clock_;
     mutable absl::Mutex mu_;
     // Empty once Done. Runs under mu_, so it must not wait for the call's
-    // own work (gRPC's TryCancel does not: the reactions it causes run on
-    // gRPC's threads, never inline).
+    // own work, nor run the call's reactions on this thread (Done would
+    // then wait for mu_ on the thread holding it). gRPC 1.51's TryCancel
+    // does neither: a reactor that is not InternalInlineable gets OnCancel
+    // and OnDone from gRPC's executor, and reads complete with
+    // can_inline=false. Recheck on a gRPC upgrade.
     std::function<void()> cancel_ ABSL_GUARDED_BY(mu_);
     absl::Time waiting_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
     bool cancelled_ ABSL_GUARDED_BY(mu_) = false;

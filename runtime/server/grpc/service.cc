@@ -298,7 +298,9 @@ class AddNetworkStreamReactor
             "AddNetworkStream from {}: no message for a while ({} "
             "bytes of '{}' received); the upload was cancelled",
             context_->peer(), upload_.received(), upload_.name());
-        Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+        // The client has seen CANCELLED already (a server-side cancel
+        // sends it); the call still needs its Finish.
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED,
                             "AddNetworkStream sent nothing within the "
                             "server's idle timeout"));
         return;

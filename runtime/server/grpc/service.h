@@ -133,8 +133,8 @@ struct UploadOptions {
   // or before the first) is cancelled and its place freed
   // (IdleCallWatch): a stalled or hostile client cannot keep others'
   // adds out for ever. At 2 minutes a client must send one 4 MiB piece
-  // (kModelChunkBytes) each 2 minutes, 280 kbit/s. InfiniteDuration: no
-  // limit.
+  // (kModelChunkBytes) each 2 minutes, 280 kbit/s. Positive (glintd
+  // checks its flag); InfiniteDuration: no limit.
   absl::Duration idle_timeout = absl::Minutes(2);
 };
 

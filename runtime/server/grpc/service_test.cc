@@ -558,6 +558,9 @@ TEST_F(ServiceTest, AQuietUploadIsCancelledAndFreesItsPlace) {
   const std::string model = testing::MakeMlpModel(2, 4, 3);
 
   grpc::ClientContext quiet_context;
+  // Without the watch the call would never end: fail rather than hang.
+  quiet_context.set_deadline(std::chrono::system_clock::now() +
+                             std::chrono::seconds(60));
   v1::AddNetworkResponse quiet_response;
   auto quiet = stub_->AddNetworkStream(&quiet_context, &quiet_response);
   v1::AddNetworkChunk chunk;
@@ -568,27 +571,31 @@ TEST_F(ServiceTest, AQuietUploadIsCancelledAndFreesItsPlace) {
   // call, which its client sees as CANCELLED.
   EXPECT_EQ(quiet->Finish().error_code(), grpc::StatusCode::CANCELLED);
 
-  // The slow client sends a piece every 200 ms, 2.4 s in all.
-  grpc::ClientContext slow_context;
-  v1::AddNetworkResponse slow_response;
-  auto slow = stub_->AddNetworkStream(&slow_context, &slow_response);
+  // The slow client sends a piece every 200 ms, 2.4 s in all. The quiet
+  // call's place may still be held for a moment after its client saw it
+  // end (the server's reactor ends on gRPC's time): an upload refused for
+  // that starts again, at the same pace.
   const size_t piece = (model.size() + 11) / 12;
-  grpc::Status added;
-  for (size_t offset = 0; offset < model.size(); offset += piece) {
-    chunk.Clear();
-    if (offset == 0) chunk.set_name("slow");
-    chunk.set_model(model.substr(offset, piece));
-    if (offset > 0) absl::SleepFor(absl::Milliseconds(200));  // Its pace.
-    if (!slow->Write(chunk)) break;
-  }
-  slow->WritesDone();
-  added = slow->Finish();
-  // The quiet call's place may still be held for a moment after its client
-  // saw it end (the server's reactor ends on gRPC's time): retry that only.
+  auto paced_add = [&]() {
+    grpc::ClientContext context;
+    v1::AddNetworkResponse response;
+    auto slow = stub_->AddNetworkStream(&context, &response);
+    for (size_t offset = 0; offset < model.size(); offset += piece) {
+      v1::AddNetworkChunk next;
+      if (offset == 0) next.set_name("slow");
+      next.set_model(model.substr(offset, piece));
+      if (offset > 0) absl::SleepFor(absl::Milliseconds(200));  // Its pace.
+      if (!slow->Write(next)) break;
+    }
+    slow->WritesDone();
+    return slow->Finish();
+  };
+  grpc::Status added = paced_add();
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (added.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
          absl::Now() < deadline) {
-    added = StreamAdd(*stub_, "slow", model, 64, 0, &slow_response);
+    absl::SleepFor(absl::Milliseconds(10));  // Polls the server's state.
+    added = paced_add();
   }
   EXPECT_TRUE(added.ok()) << added.error_message();
   std::vector<NetworkInfo> networks = (*host)->ListNetworks();
