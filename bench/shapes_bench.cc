@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -210,6 +211,116 @@ absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
   return absl::OkStatus();
 }
 
+// `inputs` ([B, S] each) cut to their first `s` columns.
+std::vector<NamedTensor> FirstColumns(const std::vector<NamedTensor>& inputs,
+                                      int64_t s) {
+  std::vector<NamedTensor> cut;
+  for (const NamedTensor& in : inputs) {
+    const Shape& shape = in.tensor.shape();
+    const int64_t rows = shape.dim(0), cols = shape.dim(1);
+    const size_t element = DTypeSize(in.tensor.dtype());
+    Tensor t = *Tensor::Create(in.tensor.dtype(), Shape({rows, s}));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(
+          static_cast<char*>(t.raw_data()) + r * s * element,
+          static_cast<const char*>(in.tensor.raw_data()) + r * cols * element,
+          s * element);
+    }
+    cut.push_back({in.name, std::move(t)});
+  }
+  return cut;
+}
+
+// Sequence lengths as a text service meets them: requests cycle through
+// every length 1..N (each met once before timing), against as many
+// requests at one length: the last a kernel's cache holds (lengths are met
+// in order, so the first ShapeKeyedCache::kMaxEntries are kept) and the
+// next, which every run builds afresh. For the models whose inputs are all
+// [B, S] (the BERT encoder, the GPT decoder, the LSTM tagger). Prints the
+// medians and the kernel builds the timed cycles paid.
+absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
+                          int lengths, int rounds) {
+  GLINT_ASSIGN_OR_RETURN(std::vector<ShapeRow> rows, ReadRows(dir, model));
+  const ShapeRow* widest = nullptr;
+  for (const ShapeRow& row : rows) {
+    for (const NamedTensor& in : row.inputs) {
+      if (in.tensor.shape().rank() != 2) return absl::OkStatus();
+    }
+    if (widest == nullptr || row.inputs[0].tensor.shape().dim(1) >
+                                 widest->inputs[0].tensor.shape().dim(1)) {
+      widest = &row;
+    }
+  }
+  if (widest == nullptr) return absl::OkStatus();
+  const int64_t max_s = widest->inputs[0].tensor.shape().dim(1);
+  const int n = static_cast<int>(std::min<int64_t>(lengths, max_s));
+  const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
+  DeviceConfig device;
+  device.memory_bytes = 8ull << 30;
+  absl::StatusOr<std::unique_ptr<HostManager>> host =
+      HostManager::CreateFromConfigs({}, {device});
+  if (!host.ok()) return host.status();
+  GLINT_RETURN_IF_ERROR((*host)->AddNetwork("dyn", bytes, {}).status());
+  std::vector<std::vector<NamedTensor>> by_length;
+  for (int s = 1; s <= n; ++s) {
+    by_length.push_back(FirstColumns(widest->inputs, s));
+    GLINT_RETURN_IF_ERROR(
+        (*host)->RunNetwork("dyn", by_length.back()).status());
+  }
+  GLINT_ASSIGN_OR_RETURN(NetworkStatistics before,
+                         (*host)->GetStatistics("dyn"));
+  // Lengths 32 and 33 (indices 31, 32) with N >= 33.
+  const int cached = std::min(n, 32) - 1, beyond = std::min(n - 1, 32);
+  std::vector<double> cycled_us, cached_us, beyond_us;
+  auto time_run = [&](int s, std::vector<double>* us) -> absl::Status {
+    const auto t0 = absl::Now();
+    GLINT_RETURN_IF_ERROR((*host)->RunNetwork("dyn", by_length[s]).status());
+    us->push_back(absl::ToDoubleMicroseconds(absl::Now() - t0));
+    return absl::OkStatus();
+  };
+  for (int r = 0; r < rounds; ++r) {
+    for (int s = 0; s < n; ++s) GLINT_RETURN_IF_ERROR(time_run(s, &cycled_us));
+    for (int s = 0; s < n; ++s) {
+      GLINT_RETURN_IF_ERROR(time_run(cached, &cached_us));
+    }
+    for (int s = 0; s < n; ++s) {
+      GLINT_RETURN_IF_ERROR(time_run(beyond, &beyond_us));
+    }
+  }
+  GLINT_ASSIGN_OR_RETURN(NetworkStatistics after,
+                         (*host)->GetStatistics("dyn"));
+  std::printf(
+      "%-20s lengths 1..%d cycled: p50 %.3f ms; length %d alone %.3f ms, "
+      "length %d alone %.3f ms; kernel builds %lld in %d runs\n",
+      model.name.c_str(), n, Median(cycled_us) / 1000, cached + 1,
+      Median(cached_us) / 1000, beyond + 1, Median(beyond_us) / 1000,
+      static_cast<long long>(after.shape_builds - before.shape_builds),
+      3 * n * rounds);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+int RunLengths(const std::string& dir, int lengths, int rounds) {
+  absl::StatusOr<std::vector<CorpusModel>> models =
+      testing::ReadCorpusManifest(dir);
+  if (!models.ok()) {
+    std::cerr << models.status() << "\n";
+    return 1;
+  }
+  std::printf("load average at start: %s\n", LoadAverage().c_str());
+  int failed = 0;
+  for (const CorpusModel& model : *models) {
+    if (model.file.empty() || model.shape_sets.empty()) continue;
+    absl::Status s = BenchLengths(dir, model, lengths, rounds);
+    if (!s.ok()) {
+      std::printf("%-20s %s\n", model.name.c_str(), s.ToString().c_str());
+      ++failed;
+    }
+  }
+  std::printf("load average at end: %s\n", LoadAverage().c_str());
+  return failed == 0 ? 0 : 1;
+}
+
 int Run(const std::string& dir, int threads, int iters, int rounds) {
   absl::StatusOr<std::vector<CorpusModel>> models =
       testing::ReadCorpusManifest(dir);
@@ -247,13 +358,17 @@ int Run(const std::string& dir, int threads, int iters, int rounds) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: shapes_bench CORPUS_DIR [threads] [iters] [rounds]\n";
+    std::cerr << "usage: shapes_bench CORPUS_DIR [threads] [iters] [rounds] "
+                 "[--lengths N]\n";
     return 2;
   }
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
   const int iters = argc > 3 ? std::atoi(argv[3]) : 20;
   const int rounds = argc > 4 ? std::max(1, std::atoi(argv[4])) : 3;
+  const int lengths =
+      argc > 6 && std::string(argv[5]) == "--lengths" ? std::atoi(argv[6]) : 0;
   glint::bench::ReexecWithOmpThreads(threads, argv);
   glint::ConfigureAllocatorForTensors();  // As glintd and the CLI do.
+  if (lengths > 0) return glint::RunLengths(argv[1], lengths, rounds);
   return glint::Run(argv[1], threads, iters, rounds);
 }

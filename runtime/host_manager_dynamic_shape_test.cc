@@ -406,5 +406,52 @@ TEST(HostManagerDynamicShapeTest, StatisticsCountBuildsForNewShapes) {
   EXPECT_EQ(builds("static").shape_build_time, absl::ZeroDuration());
 }
 
+// Kernels keep the shapes they met last (ShapeKeyedCache, least recently
+// used out): a service that has met more shapes than a kernel keeps builds
+// for the new ones, not for every run of a shape it meets again. Every
+// shape shares the weights RowGemm packed once, and each answer is the
+// MLP's own.
+TEST(HostManagerDynamicShapeTest, KernelsKeepTheShapesMetLast) {
+  std::unique_ptr<HostManager> host = MakeHost(1);
+  constexpr int64_t kIn = 8, kOut = 4;
+  ASSERT_TRUE(host->AddNetwork("mlp", testing::MakeMlpModel(-1, kIn, kOut),
+                               AddNetworkOptions())
+                  .ok());
+  auto run = [&](int64_t rows) {
+    std::vector<float> x(rows * kIn);
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>((i * 7 + rows) % 11) / 4 - 1;
+    }
+    absl::StatusOr<std::vector<NamedTensor>> out = host->RunNetwork(
+        "mlp",
+        {{"x", Tensor::FromVector(DType::kFloat32, Shape({rows, kIn}), x)}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].tensor.shape(), Shape({rows, kOut}));
+    const std::vector<float> want = testing::MlpReference(x, rows, kIn, kOut);
+    for (int64_t i = 0; i < rows * kOut; ++i) {
+      EXPECT_NEAR((*out)[0].tensor.data<float>()[i], want[i], 1e-5)
+          << rows << " rows, element " << i;
+    }
+  };
+  auto builds = [&] {
+    absl::StatusOr<NetworkStatistics> stats = host->GetStatistics("mlp");
+    EXPECT_TRUE(stats.ok()) << stats.status();
+    return stats.ok() ? stats->shape_builds : 0;
+  };
+  // One more shape than a kernel keeps (32): the first, 1 row, goes.
+  for (int64_t rows = 1; rows <= 33; ++rows) run(rows);
+  const uint64_t met = builds();
+  EXPECT_GE(met, 33u);
+  run(33);  // The last met: kept.
+  run(2);   // Met, and not the oldest: kept.
+  EXPECT_EQ(builds(), met);
+  run(1);  // The least recently used when 33 came: built again.
+  EXPECT_GT(builds(), met);
+  const uint64_t again = builds();
+  run(33);
+  run(1);
+  EXPECT_EQ(builds(), again);
+}
+
 }  // namespace
 }  // namespace glint

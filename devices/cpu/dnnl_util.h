@@ -141,9 +141,12 @@ dnnl::memory ReorderToOwned(const dnnl::engine& engine,
 std::vector<int64_t> ShapeKey(std::initializer_list<const Shape*> shapes);
 
 // Immutable entries (compiled primitives) keyed by input shapes.
-// Thread-safe. Holds at most kMaxEntries; beyond that, new entries are
-// still returned to the caller but not kept, so memory stays bounded when
-// shapes keep changing.
+// Thread-safe. Holds the kMaxEntries shapes used last: a new one evicts
+// the least recently used, so memory stays bounded when shapes keep
+// changing and the shapes a service meets now stay warm (keeping the first
+// ones met for ever would leave a text network served at more lengths than
+// that building for most of its requests). An evicted entry lives on in
+// the runs still holding it.
 template <typename Entry>
 class ShapeKeyedCache {
  public:
@@ -152,7 +155,9 @@ class ShapeKeyedCache {
   std::shared_ptr<const Entry> Find(const std::vector<int64_t>& key) const {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(key);
-    return it == entries_.end() ? nullptr : it->second;
+    if (it == entries_.end()) return nullptr;
+    it->second.last_used = ++clock_;
+    return it->second.entry;
   }
 
   // Returns the cached entry for `key` (the first one inserted if two
@@ -161,15 +166,29 @@ class ShapeKeyedCache {
                                       std::shared_ptr<const Entry> entry) {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end()) return it->second;
-    if (entries_.size() < kMaxEntries) entries_.emplace(std::move(key), entry);
+    if (it != entries_.end()) {
+      it->second.last_used = ++clock_;
+      return it->second.entry;
+    }
+    if (entries_.size() >= kMaxEntries) {
+      auto oldest = entries_.begin();
+      for (auto e = entries_.begin(); e != entries_.end(); ++e) {
+        if (e->second.last_used < oldest->second.last_used) oldest = e;
+      }
+      entries_.erase(oldest);
+    }
+    entries_.emplace(std::move(key), Used{entry, ++clock_});
     return entry;
   }
 
  private:
+  struct Used {
+    std::shared_ptr<const Entry> entry;
+    uint64_t last_used = 0;  // clock_ at its last Find or Insert.
+  };
   mutable absl::Mutex mu_;
-  std::map<std::vector<int64_t>, std::shared_ptr<const Entry>> entries_
-      ABSL_GUARDED_BY(mu_);
+  mutable uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable std::map<std::vector<int64_t>, Used> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace glint::cpu

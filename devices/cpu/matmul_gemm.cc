@@ -47,6 +47,53 @@ using dnnl::memory;
 // oneDNN's limit on tensor rank.
 constexpr int kMaxDnnlRank = DNNL_MAX_NDIMS;
 
+// RowGemm's packed panels of one node's constant B, shared by every shape
+// the node meets. Packing depends on K, N and B's layout, never on M (the
+// rows: batch and sequence length), so a shape first met at run time costs
+// a plan instead of a pass over the weights, and a node holds its weights
+// packed once rather than once per shape it has met. Without it a text
+// network served at more sequence lengths than a kernel caches
+// (ShapeKeyedCache::kMaxEntries) repacked every weight on every run.
+// Thread-safe.
+class SharedRowPanels {
+ public:
+  // The panels packed for this layout of B, or an empty memory.
+  memory Find(int64_t k, int64_t n, int64_t stride_k, int64_t stride_n) const {
+    absl::MutexLock lock(&mu_);
+    if (!panels_ || key_ != Key{k, n, stride_k, stride_n}) return memory();
+    return panels_;
+  }
+  // Keeps `panels` for this layout unless another thread kept some first;
+  // returns those kept.
+  memory Insert(int64_t k, int64_t n, int64_t stride_k, int64_t stride_n,
+                memory panels) {
+    absl::MutexLock lock(&mu_);
+    const Key key{k, n, stride_k, stride_n};
+    if (!panels_ || key_ != key) {
+      key_ = key;
+      panels_ = std::move(panels);
+    }
+    return panels_;
+  }
+  // Forgets the panels (the entries using them keep their own reference).
+  void Clear() {
+    absl::MutexLock lock(&mu_);
+    panels_ = memory();
+  }
+
+ private:
+  struct Key {
+    int64_t k = -1, n = -1, stride_k = 0, stride_n = 0;
+    bool operator!=(const Key& o) const {
+      return k != o.k || n != o.n || stride_k != o.stride_k ||
+             stride_n != o.stride_n;
+    }
+  };
+  mutable absl::Mutex mu_;
+  Key key_ ABSL_GUARDED_BY(mu_);
+  memory panels_ ABSL_GUARDED_BY(mu_);
+};
+
 // How to build one matmul primitive. Memory descriptors are the user
 // layouts of the operands.
 struct MatMulConfig {
@@ -59,6 +106,9 @@ struct MatMulConfig {
   bool has_addend = false;
   Activation act;  // Applied last (fused nodes only).
   bool pack_weights = false;
+  // With pack_weights, where RowGemm finds the panels another shape of the
+  // same B packed, and keeps those it packs (null: packed per entry).
+  SharedRowPanels* panels = nullptr;
   // src and weights go to the primitive in bfloat16 (dst stays float32).
   bool bf16 = false;
 };
@@ -210,10 +260,23 @@ std::shared_ptr<const MatMulEntry> CreateRowGemmEntry(
         RowGemmPackedFloats(plan.shape.k, plan.shape.n);
     entry->weights = memory::desc({floats}, memory::data_type::f32,
                                   memory::format_tag::a);
-    entry->packed_weights = memory(entry->weights, engine);
-    RowGemmPackB(static_cast<const float*>(weights), plan.shape.k,
-                 plan.shape.n, plan.b_stride_k, plan.b_stride_n,
-                 static_cast<float*>(entry->packed_weights.get_data_handle()));
+    SharedRowPanels* const shared = config.panels;
+    if (shared != nullptr) {
+      entry->packed_weights = shared->Find(plan.shape.k, plan.shape.n,
+                                           plan.b_stride_k, plan.b_stride_n);
+    }
+    if (!entry->packed_weights) {
+      entry->packed_weights = memory(entry->weights, engine);
+      RowGemmPackB(
+          static_cast<const float*>(weights), plan.shape.k, plan.shape.n,
+          plan.b_stride_k, plan.b_stride_n,
+          static_cast<float*>(entry->packed_weights.get_data_handle()));
+      if (shared != nullptr) {
+        entry->packed_weights =
+            shared->Insert(plan.shape.k, plan.shape.n, plan.b_stride_k,
+                           plan.b_stride_n, entry->packed_weights);
+      }
+    }
     entry->packed = true;
   }
   entry->row = std::move(plan);
@@ -519,7 +582,12 @@ class MatMulKernel final : public KernelBase {
   void UsePackedConstant(int input) override {
     if (input == 1) packed_b_.UseInput();
   }
-  void ReleasePackedConstants() override { packed_b_.Release(); }
+  void ReleasePackedConstants() override {
+    // The device now holds B packed: the host's panels go (no other shape
+    // can be packed once B's view holds the packed bytes).
+    if (packed_b_.in_input()) panels_.Clear();
+    packed_b_.Release();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* a,
@@ -603,6 +671,7 @@ class MatMulKernel final : public KernelBase {
       config.act = act_;
       // Packing pays off when the same weights are reused across calls.
       config.pack_weights = constant_b_ && g.folded;
+      config.panels = &panels_;
       entry = CreateMatMulEntryAt(precision_, engine_, config, b_data);
       return absl::OkStatus();
     }));
@@ -618,6 +687,8 @@ class MatMulKernel final : public KernelBase {
   Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
+  // Constant B packed for RowGemm, for every shape (SharedRowPanels).
+  mutable SharedRowPanels panels_;
   PackedB packed_b_;
   // The build-time entry's MatMulEntry::impl; empty if shapes were
   // dynamic. Written by Prepare only, before any Compute or Describe.
@@ -698,7 +769,12 @@ class GemmKernel final : public KernelBase {
   void UsePackedConstant(int input) override {
     if (input == 1) packed_b_.UseInput();
   }
-  void ReleasePackedConstants() override { packed_b_.Release(); }
+  void ReleasePackedConstants() override {
+    // The device now holds B packed: the host's panels go (no other shape
+    // can be packed once B's view holds the packed bytes).
+    if (packed_b_.in_input()) panels_.Clear();
+    packed_b_.Release();
+  }
 
   absl::Status Compute(KernelContext& ctx) const override {
     GLINT_ASSIGN_OR_RETURN(const TensorView* a,
@@ -819,6 +895,7 @@ class GemmKernel final : public KernelBase {
       }
       config.act = act_;
       config.pack_weights = constant_b_;
+      config.panels = &panels_;
       entry = CreateMatMulEntryAt(precision_, engine_, config, b_data);
       return absl::OkStatus();
     }));
@@ -835,6 +912,8 @@ class GemmKernel final : public KernelBase {
   Precision precision_;
   // Filled lazily from const Compute(); synchronised internally.
   mutable ShapeKeyedCache<MatMulEntry> cache_;
+  // Constant B packed for RowGemm, for every shape (SharedRowPanels).
+  mutable SharedRowPanels panels_;
   PackedB packed_b_;
   // The build-time entry's MatMulEntry::impl; empty if shapes were
   // dynamic. Written by Prepare only, before any Compute or Describe.
