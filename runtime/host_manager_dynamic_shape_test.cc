@@ -408,9 +408,9 @@ TEST(HostManagerDynamicShapeTest, StatisticsCountBuildsForNewShapes) {
 
 // Kernels keep the shapes they met last (ShapeKeyedCache, least recently
 // used out): a service that has met more shapes than a kernel keeps builds
-// for the new ones, not for every run of a shape it meets again. Every
-// shape shares the weights RowGemm packed once, and each answer is the
-// MLP's own.
+// for the new ones, not for every run of a shape it meets again. Each
+// answer is the MLP's own (on AVX2, every shape computing from the weights
+// RowGemm packed once).
 TEST(HostManagerDynamicShapeTest, KernelsKeepTheShapesMetLast) {
   std::unique_ptr<HostManager> host = MakeHost(1);
   constexpr int64_t kIn = 8, kOut = 4;

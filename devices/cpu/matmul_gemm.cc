@@ -7,7 +7,8 @@
 // descriptors, alpha onto output scales, and C either onto the bias (the
 // fully connected case: alpha = beta = 1, C of shape [N] or [1, N]) or onto
 // a sum post-op with scale beta over an output pre-filled with broadcast C.
-// Constant B is packed into oneDNN's preferred layout once per shape.
+// Constant B is packed into oneDNN's preferred layout once per shape (the
+// layout oneDNN picks may depend on it).
 //
 // At bf16 precision (KernelSpec::precision) the primitive takes A and B in
 // bfloat16 and writes float32 (accumulating in float32): constant B is
@@ -20,8 +21,9 @@
 // On CPUs where oneDNN's float32 matmul gives a row different bits at
 // different M (AVX2 without AVX-512; isa.h), the float32 products run on
 // RowGemm instead (row_gemm.h), with the same fusions, so that dynamic
-// batching returns each request exactly its unbatched result. Constant B
-// is then packed into RowGemm's panels, in place of oneDNN's layout.
+// batching returns each request exactly its unbatched result. Constant 2-D
+// B is then packed into RowGemm's panels, in place of oneDNN's layout,
+// once for every shape (SharedRowPanels).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -29,15 +31,16 @@
 #include <optional>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
 #include "devices/cpu/broadcast.h"
 #include "devices/cpu/dnnl_util.h"
 #include "devices/cpu/isa.h"
 #include "devices/cpu/kernel_util.h"
-#include "optimizer/fused_ops.h"
 #include "devices/cpu/register.h"
 #include "devices/cpu/row_gemm.h"
 #include "devices/cpu/shape_builds.h"
+#include "optimizer/fused_ops.h"
 
 namespace glint::cpu {
 namespace {
