@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -300,47 +301,52 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   return absl::OkStatus();
 }
 
-int RunLengths(const std::string& dir, int lengths, int rounds) {
+// Runs `bench` on every corpus model with shape sets, after printing the
+// load average; prints each failure. The models that failed, or -1 when
+// the manifest cannot be read.
+int ForEachModel(const std::string& dir,
+                 const std::function<absl::Status(const CorpusModel&)>& bench) {
   absl::StatusOr<std::vector<CorpusModel>> models =
       testing::ReadCorpusManifest(dir);
   if (!models.ok()) {
     std::cerr << models.status() << "\n";
-    return 1;
+    return -1;
   }
   std::printf("load average at start: %s\n", LoadAverage().c_str());
   int failed = 0;
   for (const CorpusModel& model : *models) {
     if (model.file.empty() || model.shape_sets.empty()) continue;
-    absl::Status s = BenchLengths(dir, model, lengths, rounds);
+    absl::Status s = bench(model);
     if (!s.ok()) {
       std::printf("%-20s %s\n", model.name.c_str(), s.ToString().c_str());
       ++failed;
     }
   }
+  return failed;
+}
+
+int RunLengths(const std::string& dir, int lengths, int rounds) {
+  const int failed = ForEachModel(dir, [&](const CorpusModel& model) {
+    return BenchLengths(dir, model, lengths, rounds);
+  });
+  if (failed < 0) return 1;
   std::printf("load average at end: %s\n", LoadAverage().c_str());
   return failed == 0 ? 0 : 1;
 }
 
 int Run(const std::string& dir, int threads, int iters, int rounds) {
-  absl::StatusOr<std::vector<CorpusModel>> models =
-      testing::ReadCorpusManifest(dir);
-  if (!models.ok()) {
-    std::cerr << models.status() << "\n";
-    return 1;
-  }
-  std::printf("load average at start: %s\n", LoadAverage().c_str());
-  std::printf("%-20s %-28s %9s %9s %6s %9s %6s %9s\n", "model", "shapes",
-              "static_ms", "dyn_ms", "ratio", "first_ms", "xwarm", "max_rel");
   std::vector<double> ratios;
-  int failed = 0;
-  for (const CorpusModel& model : *models) {
-    if (model.file.empty() || model.shape_sets.empty()) continue;
-    absl::Status s = BenchModel(dir, model, iters, rounds, &ratios);
-    if (!s.ok()) {
-      std::printf("%-20s %s\n", model.name.c_str(), s.ToString().c_str());
-      ++failed;
+  bool header = false;
+  const int failed = ForEachModel(dir, [&](const CorpusModel& model) {
+    if (!header) {
+      std::printf("%-20s %-28s %9s %9s %6s %9s %6s %9s\n", "model", "shapes",
+                  "static_ms", "dyn_ms", "ratio", "first_ms", "xwarm",
+                  "max_rel");
+      header = true;
     }
-  }
+    return BenchModel(dir, model, iters, rounds, &ratios);
+  });
+  if (failed < 0) return 1;
   double log_sum = 0;
   for (double r : ratios) log_sum += std::log(r);
   std::printf(
