@@ -150,14 +150,18 @@ void PrintModel(const CorpusModel& model, const std::vector<ShapeRow>& rows,
   std::fflush(stdout);
 }
 
+// One simulated device of 8 GiB, in-process: every mode's host.
+absl::StatusOr<std::unique_ptr<HostManager>> MakeHost() {
+  DeviceConfig device;
+  device.memory_bytes = 8ull << 30;
+  return HostManager::CreateFromConfigs({}, {device});
+}
+
 absl::Status BenchModel(const std::string& dir, const CorpusModel& model,
                         int iters, int rounds, std::vector<double>* ratios) {
   GLINT_ASSIGN_OR_RETURN(std::vector<ShapeRow> rows, ReadRows(dir, model));
   const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
-  DeviceConfig device;
-  device.memory_bytes = 8ull << 30;
-  absl::StatusOr<std::unique_ptr<HostManager>> host =
-      HostManager::CreateFromConfigs({}, {device});
+  absl::StatusOr<std::unique_ptr<HostManager>> host = MakeHost();
   if (!host.ok()) return host.status();
   // Resident memory grown by the dynamic add and its first run of every
   // shape (kernels and packed weights built per shape included), then by
@@ -256,10 +260,7 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   const int64_t max_s = widest->inputs[0].tensor.shape().dim(1);
   const int n = static_cast<int>(std::min<int64_t>(lengths, max_s));
   const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
-  DeviceConfig device;
-  device.memory_bytes = 8ull << 30;
-  absl::StatusOr<std::unique_ptr<HostManager>> host =
-      HostManager::CreateFromConfigs({}, {device});
+  absl::StatusOr<std::unique_ptr<HostManager>> host = MakeHost();
   if (!host.ok()) return host.status();
   GLINT_RETURN_IF_ERROR((*host)->AddNetwork("dyn", bytes, {}).status());
   std::vector<std::vector<NamedTensor>> by_length;
