@@ -259,6 +259,13 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   if (widest == nullptr) return absl::OkStatus();
   const int64_t max_s = widest->inputs[0].tensor.shape().dim(1);
   const int n = static_cast<int>(std::min<int64_t>(lengths, max_s));
+  // Lengths 32 and 33 (indices 31, 32): one past what a kernel keeps.
+  constexpr int kCached = 31, kBeyond = 32;
+  if (n <= kBeyond) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lengths ", lengths, " with inputs of up to ", max_s,
+        " columns: needs 33 lengths or more (a kernel keeps 32 shapes)"));
+  }
   const std::string bytes = ReadFile(absl::StrCat(dir, "/", model.file));
   absl::StatusOr<std::unique_ptr<HostManager>> host = MakeHost();
   if (!host.ok()) return host.status();
@@ -271,8 +278,6 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   }
   GLINT_ASSIGN_OR_RETURN(NetworkStatistics before,
                          (*host)->GetStatistics("dyn"));
-  // Lengths 32 and 33 (indices 31, 32) with N >= 33.
-  const int cached = std::min(n, 32) - 1, beyond = std::min(n - 1, 32);
   std::vector<double> cycled_us, cached_us, beyond_us;
   auto time_run = [&](int s, std::vector<double>* us) -> absl::Status {
     const auto t0 = absl::Now();
@@ -283,10 +288,10 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   for (int r = 0; r < rounds; ++r) {
     for (int s = 0; s < n; ++s) GLINT_RETURN_IF_ERROR(time_run(s, &cycled_us));
     for (int s = 0; s < n; ++s) {
-      GLINT_RETURN_IF_ERROR(time_run(cached, &cached_us));
+      GLINT_RETURN_IF_ERROR(time_run(kCached, &cached_us));
     }
     for (int s = 0; s < n; ++s) {
-      GLINT_RETURN_IF_ERROR(time_run(beyond, &beyond_us));
+      GLINT_RETURN_IF_ERROR(time_run(kBeyond, &beyond_us));
     }
   }
   GLINT_ASSIGN_OR_RETURN(NetworkStatistics after,
@@ -294,8 +299,8 @@ absl::Status BenchLengths(const std::string& dir, const CorpusModel& model,
   std::printf(
       "%-20s lengths 1..%d cycled: p50 %.3f ms; length %d alone %.3f ms, "
       "length %d alone %.3f ms; kernel builds %lld in %d runs\n",
-      model.name.c_str(), n, Median(cycled_us) / 1000, cached + 1,
-      Median(cached_us) / 1000, beyond + 1, Median(beyond_us) / 1000,
+      model.name.c_str(), n, Median(cycled_us) / 1000, kCached + 1,
+      Median(cached_us) / 1000, kBeyond + 1, Median(beyond_us) / 1000,
       static_cast<long long>(after.shape_builds - before.shape_builds),
       3 * n * rounds);
   std::fflush(stdout);
