@@ -176,5 +176,56 @@ TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
   }
 }
 
+// The activations are computed 8 lanes at a time with polynomial forms of
+// exp, tanh and erf: swept here against double precision, through whole
+// (16) and partial (19 = 16 + 3) panels, out to where exp saturates.
+TEST_F(RowGemmTest, ActivationsMatchDoublePrecisionOverTheirRange) {
+  std::vector<float> x;
+  for (int i = -12 * 64; i <= 12 * 64; ++i) x.push_back(i / 64.0f);
+  for (float v : {-100.0f, -50.0f, -20.0f, 20.0f, 50.0f, 100.0f, 1e-6f, -1e-6f,
+                  0.6249f, -0.6251f}) {
+    x.push_back(v);
+  }
+  using Activation = RowGemmEpilogue::Activation;
+  for (int64_t n : {16, 19}) {
+    // C = A x B with K = 1 and B all ones: every column of row m is x[m].
+    const int64_t m = static_cast<int64_t>(x.size()), k = 1;
+    const std::vector<float> packed = Pack(std::vector<float>(n, 1.0f), k, n);
+    for (Activation act : {Activation::kLogistic, Activation::kTanh,
+                           Activation::kGeluErf, Activation::kGeluTanh}) {
+      RowGemmEpilogue e;
+      e.activation = act;
+      std::vector<float> c(m * n);
+      RowGemm({m, n, k, k, 1, n}, {{x.data(), packed.data(), c.data()}}, e);
+      for (int64_t i = 0; i < m * n; ++i) {
+        const double v = x[i / n];
+        double want = 0;
+        switch (act) {
+          case Activation::kLogistic:
+            want = 1 / (1 + std::exp(-v));
+            break;
+          case Activation::kTanh:
+            want = std::tanh(v);
+            break;
+          case Activation::kGeluErf:
+            want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+            break;
+          case Activation::kGeluTanh:
+            want = 0.5 * v *
+                   (1 + std::tanh(std::sqrt(2.0 / M_PI) *
+                                  (v + 0.044715 * v * v * v)));
+            break;
+          default:
+            break;
+        }
+        // Relative to the value where it is not tiny: a few float ulps.
+        ASSERT_NEAR(c[i], want, 1e-6 * std::abs(want) + 1e-7)
+            << "activation " << static_cast<int>(act) << " at x = " << v
+            << " column " << i % n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace glint::cpu
