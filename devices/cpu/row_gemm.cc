@@ -88,6 +88,15 @@ GLINT_AVX2 inline __m256 Exp(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
 }
 
+// 1 / x to about 1 ulp: the 12-bit estimate and one Newton step, a
+// quarter of a division's cost on the CPUs RowGemm runs on.
+GLINT_AVX2 inline __m256 Reciprocal(__m256 x) {
+  const __m256 r = _mm256_rcp_ps(x);
+  // r (2 - x r), as r + r (1 - x r) to keep the last bits.
+  const __m256 e = _mm256_fnmadd_ps(x, r, _mm256_set1_ps(1.0f));
+  return _mm256_fmadd_ps(r, e, r);
+}
+
 // 1 / (1 + e^-x).
 GLINT_AVX2 inline __m256 Logistic(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
@@ -126,7 +135,7 @@ GLINT_AVX2 inline __m256 GeluErf(__m256 x) {
                                  _mm256_set1_ps(static_cast<float>(M_SQRT1_2)));
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 t =
-      _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), y, one));
+      Reciprocal(_mm256_fmadd_ps(_mm256_set1_ps(0.5f), y, one));
   __m256 p = _mm256_set1_ps(0.17087277f);
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.82215223f));
   p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.48851587f));
@@ -152,7 +161,7 @@ GLINT_AVX2 inline __m256 GeluTanh(__m256 x) {
       _mm256_mul_ps(_mm256_set1_ps(0.7978845608f),
                     _mm256_fmadd_ps(_mm256_set1_ps(0.044715f), x3, x));
   const __m256 e = Exp(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u));
-  return _mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+  return _mm256_mul_ps(x, Reciprocal(_mm256_add_ps(_mm256_set1_ps(1.0f), e)));
 }
 
 GLINT_AVX2 inline __m256 Activate(const RowGemmEpilogue& e, __m256 v) {
