@@ -129,6 +129,31 @@ absl::Status FuseTransposes(Graph* graph) {
     MergeInto(graph, i, j);
     --i;  // The merged node may meet a third Transpose.
   }
+  // A Transpose that keeps every axis in place copies its input: its
+  // readers read the input instead. After ConvertToChannelsLast this is
+  // the reorder out of NHWC met by a model's own Permute to NHWC (each
+  // ConvNeXt block: a channels-last depthwise Conv, then permute(0, 2, 3,
+  // 1) before its LayerNorm and Linear layers).
+  const Uses uses(*graph);
+  for (int i = 0; i < static_cast<int>(graph->nodes.size()); ++i) {
+    const Node& node = graph->nodes[i];
+    if (!IsUnary(node, "Transpose")) continue;
+    const std::vector<int64_t> perm = TransposePerm(node);
+    bool identity = !perm.empty();
+    for (size_t k = 0; k < perm.size() && identity; ++k) {
+      identity = perm[k] == static_cast<int64_t>(k);
+    }
+    if (!identity || uses.IsGraphOutput(node.outputs[0])) continue;
+    const std::string in = node.inputs[0], out = node.outputs[0];
+    for (int j = i + 1; j < static_cast<int>(graph->nodes.size()); ++j) {
+      for (std::string& input : graph->nodes[j].inputs) {
+        if (input == out) input = in;
+      }
+    }
+    graph->values.erase(out);
+    graph->nodes.erase(graph->nodes.begin() + i);
+    --i;
+  }
   return absl::OkStatus();
 }
 

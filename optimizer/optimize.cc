@@ -20,6 +20,8 @@ absl::Status OptimizeGraph(Graph* graph, const RewriteBackend& backend) {
   GLINT_RETURN_IF_ERROR(FuseElementwiseChains(graph, backend));
   GLINT_RETURN_IF_ERROR(FuseChannelShuffle(graph));
   GLINT_RETURN_IF_ERROR(ConvertToChannelsLast(graph));
+  // The region's reorders meet the model's own Transposes.
+  GLINT_RETURN_IF_ERROR(FuseTransposes(graph));
   GLINT_RETURN_IF_ERROR(FuseResidualAdd(graph));
   // A Relu after a residual Add now follows the fused node.
   GLINT_RETURN_IF_ERROR(FuseActivations(graph));

@@ -68,7 +68,10 @@ absl::Status FuseMatMulScale(Graph* graph);
 
 // Transpose(Transpose(x, p1), p2), the inner one read only by the outer,
 // becomes Transpose(x, p1 ∘ p2): one pass instead of two (PyTorch writes
-// k.transpose(1, 2).transpose(2, 3) for attention's K^T).
+// k.transpose(1, 2).transpose(2, 3) for attention's K^T). A Transpose left
+// with the identity permutation (and not a graph output) goes: its readers
+// read its input. Runs again after ConvertToChannelsLast, where a region's
+// reorder out of NHWC meets a model's own permute to NHWC (ConvNeXt).
 absl::Status FuseTransposes(Graph* graph);
 
 // Multi-head attention as exporters write it, every intermediate read once:

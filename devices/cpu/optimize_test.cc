@@ -1112,6 +1112,39 @@ TEST(OptimizeTest, ConsecutiveTransposesBecomeOne) {
   EXPECT_EQ(opt.nodes[0].outputs, std::vector<std::string>{"y"});
 }
 
+// A ConvNeXt block's start: a depthwise Conv (channels last), then the
+// model's own permute to NHWC for a LayerNorm over the channels. The
+// region's reorder out of NHWC and that permute cancel: no Transpose is
+// left between the Conv and the LayerNorm, only the one back to NCHW.
+TEST(OptimizeTest, ReorderOutOfNhwcAndAModelsPermuteToNhwcCancel) {
+  Graph g = NewGraph("x", Shape({1, 8, 5, 5}), "y", Shape({1, 8, 5, 5}));
+  AddInitializer(g, "w", Random({8, 1, 3, 3}, 91));
+  AddInitializer(g, "scale", Random({8}, 92));
+  AddInitializer(g, "bias", Random({8}, 93));
+  AddValue(g, "c", Shape({1, 8, 5, 5}));
+  AddValue(g, "p", Shape({1, 5, 5, 8}));
+  AddValue(g, "n", Shape({1, 5, 5, 8}));
+  g.nodes = {
+      MakeNode(
+          "Conv", {"x", "w"}, {"c"},
+          {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{8}}}),
+      MakeNode("Transpose", {"c"}, {"p"},
+               {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}),
+      MakeNode("LayerNormalization", {"p", "scale", "bias"}, {"n"},
+               {{"axis", int64_t{-1}}}),
+      MakeNode("Transpose", {"n"}, {"y"},
+               {{"perm", std::vector<int64_t>{0, 3, 1, 2}}}),
+  };
+  NameNodes(&g);
+  const Graph opt = OptimizeAndCompare(g, 1e-5f);
+  std::vector<std::string> want = {"Transpose", kFusedConvOp,
+                                   "LayerNormalization", "Transpose"};
+  EXPECT_EQ(OpTypes(opt), want);
+  // The LayerNorm reads the Conv's NHWC output itself.
+  EXPECT_EQ(opt.nodes[2].inputs[0], opt.nodes[1].outputs[0]);
+  EXPECT_EQ(opt.FindValue("p"), nullptr);
+}
+
 TEST(OptimizeTest, AttentionScaleBecomesMatMulAlpha) {
   for (const char* op : {"Mul", "Div"}) {
     SCOPED_TRACE(op);
