@@ -129,6 +129,107 @@ absl::Status FoldBatchNormIntoConv(Graph* graph) {
 
 namespace {
 
+// The first and last taps of one spatial axis of a convolution that read
+// any input element at some output position (the others read only
+// padding, which is zero): nullopt when every tap does, or none does.
+std::optional<std::pair<int64_t, int64_t>> LiveTaps(int64_t in, int64_t k,
+                                                    int64_t stride,
+                                                    int64_t dilation,
+                                                    int64_t pad_begin,
+                                                    int64_t pad_end) {
+  const int64_t span = (k - 1) * dilation + 1;
+  if (in <= 0 || stride <= 0 || dilation <= 0 ||
+      in + pad_begin + pad_end < span) {
+    return std::nullopt;
+  }
+  const int64_t out = (in + pad_begin + pad_end - span) / stride + 1;
+  int64_t lo = -1, hi = -1;
+  for (int64_t t = 0; t < k; ++t) {
+    bool live = false;
+    for (int64_t o = 0; o < out && !live; ++o) {
+      const int64_t pos = o * stride - pad_begin + t * dilation;
+      live = pos >= 0 && pos < in;
+    }
+    if (!live) continue;
+    if (lo < 0) lo = t;
+    hi = t;
+  }
+  if (lo < 0 || (lo == 0 && hi == k - 1)) return std::nullopt;
+  return std::make_pair(lo, hi);
+}
+
+}  // namespace
+
+absl::Status TrimDeadConvTaps(Graph* graph) {
+  for (Node& conv : graph->nodes) {
+    if (!IsDefaultDomain(conv) || conv.op_type != "Conv" ||
+        conv.inputs.size() < 2 || conv.outputs.size() != 1) {
+      continue;
+    }
+    const std::string auto_pad = conv.GetString("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && !auto_pad.empty()) continue;
+    const Tensor* w = FloatInitializer(*graph, conv.inputs[1]);
+    const ValueInfo* x = graph->FindValue(conv.inputs[0]);
+    if (w == nullptr || w->shape().rank() != 4 || x == nullptr ||
+        !x->shape.has_rank() || x->shape.rank() != 4) {
+      continue;
+    }
+    const std::vector<int64_t> strides = conv.GetInts("strides", {1, 1});
+    const std::vector<int64_t> dilations = conv.GetInts("dilations", {1, 1});
+    const std::vector<int64_t> pads = conv.GetInts("pads", {0, 0, 0, 0});
+    if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4) {
+      continue;
+    }
+    int64_t lo[2], hi[2];
+    bool trimmed = false;
+    for (int a = 0; a < 2; ++a) {
+      const int64_t k = w->shape().dim(2 + a);
+      lo[a] = 0;
+      hi[a] = k - 1;
+      const auto live = LiveTaps(x->shape.dim(2 + a), k, strides[a],
+                                 dilations[a], pads[a], pads[2 + a]);
+      // The new pads must stay >= 0 (they do unless a stride skips over
+      // the input entirely, which the check keeps out).
+      if (!live || pads[a] - live->first * dilations[a] < 0 ||
+          pads[2 + a] - (k - 1 - live->second) * dilations[a] < 0) {
+        continue;
+      }
+      lo[a] = live->first;
+      hi[a] = live->second;
+      trimmed = true;
+    }
+    if (!trimmed) continue;
+    const int64_t m = w->shape().dim(0), c = w->shape().dim(1);
+    const int64_t kh = w->shape().dim(2), kw = w->shape().dim(3);
+    const int64_t nh = hi[0] - lo[0] + 1, nw = hi[1] - lo[1] + 1;
+    GLINT_ASSIGN_OR_RETURN(
+        Tensor new_w, Tensor::Create(DType::kFloat32, Shape({m, c, nh, nw})));
+    const float* src = w->data<float>();
+    float* dst = new_w.data<float>();
+    for (int64_t mc = 0; mc < m * c; ++mc) {
+      for (int64_t r = 0; r < nh; ++r) {
+        for (int64_t q = 0; q < nw; ++q) {
+          dst[(mc * nh + r) * nw + q] =
+              src[(mc * kh + lo[0] + r) * kw + lo[1] + q];
+        }
+      }
+    }
+    const std::string w_name = FreshName(*graph, conv.name + "_live_w");
+    AddInitializer(graph, w_name, std::move(new_w));
+    conv.inputs[1] = w_name;
+    conv.attributes["pads"] = std::vector<int64_t>{
+        pads[0] - lo[0] * dilations[0], pads[1] - lo[1] * dilations[1],
+        pads[2] - (kh - 1 - hi[0]) * dilations[0],
+        pads[3] - (kw - 1 - hi[1]) * dilations[1]};
+    if (conv.HasAttribute("kernel_shape")) {
+      conv.attributes["kernel_shape"] = std::vector<int64_t>{nh, nw};
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
 // A DequantizeLinear producing `value` whose scale (and zero point, if
 // any) are initializers: its node index, inputs and axis.
 struct Dequantize {

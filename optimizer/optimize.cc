@@ -11,6 +11,7 @@ absl::Status OptimizeGraph(Graph* graph, const RewriteBackend& backend) {
   GLINT_RETURN_IF_ERROR(FoldConstants(graph, backend));
   GLINT_RETURN_IF_ERROR(FuseTransposes(graph));
   GLINT_RETURN_IF_ERROR(FoldBatchNormIntoConv(graph));
+  GLINT_RETURN_IF_ERROR(TrimDeadConvTaps(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulBias(graph));
   GLINT_RETURN_IF_ERROR(FuseMatMulScale(graph));
   GLINT_RETURN_IF_ERROR(FuseAttention(graph));

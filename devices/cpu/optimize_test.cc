@@ -1145,6 +1145,53 @@ TEST(OptimizeTest, ReorderOutOfNhwcAndAModelsPermuteToNhwcCancel) {
   EXPECT_EQ(opt.FindValue("p"), nullptr);
 }
 
+// Taps of a dilated Conv that read only padding at every output position
+// go: DeepLabV3's ASPP (a 3x3 kernel dilated past the map: only the centre
+// tap reads it) becomes a 1x1 Conv; a 5x5 kernel dilated 3 over a 4-high,
+// 12-wide map keeps taps 1..3 along the height and all 5 along the width.
+// The results are checked against the untrimmed graph.
+TEST(OptimizeTest, DeadTapsOfDilatedConvsAreTrimmed) {
+  Graph g = NewGraph("x", Shape({1, 4, 4, 12}), "y", Shape({1, 3, 4, 12}));
+  AddInitializer(g, "w1", Random({4, 4, 3, 3}, 94));
+  AddInitializer(g, "b1", Random({4}, 95));
+  AddInitializer(g, "w2", Random({3, 4, 5, 5}, 96));
+  AddValue(g, "a", Shape({1, 4, 4, 12}));
+  AddValue(g, "r", Shape({1, 4, 4, 12}));
+  g.nodes = {
+      MakeNode("Conv", {"x", "w1", "b1"}, {"a"},
+               {{"pads", std::vector<int64_t>{12, 12, 12, 12}},
+                {"dilations", std::vector<int64_t>{12, 12}},
+                {"kernel_shape", std::vector<int64_t>{3, 3}}}),
+      MakeNode("Relu", {"a"}, {"r"}),
+      MakeNode("Conv", {"r", "w2"}, {"y"},
+               {{"pads", std::vector<int64_t>{6, 6, 6, 6}},
+                {"dilations", std::vector<int64_t>{3, 3}}}),
+  };
+  NameNodes(&g);
+  Graph trimmed = g;
+  ASSERT_TRUE(TrimDeadConvTaps(&trimmed).ok());
+  EXPECT_EQ(trimmed.nodes[0].GetInts("pads"),
+            (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(trimmed.nodes[0].GetInts("kernel_shape"),
+            (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(trimmed.FindInitializer(trimmed.nodes[0].inputs[1])->shape(),
+            Shape({4, 4, 1, 1}));
+  EXPECT_EQ(trimmed.nodes[2].GetInts("pads"),
+            (std::vector<int64_t>{3, 6, 3, 6}));
+  EXPECT_EQ(trimmed.FindInitializer(trimmed.nodes[2].inputs[1])->shape(),
+            Shape({3, 4, 3, 5}));
+  const std::map<std::string, Tensor> inputs = {
+      {"x", Random({1, 4, 4, 12}, 97)}};
+  const Tensor want = cpu::Run(g, inputs).at("y");
+  const Tensor got = cpu::Run(trimmed, inputs).at("y");
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4f) << i;
+  }
+  // And through every pass.
+  OptimizeAndCompare(g, 1e-4f);
+}
+
 TEST(OptimizeTest, AttentionScaleBecomesMatMulAlpha) {
   for (const char* op : {"Mul", "Div"}) {
     SCOPED_TRACE(op);
