@@ -345,7 +345,10 @@ absl::StatusOr<std::unique_ptr<Kernel>> MakeGather(const KernelSpec& spec) {
 
 // GatherElements and ScatterElements share the walk over indices: for
 // each position p of `indices`, the data position is p with p[axis]
-// replaced by the index.
+// replaced by the index. Where the indices' dims after `axis` are the
+// data's (torchvision's RoI merge scatters whole [C, 7, 7] rows), a run of
+// positions maps to a run of data and the walk is three plain loops;
+// otherwise it steps a position at a time.
 template <typename F>
 absl::Status WalkElements(const Shape& data, const TensorView& idx, int axis,
                           absl::string_view node, F&& f) {
@@ -355,16 +358,48 @@ absl::Status WalkElements(const Shape& data, const TensorView& idx, int axis,
   }
   const int64_t m = idx.num_elements();
   if (m == 0) return absl::OkStatus();
+  bool inner_whole = true;
+  for (int d = 0; d < rank; ++d) {
+    if (d != axis && idx.shape.dim(d) > data.dim(d)) {
+      return InvalidArgument(node, "indices shape exceeds the data's");
+    }
+    if (d > axis) inner_whole = inner_whole && idx.shape.dim(d) == data.dim(d);
+  }
   const std::vector<int64_t> st = RowStrides(data.dims());
+  const int64_t n = data.dim(axis);
+  const bool int32 = idx.dtype == DType::kInt32;
+  auto index = [&](int64_t i) -> int64_t {
+    return int32 ? idx.as<const int32_t>()[i] : idx.as<const int64_t>()[i];
+  };
+  if (inner_whole) {
+    const int64_t inner = st[axis];
+    const int64_t along = idx.shape.dim(axis);
+    const std::vector<int64_t> outer_dims(idx.shape.dims().begin(),
+                                          idx.shape.dims().begin() + axis);
+    IndexWalk outer(outer_dims);
+    int64_t i = 0;
+    do {
+      int64_t base = 0;
+      for (int d = 0; d < axis; ++d) base += outer.index(d) * st[d];
+      for (int64_t a = 0; a < along; ++a) {
+        for (int64_t j = 0; j < inner; ++j, ++i) {
+          int64_t k = index(i);
+          if (k < -n || k >= n) {
+            return InvalidArgument(node, "index ", k, " is out of range for ",
+                                   "a dimension of size ", n);
+          }
+          if (k < 0) k += n;
+          f(i, base + k * inner + j);
+        }
+      }
+    } while (outer.Next());
+    return absl::OkStatus();
+  }
   IndexWalk walk(idx.shape.dims());
   for (int64_t i = 0; i < m; ++i) {
-    GLINT_ASSIGN_OR_RETURN(int64_t k,
-                           FixIndex(IndexAt(idx, i), data.dim(axis), node));
+    GLINT_ASSIGN_OR_RETURN(int64_t k, FixIndex(index(i), n, node));
     int64_t pos = 0;
     for (int d = 0; d < rank; ++d) {
-      if (d != axis && walk.index(d) >= data.dim(d)) {
-        return InvalidArgument(node, "indices shape exceeds the data's");
-      }
       pos += (d == axis ? k : walk.index(d)) * st[d];
     }
     f(i, pos);

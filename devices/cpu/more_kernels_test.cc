@@ -4,6 +4,7 @@
 // these pin down the rules that are easy to get subtly wrong.
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "devices/cpu/element_types.h"
@@ -160,6 +161,53 @@ TEST(MoreKernelsTest, RangeRefusesHugeOutputs) {
                         MakeTensor<int64_t>({}, {int64_t{1} << 40}),
                         MakeTensor<int64_t>({}, {1})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// ScatterElements and GatherElements along axis 1 of [3, 4, 5] data with
+// [2, 3, 5] indices: the dims after the axis are whole, the walk's fast
+// path, checked against the definition element by element (negative
+// indices included); an index out of range is INVALID_ARGUMENT there too.
+TEST(MoreKernelsTest, ScatterAndGatherElementsWithWholeInnerRows) {
+  std::vector<float> data(3 * 4 * 5), upd(2 * 3 * 5);
+  std::vector<int64_t> idx(2 * 3 * 5);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    idx[i] = static_cast<int64_t>((i * 7) % 8) - 4;  // -4 .. 3
+    upd[i] = 1000.0f + static_cast<float>(i);
+  }
+  auto pos = [&](int64_t i) {
+    const int64_t a = i / 15, j = i % 5;
+    const int64_t k = idx[i] < 0 ? idx[i] + 4 : idx[i];
+    return (a * 4 + k) * 5 + j;
+  };
+  std::vector<float> scattered = data, gathered(idx.size());
+  for (size_t i = 0; i < idx.size(); ++i) {
+    scattered[pos(i)] = upd[i];
+    gathered[i] = data[pos(i)];
+  }
+  const Tensor d = MakeTensor<float>({3, 4, 5}, data);
+  const Tensor x = MakeTensor<int64_t>({2, 3, 5}, idx);
+  const Tensor u = MakeTensor<float>({2, 3, 5}, upd);
+  auto scatter = RunKernel(CpuKernelRegistry(),
+                           MakeNode("ScatterElements", {"d", "i", "u"}, {"y"},
+                                    {{"axis", int64_t{1}}}),
+                           {d, x, u});
+  ASSERT_TRUE(scatter.ok()) << scatter.status();
+  EXPECT_EQ(ToVector<float>((*scatter)[0]), scattered);
+  auto gather = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("GatherElements", {"d", "i"}, {"y"}, {{"axis", int64_t{1}}}),
+      {d, x});
+  ASSERT_TRUE(gather.ok()) << gather.status();
+  EXPECT_EQ(ToVector<float>((*gather)[0]), gathered);
+  idx[17] = 4;
+  auto bad = RunKernel(
+      CpuKernelRegistry(),
+      MakeNode("GatherElements", {"d", "i"}, {"y"}, {{"axis", int64_t{1}}}),
+      {d, MakeTensor<int64_t>({2, 3, 5}, idx)});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("index 4 is out of range"));
 }
 
 }  // namespace
