@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -225,6 +226,71 @@ TEST_F(RowGemmTest, ActivationsMatchDoublePrecisionOverTheirRange) {
       }
     }
   }
+}
+
+// Each row of a product through the whole epilogue (alpha, bias, beta * C,
+// addend, each activation) has the bits of that row computed alone: the
+// batching promise, through the vector epilogue and a partial panel.
+TEST_F(RowGemmTest, EachRowThroughTheEpilogueHasTheBitsOfItsRowAlone) {
+  const int64_t m = 13, k = 37, n = 21;
+  const std::vector<float> a = Random(m * k, 21), b = Random(k * n, 22);
+  const std::vector<float> packed = Pack(b, k, n);
+  const std::vector<float> bias = Random(n, 23), addend = Random(m * n, 24),
+                           prior = Random(m * n, 25);
+  using Activation = RowGemmEpilogue::Activation;
+  for (Activation act :
+       {Activation::kNone, Activation::kRelu, Activation::kLogistic,
+        Activation::kTanh, Activation::kGeluErf, Activation::kGeluTanh}) {
+    RowGemmEpilogue e;
+    e.alpha = 0.75f;
+    e.bias = bias.data();
+    e.sum_beta = 0.5f;
+    e.activation = act;
+    e.relu_alpha = 0.1f;
+    std::vector<float> all = prior;
+    RowGemm({m, n, k, k, 1, n},
+            {{a.data(), packed.data(), all.data(), addend.data()}}, e);
+    for (int64_t r = 0; r < m; ++r) {
+      std::vector<float> one(prior.begin() + r * n,
+                             prior.begin() + (r + 1) * n);
+      RowGemm({1, n, k, k, 1, n},
+              {{a.data() + r * k, packed.data(), one.data(),
+                addend.data() + r * n}},
+              e);
+      EXPECT_EQ(std::memcmp(one.data(), all.data() + r * n, n * 4), 0)
+          << "activation " << static_cast<int>(act) << " row " << r;
+    }
+  }
+}
+
+// NaN stays NaN through every activation (as std::exp and std::tanh keep
+// it), and the infinities give their limits.
+TEST_F(RowGemmTest, ActivationsKeepNanAndTakeTheLimitsOfInfinities) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {std::nanf(""), inf, -inf};
+  const int64_t m = 3, k = 1, n = 16;
+  const std::vector<float> packed = Pack(std::vector<float>(n, 1.0f), k, n);
+  using Activation = RowGemmEpilogue::Activation;
+  auto run = [&](Activation act) {
+    RowGemmEpilogue e;
+    e.activation = act;
+    std::vector<float> c(m * n);
+    RowGemm({m, n, k, k, 1, n}, {{x.data(), packed.data(), c.data()}}, e);
+    return c;
+  };
+  for (Activation act :
+       {Activation::kRelu, Activation::kLogistic, Activation::kTanh,
+        Activation::kGeluErf, Activation::kGeluTanh}) {
+    EXPECT_TRUE(std::isnan(run(act)[0])) << static_cast<int>(act);
+  }
+  EXPECT_EQ(run(Activation::kLogistic)[n], 1.0f);
+  // e^-x is bounded at e^88, so 1 / (1 + e^88): a denormal, not 0.
+  EXPECT_GE(run(Activation::kLogistic)[2 * n], 0.0f);
+  EXPECT_LT(run(Activation::kLogistic)[2 * n], 1e-37f);
+  EXPECT_EQ(run(Activation::kTanh)[n], 1.0f);
+  EXPECT_EQ(run(Activation::kTanh)[2 * n], -1.0f);
+  EXPECT_EQ(run(Activation::kGeluErf)[n], inf);
+  EXPECT_EQ(run(Activation::kGeluTanh)[n], inf);
 }
 
 }  // namespace
