@@ -125,13 +125,19 @@ absl::Status FuseTransposes(Graph* graph) {
       if (valid) perm[k] = p1[p2[k]];
     }
     if (!valid) continue;
+    // A layout reorder merged into a model's own Transpose is the model's
+    // op now (the node keeps the inner one's name otherwise), so that
+    // profiles count it as such.
+    if (IsLayoutReorder(inner) && !IsLayoutReorder(outer)) {
+      graph->nodes[i].name = outer.name;
+    }
     graph->nodes[i].attributes["perm"] = std::move(perm);
     MergeInto(graph, i, j);
     --i;  // The merged node may meet a third Transpose.
   }
   // A Transpose that keeps every axis in place copies its input: its
   // readers read the input instead. After ConvertToChannelsLast this is
-  // the reorder out of NHWC met by a model's own Permute to NHWC (each
+  // the reorder out of NHWC met by a model's own permute to NHWC (each
   // ConvNeXt block: a channels-last depthwise Conv, then permute(0, 2, 3,
   // 1) before its LayerNorm and Linear layers).
   const Uses uses(*graph);

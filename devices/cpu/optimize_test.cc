@@ -1145,6 +1145,30 @@ TEST(OptimizeTest, ReorderOutOfNhwcAndAModelsPermuteToNhwcCancel) {
   EXPECT_EQ(opt.FindValue("p"), nullptr);
 }
 
+// A reorder out of NHWC merged into a model's own Transpose that does not
+// cancel it (here H and W swapped) is one Transpose, named and counted as
+// the model's.
+TEST(OptimizeTest, AReorderMergedIntoAModelsTransposeIsTheModels) {
+  Graph g = NewGraph("x", Shape({1, 4, 5, 6}), "y", Shape({1, 4, 6, 5}));
+  AddInitializer(g, "w", Random({4, 4, 3, 3}, 98));
+  AddValue(g, "c", Shape({1, 4, 5, 6}));
+  g.nodes = {
+      MakeNode("Conv", {"x", "w"}, {"c"},
+               {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+      MakeNode("Transpose", {"c"}, {"y"},
+               {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}),
+  };
+  NameNodes(&g);
+  const Graph opt = OptimizeAndCompare(g, 1e-4f);
+  std::vector<std::string> want = {"Transpose", kFusedConvOp, "Transpose"};
+  ASSERT_EQ(OpTypes(opt), want);
+  EXPECT_TRUE(IsLayoutReorder(opt.nodes[0]));
+  EXPECT_FALSE(IsLayoutReorder(opt.nodes[2]));
+  EXPECT_EQ(opt.nodes[2].name, "n1");
+  // NHWC [1, 5, 6, 4] to the model's [1, 4, 6, 5] in one pass.
+  EXPECT_EQ(opt.nodes[2].GetInts("perm"), (std::vector<int64_t>{0, 3, 2, 1}));
+}
+
 // Taps of a dilated Conv that read only padding at every output position
 // go: DeepLabV3's ASPP (a 3x3 kernel dilated past the map: only the centre
 // tap reads it) becomes a 1x1 Conv; a 5x5 kernel dilated 3 over a 4-high,
