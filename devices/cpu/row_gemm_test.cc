@@ -133,6 +133,32 @@ TEST_F(RowGemmTest, OneThreadAndTwoGiveTheSameBits) {
   EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0);
 }
 
+using Activation = RowGemmEpilogue::Activation;
+constexpr Activation kActivations[] = {
+    Activation::kNone, Activation::kRelu,    Activation::kLogistic,
+    Activation::kTanh, Activation::kGeluErf, Activation::kGeluTanh};
+
+// What `act` makes of v, in double precision.
+double Reference(Activation act, double v, double relu_alpha) {
+  switch (act) {
+    case Activation::kNone:
+      return v;
+    case Activation::kRelu:
+      return v > 0 ? v : relu_alpha * v;
+    case Activation::kLogistic:
+      return 1 / (1 + std::exp(-v));
+    case Activation::kTanh:
+      return std::tanh(v);
+    case Activation::kGeluErf:
+      return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * v *
+             (1 +
+              std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return v;
+}
+
 TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
   const int64_t m = 7, k = 9, n = 19;
   const std::vector<float> a = Random(m * k, 8), b = Random(k * n, 9);
@@ -140,10 +166,7 @@ TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
   const std::vector<float> plain = Product(a.data(), m, k, n, packed);
   const std::vector<float> bias = Random(n, 10), addend = Random(m * n, 11),
                            prior = Random(m * n, 12);
-  using Activation = RowGemmEpilogue::Activation;
-  for (Activation act : {Activation::kNone, Activation::kRelu,
-                         Activation::kLogistic, Activation::kTanh,
-                         Activation::kGeluErf, Activation::kGeluTanh}) {
+  for (Activation act : kActivations) {
     RowGemmEpilogue e;
     e.alpha = 0.5f;
     e.bias = bias.data();
@@ -156,22 +179,8 @@ TEST_F(RowGemmTest, EpilogueAppliesAlphaBiasSumAddendAndActivation) {
     for (int64_t i = 0; i < m * n; ++i) {
       const float v =
           plain[i] * 0.5f + bias[i % n] + 2.0f * prior[i] + addend[i];
-      float want = v;
-      switch (act) {
-        case Activation::kNone: break;
-        case Activation::kRelu: want = v > 0 ? v : 0.25f * v; break;
-        case Activation::kLogistic: want = 1 / (1 + std::exp(-v)); break;
-        case Activation::kTanh: want = std::tanh(v); break;
-        case Activation::kGeluErf:
-          want = 0.5f * v * (1 + std::erf(v / std::sqrt(2.0f)));
-          break;
-        case Activation::kGeluTanh:
-          want = 0.5f * v *
-                 (1 + std::tanh(std::sqrt(2.0f / static_cast<float>(M_PI)) *
-                                (v + 0.044715f * v * v * v)));
-          break;
-      }
-      ASSERT_NEAR(c[i], want, 1e-6f * (1 + std::abs(want)))
+      const double want = Reference(act, v, 0.25);
+      ASSERT_NEAR(c[i], want, 1e-6 * (1 + std::abs(want)))
           << "activation " << static_cast<int>(act) << " element " << i;
     }
   }
@@ -187,7 +196,6 @@ TEST_F(RowGemmTest, ActivationsMatchDoublePrecisionOverTheirRange) {
                   0.6249f, -0.6251f}) {
     x.push_back(v);
   }
-  using Activation = RowGemmEpilogue::Activation;
   for (int64_t n : {16, 19}) {
     // C = A x B with K = 1 and B all ones: every column of row m is x[m].
     const int64_t m = static_cast<int64_t>(x.size()), k = 1;
@@ -199,29 +207,10 @@ TEST_F(RowGemmTest, ActivationsMatchDoublePrecisionOverTheirRange) {
       std::vector<float> c(m * n);
       RowGemm({m, n, k, k, 1, n}, {{x.data(), packed.data(), c.data()}}, e);
       for (int64_t i = 0; i < m * n; ++i) {
-        const double v = x[i / n];
-        double want = 0;
-        switch (act) {
-          case Activation::kLogistic:
-            want = 1 / (1 + std::exp(-v));
-            break;
-          case Activation::kTanh:
-            want = std::tanh(v);
-            break;
-          case Activation::kGeluErf:
-            want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
-            break;
-          case Activation::kGeluTanh:
-            want = 0.5 * v *
-                   (1 + std::tanh(std::sqrt(2.0 / M_PI) *
-                                  (v + 0.044715 * v * v * v)));
-            break;
-          default:
-            break;
-        }
+        const double want = Reference(act, x[i / n], 0.0);
         // Relative to the value where it is not tiny: a few float ulps.
         ASSERT_NEAR(c[i], want, 1e-6 * std::abs(want) + 1e-7)
-            << "activation " << static_cast<int>(act) << " at x = " << v
+            << "activation " << static_cast<int>(act) << " at x = " << x[i / n]
             << " column " << i % n;
       }
     }
@@ -237,10 +226,7 @@ TEST_F(RowGemmTest, EachRowThroughTheEpilogueHasTheBitsOfItsRowAlone) {
   const std::vector<float> packed = Pack(b, k, n);
   const std::vector<float> bias = Random(n, 23), addend = Random(m * n, 24),
                            prior = Random(m * n, 25);
-  using Activation = RowGemmEpilogue::Activation;
-  for (Activation act :
-       {Activation::kNone, Activation::kRelu, Activation::kLogistic,
-        Activation::kTanh, Activation::kGeluErf, Activation::kGeluTanh}) {
+  for (Activation act : kActivations) {
     RowGemmEpilogue e;
     e.alpha = 0.75f;
     e.bias = bias.data();
@@ -270,7 +256,6 @@ TEST_F(RowGemmTest, ActivationsKeepNanAndTakeTheLimitsOfInfinities) {
   const std::vector<float> x = {std::nanf(""), inf, -inf};
   const int64_t m = 3, k = 1, n = 16;
   const std::vector<float> packed = Pack(std::vector<float>(n, 1.0f), k, n);
-  using Activation = RowGemmEpilogue::Activation;
   auto run = [&](Activation act) {
     RowGemmEpilogue e;
     e.activation = act;
