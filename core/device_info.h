@@ -38,6 +38,9 @@ struct DeviceInfo {
   // The most allocated at once since the device started (weights, plans
   // and runs' values together): how close to full it has come.
   uint64_t peak_used_memory_bytes = 0;
+  // Set aside for launches' run-time values (the largest reservation
+  // alive, DeviceManager::ReserveLaunchMemory): counted as used.
+  uint64_t launch_reserved_bytes = 0;
   // Peak compute in FLOP/s and link bandwidth in bytes/s; 0 means "as fast
   // as the host allows" (no timing model). Used by the cost model.
   double compute_flops = 0;

@@ -26,6 +26,29 @@ bool ValueInfo::HasDimNames() const {
   return false;
 }
 
+std::optional<uint64_t> ValueInfo::BytesWithin(
+    const std::map<std::string, int64_t>& bounds) const {
+  const size_t element = DTypeSize(dtype);
+  if (!shape.has_rank() || element == 0) return std::nullopt;
+  uint64_t bytes = element;
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    int64_t size = shape.dim(axis);
+    if (size == Shape::kUnknownDim) {
+      auto it = bounds.find(DimName(axis));
+      if (DimName(axis).empty() || it == bounds.end()) return std::nullopt;
+      size = it->second;
+    }
+    if (size < 0) return std::nullopt;
+    if (size == 0) return 0;
+    if (bytes > kBytesWithinLimit / static_cast<uint64_t>(size)) {
+      bytes = kBytesWithinLimit;
+      continue;  // A later 0 still makes it empty.
+    }
+    bytes *= static_cast<uint64_t>(size);
+  }
+  return bytes;
+}
+
 std::string ValueInfo::ShapeString() const {
   if (!HasDimNames()) return shape.ToString();
   std::vector<std::string> dims;

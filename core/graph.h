@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -46,7 +47,24 @@ struct ValueInfo {
   // "x: float32[1, 3, 224, 224]", unknown dims as "?" whether named or not
   // (ShapeString() for the names).
   std::string ToString() const;
+  // The most bytes the value takes in a run whose named dims are each at
+  // most `bounds[name]` (a network's dynamic dims, by name): its known
+  // dims times the bounds of its named ones. nullopt where that is not
+  // known: an unknown rank, an unknown dim without a name or whose name
+  // `bounds` lacks (a data-dependent size, or a dim ONNX could not relate
+  // to the inputs') or a dtype of no fixed size. A size past 2^62 bytes
+  // (bounds no device holds) is that limit, kBytesWithinLimit: sums of a
+  // few stay in range and never fit.
+  std::optional<uint64_t> BytesWithin(
+      const std::map<std::string, int64_t>& bounds) const;
+  static constexpr uint64_t kBytesWithinLimit = uint64_t{1} << 62;
 };
+
+// a + b, or UINT64_MAX where that overflows: device memory sums of values
+// sized at user-given bounds.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 class Graph;
 

@@ -1,6 +1,8 @@
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,30 @@ TEST(ShapeTest, UnknownRankIsNotAScalar) {
   EXPECT_FALSE(Shape({2, Shape::kUnknownDim}).Admits(Shape({3, 7})));
   EXPECT_FALSE(Shape({2, 3}).Admits(unknown));
   EXPECT_TRUE(CheckTensorSize(DType::kFloat32, unknown).ok());
+}
+
+// A value's most bytes within bounds: known dims times the bounds of its
+// named ones; nothing for what no bound sizes; saturated past 2^62.
+TEST(ValueInfoTest, BytesWithinTheBoundsOfItsNamedDims) {
+  const std::map<std::string, int64_t> bounds = {{"batch", 8}, {"seq", 512}};
+  const int64_t u = Shape::kUnknownDim;
+  ValueInfo logits{
+      "logits", DType::kFloat32, Shape({u, u, 1000}), {"batch", "seq", ""}};
+  EXPECT_EQ(logits.BytesWithin(bounds), uint64_t{8 * 512 * 1000 * 4});
+  EXPECT_EQ(logits.BytesWithin({{"batch", 8}}), std::nullopt);  // seq?
+  ValueInfo unnamed{"nz", DType::kInt64, Shape({2, u})};
+  EXPECT_EQ(unnamed.BytesWithin(bounds), std::nullopt);
+  ValueInfo empty{"e", DType::kFloat32, Shape({0, u}), {"", "seq"}};
+  EXPECT_EQ(empty.BytesWithin(bounds), 0u);
+  ValueInfo no_rank{"r", DType::kFloat32, Shape::UnknownRank()};
+  EXPECT_EQ(no_rank.BytesWithin(bounds), std::nullopt);
+  const int64_t big = int64_t{1} << 31;
+  ValueInfo huge{
+      "h", DType::kFloat32, Shape({u, u, u}), {"batch", "seq", "seq"}};
+  EXPECT_EQ(huge.BytesWithin({{"batch", big}, {"seq", big}}),
+            ValueInfo::kBytesWithinLimit);
+  EXPECT_EQ(SaturatingAdd(UINT64_MAX - 1, 2), UINT64_MAX);
+  EXPECT_EQ(SaturatingAdd(3, 4), 7u);
 }
 
 TEST(ShapeTest, StaticAndElementCounts) {

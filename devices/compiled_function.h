@@ -3,6 +3,7 @@
 #define GLINT_DEVICES_COMPILED_FUNCTION_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,18 @@ namespace glint {
 struct ShapeBuildCounts {
   uint64_t builds = 0;
   absl::Duration time = absl::ZeroDuration();
+};
+
+// Device memory a launch of a function takes for its values of run-time
+// shape (CompiledFunction::DynamicMemoryWithin).
+struct DynamicMemory {
+  // At most this many bytes are live at once, counting the values whose
+  // size the bounds determine.
+  uint64_t peak_bytes = 0;
+  // The values not counted: their size is not determined by the bounds
+  // (a data-dependent size, a dim without a bounded name, the values of a
+  // control-flow node's bodies). Runs allocate them beyond the reserve.
+  std::vector<std::string> unbounded;
 };
 
 // A partition compiled for one device type: device-independent until a
@@ -45,6 +58,18 @@ class CompiledFunction {
   // Run-time kernel builds since compile, over every device that runs it.
   // Thread-safe.
   virtual ShapeBuildCounts shape_builds() const { return {}; }
+  // What one launch allocates for values of run-time shape (those outside
+  // the arena) when the network's named dims are each within `bounds`
+  // (ValueInfo::BytesWithin): the peak of those live at once, as the
+  // launch frees each after its last reader. Launches on a device run one
+  // at a time, so the device reserves the largest of its functions' peaks
+  // (DeviceManager::ReserveLaunchMemory). The function's outputs are not
+  // in it: they live in the caller's execution state. Zero for a function
+  // of static shapes.
+  virtual DynamicMemory DynamicMemoryWithin(
+      const std::map<std::string, int64_t>& bounds) const {
+    return {};
+  }
   // Called once every device that needs the function has loaded it (the
   // provisioner does, after its last Load): the function may drop its host
   // copy of the constants, which the devices now hold, so that a network's

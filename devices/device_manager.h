@@ -75,6 +75,14 @@ struct LaunchOptions {
   const TraceTrack* profile = nullptr;
 };
 
+// Device memory set aside for launches' run-time values
+// (DeviceManager::ReserveLaunchMemory); returned when destroyed.
+class LaunchReservation {
+ public:
+  virtual ~LaunchReservation() = default;
+  virtual uint64_t bytes() const = 0;
+};
+
 // One device. Every method is thread-safe. All data movement and
 // computation is asynchronous: it is enqueued on a stream of this device
 // and the objects it references (host tensors, device tensors, the loaded
@@ -104,6 +112,16 @@ class DeviceManager {
   virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(
       size_t bytes) = 0;
   virtual uint64_t AvailableMemory() const = 0;
+  // Sets `bytes` aside for the values launches allocate as they run
+  // (values of run-time shape: CompiledFunction::DynamicMemoryWithin),
+  // until the returned reservation is destroyed (before the device).
+  // Launches run one at a time, so reservations overlap: the device holds
+  // the largest one alive, and a launch's run-time values draw on it before
+  // on the free memory, so a launch within its function's reserved peak
+  // never fails for memory other allocations took. RESOURCE_EXHAUSTED
+  // when the device cannot set that much aside. Thread-safe.
+  virtual absl::StatusOr<std::unique_ptr<LaunchReservation>>
+  ReserveLaunchMemory(uint64_t bytes) = 0;
 
   // --- Streams ----------------------------------------------------------
   // Priorities: a larger number is more urgent. When streams of one device

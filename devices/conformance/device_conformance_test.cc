@@ -480,6 +480,34 @@ TEST_P(DeviceConformanceTest, MemoryFillsToTheLastByte) {
   EXPECT_TRUE(all.ok()) << all.status();
 }
 
+// Launch reservations overlap (launches run one at a time): the largest
+// alive counts as used, each goes back when destroyed, and one that does
+// not fit beside the allocations is RESOURCE_EXHAUSTED.
+TEST_P(DeviceConformanceTest, LaunchReservationsCountTheLargestAlive) {
+  auto device = NewDevice(0);
+  ASSERT_NE(device, nullptr);
+  const uint64_t cap = device->GetDeviceInfo().memory_bytes;
+  auto big = device->ReserveLaunchMemory(cap / 4);
+  auto small = device->ReserveLaunchMemory(cap / 8);
+  ASSERT_TRUE(big.ok() && small.ok()) << big.status() << small.status();
+  EXPECT_EQ((*big)->bytes(), cap / 4);
+  EXPECT_EQ(device->AvailableMemory(), cap - cap / 4);
+  EXPECT_EQ(device->GetDeviceInfo().launch_reserved_bytes, cap / 4);
+  auto rest = device->Allocate(cap - cap / 4);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(device->ReserveLaunchMemory(cap / 4 + 1).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  auto same = device->ReserveLaunchMemory(cap / 4);  // Within the largest.
+  ASSERT_TRUE(same.ok()) << same.status();
+  rest->reset();
+  big->reset();
+  same->reset();
+  EXPECT_EQ(device->AvailableMemory(), cap - cap / 8);
+  small->reset();
+  EXPECT_EQ(device->AvailableMemory(), cap);
+  EXPECT_EQ(device->GetDeviceInfo().launch_reserved_bytes, 0u);
+}
+
 TEST_P(DeviceConformanceTest, HostAccessToDeviceMemoryIsCaught) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // Devices run threads.
   auto device = NewDevice(0);

@@ -220,6 +220,12 @@ uint64_t FaultInjectingDevice::AvailableMemory() const {
   return inner_->AvailableMemory();
 }
 
+absl::StatusOr<std::unique_ptr<LaunchReservation>>
+FaultInjectingDevice::ReserveLaunchMemory(uint64_t bytes) {
+  GLINT_RETURN_IF_ERROR(CheckAlive());
+  return inner_->ReserveLaunchMemory(bytes);
+}
+
 absl::StatusOr<std::unique_ptr<Stream>> FaultInjectingDevice::CreateStream(
     int priority) {
   GLINT_RETURN_IF_ERROR(CheckAlive());

@@ -132,6 +132,9 @@ class FaultInjectingDevice : public DeviceManager {
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(
       size_t bytes) override;
   uint64_t AvailableMemory() const override;
+  // Forwarded (not charged, as the launches' run-time values it is for).
+  absl::StatusOr<std::unique_ptr<LaunchReservation>> ReserveLaunchMemory(
+      uint64_t bytes) override;
 
   Stream& default_stream() override { return inner_->default_stream(); }
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority) override;

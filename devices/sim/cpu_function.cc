@@ -156,7 +156,7 @@ class StepContext : public cpu::KernelContext {
       }
       case ValueSlot::Kind::kDynamic: {
         GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
-                               memory_.allocate(bytes));
+                               AllocateScratch(bytes));
         view.data = memory_.resolve(*buffer);
         dynamic_buffers_[slot_id] = std::move(buffer);
         break;
@@ -185,13 +185,19 @@ class StepContext : public cpu::KernelContext {
         static_cast<size_t>(shape.NumElements()) * DTypeSize(dtype);
     if (bytes == 0) return Tensor::Create(dtype, shape);
     GLINT_ASSIGN_OR_RETURN(std::unique_ptr<DeviceBuffer> buffer,
-                           memory_.allocate(bytes));
+                           AllocateScratch(bytes));
     void* data = memory_.resolve(*buffer);
     return Tensor::Borrow(dtype, shape, data,
                           std::shared_ptr<DeviceBuffer>(std::move(buffer)));
   }
 
  private:
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateScratch(
+      size_t bytes) const {
+    return memory_.allocate_scratch ? memory_.allocate_scratch(bytes)
+                                    : memory_.allocate(bytes);
+  }
+
   const Node& node_;
   const std::vector<int>& inputs_;
   const std::vector<int>& outputs_;
@@ -400,6 +406,36 @@ void CpuFunction::PlanDynamicReleases() {
   for (int id = 0; id < static_cast<int>(slots_.size()); ++id) {
     if (last[id] >= 0) steps_[last[id]].release_after.push_back(id);
   }
+}
+
+DynamicMemory CpuFunction::DynamicMemoryWithin(
+    const std::map<std::string, int64_t>& bounds) const {
+  DynamicMemory memory;
+  std::vector<uint64_t> bytes(slots_.size(), 0);
+  for (size_t id = 0; id < slots_.size(); ++id) {
+    if (slots_[id].kind != ValueSlot::Kind::kDynamic) continue;
+    const std::optional<uint64_t> b = slots_[id].info.BytesWithin(bounds);
+    if (b.has_value()) {
+      bytes[id] = *b;
+    } else {
+      memory.unbounded.push_back(slots_[id].info.name);
+    }
+  }
+  uint64_t live = 0;
+  for (const Step& step : steps_) {
+    for (int id : step.outputs) {
+      if (id >= 0) live = SaturatingAdd(live, bytes[id]);
+    }
+    memory.peak_bytes = std::max(memory.peak_bytes, live);
+    for (int id : step.release_after) live -= std::min(live, bytes[id]);
+    // A body's values are its own (allocated as it runs): no type here
+    // gives their sizes.
+    if (!step.node->Subgraphs().empty()) {
+      memory.unbounded.push_back(
+          absl::StrCat("the bodies of ", step.node->Describe()));
+    }
+  }
+  return memory;
 }
 
 void CpuFunction::PlaceConstants(

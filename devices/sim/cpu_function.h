@@ -43,9 +43,15 @@ struct ValueSlot {
 struct CpuExecutionMemory {
   void* constants = nullptr;  // The loaded constant block.
   void* arena = nullptr;      // arena_bytes() of scratch.
-  // Allocates device memory for outputs and dynamically shaped values.
+  // Allocates device memory for outputs (which outlive the launch).
   std::function<absl::StatusOr<std::unique_ptr<DeviceBuffer>>(size_t)>
       allocate;
+  // Allocates device memory for a value of run-time shape that the launch
+  // frees before it ends (kDynamic slots, control-flow bodies' values):
+  // the device's launch reserve (DeviceManager::ReserveLaunchMemory). When
+  // unset, `allocate`.
+  std::function<absl::StatusOr<std::unique_ptr<DeviceBuffer>>(size_t)>
+      allocate_scratch;
   // The address kernels use for a buffer of this device (device addresses
   // handed to host code are opaque handles).
   void* (*resolve)(const DeviceBuffer&) = nullptr;
@@ -71,6 +77,10 @@ class CpuFunction : public CompiledFunction {
   ShapeBuildCounts shape_builds() const override {
     return {shape_builds_.builds(), shape_builds_.time()};
   }
+  // Walks the steps in order: each step's dynamic outputs are live from it
+  // on, and go after their release step (Step::release_after).
+  DynamicMemory DynamicMemoryWithin(
+      const std::map<std::string, int64_t>& bounds) const override;
 
   // Writes the constant block (constant_bytes() long) to `dst`, as the
   // device's upload does. FAILED_PRECONDITION after ReleaseHostConstants.

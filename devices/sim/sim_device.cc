@@ -98,11 +98,16 @@ void* MapAnonymous(size_t length) {
 // engines touch. Host code sees a tagged (non-canonical) address.
 class SimDevice::SimBuffer : public DeviceBuffer {
  public:
-  SimBuffer(SimDevice* device, void* data, size_t size, bool transient)
-      : device_(device), data_(data), size_(size), transient_(transient) {}
+  SimBuffer(SimDevice* device, void* data, size_t size, bool transient,
+            Pool pool)
+      : device_(device),
+        data_(data),
+        size_(size),
+        transient_(transient),
+        pool_(pool) {}
   ~SimBuffer() override {
     device_->HostRelease(data_, size_, transient_);
-    device_->ReturnMemory(size_);
+    device_->ReturnMemory(size_, pool_);
   }
   int device_id() const override { return device_->id(); }
   size_t size() const override { return size_; }
@@ -114,6 +119,19 @@ class SimDevice::SimBuffer : public DeviceBuffer {
   void* const data_;
   const size_t size_;
   const bool transient_;
+  const Pool pool_;
+};
+
+class SimDevice::SimLaunchReservation : public LaunchReservation {
+ public:
+  SimLaunchReservation(SimDevice* device, uint64_t bytes)
+      : device_(device), bytes_(bytes) {}
+  ~SimLaunchReservation() override { device_->Unreserve(bytes_); }
+  uint64_t bytes() const override { return bytes_; }
+
+ private:
+  SimDevice* const device_;
+  const uint64_t bytes_;
 };
 
 void* SimDevice::HostAddress(const DeviceBuffer& buffer) {
@@ -156,6 +174,8 @@ class SimDevice::SimLoadedFunction : public LoadedFunction {
   }
   // Keeps one arena (the one reserved at load); arenas made for launches
   // that queued concurrently are freed, so contention never pins memory.
+  // Runs launch from their device's shared stream, one after another, so
+  // they only ever take the reserved one.
   void ReleaseArena(std::unique_ptr<DeviceBuffer> arena) const {
     absl::MutexLock lock(&mu_);
     if (free_arenas_.empty()) free_arenas_.push_back(std::move(arena));
@@ -277,8 +297,9 @@ DeviceInfo SimDevice::GetDeviceInfo() const {
   info.memory_bytes = config_.memory_bytes;
   {
     absl::MutexLock lock(&memory_mu_);
-    info.available_memory_bytes = config_.memory_bytes - used_bytes_;
+    info.available_memory_bytes = config_.memory_bytes - UsedLocked();
     info.peak_used_memory_bytes = peak_used_bytes_;
+    info.launch_reserved_bytes = launch_reserve_;
   }
   info.compute_flops = timing_.compute_flops;
   info.link_bytes_per_second = timing_.link_bytes_per_second;
@@ -446,39 +467,78 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::Allocate(
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> SimDevice::AllocateBuffer(
-    size_t bytes, bool transient) {
+    size_t bytes, bool transient, Pool pool) {
   if (stopped()) return StoppedError();
   {
     absl::MutexLock lock(&memory_mu_);
-    if (bytes > config_.memory_bytes - used_bytes_) {
+    const uint64_t used = UsedLocked();
+    // A launch's value first takes what the reserve has unused.
+    const uint64_t more =
+        pool == Pool::kDevice
+            ? bytes
+            : std::max(launch_reserve_, launch_used_ + bytes) -
+                  std::max(launch_reserve_, launch_used_);
+    if (more > config_.memory_bytes - used) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "device ", config_.name, " is out of memory: ", bytes,
-          " bytes requested, ", config_.memory_bytes - used_bytes_, " of ",
-          config_.memory_bytes, " available"));
+          " bytes requested, ", config_.memory_bytes - used, " of ",
+          config_.memory_bytes, " available",
+          pool == Pool::kLaunch
+              ? absl::StrCat(" (a launch's run-time values hold ", launch_used_,
+                             " bytes, ", launch_reserve_,
+                             " are reserved for them)")
+              : ""));
     }
-    used_bytes_ += bytes;
+    (pool == Pool::kDevice ? device_used_ : launch_used_) += bytes;
     // Counted as reserved: the rare reservation whose host memory then
     // fails (below) still counts, as it did hold the device's room.
-    peak_used_bytes_ = std::max(peak_used_bytes_, used_bytes_);
+    peak_used_bytes_ = std::max(peak_used_bytes_, UsedLocked());
   }
   void* data = HostAllocate(bytes, transient);
   if (data == nullptr) {
-    ReturnMemory(bytes);
+    ReturnMemory(bytes, pool);
     return absl::ResourceExhaustedError(absl::StrCat(
         "host memory backing device ", config_.name, " is exhausted"));
   }
   return std::unique_ptr<DeviceBuffer>(
-      new SimBuffer(this, data, bytes, transient));
+      new SimBuffer(this, data, bytes, transient, pool));
 }
 
-void SimDevice::ReturnMemory(size_t bytes) {
+void SimDevice::ReturnMemory(size_t bytes, Pool pool) {
   absl::MutexLock lock(&memory_mu_);
-  used_bytes_ -= bytes;
+  (pool == Pool::kDevice ? device_used_ : launch_used_) -= bytes;
 }
 
 uint64_t SimDevice::AvailableMemory() const {
   absl::MutexLock lock(&memory_mu_);
-  return config_.memory_bytes - used_bytes_;
+  return config_.memory_bytes - UsedLocked();
+}
+
+absl::StatusOr<std::unique_ptr<LaunchReservation>>
+SimDevice::ReserveLaunchMemory(uint64_t bytes) {
+  if (stopped()) return StoppedError();
+  absl::MutexLock lock(&memory_mu_);
+  const uint64_t used = UsedLocked();
+  if (std::max({launch_reserve_, bytes, launch_used_}) >
+      config_.memory_bytes - device_used_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("device ", config_.name, " cannot reserve ", bytes,
+                     " bytes for launches' run-time values: ", launch_reserve_,
+                     " are reserved, ", config_.memory_bytes - used, " of ",
+                     config_.memory_bytes, " available"));
+  }
+  launch_reservations_.insert(bytes);
+  launch_reserve_ = std::max(launch_reserve_, bytes);
+  peak_used_bytes_ = std::max(peak_used_bytes_, UsedLocked());
+  return std::unique_ptr<LaunchReservation>(
+      new SimLaunchReservation(this, bytes));
+}
+
+void SimDevice::Unreserve(uint64_t bytes) {
+  absl::MutexLock lock(&memory_mu_);
+  launch_reservations_.erase(launch_reservations_.find(bytes));
+  launch_reserve_ =
+      launch_reservations_.empty() ? 0 : *launch_reservations_.rbegin();
 }
 
 absl::Status SimDevice::TimedCopy(const Stream& stream, size_t bytes,
@@ -639,6 +699,9 @@ void SimDevice::Launch(Stream& stream, const LoadedFunction& function,
         memory.arena = HostAddress(*arena);
         memory.allocate = [this](size_t bytes) {
           return AllocateBuffer(bytes, /*transient=*/true);
+        };
+        memory.allocate_scratch = [this](size_t bytes) {
+          return AllocateBuffer(bytes, /*transient=*/true, Pool::kLaunch);
         };
         memory.resolve = &SimDevice::HostAddress;
         const absl::Status s =

@@ -6,9 +6,11 @@
 #ifndef GLINT_DEVICES_SIM_SIM_DEVICE_H_
 #define GLINT_DEVICES_SIM_SIM_DEVICE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,8 @@ class SimDevice : public DeviceManager {
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(
       size_t bytes) override;
   uint64_t AvailableMemory() const override;
+  absl::StatusOr<std::unique_ptr<LaunchReservation>> ReserveLaunchMemory(
+      uint64_t bytes) override;
 
   Stream& default_stream() override { return *default_stream_; }
   absl::StatusOr<std::unique_ptr<Stream>> CreateStream(int priority) override;
@@ -129,6 +133,7 @@ class SimDevice : public DeviceManager {
  private:
   class SimBuffer;
   class SimLoadedFunction;
+  class SimLaunchReservation;
   class OwnedStream;
   friend class SimBuffer;
   friend class SimLoadedFunction;
@@ -138,11 +143,22 @@ class SimDevice : public DeviceManager {
             SimTimingModel timing, std::vector<std::string> unsupported_ops,
             int threads);
 
-  void ReturnMemory(size_t bytes) ABSL_LOCKS_EXCLUDED(memory_mu_);
+  // Where a buffer's bytes are counted: with the device's other
+  // allocations, or as a launch's run-time value (drawn from the launch
+  // reserve first, ReserveLaunchMemory).
+  enum class Pool { kDevice, kLaunch };
+  void ReturnMemory(size_t bytes, Pool pool) ABSL_LOCKS_EXCLUDED(memory_mu_);
   // Allocate's work; `transient` for a run's own buffers (a mapped one may
   // come from, and goes back to, the transient cache: kTransientCacheBytes).
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateBuffer(
-      size_t bytes, bool transient);
+      size_t bytes, bool transient, Pool pool = Pool::kDevice);
+  // The bytes counted as used: the device pool's, plus the launch reserve
+  // or, when a launch has outgrown it, what launches hold.
+  uint64_t UsedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(memory_mu_) {
+    return device_used_ + std::max(launch_reserve_, launch_used_);
+  }
+  // Drops one reservation of `bytes` (SimLaunchReservation's destructor).
+  void Unreserve(uint64_t bytes) ABSL_LOCKS_EXCLUDED(memory_mu_);
   // Host memory for a buffer of `bytes`; `transient` ones of mapped size
   // are taken from the cache when it has their size class.
   void* HostAllocate(size_t bytes, bool transient)
@@ -186,8 +202,15 @@ class SimDevice : public DeviceManager {
   ComputeEngine compute_engine_;
   absl::Mutex copy_engine_;
 
+  // Memory accounting. Launches run one at a time, so the values one
+  // launch allocates as it runs (Pool::kLaunch) and the reservations made
+  // for them overlap: what counts as used is max(reserve, launch_used_).
   mutable absl::Mutex memory_mu_;
-  uint64_t used_bytes_ ABSL_GUARDED_BY(memory_mu_) = 0;
+  uint64_t device_used_ ABSL_GUARDED_BY(memory_mu_) = 0;
+  uint64_t launch_used_ ABSL_GUARDED_BY(memory_mu_) = 0;
+  // The reservations alive; launch_reserve_ is the largest.
+  std::multiset<uint64_t> launch_reservations_ ABSL_GUARDED_BY(memory_mu_);
+  uint64_t launch_reserve_ ABSL_GUARDED_BY(memory_mu_) = 0;
   uint64_t peak_used_bytes_ ABSL_GUARDED_BY(memory_mu_) = 0;
 
   // Mappings of freed transient buffers by mapped length (a size class).

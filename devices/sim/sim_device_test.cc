@@ -315,14 +315,15 @@ TEST(SimDeviceTest, ControlFlowBodyValuesComeFromDeviceMemory) {
   EXPECT_EQ(device->AvailableMemory(), available);
 }
 
-// x [?] through eight Softmax nodes: seven values of dynamic shape
-// between input and output.
-Graph SoftmaxChainGraph() {
+// x [n] through eight Softmax nodes: seven values of dynamic shape
+// between input and output. `dim` names n ("" for none).
+Graph SoftmaxChainGraph(const std::string& dim = "") {
   Graph g;
   g.opset_version = 13;
   const Shape dynamic({Shape::kUnknownDim});
-  g.inputs = {{"x", DType::kFloat32, dynamic}};
-  g.outputs = {{"y", DType::kFloat32, dynamic}};
+  const std::vector<std::string> names = {dim};
+  g.inputs = {{"x", DType::kFloat32, dynamic, names}};
+  g.outputs = {{"y", DType::kFloat32, dynamic, names}};
   g.values["x"] = g.inputs[0];
   std::string in = "x";
   for (int i = 0; i < 8; ++i) {
@@ -333,10 +334,69 @@ Graph SoftmaxChainGraph() {
                            {in},
                            {out},
                            {{"axis", int64_t{0}}}});
-    g.values[out] = {out, DType::kFloat32, dynamic};
+    g.values[out] = {out, DType::kFloat32, dynamic, names};
     in = out;
   }
   return g;
+}
+
+// A function says what its launches' run-time values take at most within
+// bounds (two of the seven intermediates are live at once), and which it
+// cannot size. With that much reserved, a launch runs on a device whose
+// every other byte is taken, drawing on the reserve alone. Reservations
+// overlap (launches run one at a time): the device holds the largest.
+TEST(SimDeviceTest, LaunchesDrawOnTheReserveBeforeFreeMemory) {
+  constexpr int64_t kN = int64_t{1} << 18;  // 1 MiB of float32.
+  constexpr uint64_t kMiB = 1 << 20;
+  auto device = MakeDevice(0, 6 * kMiB);
+  auto compiled = device->backend().Compile(SoftmaxChainGraph("n"));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const DynamicMemory within = (*compiled)->DynamicMemoryWithin({{"n", kN}});
+  EXPECT_EQ(within.peak_bytes, 2 * kMiB);
+  EXPECT_TRUE(within.unbounded.empty());
+  const DynamicMemory unbounded = (*compiled)->DynamicMemoryWithin({});
+  EXPECT_EQ(unbounded.peak_bytes, 0u);
+  EXPECT_EQ(unbounded.unbounded.size(), 7u);  // s0..s6; y is an output.
+
+  auto loaded = device->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const uint64_t available = device->AvailableMemory();
+  auto reserved = device->ReserveLaunchMemory(within.peak_bytes);
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  auto smaller = device->ReserveLaunchMemory(kMiB);
+  ASSERT_TRUE(smaller.ok()) << smaller.status();
+  EXPECT_EQ(device->AvailableMemory(), available - 2 * kMiB);
+  EXPECT_EQ(device->GetDeviceInfo().launch_reserved_bytes, 2 * kMiB);
+
+  std::vector<float> xs(kN, 0.0f);
+  Tensor x = Tensor::FromVector<float>(DType::kFloat32, Shape({kN}), xs);
+  DeviceTensor dx, dy;
+  dy.buffer = *device->Allocate(kN * 4);  // The caller's output buffer.
+  Tensor y;
+  Stream* s = *device->AcquireStream();
+  device->CopyToDevice(*s, &x, &dx);
+  ASSERT_TRUE(s->Synchronize().ok());
+  auto rest = device->Allocate(device->AvailableMemory());
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(device->ReserveLaunchMemory(3 * kMiB).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  device->Launch(*s, **loaded, {&dx}, {&dy});
+  device->CopyToHost(*s, &dy, &y);
+  const absl::Status status = s->Synchronize();
+  device->ReleaseStream(s);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(y.shape(), Shape({kN}));
+  EXPECT_FLOAT_EQ(y.data<float>()[kN - 1], 1.0f / kN);  // Uniform.
+  EXPECT_EQ(device->AvailableMemory(), 0u);
+  EXPECT_EQ(device->GetDeviceInfo().peak_used_memory_bytes, 6 * kMiB);
+
+  rest->reset();
+  const uint64_t free_now = device->AvailableMemory();
+  reserved->reset();  // The 1 MiB one is the largest left.
+  EXPECT_EQ(device->AvailableMemory(), free_now + kMiB);
+  smaller->reset();
+  EXPECT_EQ(device->AvailableMemory(), free_now + 2 * kMiB);
+  EXPECT_EQ(device->GetDeviceInfo().launch_reserved_bytes, 0u);
 }
 
 // A value of dynamic shape holds device memory from its producer to its
