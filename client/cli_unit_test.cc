@@ -49,6 +49,10 @@ TEST(FormatTest, DevicePrintsItsPeakWhenKnown) {
   EXPECT_THAT(FormatDevice(d), Not(HasSubstr("since start")));
   d.peak_used_memory_bytes = uint64_t{3} << 20;
   EXPECT_THAT(FormatDevice(d), HasSubstr("at most 3 MiB in use since start"));
+  EXPECT_THAT(FormatDevice(d), Not(HasSubstr("reserved")));
+  d.launch_reserved_bytes = uint64_t{5} << 20;
+  EXPECT_THAT(FormatDevice(d),
+              HasSubstr("5 MiB of it reserved for launches' run-time values"));
 }
 
 TEST(CliTest, UsageErrorsExit2WithoutContactingAServer) {

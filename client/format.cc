@@ -169,6 +169,10 @@ std::string FormatDevice(const DeviceInfo& device) {
                     FormatBytes(device.peak_used_memory_bytes),
                     " in use since start");
   }
+  if (device.launch_reserved_bytes > 0) {
+    absl::StrAppend(&out, ", ", FormatBytes(device.launch_reserved_bytes),
+                    " of it reserved for launches' run-time values");
+  }
   if (device.launches_running > 0) {
     absl::StrAppend(&out, ", ", device.launches_running, " computing");
   }

@@ -384,6 +384,7 @@ void DeviceInfoToProto(const DeviceInfo& info, v1::DeviceInfo* proto) {
   proto->set_memory_bytes(info.memory_bytes);
   proto->set_available_memory_bytes(info.available_memory_bytes);
   proto->set_peak_used_memory_bytes(info.peak_used_memory_bytes);
+  proto->set_launch_reserved_bytes(info.launch_reserved_bytes);
   proto->set_compute_flops(info.compute_flops);
   proto->set_link_bytes_per_second(info.link_bytes_per_second);
   for (const std::string& op : info.unsupported_ops) {
@@ -470,6 +471,7 @@ DeviceInfo DeviceInfoFromProto(const v1::DeviceInfo& proto) {
   info.memory_bytes = proto.memory_bytes();
   info.available_memory_bytes = proto.available_memory_bytes();
   info.peak_used_memory_bytes = proto.peak_used_memory_bytes();
+  info.launch_reserved_bytes = proto.launch_reserved_bytes();
   info.compute_flops = proto.compute_flops();
   info.link_bytes_per_second = proto.link_bytes_per_second();
   info.unsupported_ops.assign(proto.unsupported_ops().begin(),

@@ -433,6 +433,7 @@ TEST(DeviceInfoTest, RoundTrip) {
   d.memory_bytes = 2 * kGiB;
   d.available_memory_bytes = kGiB;
   d.peak_used_memory_bytes = 3 * kGiB / 2;
+  d.launch_reserved_bytes = 5 * kMiB;
   d.compute_flops = 1e12;
   d.link_bytes_per_second = 1e10;
   d.unsupported_ops = {"Conv"};
@@ -443,6 +444,7 @@ TEST(DeviceInfoTest, RoundTrip) {
   EXPECT_EQ(back.name, "sim:0");
   EXPECT_EQ(back.available_memory_bytes, kGiB);
   EXPECT_EQ(back.peak_used_memory_bytes, 3 * kGiB / 2);
+  EXPECT_EQ(back.launch_reserved_bytes, 5 * kMiB);
   EXPECT_EQ(back.compute_flops, 1e12);
   EXPECT_THAT(back.unsupported_ops, ElementsAre("Conv"));
 }

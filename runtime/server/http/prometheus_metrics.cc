@@ -245,6 +245,13 @@ std::string PrometheusMetricsText(
     page.Sample(DeviceLabels(d.device),
                 absl::StrCat(d.device.peak_used_memory_bytes));
   }
+  page.Family("glint_device_launch_reserved_bytes", "gauge",
+              "Memory of the device set aside for the values launches "
+              "allocate as they run (counted as used)");
+  for (const DeviceStatistics& d : devices) {
+    page.Sample(DeviceLabels(d.device),
+                absl::StrCat(d.device.launch_reserved_bytes));
+  }
   page.Family("glint_device_loaded_partitions", "gauge",
               "Compiled partitions loaded on the device now");
   for (const DeviceStatistics& d : devices) {

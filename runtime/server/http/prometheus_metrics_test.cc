@@ -97,6 +97,7 @@ std::vector<DeviceStatistics> TwoDevices() {
   a.memory_bytes = 2 * kGiB;
   a.available_memory_bytes = 2 * kGiB - 3 * kMiB;
   a.peak_used_memory_bytes = 5 * kMiB;
+  a.launch_reserved_bytes = 2 * kMiB;
   a.loaded_functions = 2;
   a.launches_running = 1;
   DeviceInfo b = a;
@@ -170,6 +171,7 @@ TEST(PrometheusMetricsTest, PartitionsAndDevices) {
            "glint_device_memory_used_bytes{device=\"sim:0\"} 3145728\n",
            "glint_device_memory_used_bytes{device=\"sim:1\"} 0\n",
            "glint_device_memory_peak_bytes{device=\"sim:0\"} 5242880\n",
+           "glint_device_launch_reserved_bytes{device=\"sim:0\"} 2097152\n",
            "glint_device_loaded_partitions{device=\"sim:0\"} 2\n",
            "glint_device_launches_running{device=\"sim:0\"} 1\n",
            "glint_device_launches_running{device=\"sim:1\"} 0\n",
@@ -213,7 +215,7 @@ TEST(PrometheusMetricsTest, EachFamilyDescribedOnceBeforeItsSamples) {
       EXPECT_TRUE(absl::StartsWith(line, typed.back() + "{")) << line;
     }
   }
-  EXPECT_EQ(typed.size(), 25u);
+  EXPECT_EQ(typed.size(), 26u);
 }
 
 TEST(PrometheusMetricsTest, PromtoolAcceptsThePage) {
