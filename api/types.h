@@ -122,10 +122,15 @@ struct DynamicDim {
   std::string Key() const;
 };
 
-// A dynamic dim's bound when AddNetworkOptions::max_dims gives none. It
-// bounds each dim alone: a request within it can still ask for values
-// (attention's [batch, heads, seq, seq], say) that a device cannot hold,
-// and fails RESOURCE_EXHAUSTED then. Give bounds the devices can serve.
+// A dynamic dim's bound when AddNetworkOptions::max_dims gives none, before
+// the provisioner lowers it: device memory is reserved for one run at the
+// bounds, so the named dims the options leave unbounded are halved (a
+// leading batch dim first, down to 8; provisioner/executable_network.h
+// DimBounds) until such a run takes at most an eighth of a device's memory
+// and half of what it has free
+// (attention's [batch, heads, seq, seq] at 4096 would not fit). The bounds
+// settled on are the network's (NetworkInfo::dynamic_dims) and are
+// journaled with it as max_dims. Give bounds to serve more than that.
 inline constexpr int64_t kDefaultMaxDim = 4096;
 // The largest bound max_dims may set.
 inline constexpr int64_t kMaxDimBound = int64_t{1} << 31;
@@ -137,8 +142,11 @@ struct AddNetworkOptions {
   // each request brings its own size.
   std::map<std::string, Shape> input_shapes;
   // Bounds of dynamic dims, by DynamicDim::Key() ("seq" → 512): 1 to
-  // kMaxDimBound each; kDefaultMaxDim for the others. A key that names no
-  // dynamic dim of the model is INVALID_ARGUMENT at AddNetwork.
+  // kMaxDimBound each; kDefaultMaxDim, lowered to fit, for the others.
+  // Device memory is reserved for a run at the bounds of the named dims
+  // (RESOURCE_EXHAUSTED at AddNetwork, naming them, when it cannot be). A
+  // key that names no dynamic dim of the model is INVALID_ARGUMENT at
+  // AddNetwork.
   std::map<std::string, int64_t> max_dims;
   // How the network is split and copied over the devices.
   PartitionOptions partition;
@@ -180,7 +188,8 @@ struct PartitionInfo {
   uint64_t activation_bytes = 0;  // Planned arena of one execution.
   // Device memory one execution holds on the partition's device for the
   // values crossing into and out of it, reserved per execution (values of
-  // dynamic shape count 0: runs allocate them).
+  // dynamic shape at the dynamic dims' bounds; 0 for those no bound sizes:
+  // runs allocate them).
   uint64_t execution_bytes = 0;
   // Executions of this partition (in replica 0) that may be in flight at
   // once, their memory reserved on its device

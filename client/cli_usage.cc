@@ -21,8 +21,10 @@ commands:
                      add an ONNX model as network NAME. Inputs' symbolic
                      dims stay dynamic: each run brings its own size, up to
                      --max_dim's bound (DIM: the dim's name in the model,
-                     e.g. seq, or INPUT:AXIS; default 4096); --input_shape
-                     fixes an input's shape instead. S: auto (default),
+                     e.g. seq, or INPUT:AXIS); device memory is reserved
+                     for a run at the bounds, and a dim given none gets
+                     4096 lowered until that fits (show lists them);
+                     --input_shape fixes an input's shape instead. S: auto (default),
                      whole, memory, load_balanced or user; --place rules
                      (node name or glob -> logical device) make a user plan.
                      --max_batch_size turns on dynamic batching: concurrent

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,12 +70,36 @@ struct ProvisionedPartition {
   uint64_t weight_bytes = 0;
   // Device memory one execution holds on this partition's device for the
   // values it brings there (inputs copied in, results) while the run is in
-  // flight, as planned: values of dynamic shape count 0 (they are
-  // allocated per run). The function's arena is not in it: launches on a
-  // device run one at a time, so its one arena, reserved at load, serves
-  // every execution.
+  // flight, as planned: values of dynamic shape at the network's bounds
+  // (SizeSlotsWithin), 0 for those no bound sizes (runs allocate them). The
+  // function's arena is not in it: launches on a device run one at a time, so
+  // its one arena, reserved at load, serves every execution.
   uint64_t execution_bytes = 0;
   int num_nodes = 0;
+};
+
+// The bounds of a network's dynamic dims that its device memory is
+// reserved for (AddNetworkOptions::max_dims, by the dims' names): each
+// execution state holds its cross-partition values at these sizes, and each
+// device sets aside the largest peak its launches reach at them, so that a
+// run within them never fails for device memory.
+struct DimBounds {
+  std::map<std::string, int64_t> max;
+  // The names in `max` whose bound is a default, not the user's, and of
+  // those the ones that lead an input (axis 0: a batch). The provisioner
+  // lowers these until what one run at the bounds adds on each device (its
+  // execution state's values and the growth of the launch reserve) is at
+  // most an eighth of the device's memory and half of what it has free, so
+  // that a plain add neither asks for more than the devices can give nor
+  // crowds out the networks added after it (more executions than one then
+  // take what ReserveExecutions allows). It halves, in turn while that
+  // does not fit: the leading dims down to kBatchFloor, then the others
+  // together down to 1, then the leading ones down to 1. So a BERT encoder
+  // keeps 1,024 tokens at a batch of 8 on a 2 GiB device, where halving
+  // every dim alike would leave 128 of each.
+  std::set<std::string> defaulted;
+  std::set<std::string> leading;
+  static constexpr int64_t kBatchFloor = 8;
 };
 
 // Where one argument of a partition comes from in a run.
@@ -138,6 +163,9 @@ struct ReplicaRouting {
   // shape).
   std::vector<int> slot_device;
   std::vector<size_t> slot_bytes;
+  // Per tensor slot, its value's type (the producer's): what sizes a
+  // value of dynamic shape at the network's bounds.
+  std::vector<ValueInfo> slot_values;
   // Per tensor slot, the partition that writes it (its producer, or the
   // first partition on its device that copies it in) and its index in
   // that partition's PartitionExecution::tensors; per partition, the slots
@@ -180,6 +208,11 @@ struct Replica {
   absl::Mutex ring_mu;
   uint64_t next_ticket ABSL_GUARDED_BY(ring_mu) = 1;
 
+  // On each of its devices where its functions' launches allocate
+  // run-time values, room for the largest of them at the network's bounds
+  // (CompiledFunction::DynamicMemoryWithin).
+  std::vector<std::unique_ptr<LaunchReservation>> launch_reservations;
+
   // A ring entry sized for partition `p`'s slots.
   std::unique_ptr<PartitionExecution> MakeExecution(size_t p) const {
     return std::make_unique<PartitionExecution>(
@@ -215,6 +248,13 @@ struct ExecutableNetwork {
   // holds waits on the device for an entry, without a thread. Set by the
   // provisioner once it has reserved the entries; read on every run.
   int executions = 0;
+
+  // The bounds memory was reserved for (DimBounds::max as the provisioner
+  // settled them), and the values whose memory no bound determines (each
+  // run allocates them): "value 'idx' of partition p0", "the bodies of
+  // node 'If_3' (If)".
+  std::map<std::string, int64_t> dim_bounds;
+  std::vector<std::string> unreserved;
 };
 
 }  // namespace glint

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "partitioner/validate.h"
 
@@ -48,6 +49,7 @@ class SlotTable {
         value.shape.IsStatic() ? static_cast<size_t>(value.shape.NumElements()) *
                                      DTypeSize(value.dtype)
                                : 0);
+    routing_->slot_values.push_back(value);
     return it->second;
   }
 
@@ -181,12 +183,129 @@ void SumExecutionBytes(Replica& replica) {
   const ReplicaRouting& routing = replica.routing;
   for (size_t i = 0; i < replica.partitions.size(); ++i) {
     uint64_t bytes = 0;
-    for (int slot : routing.owned_slots[i]) bytes += routing.slot_bytes[slot];
+    for (int slot : routing.owned_slots[i]) {
+      bytes = SaturatingAdd(bytes, routing.slot_bytes[slot]);
+    }
     replica.partitions[i].execution_bytes = bytes;
   }
 }
 
+// "batch=8, seq=512": `bounds` as a message shows them.
+std::string BoundsText(const std::map<std::string, int64_t>& bounds) {
+  std::vector<std::string> parts;
+  for (const auto& [name, max] : bounds) {
+    parts.push_back(absl::StrCat(name, "=", max));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+// What one run at `bounds` adds to what each device of `network` holds:
+// its execution states' values, and the growth of the device's launch
+// reserve to the largest launch peak there.
+struct BoundsNeed {
+  std::map<DeviceManager*, uint64_t> states;
+  std::map<DeviceManager*, uint64_t> launch;
+};
+
+BoundsNeed NeedAt(ExecutableNetwork& network,
+                  const std::map<std::string, int64_t>& bounds) {
+  BoundsNeed need;
+  for (const auto& replica : network.replicas) {
+    SizeSlotsWithin(*replica, bounds);
+    for (const ProvisionedPartition& p : replica->partitions) {
+      need.states[p.device] =
+          SaturatingAdd(need.states[p.device], p.execution_bytes);
+      uint64_t& launch = need.launch[p.device];
+      launch = std::max(
+          launch,
+          p.function->function().DynamicMemoryWithin(bounds).peak_bytes);
+    }
+  }
+  return need;
+}
+
+// Settles `bounds` (lowering the defaulted ones while a run at them does
+// not fit a device, DimBounds::defaulted), sizes every replica's slots at
+// them and reserves each device's launch peak. RESOURCE_EXHAUSTED, naming
+// the bounds, when a device cannot set that peak aside.
+absl::Status ReserveForBounds(DimBounds bounds, ExecutableNetwork& network) {
+  BoundsNeed need;
+  for (;;) {
+    need = NeedAt(network, bounds.max);
+    bool fits = true;
+    for (const auto& [device, states] : need.states) {
+      const DeviceInfo info = device->GetDeviceInfo();
+      const uint64_t launch = need.launch[device];
+      const uint64_t more =
+          SaturatingAdd(states, launch > info.launch_reserved_bytes
+                                    ? launch - info.launch_reserved_bytes
+                                    : 0);
+      fits = fits && more <= std::min(info.available_memory_bytes / 2,
+                                      info.memory_bytes / 8);
+    }
+    if (fits) break;
+    // Halves the defaulted dims that lead an input (`leading`) or the
+    // others, each down to `floor`; whether any was lowered.
+    auto halve = [&bounds](bool leading, int64_t floor) {
+      bool lowered = false;
+      for (const std::string& name : bounds.defaulted) {
+        int64_t& max = bounds.max[name];
+        if (bounds.leading.count(name) == (leading ? 1 : 0) && max > floor) {
+          max = std::max(floor, max / 2);
+          lowered = true;
+        }
+      }
+      return lowered;
+    };
+    if (!halve(/*leading=*/true, DimBounds::kBatchFloor) &&
+        !halve(/*leading=*/false, 1) && !halve(/*leading=*/true, 1)) {
+      break;
+    }
+  }
+  network.dim_bounds = bounds.max;
+  // Every replica runs the same partitions: the first one's say it.
+  for (const ProvisionedPartition& p : network.replicas[0]->partitions) {
+    const DynamicMemory memory =
+        p.function->function().DynamicMemoryWithin(bounds.max);
+    for (const std::string& value : memory.unbounded) {
+      network.unreserved.push_back(
+          absl::StrCat(value, " of partition ", p.name));
+    }
+  }
+  for (const auto& replica : network.replicas) {
+    // One reservation per device, at the largest peak there.
+    std::map<DeviceManager*, uint64_t> peak;
+    for (const ProvisionedPartition& p : replica->partitions) {
+      peak[p.device] = need.launch[p.device];
+    }
+    for (const auto& [device, bytes] : peak) {
+      if (bytes == 0) continue;
+      absl::StatusOr<std::unique_ptr<LaunchReservation>> reserved =
+          device->ReserveLaunchMemory(bytes);
+      if (absl::IsResourceExhausted(reserved.status())) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "at the bounds of its dynamic dims (", BoundsText(bounds.max),
+            "): ", reserved.status().message(), "; lower them with max_dims"));
+      }
+      if (!reserved.ok()) return reserved.status();
+      replica->launch_reservations.push_back(*std::move(reserved));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void SizeSlotsWithin(Replica& replica,
+                     const std::map<std::string, int64_t>& bounds) {
+  ReplicaRouting& routing = replica.routing;
+  for (size_t slot = 0; slot < routing.slot_values.size(); ++slot) {
+    const ValueInfo& value = routing.slot_values[slot];
+    if (value.shape.IsStatic()) continue;
+    routing.slot_bytes[slot] = value.BytesWithin(bounds).value_or(0);
+  }
+  SumExecutionBytes(replica);
+}
 
 absl::Status ReserveExecutions(Replica& replica, int max_executions) {
   const ReplicaRouting& routing = replica.routing;
@@ -268,16 +387,18 @@ bool BetterDevice(const DeviceInfo& a, const DeviceInfo& b, uint64_t want,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
-    const Dag& dag, const CompileOptions& options, int max_executions) const {
-  return Provision(dag, /*release=*/nullptr, options, max_executions);
+    const Dag& dag, const CompileOptions& options, int max_executions,
+    const DimBounds& bounds) const {
+  return Provision(dag, /*release=*/nullptr, options, max_executions, bounds);
 }
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>>
 Provisioner::ProvisionReleasingConstants(Dag* dag,
                                          const CompileOptions& options,
-                                         int max_executions) const {
+                                         int max_executions,
+                                         const DimBounds& bounds) const {
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> network =
-      Provision(*dag, dag, options, max_executions);
+      Provision(*dag, dag, options, max_executions, bounds);
   // Also those a failure left (partitions not reached).
   for (DagNode& node : dag->nodes) node.function.initializers.clear();
   return network;
@@ -285,7 +406,7 @@ Provisioner::ProvisionReleasingConstants(Dag* dag,
 
 absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
     const Dag& dag, Dag* release, const CompileOptions& options,
-    int max_executions) const {
+    int max_executions, const DimBounds& bounds) const {
   // Partition validates the Dags it makes, but callers may build their
   // own: device counts and logical device indices are checked, with the
   // partitioner's own validator, before anything indexes by them.
@@ -303,8 +424,8 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provisioner::Provision(
   }
   // If anything fails, `network` is destroyed on return, evicting every
   // function this call loaded.
-  GLINT_RETURN_IF_ERROR(
-      Load(dag, release, physical, options, max_executions, network.get()));
+  GLINT_RETURN_IF_ERROR(Load(dag, release, physical, options, max_executions,
+                             bounds, network.get()));
   return network;
 }
 
@@ -385,7 +506,7 @@ absl::StatusOr<std::vector<std::vector<DeviceManager*>>> Provisioner::Place(
 absl::Status Provisioner::Load(
     const Dag& dag, Dag* release,
     const std::vector<std::vector<DeviceManager*>>& physical,
-    const CompileOptions& options, int max_executions,
+    const CompileOptions& options, int max_executions, const DimBounds& bounds,
     ExecutableNetwork* network) const {
   // Each partition compiles once per backend; replicas share the result.
   std::map<std::pair<size_t, const Backend*>,
@@ -462,9 +583,20 @@ absl::Status Provisioner::Load(
   // Once every replica's weights are in: executions never take the room a
   // later replica's weights need. Held by `network`, so that a failure
   // frees what was reserved.
+  GLINT_RETURN_IF_ERROR(ReserveForBounds(bounds, *network));
   int executions = 0;
   for (const auto& replica : network->replicas) {
-    GLINT_RETURN_IF_ERROR(ReserveExecutions(*replica, max_executions));
+    if (absl::Status s = ReserveExecutions(*replica, max_executions); !s.ok()) {
+      if (network->dim_bounds.empty() || !absl::IsResourceExhausted(s)) {
+        return s;
+      }
+      return absl::Status(s.code(),
+                          absl::StrCat(s.message(),
+                                       " (at the bounds of its dynamic "
+                                       "dims: ",
+                                       BoundsText(network->dim_bounds),
+                                       "; lower them with max_dims)"));
+    }
     executions += replica->capacity();
   }
   network->executions = executions;

@@ -8,7 +8,9 @@
 #ifndef GLINT_PROVISIONER_PROVISIONER_H_
 #define GLINT_PROVISIONER_PROVISIONER_H_
 
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,9 +30,17 @@ namespace glint {
 // `max_executions`, and beyond the first no more than half of what the
 // device has left, so that networks added later find room too.
 // RESOURCE_EXHAUSTED when not even one execution of the partitions on a
-// device fits. Values of dynamic shape reserve nothing (runs allocate them
-// in the entry they hold, which keeps them).
+// device fits. Values of dynamic shape are reserved at the network's
+// bounds (SizeSlotsWithin); those no bound sizes reserve nothing (runs
+// allocate them in the entry they hold, which keeps them).
 absl::Status ReserveExecutions(Replica& replica, int max_executions);
+
+// Sizes `replica`'s slots (ReplicaRouting::slot_bytes) and its
+// partitions' execution_bytes for runs whose dims are within `bounds`:
+// a value of dynamic shape by ValueInfo::BytesWithin, 0 where no bound
+// determines it. Run before ReserveExecutions.
+void SizeSlotsWithin(Replica& replica,
+                     const std::map<std::string, int64_t>& bounds);
 
 // Thread-safe (stateless apart from the borrowed devices).
 class Provisioner {
@@ -45,9 +55,16 @@ class Provisioner {
   //
   // Each replica's partitions get their ring entries reserved
   // (ReserveExecutions), at most `max_executions` each.
+  //
+  // Memory is reserved for `bounds` (DimBounds): the defaulted ones are
+  // lowered first where a run at them would not fit, and
+  // ExecutableNetwork::dim_bounds says where they settled. Then
+  // RESOURCE_EXHAUSTED, naming the bounds, when a run at them still does
+  // not fit.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, const CompileOptions& options = CompileOptions(),
-      int max_executions = kDefaultMaxExecutions) const;
+      int max_executions = kDefaultMaxExecutions,
+      const DimBounds& bounds = DimBounds()) const;
   // As Provision, but each partition's constants leave `dag` as soon as every
   // backend that needs them has compiled them (dag->nodes[i].function keeps
   // its nodes and types; its initializers are emptied): from then on the
@@ -59,7 +76,8 @@ class Provisioner {
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>>
   ProvisionReleasingConstants(Dag* dag,
                               const CompileOptions& options = CompileOptions(),
-                              int max_executions = kDefaultMaxExecutions) const;
+                              int max_executions = kDefaultMaxExecutions,
+                              const DimBounds& bounds = DimBounds()) const;
 
   // Executions reserved per partition at most, by default.
   static constexpr int kDefaultMaxExecutions = 8;
@@ -73,14 +91,14 @@ class Provisioner {
   // is `dag` itself.
   absl::StatusOr<std::unique_ptr<ExecutableNetwork>> Provision(
       const Dag& dag, Dag* release, const CompileOptions& options,
-      int max_executions) const;
+      int max_executions, const DimBounds& bounds) const;
   // Compiles each partition once per backend and loads it on its device in
   // every replica, into `network`; empties the initializers of
   // release->nodes[i] after its last compile when `release` is set.
   absl::Status Load(const Dag& dag, Dag* release,
                     const std::vector<std::vector<DeviceManager*>>& physical,
                     const CompileOptions& options, int max_executions,
-                    ExecutableNetwork* network) const;
+                    const DimBounds& bounds, ExecutableNetwork* network) const;
 
   const std::vector<DeviceManager*> devices_;
 };

@@ -323,7 +323,8 @@ absl::StatusOr<NetworkInfo> HostManager::Add(absl::string_view name,
   // must not lose it. The name is still reserved, so no remove or add of
   // the same name interleaves with the journal.
   if (entry.ok() && mode == AddMode::kAdd && options_.journal != nullptr) {
-    absl::Status s = options_.journal->Record(name, onnx_model, options);
+    absl::Status s =
+        options_.journal->Record(name, onnx_model, (*entry)->options);
     onnx_model.Evict();  // In case the journal did not.
     if (!s.ok()) {
       absl::MutexLock lock(&(*entry)->mu);
@@ -429,11 +430,18 @@ absl::StatusOr<std::shared_ptr<NetworkEntry>> HostManager::BuildEntry(
     entry->model = std::string(onnx_model.view());
     onnx_model.Evict();  // Copied.
   }
+  // The bounds memory was reserved for, defaults included, become the
+  // network's: what is journaled, and what a restart or a rebuild after a
+  // device failure reserves again, so that a request admitted once is
+  // admitted after.
   entry->options = options;
+  for (const DynamicDim& d : entry->info.dynamic_dims) {
+    if (!d.name.empty()) entry->options.max_dims[d.Key()] = d.max;
+  }
   std::map<int, std::shared_ptr<ExecutableNetwork>> smaller;
   if (options.batching.max_batch_size > 0) {
-    GLINT_ASSIGN_OR_RETURN(smaller,
-                           builder_->BuildSmaller(name, onnx_model, options));
+    GLINT_ASSIGN_OR_RETURN(
+        smaller, builder_->BuildSmaller(name, onnx_model, entry->options));
     BatchRunContext context;
     context.executor = executor_.get();
     context.admission = admission_.get();

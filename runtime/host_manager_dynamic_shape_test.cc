@@ -4,12 +4,14 @@
 // the value leaves one device and enters another, and each run's outputs
 // have exactly the values and shape the data gives, including an empty
 // selection.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "devices/sim/sim_device.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
@@ -326,15 +328,150 @@ TEST(HostManagerDynamicShapeTest, NmsSelectionGatheredOnAnotherDevice) {
   }
 }
 
-// A dynamic dim lets one request be far larger than the next. The buffers
-// a large request grew in the execution state are freed when a small one
-// follows, so the device's memory comes back instead of staying pinned by
-// the largest request ever seen; the runs are exact throughout.
+// x [N, kWidth] -> Softmax -> Softmax -> y: the middle value is one a
+// launch allocates as it runs (its shape is the run's), and x and y live in
+// the execution state. Two Softmaxes, so that no fusion removes it.
+constexpr int64_t kWidth = 4096;
+
+std::string TwoSoftmaxModel() {
+  OnnxModelBuilder b;
+  b.Input("x", kFloat, {-1, kWidth}).Output("y", kFloat, {-1, kWidth});
+  b.Node("Softmax", {"x"}, {"h"}, "first");
+  b.Node("Softmax", {"h"}, {"y"}, "second");
+  return b.Serialize();
+}
+
+// Runs TwoSoftmaxModel's network `name` on `rows` rows (row r: 0 but a 1
+// at column r) and checks the answer: softmax of a softmax of one-hot rows.
+absl::Status RunTwoSoftmax(HostManager& host, const std::string& name,
+                           int64_t rows) {
+  std::vector<float> x(rows * kWidth, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) x[r * kWidth + r % kWidth] = 1.0f;
+  absl::StatusOr<std::vector<NamedTensor>> out = host.RunNetwork(
+      name,
+      {{"x", Tensor::FromVector(DType::kFloat32, Shape({rows, kWidth}), x)}});
+  if (!out.ok()) return out.status();
+  EXPECT_EQ((*out)[0].tensor.shape(), Shape({rows, kWidth}));
+  // First softmax: e/(e + W-1) at the hot column, 1/(e + W-1) elsewhere.
+  const double e = std::exp(1.0);
+  const double hot = e / (e + kWidth - 1), cold = 1 / (e + kWidth - 1);
+  const double z = std::exp(hot) + (kWidth - 1) * std::exp(cold);
+  for (int64_t r = 0; r < rows; r += std::max<int64_t>(1, rows / 7)) {
+    const float* y = (*out)[0].tensor.data<float>() + r * kWidth;
+    EXPECT_NEAR(y[r % kWidth], std::exp(hot) / z, 1e-9) << "row " << r;
+    EXPECT_NEAR(y[(r + 1) % kWidth], std::exp(cold) / z, 1e-9) << "row " << r;
+  }
+  return absl::OkStatus();
+}
+
+// Memory is reserved for the bounds when a network is added: each
+// execution state holds x and y at N = max_dims['N'], and the device sets
+// aside the middle value's peak for launches. Once other allocations have
+// taken every other byte of the device, runs at any N within the bound
+// still succeed, and allocate nothing more; one beyond it is refused
+// before it runs, naming the dim and its bound.
+TEST(HostManagerDynamicShapeTest, RunsWithinTheBoundsNeverRunOutOfMemory) {
+  DeviceConfig config;
+  config.memory_bytes = 64 * kMiB;
+  absl::StatusOr<std::unique_ptr<SimDevice>> device =
+      SimDevice::Create(0, config);
+  ASSERT_TRUE(device.ok()) << device.status();
+  SimDevice* sim = device->get();
+  std::vector<std::unique_ptr<DeviceManager>> devices;
+  devices.push_back(*std::move(device));
+  HostManagerOptions host_options;
+  host_options.max_concurrent_executions = 1;
+  auto host = HostManager::Create(host_options, std::move(devices));
+  ASSERT_TRUE(host.ok()) << host.status();
+  constexpr int64_t kBound = 256;  // 4 MiB a value at the bound.
+  AddNetworkOptions options;
+  options.max_dims["N"] = kBound;
+  const uint64_t before = sim->AvailableMemory();
+  absl::StatusOr<NetworkInfo> info =
+      (*host)->AddNetwork("softmax", TwoSoftmaxModel(), options);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->dynamic_dims.size(), 1u);
+  EXPECT_EQ(info->dynamic_dims[0].max, kBound);
+  constexpr uint64_t kValue = kBound * kWidth * 4;
+  EXPECT_EQ(sim->GetDeviceInfo().launch_reserved_bytes, kValue);
+  EXPECT_GE(before - sim->AvailableMemory(), 3 * kValue);  // x, h, y.
+  {
+    // Everything else the device has goes elsewhere.
+    absl::StatusOr<std::unique_ptr<DeviceBuffer>> rest =
+        sim->Allocate(sim->AvailableMemory());
+    ASSERT_TRUE(rest.ok()) << rest.status();
+    ASSERT_EQ(sim->AvailableMemory(), 0u);
+    for (int64_t rows : {kBound, int64_t{1}, int64_t{0}, int64_t{77}, kBound}) {
+      EXPECT_TRUE(RunTwoSoftmax(**host, "softmax", rows).ok()) << rows;
+      EXPECT_EQ(sim->AvailableMemory(), 0u);
+    }
+    const absl::Status over = RunTwoSoftmax(**host, "softmax", kBound + 1);
+    EXPECT_EQ(over.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(over.message()),
+                ::testing::HasSubstr("over its bound 256"));
+  }
+  // Removing the network gives its reservations back.
+  ASSERT_TRUE((*host)->RemoveNetwork("softmax").ok());
+  EXPECT_EQ(sim->AvailableMemory(), before);
+  EXPECT_EQ(sim->GetDeviceInfo().launch_reserved_bytes, 0u);
+}
+
+// A dim no option bounds gets kDefaultMaxDim, lowered (halved) until one
+// run at it takes at most an eighth of the device's memory (and half of
+// what it has free): on 64 MiB, x, h and y at N rows of 16 KiB take
+// 48 KiB * N, so N = 128 (6 MiB of 8). The network
+// reports it, runs up to it and refuses beyond. Bounds given explicitly are
+// not lowered: a run at them that cannot fit is refused at add, naming
+// them.
+TEST(HostManagerDynamicShapeTest, DefaultBoundsAreLoweredToFitTheDevices) {
+  auto host = MakeHost(1);
+  const uint64_t before = host->GetDevices()[0].available_memory_bytes;
+  absl::StatusOr<NetworkInfo> info =
+      host->AddNetwork("softmax", TwoSoftmaxModel(), {});
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->dynamic_dims.size(), 1u);
+  EXPECT_EQ(info->dynamic_dims[0].max, 128);
+  absl::StatusOr<NetworkInfo> got = host->GetNetwork("softmax");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->dynamic_dims[0].max, 128);
+  EXPECT_TRUE(RunTwoSoftmax(*host, "softmax", 128).ok());
+  EXPECT_TRUE(RunTwoSoftmax(*host, "softmax", 3).ok());
+  EXPECT_EQ(RunTwoSoftmax(*host, "softmax", 129).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(host->RemoveNetwork("softmax").ok());
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
+
+  AddNetworkOptions options;
+  options.max_dims["N"] = 2048;  // 96 MiB a run.
+  absl::StatusOr<NetworkInfo> too_big =
+      host->AddNetwork("softmax", TwoSoftmaxModel(), options);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(too_big.status().message()),
+              ::testing::HasSubstr("N=2048"));
+  EXPECT_EQ(host->GetDevices()[0].available_memory_bytes, before);
+}
+
+// A dynamic dim the model does not name has no bound memory is reserved
+// for (ValueInfo::BytesWithin), so runs allocate its values: one request
+// may be far larger than the next. The buffers a large request grew in the
+// execution state are freed when a small one follows, so the device's
+// memory comes back instead of staying pinned by the largest request ever
+// seen; the runs are exact throughout.
 TEST(HostManagerDynamicShapeTest, ALargeRequestDoesNotPinDeviceMemory) {
   auto host = MakeHost(1);
   OnnxModelBuilder b;
   b.Input("x", kFloat, {-1, 1024}).Output("y", kFloat, {-1, 1024});
   b.Node("Relu", {"x"}, {"y"}, "relu");
+  onnx::GraphProto* graph = b.mutable_proto().mutable_graph();
+  for (onnx::ValueInfoProto* v :
+       {graph->mutable_input(0), graph->mutable_output(0)}) {
+    v->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->clear_dim_param();
+  }
   ASSERT_TRUE(host->AddNetwork("relu", b.Serialize(), {}).ok());
   auto available = [&] { return host->GetDevices()[0].available_memory_bytes; };
   auto run = [&](int64_t rows) {

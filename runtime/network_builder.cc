@@ -1,9 +1,12 @@
 #include "runtime/network_builder.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/logging.h"
 #include "core/status_macros.h"
@@ -183,11 +186,41 @@ absl::StatusOr<std::unique_ptr<ExecutableNetwork>> NetworkBuilder::Build(
     dag.placement = plan->placement;
   }
   const absl::Time planned = absl::Now();
+  // Memory is reserved for the named dims' bounds; those the options do
+  // not give may be lowered until a run at them fits.
+  DimBounds bounds;
+  for (const DynamicDim& d : dynamic_dims) {
+    if (d.name.empty()) continue;
+    bounds.max[d.name] = d.max;
+    if (options.max_dims.count(d.Key()) == 0) bounds.defaulted.insert(d.name);
+    if (d.axis == 0) bounds.leading.insert(d.name);
+  }
   GLINT_ASSIGN_OR_RETURN(
       std::unique_ptr<ExecutableNetwork> executable,
       Provisioner(std::move(devices))
           .ProvisionReleasingConstants(&dag, CompileOptions{options.precision},
-                                       max_executions_));
+                                       max_executions_, bounds));
+  for (DynamicDim& d : dynamic_dims) {
+    auto it = executable->dim_bounds.find(d.name);
+    if (!d.name.empty() && it != executable->dim_bounds.end()) {
+      d.max = it->second;
+    }
+  }
+  if (!executable->dim_bounds.empty()) {
+    std::vector<std::string> bounds_text;
+    for (const auto& [dim, max] : executable->dim_bounds) {
+      bounds_text.push_back(absl::StrCat(dim, "=", max));
+    }
+    GLINT_LOG_INFO("network '{}': device memory reserved for its bounds {}",
+                   Clip(name), Clip(absl::StrJoin(bounds_text, ", ")));
+  }
+  if (!executable->unreserved.empty()) {
+    GLINT_LOG_INFO(
+        "network '{}': {} values of run-time shape have no memory reserved "
+        "(no bound sizes them), e.g. {}",
+        Clip(name), executable->unreserved.size(),
+        Clip(executable->unreserved.front()));
+  }
   *info = DescribeNetwork(name, dag, *executable);
   info->dynamic_dims = std::move(dynamic_dims);
   info->batching = options.batching;

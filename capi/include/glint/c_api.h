@@ -231,8 +231,10 @@ GLINT_EXPORT GlintStatus* glint_add_options_set_input_shape(
     size_t rank);
 /* The bound of a dynamic input dim: `dim` is the dim's name in the model
  * ("seq") or "INPUT:AXIS" for a dim it does not name; `max` in 1..2^31
- * (default 4096). A name that is no dynamic dim of the model fails the
- * add with INVALID_ARGUMENT. */
+ * (default 4096, lowered until the devices can reserve a run at the
+ * bounds). Device memory is reserved for a run at the bounds: when it
+ * cannot be, the add fails with RESOURCE_EXHAUSTED naming them. A name
+ * that is no dynamic dim of the model fails the add with INVALID_ARGUMENT. */
 GLINT_EXPORT GlintStatus* glint_add_options_set_max_dim(
     GlintAddOptions* options, const char* dim, int64_t max);
 
