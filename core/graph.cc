@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/dim_expr.h"
 
 namespace glint {
 
@@ -34,9 +35,11 @@ std::optional<uint64_t> ValueInfo::BytesWithin(
   for (int axis = 0; axis < shape.rank(); ++axis) {
     int64_t size = shape.dim(axis);
     if (size == Shape::kUnknownDim) {
-      auto it = bounds.find(DimName(axis));
-      if (DimName(axis).empty() || it == bounds.end()) return std::nullopt;
-      size = it->second;
+      const std::string& name = DimName(axis);
+      if (name.empty()) return std::nullopt;
+      std::optional<int64_t> bound = EvaluateDim(name, bounds);
+      if (!bound.has_value()) return std::nullopt;
+      size = *bound;
     }
     if (size < 0) return std::nullopt;
     if (size == 0) return 0;

@@ -49,12 +49,14 @@ struct ValueInfo {
   std::string ToString() const;
   // The most bytes the value takes in a run whose named dims are each at
   // most `bounds[name]` (a network's dynamic dims, by name): its known
-  // dims times the bounds of its named ones. nullopt where that is not
-  // known: an unknown rank, an unknown dim without a name or whose name
-  // `bounds` lacks (a data-dependent size, or a dim ONNX could not relate
-  // to the inputs') or a dtype of no fixed size. A size past 2^62 bytes
-  // (bounds no device holds) is that limit, kBytesWithinLimit: sums of a
-  // few stay in range and never fit.
+  // dims times the bounds of its named ones, a name derived from them
+  // ("(height+1)/2", "64*batch": core/dim_expr.h) evaluated at the bounds.
+  // nullopt where that is not known: an unknown rank, an unknown dim
+  // without a name or whose name neither `bounds` has nor an expression of
+  // its names is (a data-dependent size, or a dim neither ONNX nor the
+  // importer could relate to the inputs') or a dtype of no fixed size. A size
+  // past 2^62 bytes (bounds no device holds) is that limit, kBytesWithinLimit:
+  // sums of a few stay in range and never fit.
   std::optional<uint64_t> BytesWithin(
       const std::map<std::string, int64_t>& bounds) const;
   static constexpr uint64_t kBytesWithinLimit = uint64_t{1} << 62;

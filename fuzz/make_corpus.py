@@ -613,6 +613,41 @@ def device_spec_seeds():
             for i, spec in enumerate(DEVICE_SPECS)]
 
 
+# --- dim_expr_fuzzer ---------------------------------------------------------
+
+# Dim names as exporters write them and as Glint's importer derives them
+# (onnx/dim_naming.h), and what the grammar refuses.
+DIM_EXPRS = [
+    "batch",
+    "(h+1)/2",
+    "(h+3)/4",
+    "64*batch",
+    "((h+1)/2)*batch",
+    "16*((h+3)/4)*((w+3)/4)",
+    "2*batch*seq",
+    "seq-1",
+    "(2*seq+1)/3",
+    "a-(b-3)",
+    "h/0",
+    "h/batch",
+    "(((a)))",
+    "unk__0",
+    "batch_size",
+    "Resizeoutput_dim_2",
+    "4611686018427387904*batch",
+    "99999999999999999999",
+    "a b",
+    "",
+]
+
+
+def dim_expr_seeds():
+    # Byte 0: the constant DimAffine adds (signed); byte 1: its divisor - 1.
+    prefixes = [b"\x00\x00", b"\x01\x01", b"\xff\x03", b"\x05\x0f"]
+    return [(f"expr_{i:02d}.txt", prefixes[i % len(prefixes)] + e.encode())
+            for i, e in enumerate(DIM_EXPRS)]
+
+
 # --- placement_fuzzer --------------------------------------------------------
 
 # Node names of placement_fuzzer.cc's graph: stem/mm stem/relu left/mm
@@ -822,6 +857,7 @@ def main():
     write_target("rest_request_fuzzer", rest_request_seeds(tests))
     write_target("http_connection_fuzzer", http_connection_seeds())
     write_target("device_spec_fuzzer", device_spec_seeds())
+    write_target("dim_expr_fuzzer", dim_expr_seeds())
     write_target("placement_fuzzer", placement_seeds())
     write_target("network_store_fuzzer", store_record_seeds())
     write_target("add_network_stream_fuzzer", add_network_stream_seeds())

@@ -27,6 +27,7 @@ TARGETS=(
   "npy_fuzzer //client:npy_fuzzer 4096"
   "tensor_proto_fuzzer //client:tensor_proto_fuzzer 4096"
   "device_spec_fuzzer //devices:device_spec_fuzzer 256"
+  "dim_expr_fuzzer //core:dim_expr_fuzzer 300"
   "run_request_fuzzer //proto:run_request_fuzzer 4096"
   "request_binding_fuzzer //runtime:request_binding_fuzzer 4096"
   "oip_request_fuzzer //proto:oip_request_fuzzer 4096"
