@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "core/dim_expr.h"
 #include "core/tensor.h"
 #include "onnx/fold_value.h"
 
@@ -19,6 +20,88 @@ namespace {
 using onnx::TensorProto;
 
 // --- The evaluators, one per op or family ---------------------------------
+
+// The name of a dim, as element k of `v` holds one: its symbol, where it
+// has one the fold may build on (never a name ONNX invented: it changes
+// from one round of inference to the next).
+std::optional<std::string> DimOperand(const FoldValue& v, int64_t k) {
+  const std::string& name = v.symbol(k);
+  if (name.empty() || IsInventedDimName(name)) return std::nullopt;
+  return name;
+}
+
+// The largest constant dim arithmetic is named with (core/dim_expr.h reads
+// constants up to 2^62).
+constexpr int64_t kMaxConstant = int64_t{1} << 40;
+
+// Whether a dim of name `name` is a size, never negative: a dim as Shape
+// reads it, or one scaled, multiplied or divided (no constant subtracted).
+bool IsSizeName(const std::string& name) {
+  return name.find('-') == std::string::npos;
+}
+
+// Integer arithmetic on a dim the fold does not know: the name of the
+// result as a dim expression (core/dim_expr.h), where the arithmetic is one
+// an exporter writes for a shape: a dim times a positive constant or times
+// another dim (batch * heads), a dim plus or minus a constant, a size
+// divided by a positive constant (C's truncation is the floor on a size,
+// never negative). nullopt for anything else, or for a name too long to
+// read back: the fold refuses the value.
+std::optional<std::string> DimArithmetic(const std::string& op,
+                                         const FoldValue& a, int64_t i,
+                                         const FoldValue& b, int64_t j) {
+  std::optional<std::string> result;
+  if (op == "Mul") {
+    DimProduct product;
+    for (const auto& [v, k] : {std::pair{&a, i}, std::pair{&b, j}}) {
+      if (v->known(k)) {
+        const int64_t c = v->ints[k];
+        if (c < 1 || product.coefficient > (int64_t{1} << 40) / c) {
+          return std::nullopt;
+        }
+        product.coefficient *= c;
+        continue;
+      }
+      std::optional<std::string> name = DimOperand(*v, k);
+      std::optional<DimProduct> factors =
+          name.has_value() ? DimFactors(*name) : std::nullopt;
+      if (!factors.has_value() || factors->coefficient < 1 ||
+          product.coefficient > (int64_t{1} << 40) / factors->coefficient) {
+        return std::nullopt;
+      }
+      product.coefficient *= factors->coefficient;
+      product.factors.insert(product.factors.end(), factors->factors.begin(),
+                             factors->factors.end());
+    }
+    result = DimProductName(std::move(product));
+    return result->size() <= kMaxDimExprLength ? result : std::nullopt;
+  }
+  // The others take a dim and a constant: dim + c, c + dim, dim - c, dim / c.
+  const bool dim_left = !a.known(i);
+  if (dim_left == !b.known(j)) return std::nullopt;
+  if (!dim_left && op != "Add") return std::nullopt;
+  std::optional<std::string> name =
+      dim_left ? DimOperand(a, i) : DimOperand(b, j);
+  const int64_t c = dim_left ? b.ints[j] : a.ints[i];
+  if (!name.has_value() || c > kMaxConstant || c < -kMaxConstant) {
+    return std::nullopt;
+  }
+  if (op == "Add") {
+    result = DimAffine(*name, c, 1);
+  } else if (op == "Sub") {
+    result = DimAffine(*name, -c, 1);
+  } else if (op == "Div" && c > 0 && IsSizeName(*name)) {
+    // C's truncation is the floor here: the dividend is a size.
+    result = DimAffine(*name, 0, c);
+  }
+  if (result.has_value() && result->size() > kMaxDimExprLength) {
+    return std::nullopt;
+  }
+  return result;
+}
+
+// Whether unknown element k of `v` is a size (IsSizeName).
+bool IsSize(const FoldValue& v, int64_t k) { return IsSizeName(v.symbol(k)); }
 
 std::optional<FoldValue> Arithmetic(const std::string& op,
                                     const std::vector<const FoldValue*>& ins,
@@ -32,6 +115,7 @@ std::optional<FoldValue> Arithmetic(const std::string& op,
   return Elementwise(ins, type, [&](const std::vector<int64_t>& at,
                                     FoldValue* out, int64_t k) {
     if (a.real()) {
+      if (!a.known(at[0]) || !b.known(at[1])) return false;
       const double x = a.reals[at[0]], y = b.reals[at[1]];
       double r;
       if (op == "Add") r = x + y;
@@ -42,6 +126,12 @@ std::optional<FoldValue> Arithmetic(const std::string& op,
       else if (op == "Mod" && fmod) r = std::fmod(x, y);
       else return false;
       out->reals[k] = RoundReal(type, r);
+      return true;
+    }
+    if (!a.known(at[0]) || !b.known(at[1])) {
+      std::optional<std::string> name = DimArithmetic(op, a, at[0], b, at[1]);
+      if (!name.has_value()) return false;
+      MarkUnknown(out, k, *name);
       return true;
     }
     const int64_t x = a.ints[at[0]], y = b.ints[at[1]];
@@ -81,7 +171,23 @@ std::optional<FoldValue> Compare(const std::string& op,
                                                  FoldValue* out, int64_t k) {
     // Integers compare exactly (no trip through double).
     int c;
-    if (a.real()) {
+    if (!a.known(at[0]) || !b.known(at[1])) {
+      // A dim the fold does not know still compares with a negative
+      // constant (the -1 of "keep this dim", as torch's expand(n, -1, -1)
+      // writes it), and equals a dim of its own name.
+      if (a.real()) return false;
+      const bool ua = !a.known(at[0]), ub = !b.known(at[1]);
+      if (ua && ub) {
+        const std::optional<std::string> x = DimOperand(a, at[0]);
+        if (!x.has_value() || x != DimOperand(b, at[1])) return false;
+        c = 0;
+      } else if (ua ? !IsSize(a, at[0]) || b.ints[at[1]] >= 0
+                    : !IsSize(b, at[1]) || a.ints[at[0]] >= 0) {
+        return false;
+      } else {
+        c = ua ? 1 : -1;
+      }
+    } else if (a.real()) {
       const double x = a.reals[at[0]], y = b.reals[at[1]];
       if (std::isnan(x) || std::isnan(y)) return false;
       c = x < y ? -1 : (x > y ? 1 : 0);
@@ -627,7 +733,7 @@ std::optional<FoldValue> FoldMaxMin(const OpArgs& a) {
 
 std::optional<FoldValue> FoldWhere(const OpArgs& a) {
   const std::vector<const FoldValue*>& ins = a.ins;
-  if (!a.all(3) || ins[0]->type != TensorProto::BOOL ||
+  if (!a.all(3) || ins[0]->type != TensorProto::BOOL || !ins[0]->complete() ||
       ins[1]->type != ins[2]->type) {
     return std::nullopt;
   }
@@ -738,9 +844,11 @@ std::optional<FoldValue> FoldReduce(const OpArgs& a) {
 
 struct OpEntry {
   std::optional<FoldValue> (*fold)(const OpArgs&);
-  // Moves elements without computing on them, so may carry unknown ones;
-  // every other op folds only complete operands.
-  bool moves_elements;
+  // Takes operands with unknown elements: the ops that move elements
+  // without computing on them carry them, Where picks them, integer
+  // arithmetic names them (DimArithmetic) and comparisons decide what they
+  // can of them; every other op folds only complete operands.
+  bool takes_unknown;
 };
 
 // The ops Glint folds, by op type.
@@ -749,18 +857,18 @@ const absl::flat_hash_map<std::string, OpEntry>& OpTable() {
     auto* t = new absl::flat_hash_map<std::string, OpEntry>;
     auto add = [t](std::initializer_list<const char*> ops,
                    std::optional<FoldValue> (*fold)(const OpArgs&),
-                   bool moves_elements) {
-      for (const char* op : ops) (*t)[op] = OpEntry{fold, moves_elements};
+                   bool takes_unknown) {
+      for (const char* op : ops) (*t)[op] = OpEntry{fold, takes_unknown};
     };
     add({"Identity"}, FoldIdentity, true);
-    add({"Add", "Sub", "Mul", "Div", "Mod", "Pow"}, FoldArithmetic, false);
+    add({"Add", "Sub", "Mul", "Div", "Mod", "Pow"}, FoldArithmetic, true);
     add({"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"},
-        FoldCompare, false);
+        FoldCompare, true);
     add({"Not", "And", "Or", "Xor"}, FoldLogic, false);
     add({"Neg", "Abs", "Floor", "Ceil", "Sqrt", "Reciprocal"}, FoldUnary,
         false);
     add({"Max", "Min"}, FoldMaxMin, false);
-    add({"Where"}, FoldWhere, false);
+    add({"Where"}, FoldWhere, true);
     add({"Cast"}, FoldCast, true);
     add({"Gather"}, FoldGather, true);
     add({"Slice"}, FoldSlice, true);
@@ -793,8 +901,8 @@ std::optional<FoldValue> FoldOp(const onnx::NodeProto& node,
   const absl::flat_hash_map<std::string, OpEntry>& table = OpTable();
   auto it = table.find(node.op_type());
   if (it == table.end()) return std::nullopt;
-  // Only the ops that move elements carry unknown ones.
-  if (!it->second.moves_elements) {
+  // Only some ops take unknown elements (OpEntry::takes_unknown).
+  if (!it->second.takes_unknown) {
     for (const FoldValue* v : inputs) {
       if (v != nullptr && !v->complete()) return std::nullopt;
     }

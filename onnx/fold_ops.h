@@ -7,9 +7,13 @@
 // ConstantOfShape. Shape and Size, which read a value's type rather than
 // its elements, are evaluated by shape_folding.cc.
 //
-// Only the ops that move elements carry unknown elements; the others fold
-// only complete operands. Nothing is folded where ONNX's operator would
-// fail (a Gather index out of range, an integer division by zero).
+// The ops that move elements carry unknown elements; Where picks them
+// (its condition known); integer Add, Sub, Mul and Div name the dims they
+// compute on (a dim times 12 is the element `12*batch`: core/dim_expr.h);
+// comparisons decide what a dim's being a size decides (never equal to
+// -1). The others fold only complete operands. Nothing is folded where ONNX's
+// operator would fail (a Gather index out of range, an integer division by
+// zero).
 //
 // Internal to //onnx:onnx_importer. Thread-safe on distinct values (the
 // op table is built once, on first use, and only read after).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "core/tensor.h"
 #include "onnx/onnx_tensor.h"
 
@@ -271,17 +272,22 @@ const std::string& FoldValue::symbol(int64_t k) const {
   return symbols[k];
 }
 
-// Copies element `from` of `src` to element `to` of `dst` (same type).
+void MarkUnknown(FoldValue* v, int64_t k, const std::string& symbol) {
+  if (v->unknown.empty()) v->unknown.assign(v->size(), false);
+  v->unknown[k] = true;
+  if (!symbol.empty()) {
+    if (v->symbols.empty()) v->symbols.assign(v->size(), "");
+    v->symbols[k] = symbol;
+  }
+}
+
+bool IsInventedDimName(absl::string_view name) {
+  return absl::StartsWith(name, "unk__");
+}
+
 void CopyElement(const FoldValue& src, int64_t from, FoldValue* dst,
                  int64_t to) {
-  if (!src.known(from)) {
-    if (dst->unknown.empty()) dst->unknown.assign(dst->size(), false);
-    dst->unknown[to] = true;
-    if (const std::string& name = src.symbol(from); !name.empty()) {
-      if (dst->symbols.empty()) dst->symbols.assign(dst->size(), "");
-      dst->symbols[to] = name;
-    }
-  }
+  if (!src.known(from)) MarkUnknown(dst, to, src.symbol(from));
   if (src.real()) {
     dst->reals[to] = src.reals[from];
   } else {

@@ -47,14 +47,18 @@ struct FoldValue {
   std::vector<int64_t> ints;
   std::vector<double> reals;
   // Elements not known at import (a Shape's dims that depend on run-time
-  // data); empty when every element is known. Only ops that move elements
+  // data); empty when every element is known. Ops that move elements
   // (Gather, Slice, Concat, Unsqueeze...) carry them: x.shape[1] of an
-  // [N, 1] value is known although N is not.
+  // [N, 1] value is known although N is not. Every unknown element is a
+  // dim, or dims multiplied, or a dim scaled, divided or offset by
+  // constants (fold_ops.h).
   std::vector<bool> unknown;
   // The names of unknown elements that are a symbolic dim of some value
   // (its ONNX dim_param, "seq", as Shape(x) reads it), "" where unnamed;
   // empty, or one per element. Carried wherever `unknown` is, and through
-  // Casts to INT64 or INT32: Range(0, seq, 1) has `seq` elements.
+  // Casts to INT64 or INT32: Range(0, seq, 1) has `seq` elements. Integer
+  // arithmetic on them names its result by a dim expression: Mul by 12 is
+  // `12*seq` (core/dim_expr.h).
   std::vector<std::string> symbols;
 
   bool complete() const {
@@ -139,6 +143,13 @@ std::optional<int64_t> Axis(int64_t axis, int64_t rank);
 int64_t Linear(const Dims& dims, const Dims& idx);
 // The multi-index in `dims` of linear index `k`.
 void Unravel(const Dims& dims, int64_t k, Dims* idx);
+// Marks element k of `v` unknown, named `symbol` ("" for no name).
+void MarkUnknown(FoldValue* v, int64_t k, const std::string& symbol);
+// Whether `name` is one ONNX's inference invented for a dim it could not
+// relate to another ("unk__0": libonnx's SymbolTableImpl). Such a name
+// changes from one round of inference to the next, so the fold never
+// builds on one (shape_folding.h ForgetInventedDimNames).
+bool IsInventedDimName(absl::string_view name);
 // Copies element `from` of `src` to element `to` of `dst` (same type),
 // unknown or not, with its symbol.
 void CopyElement(const FoldValue& src, int64_t from, FoldValue* dst,

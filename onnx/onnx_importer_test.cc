@@ -1,16 +1,20 @@
 #include "onnx/onnx_importer.h"
 
+#include <array>
 #include <cstdint>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/dim_expr.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "gmock/gmock.h"
@@ -1264,6 +1268,287 @@ TEST(ShapeFoldingTest, RangeOfAnInventedDimIsNotNamed) {
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_EQ(g->outputs[0].shape.rank(), 1);
   EXPECT_NE(g->outputs[0].DimName(0), "seq");
+}
+
+// --- Names of derived dims (onnx/dim_naming.h) ---------------------------
+
+// Imports `bytes` with dynamic inputs and again with `static_inputs`, and
+// checks that every dim the dynamic import names, evaluated at `sizes` (the
+// static inputs' dims by name), is the dim ONNX infers for the same value
+// at those shapes: ONNX's inference on static shapes is the oracle. Returns
+// how many named dims it checked.
+int ExpectNamesAgreeWithStaticImport(
+    const std::string& bytes, const std::map<std::string, Shape>& static_inputs,
+    const std::map<std::string, int64_t>& sizes) {
+  absl::StatusOr<Graph> dynamic = ImportOnnxModel(bytes);
+  ImportOptions options;
+  options.input_shapes = static_inputs;
+  absl::StatusOr<Graph> fixed = ImportOnnxModel(bytes, options);
+  EXPECT_TRUE(dynamic.ok()) << dynamic.status();
+  EXPECT_TRUE(fixed.ok()) << fixed.status();
+  if (!dynamic.ok() || !fixed.ok()) return 0;
+  int checked = 0;
+  for (const auto& [name, v] : dynamic->values) {
+    const ValueInfo* s = fixed->FindValue(name);
+    if (s == nullptr || !v.shape.has_rank() ||
+        s->shape.rank() != v.shape.rank()) {
+      continue;
+    }
+    for (int axis = 0; axis < v.shape.rank(); ++axis) {
+      if (s->shape.dim(axis) < 0) continue;
+      if (v.shape.dim(axis) >= 0) {
+        EXPECT_EQ(v.shape.dim(axis), s->shape.dim(axis)) << name;
+        continue;
+      }
+      if (v.DimName(axis).empty()) continue;
+      EXPECT_EQ(EvaluateDim(v.DimName(axis), sizes), s->shape.dim(axis))
+          << name << v.ShapeString() << " axis " << axis;
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+// Whether every value of `g` has a size at `bounds`.
+std::vector<std::string> UnsizedValues(
+    const Graph& g, const std::map<std::string, int64_t>& bounds) {
+  std::vector<std::string> unsized;
+  for (const auto& [name, v] : g.values) {
+    if (!v.BytesWithin(bounds).has_value()) {
+      unsized.push_back(absl::StrCat(name, v.ShapeString()));
+    }
+  }
+  return unsized;
+}
+
+// A float [dims...] initializer of zeros.
+void Zeros(ModelBuilder* b, const std::string& name,
+           std::vector<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  b->FloatInitializer(name, dims, std::vector<float>(n, 0.0f));
+}
+
+// A convolutional network with dynamic batch and image size, as
+// torchvision's are exported: ONNX names none of the spatial dims after the
+// first convolution; Glint names each by its arithmetic, so that two
+// branches of one size meet under one name.
+std::string ConvNetWithDynamicImageSize() {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", 3, "h", "w"})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  Zeros(&b, "w1", {4, 3, 3, 3});
+  Zeros(&b, "w2", {4, 4, 1, 1});
+  // A 3x3 convolution of stride 2 padded by 1: (h+1)/2.
+  onnx::NodeProto* c1 = b.Node("Conv", {"x", "w1"}, {"c1"}, "c1");
+  AddIntsAttr(c1, "strides", {2, 2});
+  AddIntsAttr(c1, "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"r1"}, "r1");
+  // A 2x2 max pool of stride 2: floor(((h+1)/2) / 2) = (h+1)/4.
+  onnx::NodeProto* p1 = b.Node("MaxPool", {"r1"}, {"p1"}, "p1");
+  AddIntsAttr(p1, "kernel_shape", {2, 2});
+  AddIntsAttr(p1, "strides", {2, 2});
+  // Two branches of one size: a 1x1 convolution of stride 2, and a 3x3
+  // average pool of stride 2 with SAME padding, both (h+3)/4.
+  onnx::NodeProto* c2 = b.Node("Conv", {"r1", "w2"}, {"c2"}, "c2");
+  AddIntsAttr(c2, "strides", {2, 2});
+  onnx::NodeProto* a1 = b.Node("AveragePool", {"r1"}, {"a1"}, "a1");
+  AddIntsAttr(a1, "kernel_shape", {3, 3});
+  AddIntsAttr(a1, "strides", {2, 2});
+  onnx::AttributeProto* pad = a1->add_attribute();
+  pad->set_name("auto_pad");
+  pad->set_type(onnx::AttributeProto::STRING);
+  pad->set_s("SAME_UPPER");
+  b.Node("Add", {"c2", "a1"}, {"sum"}, "sum");
+  // Upsampled by 2, then flattened.
+  b.FloatInitializer("scales", {4}, {1, 1, 2, 2});
+  b.Node("Resize", {"sum", "", "scales"}, {"up"}, "up");
+  b.Node("Flatten", {"up"}, {"y"}, "flatten");
+  return b.Bytes();
+}
+
+TEST(DimNamingTest, ConvolutionsAndPoolsNameTheirOutputsByTheirArithmetic) {
+  const std::string bytes = ConvNetWithDynamicImageSize();
+  absl::StatusOr<Graph> g = ImportOnnxModel(bytes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->FindValue("r1")->ShapeString(), "[n, 4, (h+1)/2, (w+1)/2]");
+  EXPECT_EQ(g->FindValue("p1")->ShapeString(), "[n, 4, (h+1)/4, (w+1)/4]");
+  EXPECT_EQ(g->FindValue("c2")->ShapeString(), "[n, 4, (h+3)/4, (w+3)/4]");
+  EXPECT_EQ(g->FindValue("sum")->ShapeString(), "[n, 4, (h+3)/4, (w+3)/4]");
+  EXPECT_EQ(g->FindValue("up")->ShapeString(),
+            "[n, 4, 2*((h+3)/4), 2*((w+3)/4)]");
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[n, 16*((h+3)/4)*((w+3)/4)]");
+  // The dims stay dynamic: the names only size them.
+  EXPECT_EQ(g->outputs[0].shape, Shape({-1, -1}));
+  const std::map<std::string, int64_t> bounds = {
+      {"n", 2}, {"h", 224}, {"w", 224}};
+  EXPECT_THAT(UnsizedValues(*g, bounds), ::testing::IsEmpty());
+  EXPECT_EQ(g->outputs[0].BytesWithin(bounds), 4u * 2 * 16 * 56 * 56);
+  // At the sizes ONNX infers for fixed shapes, odd and even alike: every
+  // named dim of every value (n, and both spatial dims of each).
+  for (const auto& [n, h, w] : std::vector<std::array<int64_t, 3>>{
+           {2, 37, 30}, {1, 64, 17}, {3, 5, 8}}) {
+    EXPECT_GE(
+        ExpectNamesAgreeWithStaticImport(bytes, {{"x", Shape({n, 3, h, w})}},
+                                         {{"n", n}, {"h", h}, {"w", w}}),
+        20)
+        << n << "x" << h << "x" << w;
+  }
+}
+
+// A transformer's shape arithmetic as PyTorch exports it: the head split's
+// Reshape to [batch * 2, seq, 4] computed from Shape(x) (ONNX cannot read
+// that target, so it knows none of the Reshape's dims), a Reshape to
+// [-1, 4], and a class token expanded to the batch through torch's
+// expand(n, -1, -1) (Where(Equal(shape, -1), 1, shape)).
+std::string TransformerShapeArithmetic() {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"batch", "seq", 8})
+      .Output("flat", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("cls", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "i1", {}, {1});
+  Int64Constant(&b, "heads", {}, {2});
+  Int64Constant(&b, "axes0", {1}, {0});
+  Int64Constant(&b, "four", {1}, {4});
+  b.Node("Gather", {"s", "i0"}, {"b"}, "gather_b");
+  b.Node("Gather", {"s", "i1"}, {"t"}, "gather_t");
+  b.Node("Mul", {"b", "heads"}, {"bh"}, "mul");
+  b.Node("Unsqueeze", {"bh", "axes0"}, {"bh1"}, "unsqueeze_bh");
+  b.Node("Unsqueeze", {"t", "axes0"}, {"t1"}, "unsqueeze_t");
+  AddIntAttr(b.Node("Concat", {"bh1", "t1", "four"}, {"shape3"}, "concat"),
+             "axis", 0);
+  b.Node("Reshape", {"x", "shape3"}, {"split"}, "split");
+  Int64Constant(&b, "to2", {2}, {-1, 4});
+  b.Node("Reshape", {"split", "to2"}, {"flat"}, "flatten");
+  // expand(batch, -1, -1) of a [1, 1, 8] token.
+  Zeros(&b, "token", {1, 1, 8});
+  b.Node("Unsqueeze", {"b", "axes0"}, {"b1"}, "unsqueeze_b");
+  Int64Constant(&b, "minus1", {1}, {-1});
+  AddIntAttr(
+      b.Node("Concat", {"b1", "minus1", "minus1"}, {"want"}, "concat_want"),
+      "axis", 0);
+  Int64Constant(&b, "all_minus1", {3}, {-1, -1, -1});
+  Int64Constant(&b, "ones", {3}, {1, 1, 1});
+  b.Node("Equal", {"want", "all_minus1"}, {"keep"}, "equal");
+  b.Node("Where", {"keep", "ones", "want"}, {"target"}, "where");
+  b.Node("Expand", {"token", "target"}, {"cls"}, "expand");
+  return b.Bytes();
+}
+
+TEST(DimNamingTest, ShapeArithmeticOfReadDimsNamesReshapesAndExpands) {
+  const std::string bytes = TransformerShapeArithmetic();
+  absl::StatusOr<Graph> g = ImportOnnxModel(bytes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->FindValue("split")->ShapeString(), "[2*batch, seq, 4]");
+  EXPECT_EQ(g->FindValue("split")->shape, Shape({-1, -1, 4}));
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[2*batch*seq, 4]");
+  EXPECT_EQ(g->outputs[1].ShapeString(), "[batch, 1, 8]");
+  EXPECT_EQ(g->outputs[1].shape, Shape({-1, 1, 8}));
+  // Equal of the batch (a size) with -1 is false whatever the batch: it
+  // folds, and the Where picks the target's elements.
+  EXPECT_THAT(OpTypes(*g), ::testing::Not(::testing::Contains("Equal")));
+  EXPECT_THAT(UnsizedValues(*g, {{"batch", 8}, {"seq", 512}}),
+              ::testing::IsEmpty());
+  for (const auto& [batch, seq] :
+       std::vector<std::pair<int64_t, int64_t>>{{3, 5}, {1, 64}}) {
+    EXPECT_GE(
+        ExpectNamesAgreeWithStaticImport(bytes, {{"x", Shape({batch, seq, 8})}},
+                                         {{"batch", batch}, {"seq", seq}}),
+        4);
+  }
+}
+
+// ShuffleNet's channel shuffle with a dynamic batch: Reshape(x, [n, 2,
+// c / 2, h, w]), Transpose, Reshape(., [n, -1, h, w]): the -1 is what is
+// left of the input's size once the batch cancels, a size (4), not a name.
+TEST(DimNamingTest, AReshapesInferredDimIsWhatTheNamesLeave) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", 4, 3, 3})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "axes0", {1}, {0});
+  b.Node("Gather", {"s", "i0"}, {"n0"}, "gather_n");
+  b.Node("Unsqueeze", {"n0", "axes0"}, {"n"}, "unsqueeze_n");
+  Int64Constant(&b, "groups", {4}, {2, 2, 3, 3});
+  AddIntAttr(b.Node("Concat", {"n", "groups"}, {"shape5"}, "concat5"), "axis",
+             0);
+  b.Node("Reshape", {"x", "shape5"}, {"r"}, "reshape5");
+  AddIntsAttr(b.Node("Transpose", {"r"}, {"t"}, "transpose"), "perm",
+              {0, 2, 1, 3, 4});
+  Int64Constant(&b, "rest", {3}, {-1, 3, 3});
+  AddIntAttr(b.Node("Concat", {"n", "rest"}, {"shape4"}, "concat4"), "axis", 0);
+  b.Node("Reshape", {"t", "shape4"}, {"y"}, "reshape4");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->FindValue("r")->ShapeString(), "[n, 2, 2, 3, 3]");
+  EXPECT_EQ(g->outputs[0].shape, Shape({-1, 4, 3, 3}));
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[n, 4, 3, 3]");
+  EXPECT_GE(ExpectNamesAgreeWithStaticImport(
+                b.Bytes(), {{"x", Shape({5, 4, 3, 3})}}, {{"n", 5}}),
+            3);
+}
+
+// A model's own dim names are names, whatever they spell: one named "7" is
+// no size of 7, and "max-len" is no subtraction, so nothing is built on
+// either: what they reach goes unsized rather than wrongly sized.
+TEST(DimNamingTest, ModelDimNamesThatReadAsArithmeticAreNotBuiltOn) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"7", "max-len", 8})
+      .Output("y", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("z", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("w", onnx::TensorProto::FLOAT, std::nullopt);
+  Int64Constant(&b, "to", {2}, {-1, 4});
+  b.Node("Reshape", {"x", "to"}, {"y"}, "reshape");
+  AddIntAttr(b.Node("Flatten", {"x"}, {"z"}, "flatten"), "axis", 2);
+  // Reshape(x, [x.shape[0], x.shape[1] * 8]): the elements read at run
+  // time keep no name to be read as a size.
+  b.Node("Shape", {"x"}, {"s"}, "shape");
+  Int64Constant(&b, "i0", {}, {0});
+  Int64Constant(&b, "i1", {}, {1});
+  Int64Constant(&b, "eight", {}, {8});
+  Int64Constant(&b, "axes0", {1}, {0});
+  b.Node("Gather", {"s", "i0"}, {"d0"}, "gather0");
+  b.Node("Gather", {"s", "i1"}, {"d1"}, "gather1");
+  b.Node("Mul", {"d1", "eight"}, {"d18"}, "mul");
+  b.Node("Unsqueeze", {"d0", "axes0"}, {"u0"}, "unsqueeze0");
+  b.Node("Unsqueeze", {"d18", "axes0"}, {"u1"}, "unsqueeze1");
+  AddIntAttr(b.Node("Concat", {"u0", "u1"}, {"to2"}, "concat"), "axis", 0);
+  b.Node("Reshape", {"x", "to2"}, {"w"}, "reshape2");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  // With dims named `max` and `len` about, a split name would evaluate.
+  const std::map<std::string, int64_t> bounds = {
+      {"7", 2}, {"max-len", 3}, {"max", 10}, {"len", 2}};
+  EXPECT_EQ(g->inputs[0].BytesWithin(bounds), 4u * 2 * 3 * 8);
+  EXPECT_EQ(g->outputs[0].shape, Shape({-1, 4}));
+  EXPECT_EQ(g->outputs[1].shape, Shape({-1, 8}));
+  EXPECT_EQ(g->outputs[2].shape, Shape({-1, -1}));
+  for (const ValueInfo& out : g->outputs) {
+    EXPECT_FALSE(out.BytesWithin(bounds).has_value()) << out.ShapeString();
+  }
+}
+
+// What no arithmetic sizes keeps no name: NonZero's count depends on the
+// data, and a Reshape of [n, m] to [-1, 2] has no product of names to call
+// its -1 (n * m / 2 need not be a whole product).
+TEST(DimNamingTest, DataDependentDimsStayUnnamed) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", "m"})
+      .Output("nz", onnx::TensorProto::INT64, std::nullopt)
+      .Output("r", onnx::TensorProto::FLOAT, std::nullopt);
+  b.Node("NonZero", {"x"}, {"nz"}, "nonzero");
+  Int64Constant(&b, "to", {2}, {-1, 2});
+  b.Node("Reshape", {"x", "to"}, {"r"}, "reshape");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].shape, Shape({2, -1}));
+  EXPECT_EQ(g->outputs[1].shape, Shape({-1, 2}));
+  const std::map<std::string, int64_t> bounds = {{"n", 8}, {"m", 8}};
+  EXPECT_FALSE(g->outputs[0].BytesWithin(bounds).has_value());
+  EXPECT_FALSE(g->outputs[1].BytesWithin(bounds).has_value());
 }
 
 TEST(ShapeFoldingTest, OperatorErrorsAreLeftToRunTime) {

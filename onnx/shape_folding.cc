@@ -3,16 +3,21 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/match.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "core/dim_expr.h"
 #include "core/graph.h"
 #include "core/status_macros.h"
+#include "onnx/dim_naming.h"
 #include "onnx/fold_ops.h"
 #include "onnx/fold_value.h"
 #include "onnx/import_util.h"
@@ -109,6 +114,27 @@ class Scope {
   mutable absl::flat_hash_map<std::string, FoldValue> known_;
 };
 
+// The names of the dims the graph's inputs declare, each standing for the
+// size of its dim (1) to tell which names are sizes of them.
+using InputDimNames = std::map<std::string, int64_t>;
+
+// Whether the fold may build names on the dim name `name`: one that holds
+// a name (never a bare number: a model may name a dim "7"), that ONNX did
+// not invent (it changes from one round to the next), and that is a plain
+// name or an expression of the inputs' names (core/dim_expr.h), never a
+// name of the model's that merely reads as one ("max-len" is no
+// subtraction).
+bool Buildable(const std::string& name, const InputDimNames& inputs) {
+  if (name.empty() || name.size() > kMaxDimExprLength ||
+      IsInventedDimName(name)) {
+    return false;
+  }
+  std::optional<DimProduct> product = DimFactors(name);
+  if (!product.has_value() || product->factors.empty()) return false;
+  if (IsDimIdentifier(name)) return true;
+  return inputs.count(name) == 0 && EvaluateDim(name, inputs).has_value();
+}
+
 // Size(x): the element count of a fully known shape.
 std::optional<FoldValue> SizeValue(const Dims& dims) {
   int64_t n = 1;
@@ -153,7 +179,8 @@ FoldValue ShapeValue(const onnx::NodeProto& node, const Dims& dims,
 
 // The value `node` computes, where Glint can fold it.
 std::optional<FoldValue> Evaluate(const onnx::NodeProto& node,
-                                  const Scope& scope, int64_t opset) {
+                                  const Scope& scope, int64_t opset,
+                                  const InputDimNames& inputs) {
   const std::string& op = node.op_type();
   if (node.output_size() != 1 || node.output(0).empty()) return std::nullopt;
   // Shape and Size read only their input's shape.
@@ -162,6 +189,10 @@ std::optional<FoldValue> Evaluate(const onnx::NodeProto& node,
     std::vector<std::string> names;
     std::optional<Dims> dims = scope.ShapeOf(node.input(0), &names);
     if (!dims.has_value()) return std::nullopt;
+    // Only names the fold may build on become symbols.
+    for (std::string& name : names) {
+      if (!Buildable(name, inputs)) name.clear();
+    }
     return op == "Size" ? SizeValue(*dims) : ShapeValue(node, *dims, names);
   }
   // Every other op reads its inputs' values (fold_ops.h); null where an
@@ -237,11 +268,6 @@ bool TypeIfByItsCondition(
   return changed;
 }
 
-// libonnx's SymbolTableImpl names what it invents "unk__" + a number.
-bool IsInventedDimName(absl::string_view name) {
-  return absl::StartsWith(name, "unk__");
-}
-
 // Range(0, n, 1) of an integer n that is a symbolic dim ("seq", read
 // through Shape → Gather → Cast) has n elements: its output's one dim gets
 // that name, so that what it meets later (position embeddings added to
@@ -272,7 +298,9 @@ bool NameRangeLength(const onnx::NodeProto& node, const Scope& scope,
   // A name ONNX invented is forgotten before it infers again
   // (ForgetInventedDimNames) and comes back as another: naming the Range by
   // it would change its type on every round and the rounds would not end.
-  if (IsInventedDimName(name)) return false;
+  if (IsInventedDimName(name) || name.size() > kMaxDimExprLength) {
+    return false;
+  }
   onnx::TypeProto*& type = (*types)[node.output(0)];
   if (type == nullptr) type = declare(node.output(0));
   onnx::TypeProto_Tensor* t = type->mutable_tensor_type();
@@ -287,6 +315,100 @@ bool NameRangeLength(const onnx::NodeProto& node, const Scope& scope,
   return true;
 }
 
+// The names ONNX invented for dims this round (unk__N) that the fold has
+// given a derived name to (NameDerivedDims). ONNX gives one name to dims it
+// knows are one size, so every value of that dim takes the derived name:
+// the Relu after a named Conv, and the Conv after it, are named in the
+// same pass rather than one round of inference each.
+using Renames = absl::flat_hash_map<std::string, std::string>;
+
+// Sets `d` to `name`: a size where it is one, else a dim_param.
+void SetDim(const std::string& name, onnx::TensorShapeProto_Dimension* d) {
+  int64_t size;
+  if (!name.empty() && absl::c_all_of(name, absl::ascii_isdigit) &&
+      absl::SimpleAtoi(name, &size)) {
+    d->set_dim_value(size);
+  } else {
+    d->set_dim_param(name);
+  }
+}
+
+// Renames the names of `type` that `renames` holds.
+void ApplyRenames(const Renames& renames, onnx::TypeProto* type) {
+  if (renames.empty() || !type->has_tensor_type() ||
+      !type->tensor_type().has_shape()) {
+    return;
+  }
+  for (auto& d : *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+    if (!d.has_dim_param()) continue;
+    if (auto it = renames.find(d.dim_param()); it != renames.end()) {
+      SetDim(it->second, &d);
+    }
+  }
+}
+
+// Whether a dim named `name` may be renamed to what a node derives: a name
+// ONNX invented, or one no input's dims size (an exporter names each dim
+// of its outputs, "Resizeoutput_dim_2").
+bool Renameable(const std::string& name, const InputDimNames& inputs) {
+  return name.empty() || IsInventedDimName(name) ||
+         !EvaluateDim(name, inputs).has_value();
+}
+
+// Gives the dims of `node`'s first output that ONNX left unnamed, or named
+// by a name it invented, the names the node derives for them
+// (dim_naming.h), recording each invented name so replaced in `renames`.
+// Returns whether it named a dim.
+bool NameDerivedDims(const onnx::NodeProto& node, const Scope& scope,
+                     int64_t opset, const InputDimNames& inputs,
+                     absl::flat_hash_map<std::string, onnx::TypeProto*>* types,
+                     Renames* renames) {
+  if (node.output_size() < 1 || node.output(0).empty()) return false;
+  auto it = types->find(node.output(0));
+  if (it == types->end() || !it->second->has_tensor_type() ||
+      !it->second->tensor_type().has_shape()) {
+    return false;
+  }
+  onnx::TensorShapeProto* shape =
+      it->second->mutable_tensor_type()->mutable_shape();
+  bool unnamed = false;
+  for (const auto& d : shape->dim()) {
+    unnamed =
+        unnamed || (!d.has_dim_value() && Renameable(d.dim_param(), inputs));
+  }
+  if (!unnamed) return false;
+  DimSource source;
+  source.shape_of = [&scope, &inputs](const std::string& value,
+                                      std::vector<std::string>* names) {
+    std::optional<Dims> dims = scope.ShapeOf(value, names);
+    if (names != nullptr) {
+      for (std::string& name : *names) {
+        if (!Buildable(name, inputs)) name.clear();
+      }
+    }
+    return dims;
+  };
+  source.find = [&scope](const std::string& value) {
+    return scope.Find(value);
+  };
+  const std::vector<std::string> derived =
+      DeriveOutputDimNames(node, shape->dim_size(), source, opset);
+  bool changed = false;
+  for (int k = 0; k < shape->dim_size(); ++k) {
+    onnx::TensorShapeProto_Dimension* d = shape->mutable_dim(k);
+    if (derived[k].empty() || d->has_dim_value() ||
+        !Renameable(d->dim_param(), inputs) || d->dim_param() == derived[k]) {
+      continue;
+    }
+    if (!d->dim_param().empty()) {
+      renames->try_emplace(d->dim_param(), derived[k]);
+    }
+    SetDim(derived[k], d);
+    changed = true;
+  }
+  return changed;
+}
+
 bool Iterates(const onnx::NodeProto& node) {
   return node.op_type() == "Loop" || node.op_type() == "Scan";
 }
@@ -297,7 +419,8 @@ bool Iterates(const onnx::NodeProto& node) {
 constexpr int64_t kFoldBudget = int64_t{1} << 24;
 
 absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
-                         bool iterates, int64_t opset, int depth,
+                         bool iterates, int64_t opset,
+                         const InputDimNames& inputs, int depth,
                          int64_t* budget) {
   if (depth > kMaxSubgraphDepth) return 0;  // The importer refuses these.
   Scope scope(*graph, parent, iterates);
@@ -321,7 +444,13 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
     return vi->mutable_type();
   };
   int folded = 0;
+  Renames renames;
   for (onnx::NodeProto& node : *graph->mutable_node()) {
+    for (const std::string& out : node.output()) {
+      if (auto it = types.find(out); it != types.end()) {
+        ApplyRenames(renames, it->second);
+      }
+    }
     if (!IsDefaultDomain(node.domain())) continue;
     bool has_subgraphs = false;
     for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
@@ -329,7 +458,7 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       has_subgraphs = true;
       GLINT_ASSIGN_OR_RETURN(
           int inner, Fold(attr.mutable_g(), &scope, Iterates(node), opset,
-                          depth + 1, budget));
+                          inputs, depth + 1, budget));
       folded += inner;
     }
     // A value computed from one that varies per iteration varies too.
@@ -360,9 +489,13 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
     for (const std::string& in : node.input()) {
       if (const FoldValue* v = scope.Find(in)) *budget -= v->size();
     }
-    std::optional<FoldValue> value = Evaluate(node, scope, opset);
+    std::optional<FoldValue> value = Evaluate(node, scope, opset, inputs);
     if (!value.has_value() && node.op_type() == "Range" &&
         NameRangeLength(node, scope, &types, declare)) {
+      ++folded;
+    }
+    if (!value.has_value() &&
+        NameDerivedDims(node, scope, opset, inputs, &types, &renames)) {
       ++folded;
     }
     if (!value.has_value() || CountOf(value->dims) != value->size()) continue;
@@ -416,7 +549,18 @@ void ForgetInventedDimNames(onnx::GraphProto* graph) {
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset) {
   int64_t budget = kFoldBudget;
-  return Fold(graph, nullptr, /*iterates=*/false, opset, 0, &budget);
+  InputDimNames inputs;
+  for (const onnx::ValueInfoProto& in : graph->input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) {
+      continue;
+    }
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_param() && !d.dim_param().empty()) {
+        inputs[d.dim_param()] = 1;
+      }
+    }
+  }
+  return Fold(graph, nullptr, /*iterates=*/false, opset, inputs, 0, &budget);
 }
 
 }  // namespace glint::onnx_internal

@@ -20,10 +20,17 @@
 // shape that its type fixes (graph inputs are bound to fixed dims at
 // import). A value may be known in part: Shape(x) of an [N, 1] x whose N
 // depends on run-time data is [?, 1], and Gather(Shape(x), 1) is the
-// constant 1. Only ops that move elements (Gather, Slice, Concat,
-// Unsqueeze, Squeeze, Reshape, Expand, Tile, Transpose, Cast) carry
-// unknown elements; a node is rewritten only when its whole value is
-// known.
+// constant 1. The ops that move elements (Gather, Slice, Concat,
+// Unsqueeze, Squeeze, Reshape, Expand, Tile, Transpose, Cast) and Where
+// carry unknown elements, integer arithmetic names them by the dims it
+// computes on (fold_ops.h); a node is rewritten only when its whole value
+// is known.
+//
+// Where a node makes a new size of named dims (a strided convolution, a
+// Reshape of a target read at run time), the fold names its output's dims
+// by that arithmetic (dim_naming.h), in place of the name ONNX invented
+// for them, on that value and on every later value ONNX gave the invented
+// name.
 //
 // An If whose condition folds takes one branch, and its outputs get that
 // branch's types (libonnx merges both; exporters write branches of
