@@ -191,6 +191,15 @@ struct PartitionInfo {
   // dynamic shape at the dynamic dims' bounds; 0 for those no bound sizes:
   // runs allocate them).
   uint64_t execution_bytes = 0;
+  // At the network's bounds (its dynamic_dims' max): the most device memory
+  // one launch of the partition takes for its run-time values, reserved on
+  // its device (which sets aside the largest of its partitions'), and how
+  // many of its values no bound sizes: data-dependent sizes (NonZero's,
+  // TopK's, a Loop's) that each run allocates beyond the reservation, so a
+  // run may still fail RESOURCE_EXHAUSTED for them. Both 0 for a network
+  // of static shapes.
+  uint64_t launch_bytes = 0;
+  int unsized_values = 0;
   // Executions of this partition (in replica 0) that may be in flight at
   // once, their memory reserved on its device
   // (HostManagerOptions::max_concurrent_executions). A run holds one only

@@ -126,6 +126,17 @@ TEST(FormatTest, PartitionsShowTheMemoryReservedPerExecution) {
                         "the device), 2 executions reserved\n"));
   info.partitions[0].executions = 1;
   EXPECT_THAT(FormatNetwork(info, true), HasSubstr(", 1 execution reserved\n"));
+  // Static shapes: nothing at the bounds to show.
+  EXPECT_THAT(FormatNetwork(info, true),
+              ::testing::Not(HasSubstr("at the bounds")));
+  info.partitions[0].launch_bytes = 12 << 20;
+  EXPECT_THAT(FormatNetwork(info, true),
+              HasSubstr("    at the bounds: 12 MiB of run-time values per "
+                        "launch (reserved)\n"));
+  info.partitions[0].unsized_values = 7;
+  EXPECT_THAT(FormatNetwork(info, true),
+              HasSubstr("(reserved), 7 values no bound sizes (allocated per "
+                        "run)\n"));
 }
 
 TEST(FormatTest, NetworkShowsItsBatching) {

@@ -132,17 +132,26 @@ std::string FormatNetwork(const NetworkInfo& network, bool detailed) {
         &out, "  partition ", p.name, " on device ", p.device_id, " (",
         p.device_name, "): ", p.num_nodes, " nodes, weights ",
         FormatBytes(p.weight_bytes), ", activations ",
-        FormatBytes(p.activation_bytes), ", ",
-        absl::StrFormat("%.4g", p.flops), " FLOPs\n",
-        "    per execution: ", FormatBytes(p.execution_bytes),
+        FormatBytes(p.activation_bytes), ", ", absl::StrFormat("%.4g", p.flops),
+        " FLOPs\n", "    per execution: ", FormatBytes(p.execution_bytes),
         " (inputs and outputs held on the device), ", p.executions,
-        p.executions == 1 ? " execution" : " executions",
-        " reserved\n", "    estimated: memory ",
-        FormatBytes(p.memory_bytes), ", input ", FormatBytes(p.input_bytes),
-        absl::StrFormat(" per run, %.3g ms per run\n",
-                        p.estimated_seconds * 1e3),
-        "    inputs:  ", absl::StrJoin(p.inputs, ", "), "\n",
-        "    outputs: ", absl::StrJoin(p.outputs, ", "), "\n");
+        p.executions == 1 ? " execution" : " executions", " reserved\n");
+    if (p.launch_bytes > 0 || p.unsized_values > 0) {
+      absl::StrAppend(&out, "    at the bounds: ", FormatBytes(p.launch_bytes),
+                      " of run-time values per launch (reserved)");
+      if (p.unsized_values > 0) {
+        absl::StrAppend(&out, ", ", p.unsized_values,
+                        p.unsized_values == 1 ? " value" : " values",
+                        " no bound sizes (allocated per run)");
+      }
+      absl::StrAppend(&out, "\n");
+    }
+    absl::StrAppend(&out, "    estimated: memory ", FormatBytes(p.memory_bytes),
+                    ", input ", FormatBytes(p.input_bytes),
+                    absl::StrFormat(" per run, %.3g ms per run\n",
+                                    p.estimated_seconds * 1e3),
+                    "    inputs:  ", absl::StrJoin(p.inputs, ", "), "\n",
+                    "    outputs: ", absl::StrJoin(p.outputs, ", "), "\n");
     if (!p.device_class.empty()) {
       absl::StrAppend(&out, "    device class: ", p.device_class, "\n");
     }

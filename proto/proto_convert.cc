@@ -365,6 +365,8 @@ void NetworkInfoToProto(const NetworkInfo& info, v1::NetworkInfo* proto,
     pp->set_weight_bytes(p.weight_bytes);
     pp->set_activation_bytes(p.activation_bytes);
     pp->set_execution_bytes(p.execution_bytes);
+    pp->set_launch_bytes(p.launch_bytes);
+    pp->set_unsized_values(p.unsized_values);
     pp->set_executions(p.executions);
     pp->set_flops(p.flops);
     pp->set_memory_bytes(p.memory_bytes);
@@ -449,6 +451,8 @@ NetworkInfo NetworkInfoFromProto(const v1::NetworkInfo& proto) {
     p.weight_bytes = pp.weight_bytes();
     p.activation_bytes = pp.activation_bytes();
     p.execution_bytes = pp.execution_bytes();
+    p.launch_bytes = pp.launch_bytes();
+    p.unsized_values = pp.unsized_values();
     p.executions = pp.executions();
     p.flops = pp.flops();
     p.memory_bytes = pp.memory_bytes();

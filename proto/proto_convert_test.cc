@@ -343,6 +343,8 @@ TEST(NetworkInfoTest, RoundTrip) {
   part.weight_bytes = 1024;
   part.activation_bytes = 64;
   part.execution_bytes = 4096;
+  part.launch_bytes = 1 << 20;
+  part.unsized_values = 3;
   part.executions = 3;
   part.flops = 1e6;
   part.device_class = "sim, 50 GFLOP/s";
@@ -375,6 +377,8 @@ TEST(NetworkInfoTest, RoundTrip) {
   EXPECT_EQ(back.partitions[0].device_id, 1);
   EXPECT_EQ(back.partitions[0].num_nodes, 3);
   EXPECT_EQ(back.partitions[0].execution_bytes, 4096u);
+  EXPECT_EQ(back.partitions[0].launch_bytes, 1u << 20);
+  EXPECT_EQ(back.partitions[0].unsized_values, 3);
   EXPECT_EQ(back.partitions[0].executions, 3);
   EXPECT_EQ(back.partitions[0].flops, 1e6);
   EXPECT_EQ(back.partitions[0].device_class, "sim, 50 GFLOP/s");

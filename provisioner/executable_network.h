@@ -75,6 +75,13 @@ struct ProvisionedPartition {
   // function's arena is not in it: launches on a device run one at a time, so
   // its one arena, reserved at load, serves every execution.
   uint64_t execution_bytes = 0;
+  // At the network's bounds (ExecutableNetwork::dim_bounds): the most bytes
+  // of run-time values one launch holds at once (its device's launch
+  // reserve covers the largest of its partitions'), and how many of its
+  // values no bound sizes (a data-dependent size: NonZero's, TopK's), which
+  // each launch allocates beyond that reserve.
+  uint64_t launch_bytes = 0;
+  int unsized_values = 0;
   int num_nodes = 0;
 };
 

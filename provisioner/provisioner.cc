@@ -263,13 +263,18 @@ absl::Status ReserveForBounds(DimBounds bounds, ExecutableNetwork& network) {
     }
   }
   network.dim_bounds = bounds.max;
-  // Every replica runs the same partitions: the first one's say it.
-  for (const ProvisionedPartition& p : network.replicas[0]->partitions) {
-    const DynamicMemory memory =
-        p.function->function().DynamicMemoryWithin(bounds.max);
-    for (const std::string& value : memory.unbounded) {
-      network.unreserved.push_back(
-          absl::StrCat(value, " of partition ", p.name));
+  for (const auto& replica : network.replicas) {
+    for (ProvisionedPartition& p : replica->partitions) {
+      const DynamicMemory memory =
+          p.function->function().DynamicMemoryWithin(bounds.max);
+      p.launch_bytes = memory.peak_bytes;
+      p.unsized_values = static_cast<int>(memory.unbounded.size());
+      // Every replica runs the same partitions: the first one's say it.
+      if (replica != network.replicas.front()) continue;
+      for (const std::string& value : memory.unbounded) {
+        network.unreserved.push_back(
+            absl::StrCat(value, " of partition ", p.name));
+      }
     }
   }
   for (const auto& replica : network.replicas) {

@@ -46,6 +46,8 @@ NetworkInfo DescribeNetwork(absl::string_view name, const Dag& dag,
     pi.weight_bytes = f.constant_bytes();
     pi.activation_bytes = f.arena_bytes();
     pi.execution_bytes = p.execution_bytes;
+    pi.launch_bytes = p.launch_bytes;
+    pi.unsized_values = p.unsized_values;
     pi.executions = static_cast<int>(network.replicas.front()->executions(i));
     pi.memory_bytes = node.memory_bytes;
     pi.input_bytes = node.input_bytes;

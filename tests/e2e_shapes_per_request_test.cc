@@ -231,13 +231,17 @@ TEST(E2eShapesPerRequestTest, OneAddServesEveryShapeAsOnnxRuntime) {
       if (layout.options.partition.plan_devices == 2) {
         EXPECT_EQ(info->partitions.size(), 2u) << name;
       }
-      // The text models' values are all sized by named dims: their launch
-      // peaks at the bounds are reserved on the devices.
-      if (model.name != "mobilenet_v3_large") {
-        absl::StatusOr<std::vector<DeviceInfo>> devices = client.GetDevices();
-        ASSERT_TRUE(devices.ok()) << devices.status();
-        EXPECT_GT((*devices)[0].launch_reserved_bytes, 0u) << name;
+      // Every value is sized at the bounds by named dims (MobileNetV3's
+      // activations by its convolutions' arithmetic, `(height+1)/2`...):
+      // each partition's launch peak is reserved on its device, and no
+      // value is left for runs to allocate beyond it.
+      for (const PartitionInfo& p : info->partitions) {
+        EXPECT_GT(p.launch_bytes, 0u) << name << " " << p.name;
+        EXPECT_EQ(p.unsized_values, 0) << name << " " << p.name;
       }
+      absl::StatusOr<std::vector<DeviceInfo>> devices = client.GetDevices();
+      ASSERT_TRUE(devices.ok()) << devices.status();
+      EXPECT_GT((*devices)[0].launch_reserved_bytes, 0u) << name;
       ExpectEveryShape(client, name, model, cases);
       if (model.name == "mobilenet_v3_large") {
         // Each new image size built its convolutions' primitives once, and
