@@ -19,7 +19,8 @@ constexpr int64_t kLimit = int64_t{1} << 62;
 constexpr int kMaxDepth = 32;
 
 struct Expr {
-  enum class Kind { kNumber, kName, kAdd, kSub, kMul, kDiv };
+  // kBounded: a size the data decides, `name`, at most `left`.
+  enum class Kind { kNumber, kName, kAdd, kSub, kMul, kDiv, kBounded };
   Kind kind = Kind::kNumber;
   int64_t number = 0;
   std::string name;
@@ -52,7 +53,9 @@ class Parser {
 
   ExprPtr ParseAll() {
     if (text_.empty() || text_.size() > kMaxDimExprLength) return nullptr;
-    ExprPtr e = ParseExpr(0);
+    std::optional<size_t> name_end = BoundedAhead();
+    ExprPtr e =
+        name_end.has_value() ? ParseBounded(*name_end, 0) : ParseExpr(0);
     return e != nullptr && pos_ == text_.size() ? std::move(e) : nullptr;
   }
 
@@ -63,6 +66,25 @@ class Parser {
       return true;
     }
     return false;
+  }
+
+  // Where a bounded dim starts here (a name, then "<="): the name's end.
+  std::optional<size_t> BoundedAhead() const {
+    size_t end = pos_;
+    if (end >= text_.size() || !IsNameStart(text_[end])) return std::nullopt;
+    while (end < text_.size() && IsNameChar(text_[end])) ++end;
+    if (text_.substr(end, 2) != "<=") return std::nullopt;
+    return end;
+  }
+
+  // name '<=' expr, the name ending at `name_end` (BoundedAhead).
+  ExprPtr ParseBounded(size_t name_end, int depth) {
+    auto e = std::make_unique<Expr>();
+    e->kind = Expr::Kind::kBounded;
+    e->name = std::string(text_.substr(pos_, name_end - pos_));
+    pos_ = name_end + 2;
+    e->left = ParseExpr(depth);
+    return e->left != nullptr ? std::move(e) : nullptr;
   }
 
   ExprPtr ParseExpr(int depth) {
@@ -111,7 +133,9 @@ class Parser {
     if (pos_ >= text_.size()) return nullptr;
     if (Take('(')) {
       if (depth >= kMaxDepth) return nullptr;
-      ExprPtr e = ParseExpr(depth + 1);
+      std::optional<size_t> name_end = BoundedAhead();
+      ExprPtr e = name_end.has_value() ? ParseBounded(*name_end, depth + 1)
+                                       : ParseExpr(depth + 1);
       return e != nullptr && Take(')') ? std::move(e) : nullptr;
     }
     const char c = text_[pos_];
@@ -169,6 +193,10 @@ std::optional<int64_t> Evaluate(const Expr& e,
                                 const std::map<std::string, int64_t>& values) {
   using K = Expr::Kind;
   if (e.kind == K::kNumber) return e.number;
+  // A bounded dim is its bound: the most a run takes. A bound below 0 (a
+  // difference, at bounds where no run has that dim) is not clamped here
+  // but where EvaluateDim ends, as DimUpperBound writes it.
+  if (e.kind == K::kBounded) return Evaluate(*e.left, values);
   if (e.kind == K::kName) {
     auto it = values.find(e.name);
     if (it == values.end() || it->second < 0 || it->second > kLimit) {
@@ -217,6 +245,13 @@ std::string Print(const Expr& e, int min_precedence = 0) {
       return absl::StrCat(e.number);
     case K::kName:
       return e.name;
+    case K::kBounded:
+      // Parenthesised as an operand: 4*(nonzero_1<=3*h).
+      // A bound that is itself bounded keeps its parentheses:
+      // t<=(u<=5), never t<=u<=5.
+      text = absl::StrCat(
+          e.name, "<=", Print(*e.left, e.left->kind == K::kBounded ? 1 : 0));
+      return min_precedence > 0 ? absl::StrCat("(", text, ")") : text;
     default: {
       const int p = Precedence(e);
       const char* op = e.kind == K::kAdd   ? "+"
@@ -244,6 +279,19 @@ void CollectFactors(const Expr& e, DimProduct* out, bool* ok) {
   } else {
     out->factors.push_back(Print(e));
   }
+}
+
+// Replaces each bounded dim in `e` by its bound.
+void ReplaceBounded(ExprPtr& e) {
+  while (e->kind == Expr::Kind::kBounded) e = std::move(e->left);
+  if (e->left != nullptr) ReplaceBounded(e->left);
+  if (e->right != nullptr) ReplaceBounded(e->right);
+}
+
+bool HasBounded(const Expr& e) {
+  return e.kind == Expr::Kind::kBounded ||
+         (e.left != nullptr && HasBounded(*e.left)) ||
+         (e.right != nullptr && HasBounded(*e.right));
 }
 
 }  // namespace
@@ -322,7 +370,9 @@ std::optional<std::string> DimAffine(absl::string_view base, int64_t add,
     x = Binary(Expr::Kind::kSub, std::move(x), Leaf(-*sum));
   }
   if (*div > 1) x = Binary(Expr::Kind::kDiv, std::move(x), Leaf(*div));
-  return Print(*x);
+  std::string name = Print(*x);
+  if (name.size() > kMaxDimExprLength) return std::nullopt;
+  return name;
 }
 
 std::optional<DimProduct> DimFactors(absl::string_view name) {
@@ -350,6 +400,69 @@ std::string DimProductName(DimProduct product) {
                                                 : absl::StrCat("(", f, ")"));
   }
   return absl::StrJoin(parts, "*");
+}
+
+bool IsDimExpression(absl::string_view name) { return Parse(name) != nullptr; }
+
+bool IsDataDependentDim(absl::string_view name) {
+  ExprPtr e = Parse(name);
+  return e != nullptr && HasBounded(*e);
+}
+
+std::optional<std::string> DimUpperBound(absl::string_view name) {
+  ExprPtr e = Parse(name);
+  if (e == nullptr) return std::nullopt;
+  ReplaceBounded(e);
+  return Print(*e);
+}
+
+std::optional<std::string> DimBounded(absl::string_view tag,
+                                      absl::string_view bound) {
+  if (!IsDimIdentifier(tag)) return std::nullopt;
+  std::optional<std::string> flat = DimUpperBound(bound);
+  if (!flat.has_value()) return std::nullopt;
+  // A bound of sizes only is one size: 90*10125 is 911250.
+  if (std::optional<int64_t> size = EvaluateDim(*flat, {})) {
+    flat = absl::StrCat(*size);
+  }
+  std::string name = absl::StrCat(tag, "<=", *flat);
+  if (name.size() > kMaxDimExprLength) return std::nullopt;
+  return name;
+}
+
+std::optional<std::string> DimSum(const std::vector<std::string>& terms) {
+  // Like products add up: (h+1)/2 + (h+1)/2 is 2*((h+1)/2).
+  std::map<std::vector<std::string>, int64_t> sums;
+  for (const std::string& term : terms) {
+    std::optional<DimProduct> p = DimFactors(term);
+    if (!p.has_value() || p->coefficient < 0) return std::nullopt;
+    std::optional<int64_t> sum = Add(sums[p->factors], p->coefficient);
+    if (!sum.has_value()) return std::nullopt;
+    sums[p->factors] = *sum;
+  }
+  std::vector<std::string> parts;
+  std::string constant;
+  for (auto& [factors, coefficient] : sums) {
+    if (coefficient == 0) continue;
+    std::string part = DimProductName(DimProduct{coefficient, factors});
+    if (ExprPtr e = Parse(part);
+        e != nullptr && e->kind == Expr::Kind::kBounded) {
+      part = absl::StrCat("(", part, ")");  // a+(t<=5), never a+t<=5.
+    }
+    if (factors.empty()) {
+      constant = std::move(part);  // Last: h+3, not 3+h.
+    } else {
+      parts.push_back(std::move(part));
+    }
+  }
+  if (!constant.empty()) parts.push_back(std::move(constant));
+  if (parts.empty()) return "0";
+  std::string name = absl::StrJoin(parts, "+");
+  // Read back, so that every name given holds the grammar (a term that is
+  // a difference keeps its meaning only as a whole: "a-b" joins as is).
+  ExprPtr e = Parse(name);
+  if (e == nullptr) return std::nullopt;
+  return Print(*e);
 }
 
 }  // namespace glint

@@ -88,5 +88,66 @@ TEST(DimExprTest, ProductsSplitIntoSortedFactors) {
   EXPECT_EQ(DimFactors("a b"), std::nullopt);
 }
 
+TEST(DimExprTest, BoundedDimsEvaluateToTheirBound) {
+  // NonZero over a 3 x height x width value finds at most that many.
+  EXPECT_EQ(EvaluateDim("nonzero_1<=3*height*width", kBounds), 3 * 224 * 200);
+  // Its tag is no dim of the network's: a value given for it is not read.
+  EXPECT_EQ(EvaluateDim("nonzero_1<=3", {{"nonzero_1", 7}}), 3);
+  // As a factor it is parenthesised, and its bound stands for it.
+  EXPECT_EQ(EvaluateDim("4*(topk_2<=seq)+1", kBounds), 4 * 512 + 1);
+  EXPECT_EQ(EvaluateDim("((topk_2<=seq)+1)/2", kBounds), 256);
+  EXPECT_EQ(EvaluateDim("t<=batch-9", kBounds), 0);
+  for (const char* bad :
+       {"t<=", "<=5", "4*t<=5", "t<=5<=6", "(t<=5", "t< =5", "2<=5", "t<=x"}) {
+    EXPECT_EQ(EvaluateDim(bad, kBounds), std::nullopt) << bad;
+  }
+  EXPECT_TRUE(IsDimExpression("4*(topk_2<=seq)"));
+  EXPECT_TRUE(IsDimExpression("99999999*99999999*batch"));  // Too large, read.
+  EXPECT_FALSE(IsDimExpression("t<=5<=6"));
+  EXPECT_TRUE(IsDataDependentDim("4*(topk_2<=seq)"));
+  EXPECT_FALSE(IsDataDependentDim("4*seq"));
+  EXPECT_FALSE(IsDataDependentDim("t<="));
+}
+
+TEST(DimExprTest, BoundedDimsFlattenAndCompose) {
+  // A TopK over NonZero's count is at most what NonZero is at most.
+  EXPECT_EQ(DimBounded("topk_2", "nonzero_1<=3*height"), "topk_2<=3*height");
+  EXPECT_EQ(DimBounded("slice_3", "2*(topk_2<=seq)+1"), "slice_3<=2*seq+1");
+  EXPECT_EQ(DimBounded("nms_4", "90*(t<=10125)"), "nms_4<=911250");
+  EXPECT_EQ(DimBounded("not a name", "seq"), std::nullopt);
+  EXPECT_EQ(DimBounded("t", "seq)"), std::nullopt);
+  EXPECT_EQ(DimBounded("t", std::string(300, 'a')), std::nullopt);
+  EXPECT_EQ(DimUpperBound("(nonzero_1<=height)*batch"), "height*batch");
+  EXPECT_EQ(DimUpperBound("seq"), "seq");
+  // A bound that is bounded prints back as it reads.
+  EXPECT_EQ(DimSum({"t<=(u<=5)"}), "t<=(u<=5)");
+  EXPECT_EQ(DimUpperBound("t<=(u<=5)"), "5");
+  // Affine forms of a bounded dim keep it as a factor.
+  EXPECT_EQ(DimAffine("t<=seq", 1, 2), "((t<=seq)+1)/2");
+  std::optional<DimProduct> p = DimFactors("4*(t<=seq)");
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->coefficient, 4);
+  EXPECT_EQ(p->factors, (std::vector<std::string>{"t<=seq"}));
+  EXPECT_EQ(DimProductName(*p), "4*(t<=seq)");
+  EXPECT_EQ(DimProductName({1, {"t<=seq"}}), "t<=seq");
+}
+
+TEST(DimExprTest, SumsAddLikeProducts) {
+  // A Concat of a residual's two halves and a constant block.
+  EXPECT_EQ(DimSum({"(height+1)/2", "(height+1)/2", "4"}),
+            "2*((height+1)/2)+4");
+  EXPECT_EQ(DimSum({"3", "5"}), "8");
+  EXPECT_EQ(DimSum({"seq", "batch*seq", "2*seq"}), "batch*seq+3*seq");
+  EXPECT_EQ(DimSum({"a-b", "c"}), "a-b+c");
+  EXPECT_EQ(EvaluateDim(*DimSum({"a-b", "c"}), {{"a", 5}, {"b", 2}, {"c", 1}}),
+            4);
+  EXPECT_EQ(DimSum({"t<=seq", "u<=seq"}), "(t<=seq)+(u<=seq)");
+  EXPECT_EQ(EvaluateDim(*DimSum({"t<=seq", "u<=seq"}), kBounds), 1024);
+  EXPECT_EQ(DimSum({}), "0");
+  EXPECT_EQ(DimSum({"seq", "x)"}), std::nullopt);
+  EXPECT_EQ(DimSum({"4611686018427387904", "4611686018427387904"}),
+            std::nullopt);
+}
+
 }  // namespace
 }  // namespace glint
