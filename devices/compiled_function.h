@@ -32,8 +32,9 @@ struct DynamicMemory {
   // size the bounds determine.
   uint64_t peak_bytes = 0;
   // The values not counted: their size is not determined by the bounds
-  // (a data-dependent size, a dim without a bounded name, the values of a
-  // control-flow node's bodies). Runs allocate them beyond the reserve.
+  // (a dim without a name the bounds size, the values of a Loop's or a
+  // Scan's bodies, made once per iteration). Runs allocate them beyond the
+  // reserve.
   std::vector<std::string> unbounded;
 };
 

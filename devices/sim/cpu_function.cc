@@ -408,6 +408,53 @@ void CpuFunction::PlanDynamicReleases() {
   }
 }
 
+namespace {
+
+std::optional<uint64_t> IfBodiesBytesWithin(
+    const Node& node, const std::map<std::string, int64_t>& bounds, int depth);
+
+// Bytes a run of `graph`, a control-flow node's body, allocates at `bounds`:
+// every value its nodes make (a body keeps them until it returns), an If
+// inside it at its larger branch. nullopt where a value has no size at the
+// bounds, or a node iterates (a Loop's or Scan's iterations are as many as
+// the data decides).
+std::optional<uint64_t> BodyBytesWithin(
+    const Graph& graph, const std::map<std::string, int64_t>& bounds,
+    int depth) {
+  uint64_t bytes = 0;
+  for (const Node& node : graph.nodes) {
+    for (const std::string& out : node.outputs) {
+      if (out.empty()) continue;
+      const ValueInfo* v = graph.FindValue(out);
+      std::optional<uint64_t> b =
+          v != nullptr ? v->BytesWithin(bounds) : std::nullopt;
+      if (!b.has_value()) return std::nullopt;
+      bytes = SaturatingAdd(bytes, *b);
+    }
+    if (node.Subgraphs().empty()) continue;
+    std::optional<uint64_t> inner = IfBodiesBytesWithin(node, bounds, depth);
+    if (!inner.has_value()) return std::nullopt;
+    bytes = SaturatingAdd(bytes, *inner);
+  }
+  return bytes;
+}
+
+// Bytes an If's bodies allocate at `bounds`: its larger branch's. nullopt
+// for another control-flow node, or a body BodyBytesWithin cannot size.
+std::optional<uint64_t> IfBodiesBytesWithin(
+    const Node& node, const std::map<std::string, int64_t>& bounds, int depth) {
+  if (node.op_type != "If" || depth >= kMaxSubgraphDepth) return std::nullopt;
+  uint64_t larger = 0;
+  for (const auto& [name, body] : node.Subgraphs()) {
+    std::optional<uint64_t> b = BodyBytesWithin(*body, bounds, depth + 1);
+    if (!b.has_value()) return std::nullopt;
+    larger = std::max(larger, *b);
+  }
+  return larger;
+}
+
+}  // namespace
+
 DynamicMemory CpuFunction::DynamicMemoryWithin(
     const std::map<std::string, int64_t>& bounds) const {
   DynamicMemory memory;
@@ -427,13 +474,22 @@ DynamicMemory CpuFunction::DynamicMemoryWithin(
       if (id >= 0) live = SaturatingAdd(live, bytes[id]);
     }
     memory.peak_bytes = std::max(memory.peak_bytes, live);
-    for (int id : step.release_after) live -= std::min(live, bytes[id]);
-    // A body's values are its own (allocated as it runs): no type here
-    // gives their sizes.
+    // A body's values are allocated as it runs, beside what is live: an
+    // If's at its larger branch; a Loop's or Scan's iterate as many times
+    // as the data decides. (The If's outputs, live already, are counted
+    // again as its branch's: a safe overcount of one value's bytes.)
     if (!step.node->Subgraphs().empty()) {
-      memory.unbounded.push_back(
-          absl::StrCat("the bodies of ", step.node->Describe()));
+      const std::optional<uint64_t> body =
+          IfBodiesBytesWithin(*step.node, bounds, 0);
+      if (body.has_value()) {
+        memory.peak_bytes =
+            std::max(memory.peak_bytes, SaturatingAdd(live, *body));
+      } else {
+        memory.unbounded.push_back(
+            absl::StrCat("the bodies of ", step.node->Describe()));
+      }
     }
+    for (int id : step.release_after) live -= std::min(live, bytes[id]);
   }
   return memory;
 }

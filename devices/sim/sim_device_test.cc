@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
@@ -217,6 +218,29 @@ TEST(SimDeviceTest, LaunchesRunningCountsALaunchWhileItComputes) {
   (*device)->ReleaseStream(s);
 }
 
+// y = if (c) then_branch(x) else else_branch(x): the branches read x as
+// their one input (a capture of the If's, num_implicit_inputs).
+Graph IfGraph(ValueInfo x, ValueInfo y, std::shared_ptr<Graph> then_branch,
+              std::shared_ptr<Graph> else_branch) {
+  Graph g;
+  g.opset_version = 13;
+  g.inputs = {{"c", DType::kBool, Shape()}, x};
+  g.outputs = {y};
+  Node node{"if",
+            "If",
+            "",
+            {"c", x.name},
+            {y.name},
+            {{"then_branch", GraphAttribute(std::move(then_branch))},
+             {"else_branch", GraphAttribute(std::move(else_branch))}}};
+  node.num_implicit_inputs = 1;
+  g.nodes = {node};
+  g.values["c"] = g.inputs[0];
+  g.values[x.name] = x;
+  g.values[y.name] = y;
+  return g;
+}
+
 // If(c) { ReduceSum(Range(0, n, 1)) } else { 0 }: a body value whose size
 // the request picks (n int64 elements), never an output of the function.
 Graph SumOfRangeGraph() {
@@ -258,23 +282,8 @@ Graph SumOfRangeGraph() {
     }
     return g;
   };
-  Graph g;
-  g.opset_version = 13;
-  g.inputs = {{"c", DType::kBool, Shape()}, {"n", DType::kInt64, Shape()}};
-  g.outputs = {{"y", DType::kInt64, Shape()}};
-  Node node{"if",
-            "If",
-            "",
-            {"c", "n"},
-            {"y"},
-            {{"then_branch", GraphAttribute(body(true))},
-             {"else_branch", GraphAttribute(body(false))}}};
-  node.num_implicit_inputs = 1;
-  g.nodes = {node};
-  g.values["c"] = g.inputs[0];
-  g.values["n"] = g.inputs[1];
-  g.values["y"] = g.outputs[0];
-  return g;
+  return IfGraph({"n", DType::kInt64, Shape()}, {"y", DType::kInt64, Shape()},
+                 body(true), body(false));
 }
 
 // Values inside a control-flow body come from the device's memory as every
@@ -397,6 +406,88 @@ TEST(SimDeviceTest, LaunchesDrawOnTheReserveBeforeFreeMemory) {
   smaller->reset();
   EXPECT_EQ(device->AvailableMemory(), free_now + 2 * kMiB);
   EXPECT_EQ(device->GetDeviceInfo().launch_reserved_bytes, 0u);
+}
+
+// if (c) y = Softmax(Softmax(x)) else y = Identity(x), x [n] named by `dim`:
+// the then branch makes two values of x's size, the else branch one.
+Graph SoftmaxIfGraph(const std::string& dim) {
+  const Shape dynamic({Shape::kUnknownDim});
+  const std::vector<std::string> names = {dim};
+  auto body = [&](bool then) {
+    auto g = std::make_shared<Graph>();
+    g->name = then ? "then" : "else";
+    g->opset_version = 13;
+    g->inputs = {{"x_in", DType::kFloat32, dynamic, names}};
+    g->values["x_in"] = g->inputs[0];
+    if (then) {
+      for (int i = 0; i < 2; ++i) {
+        const std::string out = absl::StrCat("t", i);
+        g->nodes.push_back(Node{absl::StrCat("softmax", i),
+                                "Softmax",
+                                "",
+                                {i == 0 ? "x_in" : "t0"},
+                                {out},
+                                {{"axis", int64_t{0}}}});
+        g->values[out] = {out, DType::kFloat32, dynamic, names};
+      }
+      g->outputs = {g->values["t1"]};
+    } else {
+      g->nodes = {Node{"identity", "Identity", "", {"x_in"}, {"e0"}, {}}};
+      g->values["e0"] = {"e0", DType::kFloat32, dynamic, names};
+      g->outputs = {g->values["e0"]};
+    }
+    return g;
+  };
+  return IfGraph({"x", DType::kFloat32, dynamic, names},
+                 {"y", DType::kFloat32, dynamic, names}, body(true),
+                 body(false));
+}
+
+// An If's bodies allocate their values as they run: within bounds, a
+// launch's peak counts its larger branch (two values of x's size), so a
+// launch that takes that branch runs on a device whose every other byte is
+// taken. Without a name for x's dim they are not counted.
+TEST(SimDeviceTest, AnIfsLargerBranchIsCountedInTheLaunchPeak) {
+  constexpr int64_t kN = int64_t{1} << 18;  // 1 MiB of float32.
+  constexpr uint64_t kMiB = 1 << 20;
+  auto device = MakeDevice(0, 6 * kMiB);
+  auto compiled = device->backend().Compile(SoftmaxIfGraph("n"));
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  const DynamicMemory within = (*compiled)->DynamicMemoryWithin({{"n", kN}});
+  EXPECT_EQ(within.peak_bytes, 2 * kMiB);
+  EXPECT_TRUE(within.unbounded.empty())
+      << absl::StrJoin(within.unbounded, ", ");
+  const DynamicMemory unnamed = (*device->backend().Compile(SoftmaxIfGraph("")))
+                                    ->DynamicMemoryWithin({{"n", kN}});
+  ASSERT_EQ(unnamed.unbounded.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(unnamed.unbounded[0], "the bodies of"))
+      << unnamed.unbounded[0];
+
+  auto loaded = device->Load(*compiled);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto reserved = device->ReserveLaunchMemory(within.peak_bytes);
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  Tensor c = *Tensor::Create(DType::kBool, Shape());
+  *c.data<bool>() = true;
+  Tensor x = Tensor::FromVector<float>(DType::kFloat32, Shape({kN}),
+                                       std::vector<float>(kN, 0.0f));
+  DeviceTensor dc, dx, dy;
+  dy.buffer = *device->Allocate(kN * 4);  // The caller's output buffer.
+  Stream* s = *device->AcquireStream();
+  device->CopyToDevice(*s, &c, &dc);
+  device->CopyToDevice(*s, &x, &dx);
+  ASSERT_TRUE(s->Synchronize().ok());
+  auto rest = device->Allocate(device->AvailableMemory());
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  Tensor y;
+  device->Launch(*s, **loaded, {&dc, &dx}, {&dy});
+  device->CopyToHost(*s, &dy, &y);
+  const absl::Status status = s->Synchronize();
+  device->ReleaseStream(s);
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(y.shape(), Shape({kN}));
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 1.0f / kN);
+  EXPECT_EQ(device->AvailableMemory(), 0u);
 }
 
 // A value of dynamic shape holds device memory from its producer to its
