@@ -194,10 +194,11 @@ struct PartitionInfo {
   // At the network's bounds (its dynamic_dims' max): the most device memory
   // one launch of the partition takes for its run-time values, reserved on
   // its device (which sets aside the largest of its partitions'), and how
-  // many of its values no bound sizes: data-dependent sizes (NonZero's,
-  // TopK's, a Loop's) that each run allocates beyond the reservation, so a
-  // run may still fail RESOURCE_EXHAUSTED for them. Both 0 for a network
-  // of static shapes.
+  // many of its values no bound sizes: arithmetic the importer does not
+  // follow, a Loop's or Scan's bodies (sizes the data decides, NonZero's or
+  // the boxes NMS keeps, count at their bounds), that each run allocates
+  // beyond the reservation, so a run may still fail RESOURCE_EXHAUSTED for
+  // them. Both 0 where every value's shape is static.
   uint64_t launch_bytes = 0;
   int unsized_values = 0;
   // Executions of this partition (in replica 0) that may be in flight at

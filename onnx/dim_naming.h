@@ -39,20 +39,49 @@ struct DimSource {
       shape_of;
   // A value's folded contents (elements may be unknown and named), or null.
   std::function<const FoldValue*(const std::string& value)> find;
+  // Whether a name read from elsewhere (an If's branches' output types)
+  // names a dim the naming may build on, as shape_of's names do.
+  std::function<bool(const std::string& name)> usable_name;
+  // Where the node is: "" in the model's graph, else the path of the bodies
+  // around it (DataDependentTag).
+  std::string scope;
 };
 
-// The dims of `node`'s first output (of rank `rank`) as the node derives
-// them from its inputs' dims and folded operands, one per dim: a size in
-// decimal ("116": ONNX cannot read a Reshape target that holds a dim read
-// at run time, so it knows none of its elements), an expression of named
-// dims, or "" where it has none to give (the dim depends on data, or the
-// op or its attributes are ones it does not follow). Every name is at most
-// kMaxDimExprLength long; none is built on a name ONNX invented. Ops followed:
-// Conv, MaxPool, AveragePool, LpPool (not in ceil_mode), Reshape, Expand, Tile,
-// ConstantOfShape, Flatten, Resize and Upsample. `opset` is the model's opset
-// of the default domain.
+// The tag of the sizes `node` decides from its data
+// ("nonzero_3fa9c01b22d4e5f6"): the op and a hash of `scope` (the path of
+// the bodies around the node, DimSource::scope) and output `output`'s name,
+// the same in every import.
+std::string DataDependentTag(const onnx::NodeProto& node, int output,
+                             absl::string_view scope);
+
+// The dims of output `output` of `node` (of rank `rank`) as the node
+// derives them from its inputs' dims and folded operands, one per dim: a
+// size in decimal ("116": ONNX cannot read a Reshape target that holds a dim
+// read at run time, so it knows none of its elements), an expression of
+// named dims, or "" where it has none to give (the op or its attributes are
+// ones it does not follow). Every name is at most kMaxDimExprLength long;
+// none is built on a name ONNX invented. Ops followed, on their first
+// output: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, Reshape,
+// Expand, Tile, ConstantOfShape, Flatten, Resize, Upsample, Concat, Gather
+// and the elementwise ops that broadcast.
+//
+// A size the data decides is named as a bounded dim (core/dim_expr.h), the
+// node's DataDependentTag at most a bound of the inputs' dims: NonZero's
+// count (at most its input's elements), TopK's run-time k (at most the
+// axis; both outputs), NonMaxSuppression's boxes (batches x classes x the
+// most a class keeps), Compress's and Unique's counts (at most the
+// elements, or the slices along the axis; every output of Unique), a
+// Slice cut at run time (at most the input's dim), a Concat of such sizes
+// (the sum of their bounds, where their sum is too long a name), a
+// broadcast of two sizes that are not one name (at most the larger), each
+// If output's dims where the branches differ (at most the larger), a pool
+// in ceil_mode (at most the ceiling; the last window may be dropped) and a
+// Resize by a scale that is no fraction of small terms (at most
+// ceil(scale) times the dim). `opset` is the model's opset of the default
+// domain.
 std::vector<std::string> DeriveOutputDimNames(const onnx::NodeProto& node,
-                                              int rank, const DimSource& source,
+                                              int output, int rank,
+                                              const DimSource& source,
                                               int64_t opset);
 
 }  // namespace glint::onnx_internal

@@ -148,7 +148,7 @@ void MarkUnknown(FoldValue* v, int64_t k, const std::string& symbol);
 // Whether `name` is one ONNX's inference invented for a dim it could not
 // relate to another ("unk__0": libonnx's SymbolTableImpl). Such a name
 // changes from one round of inference to the next, so the fold never
-// builds on one (shape_folding.h ForgetInventedDimNames).
+// builds on one (shape_folding.h ForgetUnsizableDimNames).
 bool IsInventedDimName(absl::string_view name);
 // Copies element `from` of `src` to element `to` of `dst` (same type),
 // unknown or not, with its symbol.

@@ -141,7 +141,8 @@ bool KeepsRank(const std::string& op) {
 // The ranks of the outputs of `node` that inference left rankless, where
 // the node's op fixes them: a Reshape's or ConstantOfShape's is the static
 // length of its 1-D shape operand, a rank-keeping op's (KeepsRank) its
-// first input's; none where the node is of another kind or the operand's
+// first input's, a Compress's its input's along an axis and 1 without;
+// none where the node is of another kind or the operand's
 // rank is unknown too.
 absl::StatusOr<std::vector<RankPatch>> RecoverableRanks(
     const onnx::NodeProto& node, const TypeIndex& types) {
@@ -155,6 +156,21 @@ absl::StatusOr<std::vector<RankPatch>> RecoverableRanks(
         patches.push_back(RankPatch{out, rank});
       }
     }
+    return patches;
+  }
+  // Compress: its input's rank along an axis, else 1 (it flattens). ONNX
+  // 1.12 has no inference for it.
+  if (node.op_type() == "Compress" && node.output_size() == 1 &&
+      !node.output(0).empty() && DeclaredRank(types, node.output(0)) < 0) {
+    bool has_axis = false;
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      has_axis = has_axis || a.name() == "axis";
+    }
+    const int rank = !has_axis ? 1
+                     : node.input_size() < 1
+                         ? -1
+                         : DeclaredRank(types, node.input(0));
+    if (rank >= 0) patches.push_back(RankPatch{node.output(0), rank});
     return patches;
   }
   int shape_input;

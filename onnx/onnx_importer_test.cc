@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/dim_expr.h"
 #include "core/graph.h"
@@ -1301,8 +1302,15 @@ int ExpectNamesAgreeWithStaticImport(
         continue;
       }
       if (v.DimName(axis).empty()) continue;
-      EXPECT_EQ(EvaluateDim(v.DimName(axis), sizes), s->shape.dim(axis))
-          << name << v.ShapeString() << " axis " << axis;
+      // A size the data decides is named by its bound: at least the size.
+      if (IsDataDependentDim(v.DimName(axis))) {
+        EXPECT_GE(EvaluateDim(v.DimName(axis), sizes).value_or(-1),
+                  s->shape.dim(axis))
+            << name << v.ShapeString() << " axis " << axis;
+      } else {
+        EXPECT_EQ(EvaluateDim(v.DimName(axis), sizes), s->shape.dim(axis))
+            << name << v.ShapeString() << " axis " << axis;
+      }
       ++checked;
     }
   }
@@ -1531,24 +1539,175 @@ TEST(DimNamingTest, ModelDimNamesThatReadAsArithmeticAreNotBuiltOn) {
   }
 }
 
-// What no arithmetic sizes keeps no name: NonZero's count depends on the
-// data, and a Reshape of [n, m] to [-1, 2] has no product of names to call
-// its -1 (n * m / 2 need not be a whole product).
-TEST(DimNamingTest, DataDependentDimsStayUnnamed) {
+// What no arithmetic sizes keeps no name: a Reshape of [n, m] to [-1, 2]
+// has no product of names to call its -1 (n * m / 2 need not be a whole
+// product).
+TEST(DimNamingTest, AnInferredDimNoProductNamesStaysUnnamed) {
   ModelBuilder b(/*opset=*/17);
   b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", "m"})
-      .Output("nz", onnx::TensorProto::INT64, std::nullopt)
       .Output("r", onnx::TensorProto::FLOAT, std::nullopt);
-  b.Node("NonZero", {"x"}, {"nz"}, "nonzero");
   Int64Constant(&b, "to", {2}, {-1, 2});
   b.Node("Reshape", {"x", "to"}, {"r"}, "reshape");
   absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
   ASSERT_TRUE(g.ok()) << g.status();
-  EXPECT_EQ(g->outputs[0].shape, Shape({2, -1}));
-  EXPECT_EQ(g->outputs[1].shape, Shape({-1, 2}));
-  const std::map<std::string, int64_t> bounds = {{"n", 8}, {"m", 8}};
-  EXPECT_FALSE(g->outputs[0].BytesWithin(bounds).has_value());
-  EXPECT_FALSE(g->outputs[1].BytesWithin(bounds).has_value());
+  EXPECT_EQ(g->outputs[0].shape, Shape({-1, 2}));
+  EXPECT_FALSE(g->outputs[0].BytesWithin({{"n", 8}, {"m", 8}}).has_value());
+}
+
+// A decoder's upsampling, a pool in ceil_mode and a Resize by 1.5 of an
+// image of dynamic size: the transposed convolution's 2*h and the Resize's
+// (3*h)/2 are exact (ONNX's inference at fixed shapes agrees); the pool's
+// last window may be dropped, so it is at most the ceiling.
+TEST(DimNamingTest, TransposedConvolutionsCeilPoolsAndFractionalResizes) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", 2, "h", "w"})
+      .Output("up", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("pooled", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("resized", onnx::TensorProto::FLOAT, std::nullopt);
+  Zeros(&b, "wt", {2, 3, 3, 3});
+  onnx::NodeProto* up = b.Node("ConvTranspose", {"x", "wt"}, {"up"}, "up");
+  AddIntsAttr(up, "strides", {2, 2});
+  AddIntsAttr(up, "pads", {1, 1, 1, 1});
+  AddIntsAttr(up, "output_padding", {1, 1});
+  onnx::NodeProto* pool = b.Node("MaxPool", {"x"}, {"pooled"}, "pool");
+  AddIntsAttr(pool, "kernel_shape", {3, 3});
+  AddIntsAttr(pool, "strides", {2, 2});
+  AddIntAttr(pool, "ceil_mode", 1);
+  b.FloatInitializer("scales", {4}, {1.0f, 1.0f, 1.5f, 1.5f});
+  b.Node("Resize", {"x", "", "scales"}, {"resized"}, "resize");
+  const std::string bytes = b.Bytes();
+  absl::StatusOr<Graph> g = ImportOnnxModel(bytes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[n, 3, 2*h, 2*w]");
+  EXPECT_EQ(g->outputs[2].ShapeString(), "[n, 2, 3*h/2, 3*w/2]");
+  EXPECT_TRUE(IsDataDependentDim(g->outputs[1].DimName(2)))
+      << g->outputs[1].ShapeString();
+  EXPECT_THAT(UnsizedValues(*g, {{"n", 2}, {"h", 64}, {"w", 64}}),
+              ::testing::IsEmpty());
+  for (const auto& [h, w] :
+       std::vector<std::pair<int64_t, int64_t>>{{7, 9}, {10, 5}, {8, 8}}) {
+    EXPECT_GE(
+        ExpectNamesAgreeWithStaticImport(bytes, {{"x", Shape({2, 2, h, w})}},
+                                         {{"n", 2}, {"h", h}, {"w", w}}),
+        9);
+  }
+}
+
+// A detector's post-processing: the sizes its data decides (how many
+// scores pass a threshold, a TopK's run-time k, the boxes NMS keeps) are
+// each named by their node and bounded by what the inputs' dims allow, so
+// memory planned for the bounds covers every run.
+TEST(DimNamingTest, DataDependentSizesAreBoundedByTheirInputs) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n"})
+      .Input("k", onnx::TensorProto::INT64, std::vector<Dim>{1})
+      .Input("boxes", onnx::TensorProto::FLOAT, std::vector<Dim>{1, "n", 4})
+      .Output("nz", onnx::TensorProto::INT64, std::nullopt)
+      .Output("nz2", onnx::TensorProto::INT64, std::nullopt)
+      .Output("vals", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("inds", onnx::TensorProto::INT64, std::nullopt)
+      .Output("cat", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("top3", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("last3", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("every2nd", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("rest", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("sum", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("sum3", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("none_kept", onnx::TensorProto::INT64, std::nullopt)
+      .Output("uniq_rows", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("row_of", onnx::TensorProto::INT64, std::nullopt)
+      .Output("kept", onnx::TensorProto::INT64, std::nullopt)
+      .Output("compressed", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("compressed_flat", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("uniq", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("first", onnx::TensorProto::INT64, std::nullopt)
+      .Output("inverse", onnx::TensorProto::INT64, std::nullopt)
+      .Output("counts", onnx::TensorProto::INT64, std::nullopt);
+  b.FloatInitializer("half", {}, {0.5f});
+  b.Node("Greater", {"x", "half"}, {"pass"}, "greater");
+  b.Node("NonZero", {"pass"}, {"nz"}, "nonzero");  // [1, <= n]
+  b.Node("NonZero", {"x"}, {"nz2"}, "nonzero2");   // another count
+  Int64Constant(&b, "axes0", {1}, {0});
+  b.Node("Squeeze", {"nz", "axes0"}, {"idx"}, "squeeze");
+  b.Node("Gather", {"x", "idx"}, {"picked"}, "gather");
+  b.Node("TopK", {"picked", "k"}, {"vals", "inds"}, "topk");
+  AddIntAttr(b.Node("Concat", {"vals", "x"}, {"cat"}, "concat"), "axis", 0);
+  Int64Constant(&b, "three", {1}, {3});
+  b.Node("Slice", {"vals", "axes0", "three"}, {"top3"}, "keep3");  // [:3]
+  Int64Constant(&b, "minus3", {1}, {-3});
+  Int64Constant(&b, "big", {1}, {std::numeric_limits<int64_t>::max()});
+  Int64Constant(&b, "seven", {1}, {7});
+  Int64Constant(&b, "two", {1}, {2});
+  b.Node("Slice", {"vals", "minus3", "big"}, {"last3"}, "last3");  // [-3:]
+  b.Node("Slice", {"vals", "axes0", "seven", "axes0", "two"}, {"every2nd"},
+         "every2nd");                                           // [0:7:2]
+  b.Node("Slice", {"vals", "three", "big"}, {"rest"}, "rest");  // [3:]
+  b.Node("Add", {"vals", "x"}, {"sum"}, "add");  // Both n or one of them 1.
+  b.FloatInitializer("c3", {3}, {1.0f, 2.0f, 3.0f});
+  b.Node("Add", {"vals", "c3"}, {"sum3"}, "add3");
+  b.Node("NonMaxSuppression", {"boxes", "scores"}, {"none_kept"}, "nms0");
+  AddIntAttr(b.Node("Unique", {"boxes"}, {"uniq_rows", "", "row_of", ""},
+                    "unique_rows"),
+             "axis", 1);
+  b.Node("Unsqueeze", {"x", "axes0"}, {"x1"}, "unsqueeze");
+  b.Node("Unsqueeze", {"x1", "axes0"}, {"x11"}, "unsqueeze2");
+  AddIntAttr(b.Node("Concat", {"x11", "x11"}, {"scores"}, "classes"), "axis",
+             1);  // [1, 2, n]
+  Int64Constant(&b, "most", {1}, {3});
+  b.Node("NonMaxSuppression", {"boxes", "scores", "most"}, {"kept"}, "nms");
+  AddIntAttr(b.Node("Compress", {"x", "pass"}, {"compressed"}, "compress"),
+             "axis", 0);
+  b.Node("Compress", {"boxes", "pass"}, {"compressed_flat"}, "flatten");
+  b.Node("Unique", {"x"}, {"uniq", "first", "inverse", "counts"}, "unique");
+  absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes());
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::map<std::string, int64_t> bounds = {{"n", 10}};
+  // NonZero of [n]: [1, at most n] int64.
+  const ValueInfo* nz = g->FindValue("nz");
+  EXPECT_EQ(nz->BytesWithin(bounds), 8u * 10);
+  EXPECT_TRUE(absl::StartsWith(nz->DimName(1), "nonzero_"))
+      << nz->ShapeString();
+  EXPECT_TRUE(absl::EndsWith(nz->DimName(1), "<=n")) << nz->ShapeString();
+  // Two counts are two sizes: a fold that took them for one would make
+  // their difference 0.
+  EXPECT_NE(g->FindValue("nz2")->DimName(1), nz->DimName(1));
+  EXPECT_EQ(g->FindValue("picked")->DimName(0), nz->DimName(1));
+  // TopK's values and indices: one size, at most NonZero's bound.
+  const ValueInfo* vals = g->FindValue("vals");
+  EXPECT_EQ(vals->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("inds")->DimName(0), vals->DimName(0));
+  EXPECT_TRUE(IsDataDependentDim(vals->DimName(0)));
+  EXPECT_NE(vals->DimName(0), nz->DimName(1));
+  // A Concat of it and x: at most twice n.
+  EXPECT_EQ(g->FindValue("cat")->BytesWithin(bounds), 4u * 20);
+  // Its first three (torchvision's keep[:post_nms_top_n]): at most 3. Its
+  // last three, or all but its first three: at most all of it. Every other
+  // of its first seven: at most 4.
+  EXPECT_EQ(g->FindValue("top3")->BytesWithin(bounds), 4u * 3);
+  EXPECT_EQ(g->FindValue("last3")->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("rest")->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("every2nd")->BytesWithin(bounds), 4u * 4);
+  // Broadcast with x: at most the larger; with 3 values: 3.
+  EXPECT_EQ(g->FindValue("sum")->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("sum3")->shape, Shape({3}));
+  // NMS without a maximum keeps no box.
+  EXPECT_EQ(g->FindValue("none_kept")->BytesWithin(bounds), 0u);
+  // Unique rows of boxes [1, n, 4] along axis 1: at most n of them; one
+  // index per row.
+  EXPECT_EQ(g->FindValue("uniq_rows")->BytesWithin(bounds), 4u * 10 * 4);
+  EXPECT_EQ(g->FindValue("row_of")->DimName(0), "n");
+  // NMS of 2 classes, at most 3 boxes each: [<= 6, 3].
+  EXPECT_EQ(g->FindValue("kept")->BytesWithin(bounds), 8u * 6 * 3);
+  // Compress and Unique keep at most every element; Unique's inverse has
+  // one per element, exactly.
+  EXPECT_EQ(g->FindValue("compressed")->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("compressed_flat")->BytesWithin(bounds), 4u * 40);
+  const ValueInfo* uniq = g->FindValue("uniq");
+  EXPECT_EQ(uniq->BytesWithin(bounds), 4u * 10);
+  EXPECT_EQ(g->FindValue("first")->DimName(0), uniq->DimName(0));
+  EXPECT_EQ(g->FindValue("counts")->DimName(0), uniq->DimName(0));
+  EXPECT_EQ(g->FindValue("inverse")->DimName(0), "n");
+  EXPECT_THAT(UnsizedValues(*g, bounds), ::testing::IsEmpty());
 }
 
 TEST(ShapeFoldingTest, OperatorErrorsAreLeftToRunTime) {
@@ -1656,8 +1815,10 @@ TEST(ShapeFoldingTest, KnownDimOfADataDependentShapeChoosesTheIfBranch) {
     absl::StatusOr<Graph> g = ImportOnnxModel(b.Bytes(), options);
     ASSERT_TRUE(g.ok()) << g.status();
     EXPECT_EQ(g->outputs[0].shape, Shape({Shape::kUnknownDim}));
-    EXPECT_EQ(g->outputs[1].shape,
-              Shape({Shape::kUnknownDim, Shape::kUnknownDim}));
+    // The Slice cuts axis 0 only (one start): v's 3 columns stay, and its
+    // rows are at most v's 8.
+    EXPECT_EQ(g->outputs[1].shape, Shape({Shape::kUnknownDim, 3}));
+    EXPECT_EQ(g->outputs[1].BytesWithin({}), 4u * 8 * 3);
     // The comparison folded: the If reads a Constant condition.
     for (const Node& node : g->nodes) {
       if (node.outputs[0] == "cond") EXPECT_EQ(node.op_type, "Constant");

@@ -148,7 +148,7 @@ absl::Status InferTypes(onnx::ModelProto* model) {
     GLINT_ASSIGN_OR_RETURN(const int folded,
                            FoldShapeArithmetic(graph, opset));
     if (folded == 0) break;
-    ForgetInventedDimNames(graph);
+    ForgetUnsizableDimNames(graph);
     GLINT_RETURN_IF_ERROR(RunShapeInference(model, strict));
     GLINT_RETURN_IF_ERROR(RecoverRanksEverywhere(graph).status());
   }

@@ -296,7 +296,7 @@ bool NameRangeLength(const onnx::NodeProto& node, const Scope& scope,
   }
   const std::string& name = limit->symbol(0);
   // A name ONNX invented is forgotten before it infers again
-  // (ForgetInventedDimNames) and comes back as another: naming the Range by
+  // (ForgetUnsizableDimNames) and comes back as another: naming the Range by
   // it would change its type on every round and the rounds would not end.
   if (IsInventedDimName(name) || name.size() > kMaxDimExprLength) {
     return false;
@@ -355,29 +355,17 @@ bool Renameable(const std::string& name, const InputDimNames& inputs) {
          !EvaluateDim(name, inputs).has_value();
 }
 
-// Gives the dims of `node`'s first output that ONNX left unnamed, or named
-// by a name it invented, the names the node derives for them
-// (dim_naming.h), recording each invented name so replaced in `renames`.
-// Returns whether it named a dim.
+// Gives the dims of `node`'s outputs that ONNX left unnamed, or named by a
+// name it invented (or an exporter's name no input's dims size), the names
+// the node derives for them (dim_naming.h), recording each name so replaced
+// in `renames`. Returns whether it named a dim.
 bool NameDerivedDims(const onnx::NodeProto& node, const Scope& scope,
-                     int64_t opset, const InputDimNames& inputs,
+                     const std::string& path, int64_t opset,
+                     const InputDimNames& inputs,
                      absl::flat_hash_map<std::string, onnx::TypeProto*>* types,
                      Renames* renames) {
-  if (node.output_size() < 1 || node.output(0).empty()) return false;
-  auto it = types->find(node.output(0));
-  if (it == types->end() || !it->second->has_tensor_type() ||
-      !it->second->tensor_type().has_shape()) {
-    return false;
-  }
-  onnx::TensorShapeProto* shape =
-      it->second->mutable_tensor_type()->mutable_shape();
-  bool unnamed = false;
-  for (const auto& d : shape->dim()) {
-    unnamed =
-        unnamed || (!d.has_dim_value() && Renameable(d.dim_param(), inputs));
-  }
-  if (!unnamed) return false;
   DimSource source;
+  source.scope = path;
   source.shape_of = [&scope, &inputs](const std::string& value,
                                       std::vector<std::string>* names) {
     std::optional<Dims> dims = scope.ShapeOf(value, names);
@@ -391,20 +379,43 @@ bool NameDerivedDims(const onnx::NodeProto& node, const Scope& scope,
   source.find = [&scope](const std::string& value) {
     return scope.Find(value);
   };
-  const std::vector<std::string> derived =
-      DeriveOutputDimNames(node, shape->dim_size(), source, opset);
+  source.usable_name = [&inputs](const std::string& name) {
+    return Buildable(name, inputs);
+  };
   bool changed = false;
-  for (int k = 0; k < shape->dim_size(); ++k) {
-    onnx::TensorShapeProto_Dimension* d = shape->mutable_dim(k);
-    if (derived[k].empty() || d->has_dim_value() ||
-        !Renameable(d->dim_param(), inputs) || d->dim_param() == derived[k]) {
+  for (int i = 0; i < node.output_size(); ++i) {
+    if (node.output(i).empty()) continue;
+    auto it = types->find(node.output(i));
+    if (it == types->end() || !it->second->has_tensor_type() ||
+        !it->second->tensor_type().has_shape()) {
       continue;
     }
-    if (!d->dim_param().empty()) {
-      renames->try_emplace(d->dim_param(), derived[k]);
+    onnx::TensorShapeProto* shape =
+        it->second->mutable_tensor_type()->mutable_shape();
+    bool unnamed = false;
+    for (const auto& d : shape->dim()) {
+      unnamed =
+          unnamed || (!d.has_dim_value() && Renameable(d.dim_param(), inputs));
     }
-    SetDim(derived[k], d);
-    changed = true;
+    if (!unnamed) continue;
+    const std::vector<std::string> derived =
+        DeriveOutputDimNames(node, i, shape->dim_size(), source, opset);
+    for (int k = 0; k < shape->dim_size(); ++k) {
+      onnx::TensorShapeProto_Dimension* d = shape->mutable_dim(k);
+      // Only names the inputs' dims size: another (one built on an
+      // exporter's name) would be forgotten before the next round
+      // (ForgetUnsizableDimNames) and named again, round after round.
+      if (derived[k].empty() || d->has_dim_value() ||
+          !Renameable(d->dim_param(), inputs) || d->dim_param() == derived[k] ||
+          !EvaluateDim(derived[k], inputs).has_value()) {
+        continue;
+      }
+      if (!d->dim_param().empty()) {
+        renames->try_emplace(d->dim_param(), derived[k]);
+      }
+      SetDim(derived[k], d);
+      changed = true;
+    }
   }
   return changed;
 }
@@ -418,11 +429,30 @@ bool Iterates(const onnx::NodeProto& node) {
 // costs milliseconds, never minutes. What is left unfolded runs at run time.
 constexpr int64_t kFoldBudget = int64_t{1} << 24;
 
+// Adds the names of `graph`'s inputs' dims to `names`.
+void AddInputDimNames(const onnx::GraphProto& graph, InputDimNames* names) {
+  for (const onnx::ValueInfoProto& in : graph.input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) {
+      continue;
+    }
+    for (const auto& d : in.type().tensor_type().shape().dim()) {
+      if (d.has_dim_param() && !d.dim_param().empty()) {
+        (*names)[d.dim_param()] = 1;
+      }
+    }
+  }
+}
+
+// Folds `graph`, at `path` (DimSource::scope) in the model, whose
+// enclosing graphs' inputs have dims `outer` (a body's own inputs' dims
+// size its values too).
 absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
                          bool iterates, int64_t opset,
-                         const InputDimNames& inputs, int depth,
-                         int64_t* budget) {
+                         const InputDimNames& outer, const std::string& path,
+                         int depth, int64_t* budget) {
   if (depth > kMaxSubgraphDepth) return 0;  // The importer refuses these.
+  InputDimNames inputs = outer;
+  AddInputDimNames(*graph, &inputs);
   Scope scope(*graph, parent, iterates);
   absl::flat_hash_set<std::string> outputs;
   for (const onnx::ValueInfoProto& out : graph->output()) {
@@ -456,9 +486,12 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
     for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
       if (attr.type() != onnx::AttributeProto::GRAPH) continue;
       has_subgraphs = true;
+      const std::string inner_path = absl::StrCat(
+          path, "/", node.output_size() > 0 ? node.output(0) : node.name(), ":",
+          attr.name());
       GLINT_ASSIGN_OR_RETURN(
           int inner, Fold(attr.mutable_g(), &scope, Iterates(node), opset,
-                          inputs, depth + 1, budget));
+                          inputs, inner_path, depth + 1, budget));
       folded += inner;
     }
     // A value computed from one that varies per iteration varies too.
@@ -471,8 +504,12 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       continue;
     }
     if (has_subgraphs) {
+      // An If whose condition the fold knows takes its branch's types;
+      // else its dims are named where its branches' are.
       if (node.op_type() == "If" &&
-          TypeIfByItsCondition(node, scope, &types, declare)) {
+          (TypeIfByItsCondition(node, scope, &types, declare) ||
+           NameDerivedDims(node, scope, path, opset, inputs, &types,
+                           &renames))) {
         ++folded;
       }
       continue;
@@ -495,7 +532,7 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
       ++folded;
     }
     if (!value.has_value() &&
-        NameDerivedDims(node, scope, opset, inputs, &types, &renames)) {
+        NameDerivedDims(node, scope, path, opset, inputs, &types, &renames)) {
       ++folded;
     }
     if (!value.has_value() || CountOf(value->dims) != value->size()) continue;
@@ -514,27 +551,32 @@ absl::StatusOr<int> Fold(onnx::GraphProto* graph, const Scope* parent,
   return folded;
 }
 
-void ForgetInventedDimNames(onnx::TypeProto* type) {
+void ForgetUnsizableDimNames(const InputDimNames& inputs,
+                             onnx::TypeProto* type) {
   if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
   for (auto& d : *type->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
-    if (d.has_dim_param() && IsInventedDimName(d.dim_param())) {
+    if (d.has_dim_param() && (IsInventedDimName(d.dim_param()) ||
+                              !EvaluateDim(d.dim_param(), inputs))) {
       d.clear_dim_param();
     }
   }
 }
 
-void ForgetInventedDimNames(onnx::GraphProto* graph, int depth) {
+void ForgetUnsizableDimNames(onnx::GraphProto* graph, InputDimNames inputs,
+                             int depth) {
   if (depth > kMaxSubgraphDepth) return;  // The importer refuses these.
+  // A body's own inputs' dims size its values too.
+  AddInputDimNames(*graph, &inputs);
   for (onnx::ValueInfoProto& vi : *graph->mutable_value_info()) {
-    ForgetInventedDimNames(vi.mutable_type());
+    ForgetUnsizableDimNames(inputs, vi.mutable_type());
   }
   for (onnx::ValueInfoProto& vi : *graph->mutable_output()) {
-    ForgetInventedDimNames(vi.mutable_type());
+    ForgetUnsizableDimNames(inputs, vi.mutable_type());
   }
   for (onnx::NodeProto& node : *graph->mutable_node()) {
     for (onnx::AttributeProto& attr : *node.mutable_attribute()) {
       if (attr.type() == onnx::AttributeProto::GRAPH) {
-        ForgetInventedDimNames(attr.mutable_g(), depth + 1);
+        ForgetUnsizableDimNames(attr.mutable_g(), inputs, depth + 1);
       }
     }
   }
@@ -542,25 +584,15 @@ void ForgetInventedDimNames(onnx::GraphProto* graph, int depth) {
 
 }  // namespace
 
-void ForgetInventedDimNames(onnx::GraphProto* graph) {
-  ForgetInventedDimNames(graph, 0);
+void ForgetUnsizableDimNames(onnx::GraphProto* graph) {
+  ForgetUnsizableDimNames(graph, InputDimNames(), 0);
 }
 
 absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
                                         int64_t opset) {
   int64_t budget = kFoldBudget;
-  InputDimNames inputs;
-  for (const onnx::ValueInfoProto& in : graph->input()) {
-    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) {
-      continue;
-    }
-    for (const auto& d : in.type().tensor_type().shape().dim()) {
-      if (d.has_dim_param() && !d.dim_param().empty()) {
-        inputs[d.dim_param()] = 1;
-      }
-    }
-  }
-  return Fold(graph, nullptr, /*iterates=*/false, opset, inputs, 0, &budget);
+  return Fold(graph, nullptr, /*iterates=*/false, opset, InputDimNames(),
+              /*path=*/"", 0, &budget);
 }
 
 }  // namespace glint::onnx_internal

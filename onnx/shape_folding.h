@@ -71,14 +71,17 @@ absl::StatusOr<int> FoldShapeArithmetic(onnx::GraphProto* graph,
 // ONNX's inference names each unknown dim it cannot relate to another
 // ("unk__0", "unk__1": where two dims it cannot tell equal meet in a
 // broadcast, each Range of a computed length), and keeps a name once it
-// is in a value's type. Before it infers again after a fold, those
-// invented names are forgotten (in value_info and outputs, subgraphs too;
-// never a graph input's), so that a name the fold learnt (a Range's
-// length is `seq`) propagates past where ONNX invented one. The fold never
-// names a dim by an invented name (it would come back as another on the
-// next round, and the rounds would not end); a model's own dim named like
-// one (tf2onnx writes unk__N) loses its name past the inputs.
-void ForgetInventedDimNames(onnx::GraphProto* graph);
+// is in a value's type, an exporter's too ("Gatherlabels_dim_0" on an
+// output: it names no size). Before it infers again after a fold, the
+// names no input's dims size are forgotten (invented ones, and the
+// exporter's; in value_info and outputs, subgraphs too; never a graph
+// input's), so that a name the fold learnt (a Range's length is `seq`, a
+// NonZero's count at most its input's elements) propagates past where ONNX
+// or the exporter wrote one that sizes nothing. The fold never names a dim
+// by an invented name (it would come back as another on the next round,
+// and the rounds would not end); a model's own dim named like one (tf2onnx
+// writes unk__N) loses its name past the inputs.
+void ForgetUnsizableDimNames(onnx::GraphProto* graph);
 
 }  // namespace glint::onnx_internal
 

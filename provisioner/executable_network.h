@@ -78,8 +78,9 @@ struct ProvisionedPartition {
   // At the network's bounds (ExecutableNetwork::dim_bounds): the most bytes
   // of run-time values one launch holds at once (its device's launch
   // reserve covers the largest of its partitions'), and how many of its
-  // values no bound sizes (a data-dependent size: NonZero's, TopK's), which
-  // each launch allocates beyond that reserve.
+  // values no bound sizes (arithmetic the importer does not follow, a Loop's
+  // or Scan's bodies), which each launch allocates beyond that reserve.
+  // Sizes the data decides count at their bounds (core/dim_expr.h).
   uint64_t launch_bytes = 0;
   int unsized_values = 0;
   int num_nodes = 0;

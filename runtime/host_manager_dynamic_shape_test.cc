@@ -211,23 +211,26 @@ TEST(HostManagerDynamicShapeTest, StrategiesAndReplicasKeepExactShapes) {
 // two weights, where only data-dependent values flow.
 TEST(HostManagerDynamicShapeTest, MemoryStrategyCutsAtADataDependentValue) {
   constexpr int64_t kWidth = 256;
-  std::vector<float> w1(kWidth * kWidth), w2(kWidth * kWidth);
+  constexpr int64_t kCols = 64;
+  std::vector<float> w1(kWidth * kWidth), w2(kWidth * kCols);
   for (int64_t i = 0; i < kWidth * kWidth; ++i) {
     w1[i] = (i / kWidth == i % kWidth) ? 1.0f : 0.0f;  // Identity.
-    w2[i] = static_cast<float>(i);
   }
+  for (int64_t i = 0; i < kWidth * kCols; ++i) w2[i] = static_cast<float>(i);
   OnnxModelBuilder b;
   b.Input("x", kFloat, {1, kWidth}).Output("rows", kFloat);
   b.FloatInitializer("w1", {kWidth, kWidth}, w1);
-  b.FloatInitializer("w2", {kWidth, kWidth}, w2);
+  b.FloatInitializer("w2", {kWidth, kCols}, w2);
   Int64Initializer(b, "one", {}, {1});
   b.Node("MatMul", {"x", "w1"}, {"h"}, "mm");
   b.Node("Relu", {"h"}, {"r"}, "relu");
   b.Node("NonZero", {"r"}, {"nz"}, "nz");
   b.Node("Gather", {"nz", "one"}, {"cols"}, "cols");  // axis 0: row 1.
   b.Node("Gather", {"w2", "cols"}, {"rows"}, "rows");
+  // Both weights (320 KiB) do not fit one device; w2 and the rows it gives
+  // at their bound (at most one per element of x: 256 x 64 floats) do.
   std::vector<DeviceConfig> configs(2);
-  for (DeviceConfig& c : configs) c.memory_bytes = 400 * 1024;
+  for (DeviceConfig& c : configs) c.memory_bytes = 300 * 1024;
   auto host = HostManager::CreateFromConfigs({}, configs);
   ASSERT_TRUE(host.ok()) << host.status();
   absl::StatusOr<NetworkInfo> info =
@@ -249,14 +252,14 @@ TEST(HostManagerDynamicShapeTest, MemoryStrategyCutsAtADataDependentValue) {
     ASSERT_TRUE(out.ok()) << out.status();
     const Tensor& rows = (*out)[0].tensor;
     const int64_t n = static_cast<int64_t>(positive.size());
-    ASSERT_EQ(rows.shape(), Shape({n, kWidth}));
+    ASSERT_EQ(rows.shape(), Shape({n, kCols}));
     std::vector<float> want;
     for (int64_t p : positive) {
-      want.insert(want.end(), w2.begin() + p * kWidth,
-                  w2.begin() + (p + 1) * kWidth);
+      want.insert(want.end(), w2.begin() + p * kCols,
+                  w2.begin() + (p + 1) * kCols);
     }
     EXPECT_THAT(
-        std::vector<float>(rows.data<float>(), rows.data<float>() + n * kWidth),
+        std::vector<float>(rows.data<float>(), rows.data<float>() + n * kCols),
         ElementsAreArray(want));
   }
 }
