@@ -285,8 +285,8 @@ void NameConcat(const onnx::NodeProto& node, const DimSource& source,
   }
   // The sum of the names where it is short enough to read back; else,
   // where sizes the data decides are in it, a name of the node at most the
-  // sum of their bounds (SSDlite's 91 TopKs of at most 3234 boxes: at most
-  // 294294).
+  // sum of their bounds (SSDlite's 90 per-class TopKs of at most 3234 boxes: at
+  // most 291060).
   std::string sum = DimSum(along).value_or("");
   if ((sum.empty() || sum.size() > kMaxDimExprLength) && data_dependent) {
     sum = Bounded(tag, DimSum(bounds).value_or(""));
@@ -613,6 +613,95 @@ void NameConvTranspose(const onnx::NodeProto& node, const DimSource& source,
   }
 }
 
+// Pad with known pads: each dim plus what it is padded by at its start and
+// end (less, for negative pads); opset 18's `axes` picks the dims.
+void NamePad(const onnx::NodeProto& node, const DimSource& source,
+             int64_t opset, std::vector<std::string>* names) {
+  std::optional<std::vector<Dim>> x = InputDims(source, node, 0);
+  if (!x.has_value() || x->size() != names->size()) return;
+  const int64_t rank = static_cast<int64_t>(x->size());
+  Dims pads;
+  if (opset < 11) {
+    pads = IntsAttr(node, "pads").value_or(Dims());
+  } else if (const FoldValue* p = IntegerVector(source, node, 1);
+             p != nullptr && p->complete()) {
+    pads = p->ints;
+  }
+  std::vector<int64_t> axes(rank);
+  for (int64_t k = 0; k < rank; ++k) axes[k] = k;
+  if (node.input_size() > 3 && !node.input(3).empty()) {
+    const FoldValue* a = IntegerVector(source, node, 3);
+    if (a == nullptr || !a->complete()) return;
+    axes = a->ints;
+  }
+  const int64_t n = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * n) return;
+  for (int64_t k = 0; k < rank; ++k) (*names)[k] = DimText((*x)[k]);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank) return;
+    const int64_t add = pads[i] + pads[n + i];
+    const Dim& in = (*x)[a];
+    if (!in.named() || add < -(int64_t{1} << 40) || add > (int64_t{1} << 40)) {
+      (*names)[a] = "";  // A size ONNX works out itself, or none.
+      continue;
+    }
+    (*names)[a] = DimAffine(in.name, add, 1).value_or("");
+  }
+}
+
+// DepthToSpace and SpaceToDepth by `blocksize` b: [n, c/(b*b), h*b, w*b]
+// and [n, c*b*b, h/b, w/b] (a run's h and w are multiples of b there).
+void NameDepthSpace(const onnx::NodeProto& node, const DimSource& source,
+                    std::vector<std::string>* names) {
+  std::optional<std::vector<Dim>> x = InputDims(source, node, 0);
+  const int64_t b = IntAttr(node, "blocksize", 0);
+  if (!x.has_value() || x->size() != 4 || names->size() != 4 || b < 1 ||
+      b > (1 << 10)) {
+    return;
+  }
+  const bool to_space = node.op_type() == "DepthToSpace";
+  (*names)[0] = DimText((*x)[0]);
+  for (size_t k = 1; k < 4; ++k) {
+    std::optional<DimProduct> p = (*x)[k].AsProduct();
+    if (!(*x)[k].named() || !p.has_value() || p->coefficient < 1) continue;
+    // Channels shrink and space grows toward space, and back.
+    const bool grows = (k == 1) != to_space;
+    const int64_t by = k == 1 ? b * b : b;
+    if (grows) {
+      if (p->coefficient > (int64_t{1} << 40) / by) continue;
+      p->coefficient *= by;
+      (*names)[k] = ProductName(p);
+    } else {
+      (*names)[k] = DimAffine((*x)[k].name, 0, by).value_or("");
+    }
+  }
+}
+
+// Split without sizes: equal parts of the axis's dim (opset 18's
+// num_outputs: each ceil(dim/n), the last at most that).
+void NameSplit(const onnx::NodeProto& node, int output, const DimSource& source,
+               int64_t opset, const std::string& tag,
+               std::vector<std::string>* names) {
+  std::optional<std::vector<Dim>> x = InputDims(source, node, 0);
+  if (!x.has_value() || x->size() != names->size()) return;
+  const int64_t axis = AxisAttr(node, "axis", 0, x->size());
+  const bool sized = Attr(node, "split") != nullptr ||
+                     (node.input_size() > 1 && !node.input(1).empty());
+  const int64_t parts = node.output_size();
+  if (axis < 0 || sized || parts < 1) return;
+  for (size_t k = 0; k < x->size(); ++k) (*names)[k] = DimText((*x)[k]);
+  const Dim& in = (*x)[axis];
+  if (!in.named()) return;
+  if (opset < 18) {
+    (*names)[axis] = DimAffine(in.name, 0, parts).value_or("");
+    return;
+  }
+  const std::string chunk = DimAffine(in.name, parts - 1, parts).value_or("");
+  (*names)[axis] =
+      output + 1 < parts ? chunk : Bounded(absl::StrCat(tag, "_", axis), chunk);
+}
+
 // Reshape: each target element is a size, a dim read at run time (named
 // by the fold), 0 (the input's dim there) or -1 (what is left of the
 // input's size once the others are taken, where the names cancel).
@@ -866,13 +955,15 @@ std::vector<std::string> DeriveOutputDimNames(const onnx::NodeProto& node,
   if (rank <= 0 || output < 0 || output >= node.output_size()) return names;
   const std::string& op = node.op_type();
   // TopK's values and indices are one size, and Unique's outputs; If's
-  // outputs each their own.
-  const std::string tag =
-      DataDependentTag(node, op == "If" ? output : 0, source.scope);
+  // and Split's outputs each their own.
+  const std::string tag = DataDependentTag(
+      node, op == "If" || op == "Split" ? output : 0, source.scope);
   if (op == "TopK" && output < 2) {
     NameTopK(node, source, tag, &names);
   } else if (op == "Unique") {
     NameUnique(node, output, source, tag, &names);
+  } else if (op == "Split") {
+    NameSplit(node, output, source, opset, tag, &names);
   } else if (op == "If") {
     NameIf(node, output, source, tag, &names);
   } else if (output > 0) {
@@ -884,6 +975,10 @@ std::vector<std::string> DeriveOutputDimNames(const onnx::NodeProto& node,
     NameConvTranspose(node, source, &names);
   } else if (op == "Reshape") {
     NameReshape(node, source, &names);
+  } else if (op == "Pad") {
+    NamePad(node, source, opset, &names);
+  } else if (op == "DepthToSpace" || op == "SpaceToDepth") {
+    NameDepthSpace(node, source, &names);
   } else if (op == "Expand") {
     NameExpand(node, source, &names);
   } else if (op == "ConstantOfShape") {

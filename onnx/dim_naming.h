@@ -61,9 +61,10 @@ std::string DataDependentTag(const onnx::NodeProto& node, int output,
 // named dims, or "" where it has none to give (the op or its attributes are
 // ones it does not follow). Every name is at most kMaxDimExprLength long;
 // none is built on a name ONNX invented. Ops followed, on their first
-// output: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, Reshape,
-// Expand, Tile, ConstantOfShape, Flatten, Resize, Upsample, Concat, Gather
-// and the elementwise ops that broadcast.
+// output: Conv, ConvTranspose, MaxPool, AveragePool, LpPool, Reshape, Pad,
+// DepthToSpace, SpaceToDepth, Expand, Tile, ConstantOfShape, Flatten,
+// Resize, Upsample, Concat, Gather and the elementwise ops that broadcast;
+// on every output, Split into equal parts.
 //
 // A size the data decides is named as a bounded dim (core/dim_expr.h), the
 // node's DataDependentTag at most a bound of the inputs' dims: NonZero's

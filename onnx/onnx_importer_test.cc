@@ -1593,6 +1593,41 @@ TEST(DimNamingTest, TransposedConvolutionsCeilPoolsAndFractionalResizes) {
   }
 }
 
+// Pad, DepthToSpace, SpaceToDepth and an equal Split of an image of
+// dynamic size keep their arithmetic: h+4, 2*h, h/2 (ONNX's inference at
+// fixed shapes agrees).
+TEST(DimNamingTest, PadsSplitsAndDepthSpaceMovesKeepTheirArithmetic) {
+  ModelBuilder b(/*opset=*/17);
+  b.Input("x", onnx::TensorProto::FLOAT, std::vector<Dim>{"n", 4, "h", "w"})
+      .Output("padded", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("space", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("depth", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("top", onnx::TensorProto::FLOAT, std::nullopt)
+      .Output("bottom", onnx::TensorProto::FLOAT, std::nullopt);
+  Int64Constant(&b, "pads", {8}, {0, 0, 1, 2, 0, 0, 3, 4});
+  b.Node("Pad", {"x", "pads"}, {"padded"}, "pad");
+  AddIntAttr(b.Node("DepthToSpace", {"x"}, {"space"}, "d2s"), "blocksize", 2);
+  AddIntAttr(b.Node("SpaceToDepth", {"x"}, {"depth"}, "s2d"), "blocksize", 2);
+  AddIntAttr(b.Node("Split", {"x"}, {"top", "bottom"}, "split"), "axis", 2);
+  const std::string bytes = b.Bytes();
+  absl::StatusOr<Graph> g = ImportOnnxModel(bytes);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_EQ(g->outputs[0].ShapeString(), "[n, 4, h+4, w+6]");
+  EXPECT_EQ(g->outputs[1].ShapeString(), "[n, 1, 2*h, 2*w]");
+  EXPECT_EQ(g->outputs[2].ShapeString(), "[n, 16, h/2, w/2]");
+  EXPECT_EQ(g->outputs[3].ShapeString(), "[n, 4, h/2, w]");
+  EXPECT_EQ(g->outputs[4].ShapeString(), "[n, 4, h/2, w]");
+  EXPECT_THAT(UnsizedValues(*g, {{"n", 2}, {"h", 64}, {"w", 64}}),
+              ::testing::IsEmpty());
+  for (const auto& [h, w] :
+       std::vector<std::pair<int64_t, int64_t>>{{8, 6}, {4, 10}}) {
+    EXPECT_GE(
+        ExpectNamesAgreeWithStaticImport(bytes, {{"x", Shape({3, 4, h, w})}},
+                                         {{"n", 3}, {"h", h}, {"w", w}}),
+        14);
+  }
+}
+
 // A detector's post-processing: the sizes its data decides (how many
 // scores pass a threshold, a TopK's run-time k, the boxes NMS keeps) are
 // each named by their node and bounded by what the inputs' dims allow, so
